@@ -1,0 +1,17 @@
+# The numerical providers, all single-threaded so that every numerical thread is a pool
+# worker or the caller: Debian's serial BLIS (large GEMM, and the BLAS under LAPACK),
+# LAPACKE over reference LAPACK (factorizations), libxsmm (small GEMM).
+set(TL_BLIS_SERIAL_DIR /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/blis-serial)
+set(TL_BLIS_INCLUDE_DIR /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/blis-serial)
+find_library(TL_BLIS_LIB NAMES blis PATHS ${TL_BLIS_SERIAL_DIR} NO_DEFAULT_PATH REQUIRED)
+find_library(TL_LAPACKE_LIB NAMES lapacke REQUIRED)
+find_library(TL_LAPACK_LIB NAMES lapack REQUIRED)
+find_library(TL_XSMM_LIB NAMES xsmmnoblas PATHS /usr/lib REQUIRED)
+find_library(TL_XSMM_MAIN_LIB NAMES xsmm PATHS /usr/lib REQUIRED)
+find_path(TL_XSMM_INCLUDE_DIR libxsmm.h REQUIRED)
+
+add_library(tl_providers INTERFACE)
+target_include_directories(tl_providers INTERFACE ${TL_BLIS_INCLUDE_DIR} ${TL_XSMM_INCLUDE_DIR})
+set(TL_PROVIDER_LINK_FLAGS ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_XSMM_MAIN_LIB} ${TL_XSMM_LIB}
+  ${TL_BLIS_LIB} m dl rt)
+target_link_libraries(tl_providers INTERFACE ${TL_PROVIDER_LINK_FLAGS})

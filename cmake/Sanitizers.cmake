@@ -1,0 +1,10 @@
+# TL_SANITIZE=address builds everything with ASan+UBSan, TL_SANITIZE=thread with TSan.
+if(TL_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(TL_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NOT TL_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "TL_SANITIZE must be '', 'address' or 'thread', not '${TL_SANITIZE}'")
+endif()

@@ -1,0 +1,44 @@
+/* tenlane/map.h: an ordered map over items, built on a phase.
+ *
+ * Items 0..count-1 are pulled by the lanes from one shared atomic counter, so faster
+ * lanes take more items. Each item's callback runs on its lane's child surface. Results
+ * belong to the caller, kept per item (index your own array by the item number). On a
+ * failure the lanes stop pulling, every lane joins, and the lowest failing item is
+ * reported: every item below it has run. */
+#ifndef TENLANE_MAP_H
+#define TENLANE_MAP_H
+
+#include <stddef.h>
+
+#include "tenlane/phase.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return 0 for success, or a non-zero code that fails the map. */
+typedef int (*tl_map_fn)(tl_exec *exec, size_t item, int lane_index, void *arg);
+
+typedef struct tl_map_outcome {
+  size_t items_done;  /* items whose callback returned 0 */
+  int failed;         /* 1 when some item failed (or a lane's entry failed) */
+  size_t failed_item; /* the lowest failing item, when failed and it was an item */
+  int code;           /* that item's return value */
+  tl_status status;   /* TL_OK, TL_E_LANE for an item failure, or the entry failure */
+  char message[256];
+} tl_map_outcome;
+
+/* Run fn over items 0..count-1 in a phase of its own on `session`. Returns TL_OK, TL_E_LANE
+ * when an item failed (see *outcome), or any error of tl_session_phase / tl_phase_run.
+ * *outcome may be NULL. Session's thread only. */
+tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
+                 tl_map_outcome *outcome);
+
+/* The same inside an open phase (one tl_phase_run). */
+tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
+                       tl_map_outcome *outcome);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,127 @@
+/* tenlane/session.h: admission, the held session, its operation surface and tickets.
+ *
+ * One owner at a time holds a context through a session. The session is bound to the
+ * thread that opened it: it carries that thread's reentry marker and, when the context
+ * has a CPU set, narrows that thread's affinity to the set until it closes. Numerical
+ * calls take the session's tl_exec, split their work over the context's pool and use the
+ * root resources the session checked out.
+ *
+ * Other threads join the holder's work through a tl_ticket: an entry on a ticket runs a
+ * callback with a child tl_exec of its own (private scratch and plan cache, one thread),
+ * without waiting and without a second admission. */
+#ifndef TENLANE_SESSION_H
+#define TENLANE_SESSION_H
+
+#include <stdint.h>
+
+#include "tenlane/context.h"
+#include "tenlane/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tl_session tl_session;
+
+/* The operation surface every numerical call takes first. It is borrowed from a session,
+ * a lane or a ticket entry and is valid only as long as that holder says. */
+typedef struct tl_exec tl_exec;
+
+typedef enum tl_wait_mode {
+  TL_NOWAIT = 0, /* fail with TL_E_BUSY at once if another owner holds the context */
+  TL_WAIT = 1    /* queue (first come, first served) until the context is free */
+} tl_wait_mode;
+
+/* Open a held session for `owner` on the calling thread.
+ * On success *out is the session; close it on this same thread with tl_session_close.
+ * Errors (nothing held, *out untouched):
+ *   TL_E_INVALID: NULL ctx or out, owner 0, an unknown mode;
+ *   TL_E_REENTERED: this thread already executes for ctx (holds its session, runs one of
+ *     its lanes or ticket entries);
+ *   TL_E_BUSY: another owner holds ctx and mode is TL_NOWAIT, or the calling thread is a
+ *     worker of some tl_pool (pool workers never wait for admission);
+ *   TL_E_AFFINITY: the thread could not be narrowed to the CPU set;
+ *   TL_E_NOMEM.
+ * If a tl_catch scope is active on this thread, the session is registered on it, so a
+ * panic that unwinds that scope closes the session. */
+tl_status tl_session_open(tl_context *ctx, tl_owner owner, tl_wait_mode mode, tl_session **out);
+
+/* Close the session: return the root resources, clear the thread's marker, restore the
+ * thread's CPU affinity, release admission and wake the next queued opener, in that order.
+ * Waits for ticket entries still running on other threads to return. Everything is
+ * released even when the affinity cannot be restored; that failure (TL_E_AFFINITY) is
+ * then what close returns. Errors: TL_E_INVALID (NULL), TL_E_WRONG_THREAD (another
+ * thread; nothing changes), TL_E_PHASE_ACTIVE (called inside its own phase). */
+tl_status tl_session_close(tl_session *session);
+
+/* The session's root operation surface, borrowed for the session's life. NULL for NULL. */
+tl_exec *tl_session_exec(tl_session *session);
+
+/* The owner that holds the session. */
+tl_owner tl_session_owner(const tl_session *session);
+
+/* The message of the last failing call made through this session (or ""). Valid until
+ * the next call on the session. Opening thread only. */
+const char *tl_session_message(const tl_session *session);
+
+typedef int (*tl_session_fn)(tl_exec *exec, void *arg);
+
+/* The scoped entry: open a session for `owner`, run fn(exec, arg), close it. Returns the
+ * open error, else the close error if closing failed (a restoration failure replaces the
+ * callback's result), else TL_OK; the callback's own return value goes to *fn_result
+ * (may be NULL). */
+tl_status tl_context_with_session(tl_context *ctx, tl_owner owner, tl_wait_mode mode,
+                                  tl_session_fn fn, void *arg, int *fn_result);
+
+/* A ticket lets other threads enter child work under the session's owner while the
+ * session is held. It is a plain value: copy it freely; it holds nothing. */
+typedef struct tl_ticket {
+  tl_context *ctx;
+  uint64_t session_generation;
+  tl_owner owner;
+} tl_ticket;
+
+/* Make a ticket for the held session. Opening thread only.
+ * Errors: TL_E_INVALID (NULL), TL_E_WRONG_THREAD. */
+tl_status tl_session_ticket(tl_session *session, tl_ticket *out);
+
+typedef int (*tl_ticket_fn)(tl_exec *exec, void *arg);
+
+/* Run fn(exec, arg) on the calling thread with a child surface of its own: private
+ * scratch and plan cache, one thread, the session's owner. Never waits for admission.
+ * Errors (fn not called): TL_E_INVALID (NULL), TL_E_STALE (the session closed or is
+ * closing), TL_E_REENTERED (the calling thread already executes for this context, e.g.
+ * the session's own thread), TL_E_NOMEM. Otherwise TL_OK and fn's value in *fn_result
+ * (may be NULL). Any thread. */
+tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg, int *fn_result);
+
+/* Introspection of a surface, mainly for tests and tools. */
+typedef enum tl_exec_kind {
+  TL_EXEC_ROOT = 0,   /* a held session's surface; routes split over the pool */
+  TL_EXEC_LANE = 1,   /* a phase lane's child surface; one thread */
+  TL_EXEC_TICKET = 2, /* a ticket entry's child surface; one thread */
+  TL_EXEC_INLINE = 3  /* the budget-1 inline lane on the driver; one thread */
+} tl_exec_kind;
+
+tl_exec_kind tl_exec_kind_of(const tl_exec *exec);
+
+/* The widest team a route on this surface uses: the pool size for a root surface of a
+ * context with a pool, else 1. */
+int tl_exec_team(const tl_exec *exec);
+
+/* Ask routes on this surface for a team of `team` threads (0 = the default: the whole
+ * pool from a root surface, one thread on a child surface). A later route call that
+ * cannot honour a request above 1 (a child surface, or a caller on a pool worker)
+ * returns TL_E_UNAVAILABLE and writes nothing. Errors: TL_E_INVALID (NULL, team < 0). */
+tl_status tl_exec_set_team(tl_exec *exec, int team);
+
+/* The message of the last failing call made on this surface (or ""). */
+const char *tl_exec_message(const tl_exec *exec);
+
+/* An opaque identity of the surface's private scratch arena (tests compare them). */
+const void *tl_exec_scratch_id(const tl_exec *exec);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

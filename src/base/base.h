@@ -1,0 +1,65 @@
+/* src/base/base.h: internal helpers every layer uses: failure messages, the allocator
+ * hooks, and small utilities. Only tenlane's own sources include it. */
+#ifndef TL_BASE_H
+#define TL_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenlane/alloc.h"
+#include "tenlane/status.h"
+
+#define TL__MESSAGE_MAX 256
+
+#if defined(__GNUC__)
+#define TL__PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#define TL__LIKELY(x) __builtin_expect(!!(x), 1)
+#define TL__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define TL__PRINTF(fmt_index, first_arg)
+#define TL__LIKELY(x) (x)
+#define TL__UNLIKELY(x) (x)
+#endif
+
+/* Cache line size used for padding shared atomics apart (false sharing). */
+#define TL__CACHE_LINE 64
+
+/* Record `status` with a printf-style message in the calling thread's message slot and
+ * return `status`. An out-of-memory status with a NULL format uses a static text. */
+tl_status tl__fail(tl_status status, const char *format, ...) TL__PRINTF(2, 3);
+tl_status tl__failv(tl_status status, const char *format, va_list args);
+
+/* The calling thread's message slot (TL__MESSAGE_MAX bytes). */
+char *tl__message_slot(void);
+
+/* Copy the thread's current message into `dst` (TL__MESSAGE_MAX bytes). */
+void tl__message_copy(char *dst);
+
+/* Allocation through the installed hooks. Return NULL on failure (callers report
+ * TL_E_NOMEM). align must be a power of two <= 4096; size 0 is treated as 1. */
+void *tl__alloc(size_t size, size_t align);
+void *tl__calloc(size_t count, size_t size, size_t align); /* zeroed; NULL on overflow */
+void tl__free(void *ptr);
+
+/* Overflow-checked size arithmetic: 1 and *out set on success, 0 on overflow. */
+static inline int tl__size_mul(size_t a, size_t b, size_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+static inline int tl__size_add(size_t a, size_t b, size_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+/* Monotonic clock in nanoseconds. */
+uint64_t tl__now_ns(void);
+
+/* CPU relax hint for spin loops. */
+static inline void tl__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+#endif

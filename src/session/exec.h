@@ -1,0 +1,77 @@
+/* src/session/exec.h: what a numerical route may ask of the surface it runs on.
+ *
+ * Every route is written against this interface and nothing else of the execution
+ * layer: it begins and ends its call (which checks the thread, parks root calls during a
+ * phase and records messages), takes scratch from the surface's arena, finds plans in its
+ * cache, and splits work with tl__exec_parallel_for, which uses the pool from a root
+ * surface and the calling thread alone from a lane, ticket or inline surface. */
+#ifndef TL_SESSION_EXEC_H
+#define TL_SESSION_EXEC_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "tenlane/pool.h"
+#include "tenlane/session.h"
+#include "arena.h"
+#include "plan_cache.h"
+
+/* The resources a surface works with: checked out by the root session, or private to a
+ * child (a lane or a ticket entry), reused across entries through the context. */
+typedef struct tl__resources {
+  tl__arena arena;
+  tl__plan_cache plans;
+  struct tl__resources *next_free; /* the context's free list of child bundles */
+} tl__resources;
+
+struct tl_exec {
+  tl_exec_kind kind;
+  struct tl_context *ctx;
+  tl_session *session;        /* the owning session (root) or the issuing one (children) */
+  tl__resources *resources;   /* scratch and plans of this surface */
+  tl_pool *pool;              /* pool routes split over (root with a pool), else NULL */
+  int team;                   /* widest team a route uses: pool size or 1 */
+  int team_request;           /* tl_exec_set_team: 0 = default */
+  int in_call;                /* a route is running on this surface (re-entry guard) */
+  tl__arena_mark call_mark;   /* arena position at tl__exec_begin, restored at the end */
+  const atomic_int *cancel;   /* the lane's run flag, or NULL */
+  unsigned long thread_token; /* the thread allowed to use it (0 = any) */
+  char message[256];
+};
+
+/* Start a route call named `route` on `exec`: checks exec is non-NULL, is used on its own
+ * thread, is not parked by a phase, and is not already inside a call. Returns TL_OK or the
+ * refusal (with a message naming `route`). Pair every TL_OK with tl__exec_end. */
+tl_status tl__exec_begin(tl_exec *exec, const char *route);
+/* End the call started by tl__exec_begin; returns `status`, copying the thread's message
+ * to the surface when status is not TL_OK. */
+tl_status tl__exec_end(tl_exec *exec, tl_status status);
+
+/* Record a failure message on the thread (and, at tl__exec_end, on the surface) and
+ * return status. */
+tl_status tl__exec_fail(tl_exec *exec, tl_status status, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The team the current call may use. TL_E_UNAVAILABLE when the caller asked (through
+ * tl_exec_set_team) for more than one thread on a surface that runs on one thread. */
+tl_status tl__exec_team(tl_exec *exec, int *team);
+
+/* Run fn over [0, count) in chunks of `grain`: over the pool from a root surface with a
+ * pool, inline on the calling thread otherwise. fn's worker index is -1 inline. */
+tl_status tl__exec_parallel_for(tl_exec *exec, size_t count, size_t grain, tl_pool_range_fn fn,
+                                void *arg);
+
+/* 1 when the surface belongs to a lane whose run has been cancelled. Routes may check it
+ * between blocks and stop with TL_E_CANCELLED (writing nothing when they can). */
+static inline int tl__exec_cancelled(const tl_exec *exec) {
+  return exec->cancel != NULL && atomic_load_explicit(exec->cancel, memory_order_relaxed);
+}
+
+static inline tl__arena *tl__exec_arena(tl_exec *exec) { return &exec->resources->arena; }
+static inline tl__plan_cache *tl__exec_plans(tl_exec *exec) { return &exec->resources->plans; }
+
+/* Scratch for the current call; reclaimed at tl__exec_end (a route may also reset to an
+ * earlier mark itself). Errors: TL_E_SCRATCH_LIMIT, TL_E_NOMEM, with a message. */
+tl_status tl__exec_scratch(tl_exec *exec, size_t bytes, size_t align, void **out);
+
+#endif
