@@ -32,16 +32,18 @@ struct tl_exec {
   tl_pool *pool;              /* pool routes split over (root with a pool), else NULL */
   int team;                   /* widest team a route uses: pool size or 1 */
   int team_request;           /* tl_exec_set_team: 0 = default */
-  int in_call;                /* a route is running on this surface (re-entry guard) */
-  tl__arena_mark call_mark;   /* arena position at tl__exec_begin, restored at the end */
+  int depth;                  /* nesting depth of route calls on this surface */
+  tl__arena_mark marks[16];   /* arena position at each tl__exec_begin, restored at its end */
   const atomic_int *cancel;   /* the lane's run flag, or NULL */
   unsigned long thread_token; /* the thread allowed to use it (0 = any) */
   char message[256];
 };
 
 /* Start a route call named `route` on `exec`: checks exec is non-NULL, is used on its own
- * thread, is not parked by a phase, and is not already inside a call. Returns TL_OK or the
- * refusal (with a message naming `route`). Pair every TL_OK with tl__exec_end. */
+ * thread and is not parked by a phase, and remembers the arena position. Calls nest (a
+ * route may call other routes on the same surface, up to 16 deep). Returns TL_OK or the
+ * refusal (with a message naming `route`). Pair every TL_OK with tl__exec_end, which
+ * gives back the scratch taken since the matching begin. */
 tl_status tl__exec_begin(tl_exec *exec, const char *route);
 /* End the call started by tl__exec_begin; returns `status`, copying the thread's message
  * to the surface when status is not TL_OK. */
@@ -56,8 +58,11 @@ tl_status tl__exec_fail(tl_exec *exec, tl_status status, const char *format, ...
  * tl_exec_set_team) for more than one thread on a surface that runs on one thread. */
 tl_status tl__exec_team(tl_exec *exec, int *team);
 
-/* Run fn over [0, count) in chunks of `grain`: over the pool from a root surface with a
- * pool, inline on the calling thread otherwise. fn's worker index is -1 inline. */
+/* Run fn over [0, count) in chunks of at most `grain` (0: chosen here): over the pool from
+ * a root surface with a pool, inline on the calling thread otherwise. fn's worker index is
+ * the pool worker running the chunk, or -1 for the calling thread. The arena is not
+ * thread-safe: take all scratch before the loop on the calling thread, and give each
+ * thread its own slice indexed by worker_index + 1 (tl_exec_team(exec) + 1 slices). */
 tl_status tl__exec_parallel_for(tl_exec *exec, size_t count, size_t grain, tl_pool_range_fn fn,
                                 void *arg);
 

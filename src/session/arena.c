@@ -1,0 +1,117 @@
+/* src/session/arena.c: the scratch arena (see arena.h). Chunks are kept in a list and
+ * reused after a reset, so a surface that repeats an operation takes scratch without any
+ * heap traffic once its first run has grown it. The limit caps the bytes held. */
+#include "arena.h"
+
+#include "base/base.h"
+
+struct tl__arena_chunk {
+  tl__arena_chunk *next;
+  size_t capacity; /* usable bytes after the header */
+  /* data follows, aligned to 64 */
+};
+
+#define TL__CHUNK_HEADER 64
+#define TL__CHUNK_MIN (64u * 1024u)
+
+static unsigned char *chunk_data(tl__arena_chunk *chunk) {
+  return (unsigned char *)chunk + TL__CHUNK_HEADER;
+}
+
+void tl__arena_init(tl__arena *arena, size_t limit) {
+  arena->first = NULL;
+  arena->current = NULL;
+  arena->used = 0;
+  arena->reserved = 0;
+  arena->limit = limit;
+}
+
+void tl__arena_release(tl__arena *arena) {
+  tl__arena_chunk *chunk = arena->first;
+  while (chunk != NULL) {
+    tl__arena_chunk *next = chunk->next;
+    tl__free(chunk);
+    chunk = next;
+  }
+  tl__arena_init(arena, arena->limit);
+}
+
+void tl__arena_reset(tl__arena *arena) {
+  arena->current = arena->first;
+  arena->used = 0;
+}
+
+tl__arena_mark tl__arena_mark_get(const tl__arena *arena) {
+  tl__arena_mark mark = {arena->current, arena->used};
+  return mark;
+}
+
+void tl__arena_reset_to(tl__arena *arena, tl__arena_mark mark) {
+  arena->current = mark.chunk;
+  arena->used = mark.used;
+  if (arena->current == NULL) arena->current = arena->first, arena->used = 0;
+}
+
+/* Try to place the request in `chunk` after `used` bytes; 1 and *offset on success. */
+static int fits(tl__arena_chunk *chunk, size_t used, size_t bytes, size_t align, size_t *offset) {
+  size_t start = (used + align - 1) & ~(align - 1);
+  if (start < used || start > chunk->capacity || chunk->capacity - start < bytes) return 0;
+  *offset = start;
+  return 1;
+}
+
+tl_status tl__arena_alloc(tl__arena *arena, size_t bytes, size_t align, void **out) {
+  if (align == 0) align = 16;
+  if (align > 4096 || (align & (align - 1)) != 0)
+    return tl__fail(TL_E_INVALID, "scratch alignment %zu is not a power of two <= 4096", align);
+  if (bytes == 0) bytes = 1;
+  size_t offset;
+  /* The current chunk, then the chunks after it that a reset left behind. */
+  tl__arena_chunk *chunk = arena->current;
+  size_t used = arena->used;
+  while (chunk != NULL) {
+    if (fits(chunk, used, bytes, align, &offset)) {
+      arena->current = chunk;
+      arena->used = offset + bytes;
+      *out = chunk_data(chunk) + offset;
+      return TL_OK;
+    }
+    chunk = chunk->next;
+    used = 0;
+  }
+  /* Grow: a new chunk at least twice the bytes held so far, and big enough. */
+  size_t need;
+  if (!tl__size_add(bytes, align, &need))
+    return tl__fail(TL_E_SCRATCH_LIMIT, "scratch request of %zu bytes overflows", bytes);
+  size_t capacity = arena->reserved > TL__CHUNK_MIN ? arena->reserved : TL__CHUNK_MIN;
+  if (capacity < need) capacity = need;
+  if (arena->reserved + capacity > arena->limit) {
+    /* Fall back to exactly what is needed before giving up. */
+    capacity = need;
+    if (need > arena->limit || arena->reserved > arena->limit - need)
+      return tl__fail(TL_E_SCRATCH_LIMIT,
+                      "scratch request of %zu bytes exceeds the scratch limit (%zu bytes, %zu "
+                      "already held)",
+                      bytes, arena->limit, arena->reserved);
+  }
+  tl__arena_chunk *fresh = tl__alloc(TL__CHUNK_HEADER + capacity, 64);
+  if (fresh == NULL)
+    return tl__fail(TL_E_NOMEM, "scratch chunk of %zu bytes could not be allocated",
+                    TL__CHUNK_HEADER + capacity);
+  fresh->next = NULL;
+  fresh->capacity = capacity;
+  /* Append at the end of the list so chunks keep their order for marks. */
+  if (arena->first == NULL) {
+    arena->first = fresh;
+  } else {
+    tl__arena_chunk *last = arena->first;
+    while (last->next != NULL) last = last->next;
+    last->next = fresh;
+  }
+  arena->reserved += capacity;
+  fits(fresh, 0, bytes, align, &offset);
+  arena->current = fresh;
+  arena->used = offset + bytes;
+  *out = chunk_data(fresh) + offset;
+  return TL_OK;
+}
