@@ -1,0 +1,355 @@
+/* src/kernels/elementwise.c: the elementwise routes (binary, unary, scale, axpby, fill,
+ * copy) and the helper that runs a loop plan over a surface.
+ *
+ * Invariant: every check (arguments, dtypes, broadcast, aliasing, team) happens before the
+ * first element is written, so a failing call writes nothing; once the work starts only
+ * cancellation (checked per chunk) can stop it. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "base/base.h"
+#include "session/exec.h"
+
+/* ---- running a plan over the surface ------------------------------------------------- */
+
+typedef struct loop_job {
+  const tl__loop *loop;
+  tl__row_fn fn;
+  const void *params;
+  tl_exec *exec;
+  int64_t pieces;    /* pieces each row is cut into (1 = whole rows) */
+  int64_t piece_len; /* elements per piece */
+  atomic_int cancelled;
+} loop_job;
+
+static void loop_chunk(void *arg, size_t begin, size_t end, int worker_index) {
+  loop_job *job = (loop_job *)arg;
+  (void)worker_index;
+  if (tl__exec_cancelled(job->exec)) {
+    atomic_store_explicit(&job->cancelled, 1, memory_order_relaxed);
+    return;
+  }
+  if (job->pieces == 1) {
+    tl__loop_run(job->loop, (int64_t)begin, (int64_t)end, job->fn, job->params);
+    return;
+  }
+  for (size_t item = begin; item < end; item++) {
+    int64_t row = (int64_t)item / job->pieces, piece = (int64_t)item % job->pieces;
+    int64_t i0 = piece * job->piece_len;
+    int64_t i1 = i0 + job->piece_len < job->loop->inner ? i0 + job->piece_len : job->loop->inner;
+    tl__loop_run_span(job->loop, row, i0, i1, job->fn, job->params);
+  }
+}
+
+tl_status tl__loop_execute(tl_exec *exec, int team, const tl__loop *loop, tl__row_fn fn,
+                           const void *params) {
+  int64_t total = loop->rows * loop->inner;
+  if (total == 0) return TL_OK;
+  if (tl__exec_cancelled(exec))
+    return tl__fail(TL_E_CANCELLED, "cancelled before the first element was written");
+  if (team <= 1 || total < TL__PARALLEL_MIN_ELEMENTS) {
+    tl__loop_run(loop, 0, loop->rows, fn, params);
+    return TL_OK;
+  }
+  loop_job job;
+  job.loop = loop;
+  job.fn = fn;
+  job.params = params;
+  job.exec = exec;
+  job.pieces = 1;
+  job.piece_len = loop->inner;
+  atomic_init(&job.cancelled, 0);
+  /* Few long rows: cut each row into pieces so every worker gets work. */
+  if (loop->rows < (int64_t)team * 8 && loop->inner >= 8192) {
+    job.piece_len = 4096;
+    job.pieces = (loop->inner + job.piece_len - 1) / job.piece_len;
+  }
+  int64_t items = loop->rows * job.pieces;
+  int64_t per_item = job.pieces == 1 ? loop->inner : job.piece_len;
+  int64_t grain = 16384 / (per_item > 0 ? per_item : 1);
+  if (grain < 1) grain = 1;
+  int64_t max_grain = (items + team * 4 - 1) / (team * 4);
+  if (grain > max_grain) grain = max_grain > 0 ? max_grain : 1;
+  tl_status status = tl__exec_parallel_for(exec, (size_t)items, (size_t)grain, loop_chunk, &job);
+  if (status != TL_OK) return status;
+  if (atomic_load_explicit(&job.cancelled, memory_order_relaxed))
+    return tl__fail(TL_E_CANCELLED, "cancelled while writing (output partly written)");
+  return TL_OK;
+}
+
+static tl_status check_scalar(const char *name, tl_scalar s, tl_dtype dtype) {
+  if (!tl_dtype_is_complex(dtype) && s.im != 0.0)
+    return tl__fail(TL_E_DTYPE, "%s has imaginary part %g but the dtype %s is real", name, s.im,
+                    tl_dtype_name(dtype));
+  return TL_OK;
+}
+
+/* ---- binary ------------------------------------------------------------------------- */
+
+static tl_status binary_into_impl(tl_exec *exec, tl_binary_op op, const tl_tensor *a,
+                                  const tl_tensor *b, tl_tensor *out) {
+  tl_status status;
+  if ((unsigned)op >= 4) return tl__fail(TL_E_INVALID, "op %d is not a tl_binary_op", (int)op);
+  if ((status = tl__check_tensor(a, "a")) != TL_OK) return status;
+  if ((status = tl__check_tensor(b, "b")) != TL_OK) return status;
+  if ((status = tl__check_output(out, "out")) != TL_OK) return status;
+  if (b->dtype != a->dtype)
+    return tl__fail(TL_E_DTYPE, "b has dtype %s, a has %s", tl_dtype_name(b->dtype),
+                    tl_dtype_name(a->dtype));
+  if ((status = tl__check_dtype(out, "out", a->dtype)) != TL_OK) return status;
+  tl_tensor av, bv;
+  if ((status = tl__broadcast_to(a, "a", out, &av)) != TL_OK) return status;
+  if ((status = tl__broadcast_to(b, "b", out, &bv)) != TL_OK) return status;
+  if ((status = tl__check_no_overlap(out, "out", a, "a")) != TL_OK) return status;
+  if ((status = tl__check_no_overlap(out, "out", b, "b")) != TL_OK) return status;
+  int team;
+  if ((status = tl__exec_team(exec, &team)) != TL_OK) return status;
+  const tl_tensor *ts[3] = {out, &av, &bv};
+  tl__loop loop;
+  tl__loop_plan(&loop, 3, ts);
+  return tl__loop_execute(exec, team, &loop, tl__ew_binary_kernel(op, a->dtype), NULL);
+}
+
+/* The broadcast shape of a and b (trailing padding), or TL_E_SHAPE. */
+static tl_status broadcast_shape(const tl_tensor *a, const tl_tensor *b, int *rank,
+                                 int64_t *shape) {
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  for (int k = 0; k < r; k++) {
+    int64_t ea = k < a->rank ? a->shape[k] : 1, eb = k < b->rank ? b->shape[k] : 1;
+    if (ea == eb || eb == 1)
+      shape[k] = ea;
+    else if (ea == 1)
+      shape[k] = eb;
+    else
+      return tl__fail(TL_E_SHAPE, "a axis %d has extent %lld and b's has %lld: neither is 1", k,
+                      (long long)ea, (long long)eb);
+  }
+  *rank = r;
+  return TL_OK;
+}
+
+static tl_status binary_fresh_impl(tl_exec *exec, tl_binary_op op, const tl_tensor *a,
+                                   const tl_tensor *b, tl_tensor *out) {
+  tl_status status;
+  if (out == NULL) return tl__fail(TL_E_INVALID, "out is NULL");
+  if ((status = tl__check_tensor(a, "a")) != TL_OK) return status;
+  if ((status = tl__check_tensor(b, "b")) != TL_OK) return status;
+  int rank = 0;
+  int64_t shape[TL_MAX_RANK];
+  if ((status = broadcast_shape(a, b, &rank, shape)) != TL_OK) return status;
+  if (b->dtype != a->dtype)
+    return tl__fail(TL_E_DTYPE, "b has dtype %s, a has %s", tl_dtype_name(b->dtype),
+                    tl_dtype_name(a->dtype));
+  tl_tensor fresh;
+  if ((status = tl_tensor_create(a->dtype, rank, shape, &fresh)) != TL_OK) return status;
+  status = binary_into_impl(exec, op, a, b, &fresh);
+  if (status != TL_OK) {
+    tl_tensor_release(&fresh);
+    return status;
+  }
+  *out = fresh;
+  return TL_OK;
+}
+
+tl_status tl_binary_into(tl_exec *exec, tl_binary_op op, const tl_tensor *a, const tl_tensor *b,
+                         tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_binary_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, binary_into_impl(exec, op, a, b, out));
+}
+
+tl_status tl_binary(tl_exec *exec, tl_binary_op op, const tl_tensor *a, const tl_tensor *b,
+                    tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_binary");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, binary_fresh_impl(exec, op, a, b, out));
+}
+
+#define TL__BINARY_ROUTES(NAME, OP)                                                            \
+  tl_status tl_##NAME##_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b,            \
+                             tl_tensor *out) {                                                 \
+    tl_status status = tl__exec_begin(exec, "tl_" #NAME "_into");                              \
+    if (status != TL_OK) return status;                                                        \
+    return tl__exec_end(exec, binary_into_impl(exec, OP, a, b, out));                          \
+  }                                                                                            \
+  tl_status tl_##NAME(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out) { \
+    tl_status status = tl__exec_begin(exec, "tl_" #NAME);                                      \
+    if (status != TL_OK) return status;                                                        \
+    return tl__exec_end(exec, binary_fresh_impl(exec, OP, a, b, out));                         \
+  }
+
+TL__BINARY_ROUTES(add, TL_OP_ADD)
+TL__BINARY_ROUTES(sub, TL_OP_SUB)
+TL__BINARY_ROUTES(mul, TL_OP_MUL)
+TL__BINARY_ROUTES(div, TL_OP_DIV)
+
+/* ---- unary -------------------------------------------------------------------------- */
+
+static tl_dtype unary_out_dtype(tl_unary_op op, tl_dtype dtype) {
+  return op == TL_OP_ABS ? tl_dtype_real(dtype) : dtype;
+}
+
+static tl_status unary_into_impl(tl_exec *exec, tl_unary_op op, const tl_tensor *x,
+                                 tl_tensor *out) {
+  tl_status status;
+  if ((unsigned)op > TL_OP_COPY)
+    return tl__fail(TL_E_INVALID, "op %d is not a tl_unary_op", (int)op);
+  if ((status = tl__check_tensor(x, "x")) != TL_OK) return status;
+  if ((status = tl__check_output(out, "out")) != TL_OK) return status;
+  if ((status = tl__check_dtype(out, "out", unary_out_dtype(op, x->dtype))) != TL_OK)
+    return status;
+  tl_tensor xv;
+  if ((status = tl__broadcast_to(x, "x", out, &xv)) != TL_OK) return status;
+  if ((status = tl__check_no_overlap(out, "out", x, "x")) != TL_OK) return status;
+  int team;
+  if ((status = tl__exec_team(exec, &team)) != TL_OK) return status;
+  const tl_tensor *ts[2] = {out, &xv};
+  tl__loop loop;
+  tl__loop_plan(&loop, 2, ts);
+  return tl__loop_execute(exec, team, &loop, tl__ew_unary_kernel(op, x->dtype), NULL);
+}
+
+static tl_status unary_fresh_impl(tl_exec *exec, tl_unary_op op, const tl_tensor *x,
+                                  tl_tensor *out) {
+  tl_status status;
+  if (out == NULL) return tl__fail(TL_E_INVALID, "out is NULL");
+  if ((unsigned)op > TL_OP_COPY)
+    return tl__fail(TL_E_INVALID, "op %d is not a tl_unary_op", (int)op);
+  if ((status = tl__check_tensor(x, "x")) != TL_OK) return status;
+  tl_tensor fresh;
+  status = tl_tensor_create(unary_out_dtype(op, x->dtype), x->rank, x->shape, &fresh);
+  if (status != TL_OK) return status;
+  status = unary_into_impl(exec, op, x, &fresh);
+  if (status != TL_OK) {
+    tl_tensor_release(&fresh);
+    return status;
+  }
+  *out = fresh;
+  return TL_OK;
+}
+
+tl_status tl_unary_into(tl_exec *exec, tl_unary_op op, const tl_tensor *x, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_unary_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, unary_into_impl(exec, op, x, out));
+}
+
+tl_status tl_unary(tl_exec *exec, tl_unary_op op, const tl_tensor *x, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_unary");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, unary_fresh_impl(exec, op, x, out));
+}
+
+#define TL__UNARY_ROUTES(NAME, OP)                                                        \
+  tl_status tl_##NAME##_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out) {         \
+    tl_status status = tl__exec_begin(exec, "tl_" #NAME "_into");                         \
+    if (status != TL_OK) return status;                                                   \
+    return tl__exec_end(exec, unary_into_impl(exec, OP, x, out));                         \
+  }                                                                                       \
+  tl_status tl_##NAME(tl_exec *exec, const tl_tensor *x, tl_tensor *out) {                \
+    tl_status status = tl__exec_begin(exec, "tl_" #NAME);                                 \
+    if (status != TL_OK) return status;                                                   \
+    return tl__exec_end(exec, unary_fresh_impl(exec, OP, x, out));                        \
+  }
+
+TL__UNARY_ROUTES(neg, TL_OP_NEG)
+TL__UNARY_ROUTES(conj, TL_OP_CONJ)
+TL__UNARY_ROUTES(abs, TL_OP_ABS)
+TL__UNARY_ROUTES(exp, TL_OP_EXP)
+TL__UNARY_ROUTES(log, TL_OP_LOG)
+TL__UNARY_ROUTES(sqrt, TL_OP_SQRT)
+
+tl_status tl_copy_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_copy_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, unary_into_impl(exec, TL_OP_COPY, x, out));
+}
+
+/* ---- fill, scale, axpby ------------------------------------------------------------- */
+
+static tl_status fill_impl(tl_exec *exec, tl_tensor *out, tl_scalar value) {
+  tl_status status;
+  if ((status = tl__check_output(out, "out")) != TL_OK) return status;
+  if ((status = check_scalar("value", value, out->dtype)) != TL_OK) return status;
+  int team;
+  if ((status = tl__exec_team(exec, &team)) != TL_OK) return status;
+  const tl_tensor *ts[1] = {out};
+  tl__loop loop;
+  tl__loop_plan(&loop, 1, ts);
+  tl__ew_params params = {value, value};
+  return tl__loop_execute(exec, team, &loop, tl__ew_fill_kernel(out->dtype), &params);
+}
+
+tl_status tl_fill(tl_exec *exec, tl_tensor *out, tl_scalar value) {
+  tl_status status = tl__exec_begin(exec, "tl_fill");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, fill_impl(exec, out, value));
+}
+
+/* out = alpha x + beta y; y NULL means beta = 0 and y unread. in_place: y is out. */
+static tl_status axpby_impl(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_scalar beta,
+                            const tl_tensor *y, tl_tensor *out, int in_place) {
+  tl_status status;
+  const char *out_name = in_place ? "y" : "out";
+  if ((status = tl__check_tensor(x, "x")) != TL_OK) return status;
+  if (!in_place && y != NULL && (status = tl__check_tensor(y, "y")) != TL_OK) return status;
+  if ((status = tl__check_output(out, out_name)) != TL_OK) return status;
+  if ((status = tl__check_dtype(out, out_name, x->dtype)) != TL_OK) return status;
+  if (!in_place && y != NULL && (status = tl__check_dtype(y, "y", x->dtype)) != TL_OK)
+    return status;
+  if ((status = check_scalar("alpha", alpha, x->dtype)) != TL_OK) return status;
+  if ((status = check_scalar("beta", beta, x->dtype)) != TL_OK) return status;
+  tl_tensor xv, yv;
+  if ((status = tl__broadcast_to(x, "x", out, &xv)) != TL_OK) return status;
+  if (!in_place && y != NULL && (status = tl__broadcast_to(y, "y", out, &yv)) != TL_OK)
+    return status;
+  if ((status = tl__check_no_overlap(out, out_name, x, "x")) != TL_OK) return status;
+  if (!in_place && y != NULL && (status = tl__check_no_overlap(out, "out", y, "y")) != TL_OK)
+    return status;
+  int team;
+  if ((status = tl__exec_team(exec, &team)) != TL_OK) return status;
+  int beta_zero = y == NULL || (beta.re == 0.0 && beta.im == 0.0);
+  const tl_tensor *ts[3] = {out, &xv, in_place ? out : &yv};
+  tl__loop loop;
+  tl__loop_plan(&loop, beta_zero ? 2 : 3, ts);
+  tl__ew_params params = {alpha, beta};
+  return tl__loop_execute(exec, team, &loop, tl__ew_axpby_kernel(x->dtype, beta_zero), &params);
+}
+
+tl_status tl_scale_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_scale_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, axpby_impl(exec, alpha, x, tl_scalar_real(0), NULL, out, 0));
+}
+
+tl_status tl_scale(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_scale");
+  if (status != TL_OK) return status;
+  if (out == NULL) return tl__exec_end(exec, tl__fail(TL_E_INVALID, "out is NULL"));
+  if ((status = tl__check_tensor(x, "x")) != TL_OK) return tl__exec_end(exec, status);
+  tl_tensor fresh;
+  if ((status = tl_tensor_create(x->dtype, x->rank, x->shape, &fresh)) != TL_OK)
+    return tl__exec_end(exec, status);
+  status = axpby_impl(exec, alpha, x, tl_scalar_real(0), NULL, &fresh, 0);
+  if (status != TL_OK)
+    tl_tensor_release(&fresh);
+  else
+    *out = fresh;
+  return tl__exec_end(exec, status);
+}
+
+tl_status tl_axpby(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_scalar beta,
+                   tl_tensor *y) {
+  tl_status status = tl__exec_begin(exec, "tl_axpby");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, axpby_impl(exec, alpha, x, beta, y, y, 1));
+}
+
+tl_status tl_axpby_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_scalar beta,
+                        const tl_tensor *y, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_axpby_into");
+  if (status != TL_OK) return status;
+  if (y == NULL) return tl__exec_end(exec, tl__fail(TL_E_INVALID, "y is NULL"));
+  return tl__exec_end(exec, axpby_impl(exec, alpha, x, beta, y, out, 0));
+}

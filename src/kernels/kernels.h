@@ -1,0 +1,127 @@
+/* src/kernels/kernels.h: what the route files of src/kernels/ share, and the pure kernel
+ * cores the tests call directly.
+ *
+ * Layering inside the folder: the *_core / loop / provider files are pure functions of
+ * their arguments (no surface, no allocation, no messages); the route files (elementwise.c,
+ * permute.c, reduce.c, contract.c, gemm.c) check arguments, take scratch from the surface
+ * and split the cores' work over it. Invariant: a core never fails, so once a route has
+ * validated its arguments and taken its scratch, nothing can stop it but cancellation. */
+#ifndef TL_KERNELS_H
+#define TL_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenlane/ops.h"
+#include "tenlane/tensor.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define TL__HOT_FILE _Pragma("GCC optimize(\"O3\")")
+#else
+#define TL__HOT_FILE
+#endif
+
+/* ---- Strided loops over up to 4 operands ---------------------------------------------
+ * A loop plan flattens the operands' common index space: extent-1 axes dropped, the axes
+ * ordered by the first operand's (the output's) stride, negative output strides flipped,
+ * and axes merged wherever every operand is contiguous across them. Axis 0 is the inner
+ * row handed to a row kernel; the rest are walked by an odometer (no division in the
+ * inner loop, one division per chunk). Operand 0 is the output. */
+#define TL__LOOP_MAX_OPS 4
+
+typedef struct tl__loop {
+  int rank; /* axes after merging; 0 = a single element */
+  int ops;
+  int64_t shape[TL_MAX_RANK];
+  int64_t strides[TL__LOOP_MAX_OPS][TL_MAX_RANK]; /* in elements */
+  char *base[TL__LOOP_MAX_OPS];                   /* element 0 of each operand */
+  int64_t esize[TL__LOOP_MAX_OPS];                /* bytes per element */
+  int64_t rows;                                   /* product of shape[1..] */
+  int64_t inner;                                  /* shape[0], or 1 */
+} tl__loop;
+
+/* A row kernel: n elements, operand pointers p[0..ops-1] and their element strides. */
+typedef void (*tl__row_fn)(int64_t n, char *const *p, const int64_t *s, const void *params);
+
+/* Build a plan over `ops` tensors whose shapes are all out's shape (inputs already
+ * broadcast, e.g. with stride 0). Never fails for validated tensors. */
+void tl__loop_plan(tl__loop *loop, int ops, const tl_tensor *const *tensors);
+/* Run rows [row_begin, row_end) of the plan on the calling thread. */
+void tl__loop_run(const tl__loop *loop, int64_t row_begin, int64_t row_end, tl__row_fn fn,
+                  const void *params);
+
+/* Run elements [i0, i1) of row `row` (one call of fn). */
+void tl__loop_run_span(const tl__loop *loop, int64_t row, int64_t i0, int64_t i1, tl__row_fn fn,
+                       const void *params);
+
+/* ---- Elementwise row kernels (elementwise_core.c) ------------------------------------ */
+typedef struct tl__ew_params {
+  tl_scalar alpha, beta;
+} tl__ew_params;
+
+/* The row kernel for a binary op / unary op / scale / axpby on `dtype`, or NULL. */
+tl__row_fn tl__ew_binary_kernel(tl_binary_op op, tl_dtype dtype);
+tl__row_fn tl__ew_unary_kernel(tl_unary_op op, tl_dtype dtype);
+tl__row_fn tl__ew_scale_kernel(tl_dtype dtype); /* p0 = alpha * p1 */
+tl__row_fn tl__ew_axpby_kernel(tl_dtype dtype, int beta_zero); /* p0 = alpha p1 + beta p2 */
+tl__row_fn tl__ew_fill_kernel(tl_dtype dtype); /* p0 = alpha */
+
+/* ---- Permute core (permute_core.c) ---------------------------------------------------
+ * dst[i] = src[i] over a loop plan of two operands (dst first). When src's fastest axis
+ * differs from dst's, the copy is done in cache tiles: a 2-D tile over dst's inner axis
+ * and src's inner axis, transposed by a vectorised kernel. */
+typedef struct tl__permute_plan {
+  tl__loop loop;  /* dst-ordered plan */
+  int tiled;      /* 1 when the transpose tile path is used */
+  int src_axis;   /* loop axis along which src is fastest (tiled only) */
+  int64_t tiles0; /* tiles along loop axis 0 (dst fastest) */
+  int64_t tiles1; /* tiles along src_axis */
+  int64_t blocks; /* independent work blocks: tiles0 * tiles1 * other rows */
+} tl__permute_plan;
+
+void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const tl_tensor *src);
+/* Run blocks [begin, end) of the plan. */
+void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end);
+/* Transpose one r x c tile of elements of `esize` bytes: dst(j, i) = src(i, j), where
+ * src(i, j) = src + (i + j * ss) * esize and dst(j, i) = dst + (j + i * ds) * esize. */
+void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, int64_t ss,
+                        char *dst, int64_t ds);
+
+/* ---- Providers (provider.c) ---------------------------------------------------------- */
+/* One single-threaded GEMM call: C = alpha * A * B + beta * C with general element strides
+ * (rs = row stride, cs = column stride). Chooses libxsmm for small unit-stride f64/f32
+ * shapes and BLIS (best kernel for the CPU) otherwise. beta 0 does not read C. */
+void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
+                     const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                     int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+/* The same, forcing BLIS (used by the benchmark's direct-provider anchor). */
+void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
+                   const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                   int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+/* Initialise providers once (thread-safe; cheap after the first call). */
+void tl__providers_init(void);
+
+/* ---- Argument checks shared by the routes (check.c) ---------------------------------- */
+/* Validate tensor `t` named `name` (NULL -> TL_E_INVALID). */
+tl_status tl__check_tensor(const tl_tensor *t, const char *name);
+/* An output: validated, no zero/colliding strides (TL_E_ALIAS), no overlap with `input`
+ * named `input_name` (may be NULL). */
+tl_status tl__check_output(const tl_tensor *out, const char *out_name);
+tl_status tl__check_no_overlap(const tl_tensor *out, const char *out_name, const tl_tensor *in,
+                               const char *in_name);
+/* dtype of t must be `dtype` (TL_E_DTYPE). */
+tl_status tl__check_dtype(const tl_tensor *t, const char *name, tl_dtype dtype);
+/* x broadcast to out's shape (trailing extent-1 padding), as a read-only view in *view.
+ * TL_E_SHAPE with a message naming x_name when an extent fits neither way. */
+tl_status tl__broadcast_to(const tl_tensor *x, const char *x_name, const tl_tensor *out,
+                           tl_tensor *view);
+/* Run a loop plan over the surface with `team` threads (route files only; defined in
+ * elementwise.c). TL_E_CANCELLED when cancellation was seen. */
+struct tl_exec;
+tl_status tl__loop_execute(struct tl_exec *exec, int team, const tl__loop *loop, tl__row_fn fn,
+                           const void *params);
+
+/* Elements below which a route runs on the calling thread even from a root surface. */
+#define TL__PARALLEL_MIN_ELEMENTS 32768
+
+#endif
