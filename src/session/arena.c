@@ -65,7 +65,7 @@ tl_status tl__arena_alloc(tl__arena *arena, size_t bytes, size_t align, void **o
   if (align > 4096 || (align & (align - 1)) != 0)
     return tl__fail(TL_E_INVALID, "scratch alignment %zu is not a power of two <= 4096", align);
   if (bytes == 0) bytes = 1;
-  size_t offset;
+  size_t offset = 0;
   /* The current chunk, then the chunks after it that a reset left behind. */
   tl__arena_chunk *chunk = arena->current;
   size_t used = arena->used;

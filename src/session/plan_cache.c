@@ -44,8 +44,8 @@ void *tl__plan_cache_find(tl__plan_cache *cache, const void *key, size_t key_len
   return NULL;
 }
 
-tl_status tl__plan_cache_insert(tl__plan_cache *cache, const void *key, size_t key_len,
-                                void *value, void (*destroy)(void *value)) {
+tl_status tl__plan_cache_insert(tl__plan_cache *cache, const void *key, size_t key_len, void *value,
+                                void (*destroy)(void *value)) {
   void *key_copy = tl__alloc(key_len, 16);
   if (key_copy == NULL) {
     if (destroy != NULL) destroy(value);

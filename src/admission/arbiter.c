@@ -1,0 +1,123 @@
+/* src/admission/arbiter.c: FIFO admission with direct hand-off (see arbiter.h). */
+#include "arbiter.h"
+
+#include "base/base.h"
+#include "tenlane/pool.h"
+
+void tl__arbiter_init(tl__arbiter *arbiter) {
+  pthread_mutex_init(&arbiter->lock, NULL);
+  pthread_cond_init(&arbiter->children_done, NULL);
+  arbiter->holder = 0;
+  arbiter->generation = 0;
+  arbiter->closing = 0;
+  arbiter->children = 0;
+  arbiter->head = arbiter->tail = NULL;
+  arbiter->waiting = 0;
+}
+
+void tl__arbiter_destroy(tl__arbiter *arbiter) {
+  pthread_cond_destroy(&arbiter->children_done);
+  pthread_mutex_destroy(&arbiter->lock);
+}
+
+tl_status tl__admission_open(tl__arbiter *arbiter, tl_owner owner, tl_wait_mode mode,
+                             uint64_t *generation) {
+  pthread_mutex_lock(&arbiter->lock);
+  if (arbiter->holder == 0 && arbiter->head == NULL) {
+    __atomic_store_n(&arbiter->holder, owner, __ATOMIC_RELAXED);
+    *generation = ++arbiter->generation;
+    pthread_mutex_unlock(&arbiter->lock);
+    return TL_OK;
+  }
+  tl_owner holder = arbiter->holder;
+  if (mode == TL_NOWAIT) {
+    pthread_mutex_unlock(&arbiter->lock);
+    return tl__fail(TL_E_BUSY,
+                    "tl_session_open: owner %llu asked not to wait, and the context is held by "
+                    "owner %llu",
+                    (unsigned long long)owner, (unsigned long long)holder);
+  }
+  if (tl_pool_current() != NULL) {
+    pthread_mutex_unlock(&arbiter->lock);
+    return tl__fail(TL_E_BUSY,
+                    "tl_session_open: owner %llu opened from a pool worker, which never waits "
+                    "for admission; the context is held by owner %llu",
+                    (unsigned long long)owner, (unsigned long long)holder);
+  }
+  tl__opener self;
+  self.next = NULL;
+  self.owner = owner;
+  self.granted = 0;
+  pthread_cond_init(&self.granted_cond, NULL);
+  if (arbiter->tail != NULL) {
+    arbiter->tail->next = &self;
+  } else {
+    arbiter->head = &self;
+  }
+  arbiter->tail = &self;
+  __atomic_store_n(&arbiter->waiting, arbiter->waiting + 1, __ATOMIC_RELAXED);
+  while (!self.granted) pthread_cond_wait(&self.granted_cond, &arbiter->lock);
+  *generation = arbiter->generation;
+  pthread_mutex_unlock(&arbiter->lock);
+  pthread_cond_destroy(&self.granted_cond);
+  return TL_OK;
+}
+
+void tl__admission_drain_children(tl__arbiter *arbiter) {
+  pthread_mutex_lock(&arbiter->lock);
+  arbiter->closing = 1;
+  while (arbiter->children > 0) pthread_cond_wait(&arbiter->children_done, &arbiter->lock);
+  pthread_mutex_unlock(&arbiter->lock);
+}
+
+void tl__admission_close(tl__arbiter *arbiter) {
+  pthread_mutex_lock(&arbiter->lock);
+  arbiter->closing = 0;
+  tl__opener *next = arbiter->head;
+  if (next != NULL) {
+    arbiter->head = next->next;
+    if (arbiter->head == NULL) arbiter->tail = NULL;
+    __atomic_store_n(&arbiter->waiting, arbiter->waiting - 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&arbiter->holder, next->owner, __ATOMIC_RELAXED);
+    arbiter->generation++;
+    next->granted = 1;
+    pthread_cond_signal(&next->granted_cond);
+  } else {
+    __atomic_store_n(&arbiter->holder, 0, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&arbiter->lock);
+}
+
+tl_status tl__child_enter(tl__arbiter *arbiter, tl_owner owner, uint64_t generation) {
+  pthread_mutex_lock(&arbiter->lock);
+  if (arbiter->holder != owner || arbiter->generation != generation || arbiter->closing) {
+    uint64_t current = arbiter->generation;
+    int closing = arbiter->closing;
+    pthread_mutex_unlock(&arbiter->lock);
+    return tl__fail(TL_E_STALE,
+                    "child entry for owner %llu, session %llu: that session is %s (current "
+                    "session %llu)",
+                    (unsigned long long)owner, (unsigned long long)generation,
+                    closing && current == generation ? "closing" : "closed",
+                    (unsigned long long)current);
+  }
+  arbiter->children++;
+  pthread_mutex_unlock(&arbiter->lock);
+  return TL_OK;
+}
+
+void tl__child_leave(tl__arbiter *arbiter) {
+  pthread_mutex_lock(&arbiter->lock);
+  if (--arbiter->children == 0 && arbiter->closing) {
+    pthread_cond_broadcast(&arbiter->children_done);
+  }
+  pthread_mutex_unlock(&arbiter->lock);
+}
+
+tl_owner tl__arbiter_holder(const tl__arbiter *arbiter) {
+  return __atomic_load_n(&arbiter->holder, __ATOMIC_RELAXED);
+}
+
+int tl__arbiter_waiting(const tl__arbiter *arbiter) {
+  return __atomic_load_n(&arbiter->waiting, __ATOMIC_RELAXED);
+}

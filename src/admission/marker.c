@@ -1,0 +1,43 @@
+/* src/admission/marker.c: per-thread marks (see marker.h) and the thread token. */
+#include "marker.h"
+
+#include "base/base.h"
+
+typedef struct mark {
+  const tl_context *ctx;
+  tl_owner owner;
+} mark;
+
+static _Thread_local mark marks[TL__MARKS_MAX];
+static _Thread_local int mark_count;
+static _Thread_local char token_anchor;
+
+unsigned long tl__thread_token(void) { return (unsigned long)(uintptr_t)&token_anchor; }
+
+int tl__marker_has(const tl_context *ctx) {
+  for (int i = 0; i < mark_count; i++) {
+    if (marks[i].ctx == ctx) return 1;
+  }
+  return 0;
+}
+
+tl_status tl__marker_push(const tl_context *ctx, tl_owner owner) {
+  if (mark_count == TL__MARKS_MAX)
+    return tl__fail(TL_E_INVALID,
+                    "this thread already executes for %d contexts, the most it may at once",
+                    TL__MARKS_MAX);
+  marks[mark_count].ctx = ctx;
+  marks[mark_count].owner = owner;
+  mark_count++;
+  return TL_OK;
+}
+
+void tl__marker_pop(const tl_context *ctx) {
+  for (int i = mark_count - 1; i >= 0; i--) {
+    if (marks[i].ctx == ctx) {
+      marks[i] = marks[mark_count - 1];
+      mark_count--;
+      return;
+    }
+  }
+}

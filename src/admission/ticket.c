@@ -1,0 +1,59 @@
+/* src/admission/ticket.c: owner-inheriting child entry for other threads. An entry joins
+ * the session's grant without waiting, works on a child surface with a bundle of its own,
+ * and is counted so that closing the session waits for it. The holder's own thread is
+ * refused: it already executes for the context. */
+#include "admission/marker.h"
+#include "base/base.h"
+#include "context/context_int.h"
+
+typedef struct ticket_entry {
+  tl_context *ctx;
+  tl__resources *bundle;
+  int marked;
+} ticket_entry;
+
+static void leave(ticket_entry *entry) {
+  if (entry->bundle != NULL) tl__bundle_return(entry->ctx, entry->bundle);
+  if (entry->marked) tl__marker_pop(entry->ctx);
+  atomic_fetch_sub(&entry->ctx->active_children, 1);
+  tl__child_leave(&entry->ctx->arbiter);
+}
+
+static void leave_on_unwind(void *arg) { leave(arg); }
+
+tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg, int *fn_result) {
+  if (ticket == NULL || ticket->ctx == NULL || fn == NULL)
+    return tl__fail(TL_E_INVALID,
+                    "tl_ticket_enter: ticket (%p), its context and fn must not be NULL",
+                    (const void *)ticket);
+  tl_context *ctx = ticket->ctx;
+  if (tl__marker_has(ctx))
+    return tl__fail(TL_E_REENTERED,
+                    "tl_ticket_enter: owner %llu: this thread already executes for the context "
+                    "(the session's own thread, or a lane or ticket entry)",
+                    (unsigned long long)ticket->owner);
+  tl_status status = tl__child_enter(&ctx->arbiter, ticket->owner, ticket->session_generation);
+  if (status != TL_OK) return status;
+  atomic_fetch_add(&ctx->active_children, 1);
+  ticket_entry entry = {ctx, NULL, 0};
+  status = tl__marker_push(ctx, ticket->owner);
+  if (status != TL_OK) {
+    leave(&entry);
+    return status;
+  }
+  entry.marked = 1;
+  status = tl__bundle_checkout(ctx, &entry.bundle);
+  if (status != TL_OK) {
+    leave(&entry);
+    return status;
+  }
+  tl_exec exec;
+  tl__exec_init_child(&exec, &ctx->session, TL_EXEC_TICKET, entry.bundle, NULL);
+  tl__unwind_node unwind;
+  tl__unwind_push(&unwind, leave_on_unwind, &entry);
+  int result = fn(&exec, arg);
+  tl__unwind_pop(&unwind);
+  leave(&entry);
+  if (fn_result != NULL) *fn_result = result;
+  return TL_OK;
+}

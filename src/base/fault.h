@@ -1,0 +1,29 @@
+/* src/base/fault.h: fault injection points for the test suite. Each site has a countdown:
+ * 0 means off; n > 0 means the n-th time the site is passed from now, it fails (once).
+ * Passing a site costs one relaxed load while it is off. Tests set the countdowns through
+ * tl__fault_arm; nothing in a normal program does. */
+#ifndef TL_BASE_FAULT_H
+#define TL_BASE_FAULT_H
+
+#include <stdatomic.h>
+
+typedef enum tl__fault_site {
+  TL__FAULT_CHILD_ENTRY = 0,   /* a lane's child entry fails (TL_E_NOMEM) */
+  TL__FAULT_CHILD_CLEANUP = 1, /* a lane's child cleanup reports a failure (TL_E_PROVIDER) */
+  TL__FAULT_SITES
+} tl__fault_site;
+
+extern atomic_int tl__fault_countdown[TL__FAULT_SITES];
+
+void tl__fault_arm(tl__fault_site site, int countdown);
+
+static inline int tl__fault_hit(tl__fault_site site) {
+  atomic_int *counter = &tl__fault_countdown[site];
+  int value = atomic_load_explicit(counter, memory_order_relaxed);
+  while (value > 0) {
+    if (atomic_compare_exchange_weak(counter, &value, value - 1)) return value == 1;
+  }
+  return 0;
+}
+
+#endif

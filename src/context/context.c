@@ -1,0 +1,146 @@
+/* src/context/context.c: creating and destroying the engine, and its stats. Creation makes
+ * every thread the context will ever use (the pool); nothing later creates one. */
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "context_int.h"
+
+#define TL__DEFAULT_SCRATCH_LIMIT ((size_t)256 << 20)
+
+void tl_context_config_init(tl_context_config *config) {
+  if (config == NULL) return;
+  memset(config, 0, sizeof *config);
+  config->spin_us = -1;
+}
+
+int tl_context_budget(const tl_context *ctx) { return ctx ? ctx->budget : 0; }
+
+tl_pool *tl_context_pool(tl_context *ctx) { return ctx ? ctx->pool : NULL; }
+
+tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
+  if (config == NULL || out == NULL)
+    return tl__fail(TL_E_INVALID, "tl_context_create: config (%p) and out (%p) must not be NULL",
+                    (const void *)config, (void *)out);
+  if (config->threads < 0 || config->threads > 4096)
+    return tl__fail(TL_E_INVALID, "tl_context_create: threads is %d, expected 0..4096",
+                    config->threads);
+  cpu_set_t process_set;
+  CPU_ZERO(&process_set);
+  if (sched_getaffinity(0, sizeof process_set, &process_set) != 0)
+    return tl__fail(TL_E_AFFINITY, "tl_context_create: the process's CPU set could not be read");
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int set_size = 0;
+  if (config->cpus != NULL) {
+    if (config->cpu_count < 1)
+      return tl__fail(TL_E_INVALID,
+                      "tl_context_create: cpus given with cpu_count %d (expected >= 1)",
+                      config->cpu_count);
+    for (int i = 0; i < config->cpu_count; i++) {
+      int cpu = config->cpus[i];
+      if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &process_set))
+        return tl__fail(TL_E_INVALID,
+                        "tl_context_create: cpus[%d] is %d, which is not in the process's CPU set",
+                        i, cpu);
+      if (!CPU_ISSET(cpu, &set)) set_size++;
+      CPU_SET(cpu, &set);
+    }
+  } else if (config->cpu_count != 0) {
+    return tl__fail(TL_E_INVALID, "tl_context_create: cpu_count is %d but cpus is NULL",
+                    config->cpu_count);
+  }
+  int budget = config->threads;
+  if (budget == 0) budget = config->cpus != NULL ? set_size : CPU_COUNT(&process_set);
+  if (budget < 1) budget = 1;
+
+  tl_context *ctx = tl__calloc(1, sizeof *ctx, TL__CACHE_LINE);
+  if (ctx == NULL) return tl__fail(TL_E_NOMEM, "tl_context_create: no memory for the context");
+  ctx->lane_reports = tl__calloc((size_t)budget, sizeof *ctx->lane_reports, TL__CACHE_LINE);
+  if (ctx->lane_reports == NULL) {
+    tl__free(ctx);
+    return tl__fail(TL_E_NOMEM, "tl_context_create: no memory for %d lane reports", budget);
+  }
+  ctx->budget = budget;
+  ctx->scratch_limit = config->scratch_limit ? config->scratch_limit : TL__DEFAULT_SCRATCH_LIMIT;
+  ctx->has_cpu_set = config->cpus != NULL;
+  ctx->cpu_set = set;
+  tl__arbiter_init(&ctx->arbiter);
+  tl__arena_init(&ctx->root.arena, ctx->scratch_limit);
+  tl__plan_cache_init(&ctx->root.plans);
+  pthread_mutex_init(&ctx->bundle_lock, NULL);
+  ctx->session.ctx = ctx;
+
+  if (budget > 1) {
+    /* The pool's CPUs: the set in ascending order, workers spread over it. */
+    int cpus[CPU_SETSIZE];
+    int count = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && ctx->has_cpu_set; cpu++) {
+      if (CPU_ISSET(cpu, &set)) cpus[count++] = cpu;
+    }
+    tl_pool_config pool_config;
+    tl_pool_config_init(&pool_config);
+    pool_config.workers = budget;
+    pool_config.cpus = ctx->has_cpu_set ? cpus : NULL;
+    pool_config.cpu_count = ctx->has_cpu_set ? count : 0;
+    pool_config.spin_us = config->spin_us;
+    tl_status status = tl_pool_create(&pool_config, &ctx->pool);
+    if (status != TL_OK) {
+      char reason[TL__MESSAGE_MAX];
+      tl__message_copy(reason);
+      pthread_mutex_destroy(&ctx->bundle_lock);
+      tl__arbiter_destroy(&ctx->arbiter);
+      tl__free(ctx->lane_reports);
+      tl__free(ctx);
+      return tl__fail(status, "tl_context_create: the pool of %d workers: %s", budget, reason);
+    }
+  }
+  *out = ctx;
+  return TL_OK;
+}
+
+tl_status tl_context_destroy(tl_context *ctx) {
+  if (ctx == NULL) return TL_OK;
+  if (ctx->pool != NULL && tl_pool_current_index(ctx->pool) >= 0)
+    return tl__fail(TL_E_TARGET_POOL_CALLER,
+                    "tl_context_destroy: called from worker %d of the context's own pool",
+                    tl_pool_current_index(ctx->pool));
+  pthread_mutex_lock(&ctx->arbiter.lock);
+  tl_owner holder = ctx->arbiter.holder;
+  int waiting = ctx->arbiter.waiting;
+  int children = ctx->arbiter.children;
+  pthread_mutex_unlock(&ctx->arbiter.lock);
+  if (holder != 0 || waiting != 0 || children != 0)
+    return tl__fail(TL_E_BUSY,
+                    "tl_context_destroy: a session is open (owner %llu) or %d opener(s) wait; "
+                    "close them first",
+                    (unsigned long long)holder, waiting);
+  tl_pool_destroy(ctx->pool);
+  tl__bundles_release(ctx);
+  tl__arena_release(&ctx->root.arena);
+  tl__plan_cache_clear(&ctx->root.plans);
+  pthread_mutex_destroy(&ctx->bundle_lock);
+  tl__arbiter_destroy(&ctx->arbiter);
+  tl__free(ctx->lane_reports);
+  tl__free(ctx);
+  return TL_OK;
+}
+
+tl_status tl_context_stats_get(const tl_context *ctx, tl_context_stats *out) {
+  if (ctx == NULL || out == NULL)
+    return tl__fail(TL_E_INVALID, "tl_context_stats_get: ctx (%p) and out (%p) must not be NULL",
+                    (const void *)ctx, (void *)out);
+  memset(out, 0, sizeof *out);
+  out->budget = ctx->budget;
+  out->has_pool = ctx->pool != NULL;
+  out->owner = tl__arbiter_holder(&ctx->arbiter);
+  out->session_open = atomic_load(&ctx->session.state) != TL__SESSION_CLOSED;
+  out->root_checked_out = atomic_load(&ctx->root_checked_out);
+  out->phase_active = atomic_load(&ctx->phase_active);
+  out->active_lanes = atomic_load(&ctx->active_lanes);
+  out->active_children = atomic_load(&ctx->active_children);
+  out->waiting_openers = tl__arbiter_waiting(&ctx->arbiter);
+  out->root_scratch_bytes = atomic_load(&ctx->root_reserved);
+  out->child_bundles = atomic_load(&ctx->bundle_count);
+  return TL_OK;
+}

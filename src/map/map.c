@@ -1,0 +1,120 @@
+/* src/map/map.c: an ordered map over items on top of one phase run. Lanes pull item
+ * numbers from one shared counter, in increasing order, and stop pulling once the run is
+ * cancelled. Because numbers are handed out in order and a lane finishes the item it holds
+ * before it looks at the flag, every item below the lowest failing one has run when the
+ * map reports it. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "tenlane/map.h"
+
+typedef struct map_state {
+  tl_map_fn fn;
+  void *arg;
+  size_t count;
+  _Alignas(TL__CACHE_LINE) atomic_size_t next;
+  _Alignas(TL__CACHE_LINE) atomic_size_t done;
+  pthread_mutex_t failure_lock;
+  size_t failed_item; /* SIZE_MAX: none */
+  int failed_code;
+  char message[256];
+} map_state;
+
+static int map_lane(tl_lane *lane, int lane_index, void *arg) {
+  map_state *state = arg;
+  tl_exec *exec = tl_lane_exec(lane);
+  size_t done = 0;
+  while (!tl_lane_cancelled(lane)) {
+    size_t item = atomic_fetch_add_explicit(&state->next, 1, memory_order_relaxed);
+    if (item >= state->count) break;
+    int code = state->fn(exec, item, lane_index, state->arg);
+    if (code != 0) {
+      pthread_mutex_lock(&state->failure_lock);
+      if (item < state->failed_item) {
+        state->failed_item = item;
+        state->failed_code = code;
+        snprintf(state->message, sizeof state->message, "item %zu (lane %d) returned %d: %s", item,
+                 lane_index, code, tl_exec_message(exec));
+      }
+      pthread_mutex_unlock(&state->failure_lock);
+      atomic_fetch_add_explicit(&state->done, done, memory_order_relaxed);
+      tl_lane_cancel(lane);
+      return 0; /* the map reports the item itself; the lane is not the failure */
+    }
+    done++;
+  }
+  atomic_fetch_add_explicit(&state->done, done, memory_order_relaxed);
+  return 0;
+}
+
+tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
+                       tl_map_outcome *outcome) {
+  tl_map_outcome local;
+  if (outcome == NULL) outcome = &local;
+  memset(outcome, 0, sizeof *outcome);
+  outcome->status = TL_OK;
+  if (fn == NULL) return outcome->status = tl__fail(TL_E_INVALID, "tl_phase_map: fn is NULL");
+  map_state state;
+  state.fn = fn;
+  state.arg = arg;
+  state.count = count;
+  atomic_init(&state.next, 0);
+  atomic_init(&state.done, 0);
+  pthread_mutex_init(&state.failure_lock, NULL);
+  state.failed_item = SIZE_MAX;
+  state.failed_code = 0;
+  state.message[0] = '\0';
+  tl_phase_outcome run;
+  tl_status status = tl_phase_run(phase, map_lane, &state, &run);
+  pthread_mutex_destroy(&state.failure_lock);
+  outcome->items_done = atomic_load(&state.done);
+  if (status != TL_OK) {
+    /* A lane's entry or cleanup failed, or the run was refused. */
+    outcome->failed = run.kind != TL_PHASE_NOT_RUN;
+    outcome->failed_item = SIZE_MAX;
+    outcome->status = status;
+    memcpy(outcome->message, tl_last_message(), sizeof outcome->message);
+    return status;
+  }
+  if (state.failed_item != SIZE_MAX) {
+    outcome->failed = 1;
+    outcome->failed_item = state.failed_item;
+    outcome->code = state.failed_code;
+    outcome->status = TL_E_LANE;
+    memcpy(outcome->message, state.message, sizeof outcome->message);
+    return tl__fail(TL_E_LANE, "tl_map: %s", state.message);
+  }
+  return TL_OK;
+}
+
+typedef struct map_call {
+  size_t count;
+  tl_map_fn fn;
+  void *arg;
+  tl_map_outcome *outcome;
+  tl_status status;
+} map_call;
+
+static void map_in_phase(tl_phase *phase, void *arg) {
+  map_call *call = arg;
+  call->status = tl_phase_map(phase, call->count, call->fn, call->arg, call->outcome);
+}
+
+tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
+                 tl_map_outcome *outcome) {
+  tl_map_outcome local;
+  if (outcome == NULL) outcome = &local;
+  memset(outcome, 0, sizeof *outcome);
+  map_call call = {count, fn, arg, outcome, TL_OK};
+  tl_status status = tl_session_phase(session, map_in_phase, &call);
+  if (status != TL_OK) return outcome->status = status;
+  if (call.status != TL_OK) {
+    /* tl_session_phase's own success must not hide the map's message. */
+    tl__fail(call.status, "%s", outcome->message[0] ? outcome->message : "tl_map failed");
+  }
+  return call.status;
+}

@@ -1,0 +1,210 @@
+/* src/phase/lane.c: one lane from entry to cleanup, and a run: every lane started, every
+ * lane joined, then one outcome. A lane checks the run's cancellation flag before it enters
+ * and again after entering, before the callback; its callback runs inside a catch scope on
+ * its own thread, so a panic stops at the lane's boundary and is raised again on the driver
+ * only after every lane has joined. */
+#include <stdio.h>
+#include <string.h>
+
+#include "admission/marker.h"
+#include "base/base.h"
+#include "base/fault.h"
+#include "phase_int.h"
+#include "tenlane/panic.h"
+
+typedef struct lane_call {
+  tl_lane *lane;
+  int code;
+} lane_call;
+
+static void lane_trampoline(void *arg) {
+  lane_call *call = arg;
+  tl_lane *lane = call->lane;
+  call->code = lane->run->fn(lane, lane->index, lane->run->arg);
+}
+
+static void set_cancel(tl__run *run) {
+  atomic_store_explicit(&run->cancel, 1, memory_order_release);
+}
+
+static int is_cancelled(tl__run *run) {
+  return atomic_load_explicit(&run->cancel, memory_order_acquire);
+}
+
+static void session_failure(tl__run *run, tl__lane_report *report, tl_status status,
+                            const char *what) {
+  if (report->session_status == TL_OK) {
+    report->session_status = status;
+    snprintf(report->message, sizeof report->message, "%s: %s", what, tl_last_message());
+  }
+  set_cancel(run);
+}
+
+/* Run lane `index` of `run` on the calling thread. inline_lane: the budget-1 lane on the
+ * driver, which already holds the grant and the mark. */
+static void lane_body(tl__run *run, int index, int inline_lane) {
+  tl_context *ctx = run->phase->ctx;
+  tl_session *session = run->phase->session;
+  tl__lane_report *report = &ctx->lane_reports[index];
+  memset(report, 0, sizeof *report);
+  if (is_cancelled(run)) {
+    report->skipped = 1;
+    return;
+  }
+  /* Entry: join the holder's grant (a worker lane), take a private bundle. */
+  int joined = 0, marked = 0;
+  tl__resources *bundle = NULL;
+  tl_status status = TL_OK;
+  if (tl__fault_hit(TL__FAULT_CHILD_ENTRY)) {
+    status = tl__fail(TL_E_NOMEM, "lane %d: child entry failed (injected fault)", index);
+  }
+  if (status == TL_OK && !inline_lane) {
+    status = tl__child_enter(&ctx->arbiter, session->owner, session->generation);
+    joined = status == TL_OK;
+    if (status == TL_OK) {
+      status = tl__marker_push(ctx, session->owner);
+      marked = status == TL_OK;
+    }
+  }
+  if (status == TL_OK) status = tl__bundle_checkout(ctx, &bundle);
+  if (status != TL_OK) {
+    session_failure(run, report, status, "child entry");
+    if (marked) tl__marker_pop(ctx);
+    if (joined) tl__child_leave(&ctx->arbiter);
+    return;
+  }
+  report->entered = 1;
+  atomic_fetch_add(&ctx->active_lanes, 1);
+
+  if (!is_cancelled(run)) {
+    tl_lane lane;
+    tl__exec_init_child(&lane.exec, session, inline_lane ? TL_EXEC_INLINE : TL_EXEC_LANE, bundle,
+                        &run->cancel);
+    lane.run = run;
+    lane.index = index;
+    lane.report = report;
+    lane_call call = {&lane, 0};
+    tl_panic_info info;
+    if (tl_catch(lane_trampoline, &call, &info) == TL_E_PANICKED) {
+      report->panicked = 1;
+      snprintf(report->message, sizeof report->message, "%s", info.message);
+      set_cancel(run);
+    } else if (call.code != 0) {
+      report->code = call.code;
+      if (report->message[0] == '\0')
+        snprintf(report->message, sizeof report->message, "lane %d returned %d", index, call.code);
+      set_cancel(run);
+    }
+  }
+
+  /* Cleanup: runs on every path, after the callback returned or unwound. */
+  if (tl__fault_hit(TL__FAULT_CHILD_CLEANUP)) {
+    tl__fail(TL_E_PROVIDER, "lane %d: child cleanup failed (injected fault)", index);
+    session_failure(run, report, TL_E_PROVIDER, "child cleanup");
+  }
+  tl__bundle_return(ctx, bundle);
+  atomic_fetch_sub(&ctx->active_lanes, 1);
+  if (marked) tl__marker_pop(ctx);
+  if (joined) tl__child_leave(&ctx->arbiter);
+}
+
+static void worker_lane(void *arg, int worker_index) { lane_body(arg, worker_index, 0); }
+
+/* Fold the lanes' reports into one outcome: a session failure beats a lane failure, a real
+ * lane failure beats a lane that only reports cancellation, and among equals the lowest
+ * lane index wins. Returns the index of the lowest panicked lane, or -1. */
+static int reduce(tl_context *ctx, int lanes, tl_phase_outcome *outcome) {
+  memset(outcome, 0, sizeof *outcome);
+  outcome->kind = TL_PHASE_OK;
+  outcome->lane_index = -1;
+  outcome->status = TL_OK;
+  int session_lane = -1, failed_lane = -1, cancelled_lane = -1, panicked_lane = -1;
+  for (int i = 0; i < lanes; i++) {
+    tl__lane_report *report = &ctx->lane_reports[i];
+    outcome->lanes_entered += report->entered;
+    outcome->lanes_skipped += report->skipped;
+    if (report->panicked && panicked_lane < 0) panicked_lane = i;
+    if (report->session_status != TL_OK && session_lane < 0) session_lane = i;
+    if (report->code != 0) {
+      if (report->code == (int)TL_E_CANCELLED) {
+        if (cancelled_lane < 0) cancelled_lane = i;
+      } else if (failed_lane < 0) {
+        failed_lane = i;
+      }
+    }
+  }
+  int chosen = session_lane >= 0 ? session_lane : failed_lane >= 0 ? failed_lane : cancelled_lane;
+  if (chosen >= 0) {
+    tl__lane_report *report = &ctx->lane_reports[chosen];
+    outcome->lane_index = chosen;
+    if (session_lane >= 0) {
+      outcome->kind = TL_PHASE_SESSION;
+      outcome->status = report->session_status;
+    } else {
+      outcome->kind = TL_PHASE_LANE;
+      outcome->lane_code = report->code;
+      outcome->status = TL_E_LANE;
+    }
+    memcpy(outcome->message, report->message, sizeof outcome->message);
+  }
+  return panicked_lane;
+}
+
+tl_status tl_phase_run(tl_phase *handle, tl_lane_fn lane_fn, void *arg, tl_phase_outcome *outcome) {
+  tl_phase_outcome local;
+  if (outcome == NULL) outcome = &local;
+  memset(outcome, 0, sizeof *outcome);
+  outcome->kind = TL_PHASE_NOT_RUN;
+  outcome->lane_index = -1;
+  tl_status status;
+  tl__phase *phase = tl__phase_resolve(handle, "tl_phase_run", &status);
+  if (phase == NULL) return outcome->status = status;
+  if (lane_fn == NULL)
+    return outcome->status = tl__fail(TL_E_INVALID, "tl_phase_run: lane_fn is NULL");
+  if (phase->running)
+    return outcome->status = tl__fail(TL_E_PHASE_ACTIVE,
+                                      "tl_phase_run: called from inside a lane of the same phase");
+  tl__run run;
+  run.phase = phase;
+  run.fn = lane_fn;
+  run.arg = arg;
+  atomic_init(&run.cancel, 0);
+  phase->running = 1;
+  if (phase->ctx->pool != NULL) {
+    status = tl_pool_broadcast(phase->ctx->pool, worker_lane, &run);
+    if (status != TL_OK) {
+      phase->running = 0;
+      return outcome->status = status;
+    }
+  } else {
+    lane_body(&run, 0, 1);
+  }
+  phase->running = 0;
+  int panicked = reduce(phase->ctx, phase->lanes, outcome);
+  if (panicked >= 0) {
+    /* Every lane has joined: now the panic may continue on the driver. */
+    tl_panic("lane %d panicked: %s", panicked, phase->ctx->lane_reports[panicked].message);
+  }
+  if (outcome->kind == TL_PHASE_OK) return TL_OK;
+  return tl__fail(outcome->status, "tl_phase_run: lane %d: %s", outcome->lane_index,
+                  outcome->message);
+}
+
+tl_exec *tl_lane_exec(tl_lane *lane) { return lane ? &lane->exec : NULL; }
+
+int tl_lane_cancelled(const tl_lane *lane) {
+  return lane != NULL && atomic_load_explicit(&lane->run->cancel, memory_order_relaxed);
+}
+
+void tl_lane_cancel(tl_lane *lane) {
+  if (lane != NULL) set_cancel(lane->run);
+}
+
+int tl_lane_fail(tl_lane *lane, int code, const char *format, ...) {
+  if (lane == NULL || format == NULL) return code;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(lane->report->message, sizeof lane->report->message, format, args);
+  va_end(args);
+  return code;
+}

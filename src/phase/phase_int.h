@@ -1,0 +1,45 @@
+/* src/phase/phase_int.h: the lease and a run, shared by src/phase and src/map.
+ *
+ * Invariants:
+ * - A phase lives on the stack of tl_session_phase; users hold an opaque token instead of
+ *   its address. Tokens point into a thread-local array, so a token kept past its callback
+ *   is recognised as stale (or as another thread's) without ever being dereferenced.
+ * - While the phase is open the session is in state PHASE: its root surface is parked.
+ * - A run's lanes write only their own report; the driver reads reports after the join,
+ *   which the broadcast's completion count orders before the driver's reads.
+ * - Every lane that entered leaves: its bundle goes back, its mark is removed and the
+ *   admission child count drops, on success, failure and panic alike. */
+#ifndef TL_PHASE_INT_H
+#define TL_PHASE_INT_H
+
+#include "context/context_int.h"
+
+typedef struct tl__phase {
+  tl_session *session;
+  tl_context *ctx;
+  void *token; /* what users hold as tl_phase * */
+  int lanes;
+  int running; /* a run is in progress (refuses a nested run from the inline lane) */
+  struct tl__phase *next_active;
+  tl__unwind_node unwind;
+} tl__phase;
+
+typedef struct tl__run {
+  tl__phase *phase;
+  tl_lane_fn fn;
+  void *arg;
+  _Alignas(TL__CACHE_LINE) atomic_int cancel;
+} tl__run;
+
+struct tl_lane {
+  tl_exec exec;
+  tl__run *run;
+  int index;
+  tl__lane_report *report;
+};
+
+/* The phase that `handle` names on the calling thread, or NULL with the refusal in *status
+ * (TL_E_INVALID, TL_E_STALE or TL_E_WRONG_THREAD) and a message naming `call`. */
+tl__phase *tl__phase_resolve(const tl_phase *handle, const char *call, tl_status *status);
+
+#endif

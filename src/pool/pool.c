@@ -1,0 +1,188 @@
+/* src/pool/pool.c: creating, pinning and stopping workers, and the worker's loop.
+ * A worker runs its pool's work while there is any, spins for the pool's window when
+ * there is none, then sleeps on its waiter until a broadcast, a job or the stop wakes it. */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#include "pool_int.h"
+
+static _Thread_local tl__worker *current_worker;
+
+tl__worker *tl__worker_self(void) { return current_worker; }
+
+tl_pool *tl_pool_current(void) { return current_worker ? current_worker->pool : NULL; }
+
+int tl_pool_current_index(const tl_pool *pool) {
+  tl__worker *self = current_worker;
+  return (self != NULL && self->pool == pool) ? self->index : -1;
+}
+
+int tl_pool_workers(const tl_pool *pool) { return pool ? pool->workers : 0; }
+
+void tl_pool_config_init(tl_pool_config *config) {
+  if (config == NULL) return;
+  memset(config, 0, sizeof *config);
+  config->workers = 1;
+  config->spin_us = -1;
+}
+
+void tl__pool_wake_all(tl_pool *pool) {
+  for (int i = 0; i < pool->workers; i++) {
+    tl__waiter *waiter = atomic_load(&pool->worker[i].waiter);
+    if (waiter != NULL) tl__waiter_wake(waiter);
+  }
+}
+
+/* Pin the calling thread to `cpu` and check the mask reads back as exactly {cpu}. */
+static tl_status pin_self(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (rc != 0) return TL_E_AFFINITY;
+  cpu_set_t check;
+  CPU_ZERO(&check);
+  rc = pthread_getaffinity_np(pthread_self(), sizeof check, &check);
+  if (rc != 0 || !CPU_EQUAL(&set, &check)) return TL_E_AFFINITY;
+  return TL_OK;
+}
+
+static void *worker_main(void *arg) {
+  tl__worker *self = arg;
+  tl_pool *pool = self->pool;
+  current_worker = self;
+  tl__waiter *waiter = tl__waiter_self();
+  atomic_store(&self->waiter, waiter);
+  if (self->cpu >= 0) {
+    tl_status status = pin_self(self->cpu);
+    if (status != TL_OK) {
+      int expected = TL_OK;
+      atomic_compare_exchange_strong(&pool->start_failed, &expected, (int)status);
+    }
+  }
+  atomic_fetch_add(&pool->started, 1);
+
+  for (;;) {
+    if (tl__pool_run_one(pool, self)) continue;
+    if (atomic_load_explicit(&pool->stop, memory_order_acquire)) break;
+    /* Idle: spin for the window, then sleep until woken. */
+    uint64_t deadline = tl__now_ns() + pool->spin_ns;
+    int found = 0;
+    for (unsigned spins = 1;; spins++) {
+      if (tl__pool_has_work(pool, self)) {
+        found = 1;
+        break;
+      }
+      if ((spins & 63u) == 0) {
+        if (tl__now_ns() >= deadline) break;
+        /* Give the core to a runnable thread (the driver, on an oversubscribed machine). */
+        sched_yield();
+      } else {
+        tl__cpu_relax();
+      }
+    }
+    if (found) continue;
+    unsigned seen = atomic_load(&waiter->seq);
+    atomic_store(&waiter->sleeping, 1);
+    if (!tl__pool_has_work(pool, self)) tl__waiter_sleep(waiter, seen);
+    atomic_store(&waiter->sleeping, 0);
+  }
+  current_worker = NULL;
+  return NULL;
+}
+
+static void pool_free(tl_pool *pool) {
+  pthread_mutex_destroy(&pool->job_lock);
+  tl__free(pool->worker);
+  tl__free(pool);
+}
+
+/* Stop and join the first `count` workers. */
+static void pool_stop(tl_pool *pool, int count) {
+  atomic_store_explicit(&pool->stop, 1, memory_order_release);
+  tl__pool_wake_all(pool);
+  /* A worker may not have published its waiter yet: keep waking until it has stopped. */
+  for (int i = 0; i < count; i++) {
+    for (;;) {
+      tl__waiter *waiter = atomic_load(&pool->worker[i].waiter);
+      if (waiter != NULL) {
+        tl__waiter_wake(waiter);
+        break;
+      }
+      sched_yield();
+    }
+    pthread_join(pool->worker[i].thread, NULL);
+  }
+}
+
+tl_status tl_pool_create(const tl_pool_config *config, tl_pool **out) {
+  if (config == NULL || out == NULL)
+    return tl__fail(TL_E_INVALID, "tl_pool_create: config (%p) and out (%p) must not be NULL",
+                    (const void *)config, (void *)out);
+  if (config->workers < 1 || config->workers > 4096)
+    return tl__fail(TL_E_INVALID, "tl_pool_create: workers is %d, expected 1..4096",
+                    config->workers);
+  if (config->cpus != NULL && config->cpu_count < 1)
+    return tl__fail(TL_E_INVALID, "tl_pool_create: cpus given with cpu_count %d (expected >= 1)",
+                    config->cpu_count);
+  if (config->cpus != NULL) {
+    for (int i = 0; i < config->cpu_count; i++) {
+      if (config->cpus[i] < 0 || config->cpus[i] >= CPU_SETSIZE)
+        return tl__fail(TL_E_INVALID, "tl_pool_create: cpus[%d] is %d, outside 0..%d", i,
+                        config->cpus[i], CPU_SETSIZE - 1);
+    }
+  }
+  tl_pool *pool = tl__calloc(1, sizeof *pool, TL__CACHE_LINE);
+  if (pool == NULL) return tl__fail(TL_E_NOMEM, "tl_pool_create: no memory for the pool");
+  pool->worker = tl__calloc((size_t)config->workers, sizeof *pool->worker, TL__CACHE_LINE);
+  if (pool->worker == NULL) {
+    tl__free(pool);
+    return tl__fail(TL_E_NOMEM, "tl_pool_create: no memory for %d workers", config->workers);
+  }
+  pool->workers = config->workers;
+  int spin_us = config->spin_us < 0 ? TL__POOL_DEFAULT_SPIN_US : config->spin_us;
+  pool->spin_ns = (uint64_t)spin_us * 1000u;
+  pthread_mutex_init(&pool->job_lock, NULL);
+  atomic_init(&pool->start_failed, TL_OK);
+
+  int created = 0;
+  for (int i = 0; i < pool->workers; i++) {
+    tl__worker *worker = &pool->worker[i];
+    worker->pool = pool;
+    worker->index = i;
+    worker->cpu = -1;
+    if (config->cpus != NULL) {
+      /* Spread evenly: worker i of n over the set's c CPUs, wrapping when n > c. */
+      int slot = config->workers <= config->cpu_count
+                     ? (int)(((long)i * config->cpu_count) / config->workers)
+                     : i % config->cpu_count;
+      worker->cpu = config->cpus[slot];
+    }
+    int rc = pthread_create(&worker->thread, NULL, worker_main, worker);
+    if (rc != 0) {
+      pool_stop(pool, created);
+      pool_free(pool);
+      return tl__fail(TL_E_THREAD, "tl_pool_create: starting worker %d of %d failed: %s", i,
+                      config->workers, strerror(rc));
+    }
+    created++;
+  }
+  while (atomic_load(&pool->started) < pool->workers) sched_yield();
+  int failed = atomic_load(&pool->start_failed);
+  if (failed != TL_OK) {
+    pool_stop(pool, created);
+    pool_free(pool);
+    return tl__fail((tl_status)failed,
+                    "tl_pool_create: a worker could not be pinned to its CPU (or its mask read "
+                    "back differently)");
+  }
+  *out = pool;
+  return TL_OK;
+}
+
+void tl_pool_destroy(tl_pool *pool) {
+  if (pool == NULL) return;
+  pool_stop(pool, pool->workers);
+  pool_free(pool);
+}

@@ -1,0 +1,115 @@
+/* src/session/exec.c: the operation surface (exec.h). Every route call passes through
+ * tl__exec_begin/tl__exec_end, which enforce the surface's rules (its own thread; a root
+ * surface is parked while a phase runs) and hand scratch back at the end of the call. */
+#include <stdio.h>
+#include <string.h>
+
+#include "admission/marker.h"
+#include "base/base.h"
+#include "context/context_int.h"
+
+void tl__exec_init_child(tl_exec *exec, tl_session *session, tl_exec_kind kind,
+                         tl__resources *resources, const atomic_int *cancel) {
+  memset(exec, 0, sizeof *exec);
+  exec->kind = kind;
+  exec->ctx = session->ctx;
+  exec->session = session;
+  exec->resources = resources;
+  exec->pool = NULL;
+  exec->team = 1;
+  exec->cancel = cancel;
+  exec->thread_token = tl__thread_token();
+}
+
+tl_status tl__exec_begin(tl_exec *exec, const char *route) {
+  if (TL__UNLIKELY(exec == NULL)) return tl__fail(TL_E_INVALID, "%s: exec is NULL", route);
+  if (TL__UNLIKELY(exec->thread_token != tl__thread_token()))
+    return tl__fail(TL_E_WRONG_THREAD,
+                    "%s: this surface belongs to another thread (a session, lane or ticket "
+                    "surface is used only on the thread it was handed to)",
+                    route);
+  if (exec->kind == TL_EXEC_ROOT) {
+    int state = atomic_load_explicit(&exec->session->state, memory_order_relaxed);
+    if (TL__UNLIKELY(state != TL__SESSION_IDLE))
+      return tl__fail(state == TL__SESSION_PHASE ? TL_E_PHASE_ACTIVE : TL_E_STALE,
+                      "%s: the session's root surface is %s", route,
+                      state == TL__SESSION_PHASE ? "parked while its phase runs" : "closed");
+  }
+  if (TL__UNLIKELY(exec->depth >= 16))
+    return tl__fail(TL_E_INVALID, "%s: route calls nested deeper than 16 on one surface", route);
+  exec->marks[exec->depth++] = tl__arena_mark_get(&exec->resources->arena);
+  return TL_OK;
+}
+
+tl_status tl__exec_end(tl_exec *exec, tl_status status) {
+  tl__arena_reset_to(&exec->resources->arena, exec->marks[--exec->depth]);
+  if (exec->kind == TL_EXEC_ROOT && exec->depth == 0) {
+    atomic_store_explicit(&exec->ctx->root_reserved, exec->resources->arena.reserved,
+                          memory_order_relaxed);
+  }
+  if (status != TL_OK) {
+    tl__message_copy(exec->message);
+    if (exec->kind == TL_EXEC_ROOT) tl__message_copy(exec->session->message);
+  }
+  return status;
+}
+
+tl_status tl__exec_fail(tl_exec *exec, tl_status status, const char *format, ...) {
+  (void)exec;
+  va_list args;
+  va_start(args, format);
+  tl__failv(status, format, args);
+  va_end(args);
+  return status;
+}
+
+tl_status tl__exec_team(tl_exec *exec, int *team) {
+  int request = exec->team_request;
+  if (request <= 0) {
+    *team = exec->team;
+    return TL_OK;
+  }
+  if (request > 1 && (exec->team == 1 || tl_pool_current() != NULL))
+    return tl__fail(TL_E_UNAVAILABLE,
+                    "a team of %d threads was asked for on a %s surface, which runs on one thread"
+                    "%s",
+                    request, exec->kind == TL_EXEC_ROOT ? "root" : "child",
+                    tl_pool_current() != NULL ? " (the caller is a pool worker)" : "");
+  *team = request < exec->team ? request : exec->team;
+  return TL_OK;
+}
+
+tl_status tl__exec_parallel_for(tl_exec *exec, size_t count, size_t grain, tl_pool_range_fn fn,
+                                void *arg) {
+  int team;
+  tl_status status = tl__exec_team(exec, &team);
+  if (status != TL_OK) return status;
+  if (exec->pool != NULL && team > 1)
+    return tl_pool_parallel_for(exec->pool, count, grain, fn, arg);
+  if (count == 0) return TL_OK;
+  if (grain == 0) grain = count;
+  for (size_t begin = 0; begin < count; begin += grain) {
+    size_t end = count - begin > grain ? begin + grain : count;
+    fn(arg, begin, end, -1);
+  }
+  return TL_OK;
+}
+
+tl_status tl__exec_scratch(tl_exec *exec, size_t bytes, size_t align, void **out) {
+  return tl__arena_alloc(&exec->resources->arena, bytes, align, out);
+}
+
+tl_exec_kind tl_exec_kind_of(const tl_exec *exec) { return exec ? exec->kind : TL_EXEC_ROOT; }
+
+int tl_exec_team(const tl_exec *exec) { return exec ? exec->team : 0; }
+
+const char *tl_exec_message(const tl_exec *exec) { return exec ? exec->message : ""; }
+
+const void *tl_exec_scratch_id(const tl_exec *exec) { return exec ? exec->resources : NULL; }
+
+tl_status tl_exec_set_team(tl_exec *exec, int team) {
+  if (exec == NULL) return tl__fail(TL_E_INVALID, "tl_exec_set_team: exec is NULL");
+  if (team < 0) return tl__fail(TL_E_INVALID, "tl_exec_set_team: team is %d, expected >= 0", team);
+  exec->team_request = team;
+  return TL_OK;
+}
