@@ -1,0 +1,91 @@
+/* tests/support/tl_fixtures.c: see tl_fixtures.h. */
+#define _GNU_SOURCE 1
+#include "tl_fixtures.h"
+
+#include <dirent.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tl_test.h"
+
+int tl_wait_until(int (*pred)(void *arg), void *arg, unsigned ms) {
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    if (pred(arg)) return 1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+    if (elapsed >= (long)ms) return pred(arg);
+    usleep(50);
+  }
+}
+
+tl_context *tl_make_context_on(int threads, const int *cpus, int cpu_count) {
+  tl_context_config config;
+  tl_context_config_init(&config);
+  config.threads = threads;
+  config.cpus = cpus;
+  config.cpu_count = cpu_count;
+  tl_context *ctx = NULL;
+  TL_CHECK_OK(tl_context_create(&config, &ctx));
+  return ctx;
+}
+
+tl_context *tl_make_context(int threads) { return tl_make_context_on(threads, NULL, 0); }
+
+int tl_thread_count(void) {
+  DIR *dir = opendir("/proc/self/task");
+  if (dir == NULL) return -1;
+  int count = 0;
+  struct dirent *entry;
+  while ((entry = readdir(dir)) != NULL) {
+    if (entry->d_name[0] != '.') count++;
+  }
+  closedir(dir);
+  return count;
+}
+
+tl_tensor tl_vec_f64(double *data, int64_t n) {
+  tl_tensor t;
+  TL_CHECK_OK(tl_tensor_wrap(TL_F64, 1, &n, NULL, data, 0, &t));
+  return t;
+}
+
+static void *thread_trampoline(void *arg) {
+  tl_thread *thread = arg;
+  void *result = thread->fn(thread->arg);
+  __atomic_store_n(&thread->finished, 1, __ATOMIC_RELEASE);
+  return result;
+}
+
+void tl_thread_start(tl_thread *thread, void *(*fn)(void *), void *arg) {
+  thread->fn = fn;
+  thread->arg = arg;
+  thread->finished = 0;
+  TL_CHECK(pthread_create(&thread->handle, NULL, thread_trampoline, thread) == 0);
+}
+
+static int thread_finished(void *arg) {
+  tl_thread *thread = arg;
+  return __atomic_load_n(&thread->finished, __ATOMIC_ACQUIRE);
+}
+
+void tl_thread_join(tl_thread *thread, unsigned ms) {
+  if (!tl_wait_until(thread_finished, thread, ms)) {
+    tl_test_fail_at(__FILE__, __LINE__, "a helper thread did not finish in time");
+  }
+  pthread_join(thread->handle, NULL);
+}
+
+int tl_process_cpus(int *cpus, int max) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof set, &set);
+  int count = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE && count < max; cpu++) {
+    if (CPU_ISSET(cpu, &set)) cpus[count++] = cpu;
+  }
+  return count;
+}

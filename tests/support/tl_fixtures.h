@@ -1,0 +1,38 @@
+/* tests/support/tl_fixtures.h: helpers shared by the suite: bounded waits, contexts of a
+ * given budget, small f64 vectors, threads that run a function, the process thread count. */
+#ifndef TL_FIXTURES_H
+#define TL_FIXTURES_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "tenlane/context.h"
+#include "tenlane/tensor.h"
+
+/* Poll pred(arg) every 50 us until it holds (1) or `ms` milliseconds pass (0). */
+int tl_wait_until(int (*pred)(void *arg), void *arg, unsigned ms);
+
+/* A context with the given budget (and optional CPU set); fails the test on error. */
+tl_context *tl_make_context(int threads);
+tl_context *tl_make_context_on(int threads, const int *cpus, int cpu_count);
+
+/* The number of threads of this process (entries of /proc/self/task). */
+int tl_thread_count(void);
+
+/* Borrowed 1-D f64 tensor over data[n]. */
+tl_tensor tl_vec_f64(double *data, int64_t n);
+
+/* A thread running fn(arg); tl_thread_join fails the test if it does not end in `ms`. */
+typedef struct tl_thread {
+  pthread_t handle;
+  void *(*fn)(void *);
+  void *arg;
+  volatile int finished;
+} tl_thread;
+void tl_thread_start(tl_thread *thread, void *(*fn)(void *), void *arg);
+void tl_thread_join(tl_thread *thread, unsigned ms);
+
+/* The CPUs of the process's affinity set, ascending; returns how many. */
+int tl_process_cpus(int *cpus, int max);
+
+#endif
