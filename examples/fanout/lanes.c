@@ -1,0 +1,247 @@
+/* examples/fanout/lanes.c: variants (a) and (b), the patches through tl_map.
+ *
+ * One context (budget = --threads for (a), 1 for (b)), one held session, and tl_map over
+ * the items: each item runs on its lane's child surface, and every kernel of the patch
+ * is a tenlane route on that surface (tl_gemm_into, the QR with column pivoting and the
+ * triangular solves of linalg.h), so the routes' temporaries come from the lane's private
+ * scratch arena, kept across every item the lane pulls. The patch's own buffers live in a
+ * block per lane index, made on the lane's first item and kept across passes, the same
+ * way. Results go to a private array and are copied to the caller's only after a TL_OK
+ * map: a failed map may have left any of them half written.
+ *
+ * Invariant: nothing here allocates per item; the warm-up pass makes the per-lane blocks
+ * and grows the arenas, so the measured pass's allocation count is the steady state. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tenlane/alloc.h"
+#include "tenlane/context.h"
+#include "tenlane/linalg.h"
+#include "tenlane/map.h"
+#include "tenlane/ops.h"
+#include "tenlane/session.h"
+
+#include "fanout.h"
+
+const char *fan_tenlane_kernels(void) { return tl_kernels_provider(); }
+
+/* ---- The routes as fan_ops ------------------------------------------------------------- */
+
+typedef struct lane_backend {
+  tl_exec *exec; /* the lane's surface for the current item */
+} lane_backend;
+
+static int route_failed(fan_call *call, const char *route, tl_status status, int m, int n) {
+  lane_backend *self = call->backend;
+  snprintf(call->why, sizeof call->why, "%s (%d x %d) failed: %s: %s", route, m, n,
+           tl_status_name(status), tl_exec_message(self->exec));
+  return 1;
+}
+
+/* A borrowed column-major m x n view of caller memory with leading dimension ld. */
+static tl_status wrap_matrix(const double *data, int m, int n, int ld, tl_tensor *out) {
+  int64_t shape[2] = {m, n};
+  int64_t strides[2] = {1, ld};
+  return tl_tensor_wrap(TL_F64, 2, shape, strides, (void *)data, 0, out);
+}
+
+static int lane_gemm(fan_call *call, int m, int n, int k, const double *a, int lda, const double *b,
+                     int ldb, double *c, int ldc) {
+  lane_backend *self = call->backend;
+  tl_tensor ta, tb, tc;
+  tl_status status = wrap_matrix(a, m, k, lda, &ta);
+  if (status == TL_OK) status = wrap_matrix(b, k, n, ldb, &tb);
+  if (status == TL_OK) status = wrap_matrix(c, m, n, ldc, &tc);
+  if (status == TL_OK)
+    status = tl_gemm_into(self->exec, tl_scalar_real(1.0), &ta, &tb, tl_scalar_real(0.0), &tc);
+  return status == TL_OK ? 0 : route_failed(call, "tl_gemm_into", status, m, n);
+}
+
+static int lane_qrcp(fan_call *call, int m, int n, double *a, int lda, int *jpvt, double *tau) {
+  lane_backend *self = call->backend;
+  tl_tensor ta;
+  tl_status status = wrap_matrix(a, m, n, lda, &ta);
+  if (status == TL_OK) status = tl_qrcp_inplace(self->exec, &ta, jpvt, tau);
+  return status == TL_OK ? 0 : route_failed(call, "tl_qrcp_inplace", status, m, n);
+}
+
+static int lane_solve_left_upper(fan_call *call, int r, int nrhs, const double *rmat, int ldr,
+                                 double *b, int ldb) {
+  lane_backend *self = call->backend;
+  tl_tensor tr, tb;
+  tl_status status = wrap_matrix(rmat, r, r, ldr, &tr);
+  if (status == TL_OK) status = wrap_matrix(b, r, nrhs, ldb, &tb);
+  if (status == TL_OK)
+    status =
+        tl_trsolve_inplace(self->exec, TL_SIDE_LEFT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT, &tr, &tb);
+  return status == TL_OK ? 0 : route_failed(call, "tl_trsolve_inplace (left)", status, r, nrhs);
+}
+
+static int lane_solve_right_upper(fan_call *call, int m, int r, const double *rmat, int ldr,
+                                  double *b, int ldb) {
+  lane_backend *self = call->backend;
+  tl_tensor tr, tb;
+  tl_status status = wrap_matrix(rmat, r, r, ldr, &tr);
+  if (status == TL_OK) status = wrap_matrix(b, m, r, ldb, &tb);
+  if (status == TL_OK)
+    status =
+        tl_trsolve_inplace(self->exec, TL_SIDE_RIGHT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT, &tr, &tb);
+  return status == TL_OK ? 0 : route_failed(call, "tl_trsolve_inplace (right)", status, m, r);
+}
+
+static const fan_ops lane_ops = {"tenlane", lane_gemm, lane_qrcp, lane_solve_left_upper,
+                                 lane_solve_right_upper};
+
+/* ---- The map ------------------------------------------------------------------------- */
+
+typedef struct lane_slot {
+  void *block; /* this lane index's patch buffers, made on its first item */
+  fan_work work;
+  int failed;
+  size_t failed_item;
+  char why[400];
+  char pad[64]; /* lanes write their slots concurrently: keep them off each other's lines */
+} lane_slot;
+
+typedef struct map_arg {
+  const fan_problem *pb;
+  fan_result *priv;
+  lane_slot *slots;
+  int slot_count;
+  fan_progress *progress;
+  atomic_int threads_seen;
+} map_arg;
+
+static int fan_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
+  map_arg *ma = arg;
+  if (lane_index < 0 || lane_index >= ma->slot_count) return 1;
+  lane_slot *slot = &ma->slots[lane_index];
+  if (!slot->block) {
+    size_t bytes = (fan_work_bytes(ma->pb) + 63) & ~(size_t)63;
+    slot->block = aligned_alloc(64, bytes);
+    if (!slot->block) {
+      slot->failed = 1;
+      slot->failed_item = item;
+      snprintf(slot->why, sizeof slot->why, "out of memory for lane %d's buffers", lane_index);
+      return 1;
+    }
+    fan_work_carve(ma->pb, slot->block, &slot->work);
+  }
+  lane_backend backend = {exec};
+  fan_call call;
+  call.ops = &lane_ops;
+  call.backend = &backend;
+  call.why[0] = '\0';
+  int rc = fan_patch_run(ma->pb, item, &call, &slot->work, &ma->priv[item]);
+  if (rc) {
+    if (!slot->failed || item < slot->failed_item) {
+      slot->failed = 1;
+      slot->failed_item = item;
+      snprintf(slot->why, sizeof slot->why, "%s", call.why);
+    }
+    return rc;
+  }
+  if ((item & 255) == 0) fan_thread_sample(&ma->threads_seen);
+  fan_progress_item(ma->progress);
+  return 0;
+}
+
+int fan_run_tenlane(const fan_env *env, int variant, fan_result *results, fan_run *run) {
+  const fan_problem *pb = env->pb;
+  const fan_options *opt = env->opt;
+  memset(run, 0, sizeof *run);
+  int budget = variant == FAN_A ? opt->threads : 1;
+
+  tl_context_config config;
+  tl_context_config_init(&config);
+  config.threads = budget;
+  config.cpus = env->cpus;
+  config.cpu_count = budget == 1 ? 1 : env->cpu_count;
+  tl_context *ctx = NULL;
+  tl_status status = tl_context_create(&config, &ctx);
+  if (status != TL_OK) {
+    snprintf(run->why, sizeof run->why, "tl_context_create(threads=%d): %s: %s", budget,
+             tl_status_name(status), tl_last_message());
+    return 3;
+  }
+  tl_session *session = NULL;
+  status = tl_session_open(ctx, tl_owner_new(), TL_WAIT, &session);
+  if (status != TL_OK) {
+    snprintf(run->why, sizeof run->why, "tl_session_open: %s: %s", tl_status_name(status),
+             tl_last_message());
+    tl_context_destroy(ctx);
+    return 3;
+  }
+  int lanes = tl_context_budget(ctx);
+  run->lanes = lanes;
+  fan_result *priv = calloc(pb->patches, sizeof *priv);
+  lane_slot *slots = calloc((size_t)lanes, sizeof *slots);
+  int result = 0;
+  if (!priv || !slots) {
+    snprintf(run->why, sizeof run->why, "out of memory for %zu results", pb->patches);
+    result = 3;
+  }
+  const char *label = variant == FAN_A ? "(a) tenlane, every lane" : "(b) tenlane, one lane";
+  for (int pass_index = 0; pass_index < 2 && result == 0; pass_index++) {
+    int measured = pass_index == 1;
+    size_t count = measured ? pb->patches : (opt->warmup < pb->patches ? opt->warmup : pb->patches);
+    fan_progress progress;
+    fan_progress_begin(&progress, label, count, measured ? env->progress_mode : 0);
+    map_arg ma;
+    ma.pb = pb;
+    ma.priv = priv;
+    ma.slots = slots;
+    ma.slot_count = lanes;
+    ma.progress = &progress;
+    atomic_init(&ma.threads_seen, 0);
+    tl_map_outcome outcome;
+
+    uint64_t tl0 = tl_allocation_count(), m0 = fan_malloc_count();
+    double t0 = fan_now();
+    status = tl_map(session, count, fan_item, &ma, &outcome);
+    double t1 = fan_now();
+    uint64_t tl1 = tl_allocation_count(), m1 = fan_malloc_count();
+    fan_progress_end(&progress, status == TL_OK);
+
+    if (status == TL_OK) {
+      if (measured) {
+        run->seconds = t1 - t0;
+        run->items = count;
+        run->tl_allocs = tl1 - tl0;
+        run->mallocs = m1 - m0;
+        run->threads_seen = atomic_load(&ma.threads_seen);
+      }
+      continue;
+    }
+    /* Every lane has joined: tl_map returns only after that. */
+    run->failed = 1;
+    if (outcome.failed && outcome.status == TL_E_LANE) {
+      run->failed_item = outcome.failed_item;
+      const char *why = outcome.message;
+      for (int i = 0; i < lanes; i++)
+        if (slots[i].failed && slots[i].failed_item == outcome.failed_item) why = slots[i].why;
+      snprintf(run->why, sizeof run->why, "%s", why);
+      result = 1;
+    } else {
+      snprintf(run->why, sizeof run->why, "tl_map: %s: %s", tl_status_name(status),
+               outcome.message[0] ? outcome.message : tl_last_message());
+      result = 3;
+    }
+  }
+  if (result == 0) memcpy(results, priv, sizeof *priv * pb->patches); /* publish */
+
+  status = tl_session_close(session);
+  if (status != TL_OK && result == 0) {
+    snprintf(run->why, sizeof run->why, "tl_session_close: %s: %s", tl_status_name(status),
+             tl_last_message());
+    result = 3;
+  }
+  tl_context_destroy(ctx);
+  if (slots)
+    for (int i = 0; i < lanes; i++) free(slots[i].block);
+  free(slots);
+  free(priv);
+  return result;
+}

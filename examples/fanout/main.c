@@ -1,0 +1,485 @@
+/* examples/fanout/main.c: tenlane-fanout, the project's main job and its benchmark.
+ *
+ * Runs thousands of interpolation patches (patch.c) four ways in one process, threads
+ * pinned: (a) tl_map over every lane of one held session, (b) the same on a budget-1
+ * context, (c) an OpenMP loop with allocation per item, (d) an OpenMP loop with per-thread
+ * workspaces. Prints progress, a table of items per second, the speedups, the heap
+ * allocations per item and the thread count during (a), and checks that (a) and (b)
+ * produced the same results bit for bit. The tenlane variants run first, before any
+ * OpenMP region has started libgomp's threads, so the thread count seen during (a) is
+ * tenlane's alone.
+ *
+ * Exit status: 0 success; 1 an item failed (which one and why is printed, after every
+ * lane joined); 2 bad options; 3 a setup failure; 4 the (a)/(b) results differ. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fanout.h"
+
+#define DEFAULT_PATCHES 3000
+#define DEFAULT_LENGTH 24
+#define DEFAULT_PHYS 2
+#define DEFAULT_BOND 32
+#define DEFAULT_TOL 1e-6
+#define DEFAULT_SEED 1
+
+static const char *const variant_labels[FAN_VARIANTS] = {
+    "(a) tenlane tl_map, every lane", "(b) tenlane, one lane (budget 1)",
+    "(c) OpenMP for, malloc per item", "(d) OpenMP for, per-thread workspaces"};
+static const char *const variant_keys[FAN_VARIANTS] = {"a", "b", "c", "d"};
+
+static void usage(FILE *to, int cpus) {
+  fprintf(to,
+          "usage: tenlane-fanout [options]\n"
+          "\n"
+          "Runs a tensor-cross-interpolation fan-out: each patch samples a random tensor train\n"
+          "on a (bond*phys) x (phys*bond) grid, factors it by QR with column pivoting truncated\n"
+          "at --tol, and solves for the patch's two new cores. The same patches run four ways:\n"
+          "(a) tenlane tl_map on every lane, (b) tenlane on one lane, (c) an OpenMP loop with\n"
+          "malloc per item, (d) an OpenMP loop with per-thread workspaces; then a table.\n"
+          "\n"
+          "options:\n"
+          "  --patches N   patches (items) per variant                  (default %d)\n"
+          "  --length L    sites of the tensor train, >= 4              (default %d)\n"
+          "  --phys D      physical dimension of each site, >= 2        (default %d)\n"
+          "  --bond X      bond dimension of the tensor train, >= 1     (default %d)\n"
+          "  --tol T       relative truncation tolerance, 0 < T < 1     (default %g)\n"
+          "  --threads N   lanes of (a) and OpenMP threads of (c), (d)  (default %d: the CPUs\n"
+          "                this process may use; more than that oversubscribes them)\n"
+          "  --seed S      seed of the tensor train and of every patch  (default %d)\n"
+          "  --csv FILE    write one CSV row per variant to FILE (header included)\n"
+          "  --quiet       no progress output (the table is still printed)\n"
+          "  --help        this text\n"
+          "\n"
+          "exit status: 0 ok, 1 an item failed, 2 bad options, 3 setup failure,\n"
+          "4 results of (a) and (b) differ. See docs/fanout.md for how to read the table.\n",
+          DEFAULT_PATCHES, DEFAULT_LENGTH, DEFAULT_PHYS, DEFAULT_BOND, DEFAULT_TOL, cpus,
+          DEFAULT_SEED);
+}
+
+static int bad_option(const char *what, const char *value, int cpus) {
+  fprintf(stderr, "tenlane-fanout: %s: '%s'\n\n", what, value ? value : "");
+  usage(stderr, cpus);
+  return 2;
+}
+
+static int parse_ll(const char *text, long long lo, long long hi, long long *out) {
+  if (!text || !*text) return -1;
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno || *end != '\0' || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_u64(const char *text, uint64_t *out) {
+  if (!text || !*text || *text == '-') return -1;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 0);
+  if (errno || *end != '\0') return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+static int process_cpus(int **out) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int count = 0;
+  int *list = NULL;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    list = malloc(sizeof(int) * CPU_SETSIZE);
+    if (list)
+      for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) list[count++] = c;
+  }
+  if (count == 0) {
+    free(list);
+    list = malloc(sizeof(int));
+    if (!list) return 0;
+    list[0] = 0;
+    count = 1;
+  }
+  *out = list;
+  return count;
+}
+
+enum {
+  OPT_PATCHES = 256,
+  OPT_LENGTH,
+  OPT_PHYS,
+  OPT_BOND,
+  OPT_TOL,
+  OPT_THREADS,
+  OPT_SEED,
+  OPT_CSV,
+  OPT_QUIET,
+  OPT_HELP,
+  OPT_FAIL_ITEM,
+  OPT_VARIANTS,
+  OPT_WARMUP
+};
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
+  static const struct option long_options[] = {
+      {"patches", required_argument, NULL, OPT_PATCHES},
+      {"length", required_argument, NULL, OPT_LENGTH},
+      {"phys", required_argument, NULL, OPT_PHYS},
+      {"bond", required_argument, NULL, OPT_BOND},
+      {"tol", required_argument, NULL, OPT_TOL},
+      {"threads", required_argument, NULL, OPT_THREADS},
+      {"seed", required_argument, NULL, OPT_SEED},
+      {"csv", required_argument, NULL, OPT_CSV},
+      {"quiet", no_argument, NULL, OPT_QUIET},
+      {"help", no_argument, NULL, OPT_HELP},
+      /* Test hooks, not in --help: make one item fail, run a subset of the variants,
+       * size the untimed warm-up pass. */
+      {"fail-item", required_argument, NULL, OPT_FAIL_ITEM},
+      {"variants", required_argument, NULL, OPT_VARIANTS},
+      {"warmup", required_argument, NULL, OPT_WARMUP},
+      {NULL, 0, NULL, 0}};
+  opterr = 0;
+  int warmup_set = 0;
+  for (;;) {
+    int index = 0;
+    int c = getopt_long(argc, argv, "", long_options, &index);
+    if (c == -1) break;
+    long long v = 0;
+    switch (c) {
+      case OPT_PATCHES:
+        if (parse_ll(optarg, 1, 100000000, &v))
+          return bad_option("--patches needs 1..1e8", optarg, cpus);
+        opt->patches = (size_t)v;
+        break;
+      case OPT_LENGTH:
+        if (parse_ll(optarg, 4, 4096, &v))
+          return bad_option("--length needs 4..4096", optarg, cpus);
+        opt->length = (int)v;
+        break;
+      case OPT_PHYS:
+        if (parse_ll(optarg, 2, 64, &v)) return bad_option("--phys needs 2..64", optarg, cpus);
+        opt->phys = (int)v;
+        break;
+      case OPT_BOND:
+        if (parse_ll(optarg, 1, 1024, &v)) return bad_option("--bond needs 1..1024", optarg, cpus);
+        opt->bond = (int)v;
+        break;
+      case OPT_TOL: {
+        char *end = NULL;
+        errno = 0;
+        double t = strtod(optarg, &end);
+        if (errno || *end != '\0' || !(t > 0.0 && t < 1.0))
+          return bad_option("--tol needs a number in (0, 1)", optarg, cpus);
+        opt->tol = t;
+        break;
+      }
+      case OPT_THREADS:
+        if (parse_ll(optarg, 1, 256, &v)) return bad_option("--threads needs 1..256", optarg, cpus);
+        opt->threads = (int)v;
+        break;
+      case OPT_SEED:
+        if (parse_u64(optarg, &opt->seed))
+          return bad_option("--seed needs an unsigned integer", optarg, cpus);
+        break;
+      case OPT_CSV:
+        if (!*optarg) return bad_option("--csv needs a file name", optarg, cpus);
+        opt->csv = optarg;
+        break;
+      case OPT_QUIET:
+        opt->quiet = 1;
+        break;
+      case OPT_HELP:
+        usage(stdout, cpus);
+        return 0;
+      case OPT_FAIL_ITEM:
+        if (parse_ll(optarg, 0, 100000000, &v))
+          return bad_option("--fail-item needs an item index", optarg, cpus);
+        opt->fail_item = v;
+        break;
+      case OPT_VARIANTS:
+        if (!*optarg || strspn(optarg, "abcd") != strlen(optarg))
+          return bad_option("--variants needs letters from 'abcd'", optarg, cpus);
+        opt->variants = optarg;
+        break;
+      case OPT_WARMUP:
+        if (parse_ll(optarg, 0, 100000000, &v))
+          return bad_option("--warmup needs a count", optarg, cpus);
+        opt->warmup = (size_t)v;
+        warmup_set = 1;
+        break;
+      default: {
+        const char *arg = argv[optind - 1];
+        return bad_option(optopt ? "option needs a value" : "unknown option", arg, cpus);
+      }
+    }
+  }
+  if (optind < argc) return bad_option("unexpected argument", argv[optind], cpus);
+  if ((long long)opt->bond * opt->phys > 4096)
+    return bad_option("--bond times --phys must stay <= 4096", "", cpus);
+  if (!warmup_set) {
+    size_t w = opt->patches / 20;
+    opt->warmup = w < 64 ? 64 : w;
+  }
+  if (opt->warmup > opt->patches) opt->warmup = opt->patches;
+  return -1;
+}
+
+static int wants(const fan_options *opt, int variant) {
+  return strchr(opt->variants, variant_keys[variant][0]) != NULL;
+}
+
+static void rank_stats(const fan_result *r, size_t n, int *lo, int *hi, double *mean,
+                       double *res_max) {
+  *lo = 1 << 30;
+  *hi = 0;
+  *mean = 0.0;
+  *res_max = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    if (r[i].rank < *lo) *lo = r[i].rank;
+    if (r[i].rank > *hi) *hi = r[i].rank;
+    *mean += r[i].rank;
+    if (r[i].residual > *res_max) *res_max = r[i].residual;
+  }
+  if (n) *mean /= (double)n;
+}
+
+/* Items whose results differ in any bit; *first gets the lowest such item. */
+static size_t count_mismatches(const fan_result *x, const fan_result *y, size_t n, size_t *first) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; i++) {
+    int same = x[i].rank == y[i].rank && x[i].site == y[i].site && x[i].digest == y[i].digest &&
+               memcmp(&x[i].residual, &y[i].residual, sizeof(double)) == 0 && x[i].computed &&
+               y[i].computed;
+    if (!same && count++ == 0) *first = i;
+  }
+  return count;
+}
+
+static void format_cpus(const int *cpus, int count, char *out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (int i = 0; i < count && used + 12 < size; i++) {
+    int run_end = i;
+    while (run_end + 1 < count && cpus[run_end + 1] == cpus[run_end] + 1) run_end++;
+    int n = run_end > i
+                ? snprintf(out + used, size - used, "%s%d-%d", i ? "," : "", cpus[i], cpus[run_end])
+                : snprintf(out + used, size - used, "%s%d", i ? "," : "", cpus[i]);
+    if (n < 0) break;
+    used += (size_t)n;
+    i = run_end;
+  }
+}
+
+int main(int argc, char **argv) {
+  int *cpus = NULL;
+  int cpu_count = process_cpus(&cpus);
+  if (cpu_count <= 0) {
+    fprintf(stderr, "tenlane-fanout: cannot read the process's CPU set\n");
+    return 3;
+  }
+  fan_options opt = {DEFAULT_PATCHES,
+                     DEFAULT_LENGTH,
+                     DEFAULT_PHYS,
+                     DEFAULT_BOND,
+                     DEFAULT_TOL,
+                     cpu_count,
+                     DEFAULT_SEED,
+                     NULL,
+                     0,
+                     -1,
+                     "abcd",
+                     0};
+  int parsed = parse_options(argc, argv, &opt, cpu_count);
+  if (parsed >= 0) {
+    free(cpus);
+    return parsed;
+  }
+
+  fan_problem pb;
+  memset(&pb, 0, sizeof pb);
+  pb.length = opt.length;
+  pb.phys = opt.phys;
+  pb.bond = opt.bond;
+  pb.tol = opt.tol;
+  pb.seed = opt.seed;
+  pb.patches = opt.patches;
+  pb.fail_item = opt.fail_item;
+  if (fan_problem_make(&pb) != 0) {
+    fprintf(stderr, "tenlane-fanout: out of memory for the tensor train\n");
+    free(cpus);
+    return 3;
+  }
+  fan_direct_init();
+
+  fan_env env;
+  env.opt = &opt;
+  env.pb = &pb;
+  env.cpus = cpus;
+  env.cpu_count = cpu_count;
+  env.progress_mode = opt.quiet ? 0 : (isatty(STDERR_FILENO) ? 1 : 2);
+
+  char cpu_text[128];
+  format_cpus(cpus, cpu_count, cpu_text, sizeof cpu_text);
+  int side = fan_grid_side(&pb);
+  printf(
+      "tenlane-fanout: %zu patches, tensor train L=%d d=%d chi=%d, grid %dx%d, tol %g, "
+      "seed %" PRIu64 "\n",
+      opt.patches, opt.length, opt.phys, opt.bond, side, side, opt.tol, opt.seed);
+  printf("threads: %d on CPUs %s (pinned%s); warm-up pass of %zu items per variant, untimed\n",
+         opt.threads, cpu_text, opt.threads > cpu_count ? ", oversubscribed" : "", opt.warmup);
+  printf("kernels: tenlane %s; (c)/(d) libxsmm + BLIS serial (cblas) + LAPACKE dgeqp3\n",
+         fan_tenlane_kernels());
+  fflush(stdout);
+
+  fan_result *results[FAN_VARIANTS] = {NULL, NULL, NULL, NULL};
+  fan_run runs[FAN_VARIANTS];
+  int ran[FAN_VARIANTS] = {0, 0, 0, 0};
+  memset(runs, 0, sizeof runs);
+  int exit_status = 0;
+  for (int v = 0; v < FAN_VARIANTS && exit_status == 0; v++) {
+    if (!wants(&opt, v)) continue;
+    if ((v == FAN_C || v == FAN_D) && !fan_openmp_available()) {
+      printf("%s: skipped (built without OpenMP)\n", variant_labels[v]);
+      continue;
+    }
+    results[v] = calloc(opt.patches, sizeof(fan_result));
+    if (!results[v]) {
+      fprintf(stderr, "tenlane-fanout: out of memory for results\n");
+      exit_status = 3;
+      break;
+    }
+    int rc = v <= FAN_B ? fan_run_tenlane(&env, v, results[v], &runs[v])
+                        : fan_run_openmp(&env, v, results[v], &runs[v]);
+    if (rc == 1) {
+      fflush(stdout);
+      fprintf(stderr, "tenlane-fanout: item %zu failed in %s: %s\n", runs[v].failed_item,
+              variant_labels[v], runs[v].why);
+      fprintf(stderr, "tenlane-fanout: every lane joined; no result of this run was published\n");
+      exit_status = 1;
+    } else if (rc != 0) {
+      fflush(stdout);
+      fprintf(stderr, "tenlane-fanout: %s could not run: %s\n", variant_labels[v], runs[v].why);
+      exit_status = 3;
+    } else {
+      ran[v] = 1;
+    }
+  }
+
+  if (exit_status == 0) {
+    printf("\n%-40s %5s %9s %10s %12s %12s\n", "variant", "lanes", "seconds", "items/s",
+           "tl allocs", "mallocs");
+    printf("%-40s %5s %9s %10s %12s %12s\n", "", "", "", "", "per item", "per item");
+    for (int v = 0; v < FAN_VARIANTS; v++) {
+      if (!ran[v]) continue;
+      const fan_run *r = &runs[v];
+      double rate = r->seconds > 0 ? (double)r->items / r->seconds : 0.0;
+      char tl_allocs[32] = "-", mallocs[32] = "n/a";
+      if (v <= FAN_B)
+        snprintf(tl_allocs, sizeof tl_allocs, "%.4f", (double)r->tl_allocs / (double)r->items);
+      if (fan_malloc_counted())
+        snprintf(mallocs, sizeof mallocs, "%.4f", (double)r->mallocs / (double)r->items);
+      printf("%-40s %5d %9.3f %10.1f %12s %12s\n", variant_labels[v], r->lanes, r->seconds, rate,
+             tl_allocs, mallocs);
+    }
+    double rate[FAN_VARIANTS];
+    for (int v = 0; v < FAN_VARIANTS; v++)
+      rate[v] = ran[v] && runs[v].seconds > 0 ? (double)runs[v].items / runs[v].seconds : 0.0;
+    if (ran[FAN_A]) {
+      printf("\nspeedups of (a):");
+      static const char *const aims[FAN_VARIANTS] = {"", ">= 1.9 on 2 cores", ">= 1.2", ">= 1.0"};
+      for (int v = FAN_B; v <= FAN_D; v++)
+        if (ran[v] && rate[v] > 0)
+          printf("  (a)/(%s) %.2fx (aim %s)", variant_keys[v], rate[FAN_A] / rate[v], aims[v]);
+      printf("\n");
+      printf(
+          "threads during (a): %d seen in /proc/self/task from inside items "
+          "(budget %d + the calling thread = %d)\n",
+          runs[FAN_A].threads_seen, opt.threads, opt.threads + 1);
+      printf("heap allocations per item in (a), steady state: %.4f through tenlane's hooks",
+             (double)runs[FAN_A].tl_allocs / (double)runs[FAN_A].items);
+      if (fan_malloc_counted())
+        printf(", %.4f malloc-family calls in the whole process\n",
+               (double)runs[FAN_A].mallocs / (double)runs[FAN_A].items);
+      else
+        printf("; malloc-family calls not counted (sanitizer build)\n");
+    }
+    for (int v = 0; v < FAN_VARIANTS; v++) {
+      if (!ran[v]) continue;
+      int lo, hi;
+      double mean, res_max;
+      rank_stats(results[v], opt.patches, &lo, &hi, &mean, &res_max);
+      printf("results %s: rank min %d mean %.2f max %d of %d; largest residual %.3g\n",
+             variant_keys[v], lo, mean, hi, side, res_max);
+      break; /* the same for every variant that agrees; printed once */
+    }
+    if (ran[FAN_A] && ran[FAN_B]) {
+      size_t first = 0;
+      size_t bad = count_mismatches(results[FAN_A], results[FAN_B], opt.patches, &first);
+      if (bad == 0)
+        printf(
+            "check (a) == (b): all %zu items equal bit for bit (rank, pivots, both cores, "
+            "residual)\n",
+            opt.patches);
+      else
+        printf("check (a) == (b): %zu of %zu items differ, the first is item %zu\n", bad,
+               opt.patches, first);
+      printf("fanout-check equal=%d items=%zu mismatches=%zu mode=bitwise\n", bad == 0, opt.patches,
+             bad);
+      if (bad) exit_status = 4;
+    }
+    for (int v = FAN_C; v <= FAN_D; v++) {
+      int ref = ran[FAN_A] ? FAN_A : (ran[FAN_B] ? FAN_B : -1);
+      if (!ran[v] || ref < 0) continue;
+      size_t first = 0;
+      size_t bad = count_mismatches(results[ref], results[v], opt.patches, &first);
+      printf("compare (%s) with (%s): %zu of %zu items differ in some bit%s\n", variant_keys[v],
+             variant_keys[ref], bad, opt.patches,
+             bad ? " (other GEMM/QR code paths round differently; ranks and residuals are "
+                   "checked, not compared)"
+                 : "");
+    }
+    if (opt.csv) {
+      FILE *csv = fopen(opt.csv, "w");
+      if (!csv) {
+        fprintf(stderr, "tenlane-fanout: cannot write %s: %s\n", opt.csv, strerror(errno));
+        if (exit_status == 0) exit_status = 3;
+      } else {
+        fprintf(csv,
+                "variant,label,threads,lanes,cpus,patches,length,phys,bond,tol,seed,seconds,"
+                "items_per_s,tl_allocs_per_item,mallocs_per_item,threads_seen\n");
+        for (int v = 0; v < FAN_VARIANTS; v++) {
+          if (!ran[v]) continue;
+          const fan_run *r = &runs[v];
+          fprintf(csv, "%s,\"%s\",%d,%d,%d,%zu,%d,%d,%d,%g,%" PRIu64 ",%.6f,%.3f,", variant_keys[v],
+                  variant_labels[v], opt.threads, r->lanes, cpu_count, opt.patches, opt.length,
+                  opt.phys, opt.bond, opt.tol, opt.seed, r->seconds, rate[v]);
+          if (v <= FAN_B)
+            fprintf(csv, "%.6f,", (double)r->tl_allocs / (double)r->items);
+          else
+            fprintf(csv, ",");
+          if (fan_malloc_counted())
+            fprintf(csv, "%.6f,", (double)r->mallocs / (double)r->items);
+          else
+            fprintf(csv, ",");
+          fprintf(csv, "%d\n", r->threads_seen);
+        }
+        if (fclose(csv) != 0 && exit_status == 0) exit_status = 3;
+      }
+    }
+  }
+
+  for (int v = 0; v < FAN_VARIANTS; v++) free(results[v]);
+  fan_problem_free(&pb);
+  free(cpus);
+  return exit_status;
+}

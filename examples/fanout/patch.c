@@ -1,0 +1,339 @@
+/* examples/fanout/patch.c: the computation of one patch, written once for every variant.
+ *
+ * A patch is one step of a two-site tensor-cross interpolation. Its inputs (the free
+ * site p, chi left pivot multi-indices over sites 0..p-1 and chi right pivot multi-indices
+ * over sites p+2..L-1) are drawn from a random stream seeded by (seed, item) alone. The
+ * patch samples the tensor train on the (chi d) x (d chi) grid
+ *   A[(alpha, s), (t, beta)] = f(I_alpha, s, t, J_beta)
+ * where each entry is the chain left^T G_0[i_0] ... G_p[s] G_{p+1}[t] ... G_{L-1}[j] right;
+ * the chains share their prefixes and suffixes, so they are contracted as environments,
+ * one small GEMM per site, plus three GEMMs for the two free sites. The grid is then
+ * factored by QR with column pivoting, truncated where |R_kk| < tol |R_00|, and two
+ * triangular solves give the new cores: the left core A[:,J] R11^-1 and the right core
+ * [I, R11^-1 R12] P^T. The residual of their product against the grid is the check.
+ *
+ * Invariant: the result depends only on (problem, item) and on the kernels in the
+ * fan_ops table; nothing here allocates, so the buffers and the kernels decide where
+ * memory comes from. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fanout.h"
+
+/* ---- Deterministic random numbers ---------------------------------------------------- */
+
+static uint64_t splitmix_next(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* Uniform on [-1, 1). */
+static double uniform_pm1(uint64_t *state) {
+  return (double)(splitmix_next(state) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+static uint64_t below(uint64_t *state, uint64_t n) { return splitmix_next(state) % n; }
+
+/* The stream of item `item`: independent of every other item and of the variant. */
+static uint64_t item_stream(uint64_t seed, size_t item) {
+  uint64_t s = seed ^ 0x243f6a8885a308d3ULL;
+  uint64_t mixed = splitmix_next(&s);
+  s = mixed ^ ((uint64_t)item * 0x9e3779b97f4a7c15ULL + 0x13198a2e03707344ULL);
+  (void)splitmix_next(&s);
+  return s;
+}
+
+/* ---- The tensor train ----------------------------------------------------------------- */
+
+int fan_problem_make(fan_problem *pb) {
+  const int chi = pb->bond, d = pb->phys, length = pb->length;
+  size_t core_size = (size_t)chi * (size_t)d * (size_t)chi;
+  pb->cores = malloc(sizeof(double) * core_size * (size_t)length);
+  pb->left = malloc(sizeof(double) * (size_t)chi);
+  pb->right = malloc(sizeof(double) * (size_t)chi);
+  if (!pb->cores || !pb->left || !pb->right) {
+    fan_problem_free(pb);
+    return -1;
+  }
+  uint64_t state = pb->seed * 0x2545f4914f6cdd1dULL + 0x6a09e667f3bcc909ULL;
+  /* Bond weights decay geometrically to 1e-10 over the bond, so the grid's singular values
+   * decay and the tolerance decides the rank. Entries are scaled so that a step keeps a
+   * vector's expected norm: uniform [-1, 1) has variance 1/3. */
+  double weight_sq_sum = 0.0;
+  for (int b = 0; b < chi; b++) {
+    double w = chi > 1 ? pow(10.0, -10.0 * b / (chi - 1)) : 1.0;
+    weight_sq_sum += w * w;
+  }
+  double scale = sqrt(3.0 / weight_sq_sum);
+  for (int k = 0; k < length; k++) {
+    double *core = pb->cores + (size_t)k * core_size;
+    for (int b = 0; b < chi; b++) {
+      double w = chi > 1 ? pow(10.0, -10.0 * b / (chi - 1)) : 1.0;
+      for (int s = 0; s < d; s++)
+        for (int a = 0; a < chi; a++)
+          core[a + (size_t)chi * (s + (size_t)d * b)] = uniform_pm1(&state) * scale * w;
+    }
+  }
+  for (int a = 0; a < chi; a++) pb->left[a] = uniform_pm1(&state);
+  for (int a = 0; a < chi; a++) pb->right[a] = uniform_pm1(&state);
+  return 0;
+}
+
+void fan_problem_free(fan_problem *pb) {
+  free(pb->cores);
+  free(pb->left);
+  free(pb->right);
+  pb->cores = pb->left = pb->right = NULL;
+}
+
+static const double *core_at(const fan_problem *pb, int k) {
+  return pb->cores + (size_t)k * (size_t)pb->bond * (size_t)pb->phys * (size_t)pb->bond;
+}
+
+/* ---- Buffers --------------------------------------------------------------------------- */
+
+typedef struct work_sizes {
+  size_t doubles[13]; /* in fan_work's field order */
+  size_t ints[3];
+} work_sizes;
+
+static void work_sizes_get(const fan_problem *pb, work_sizes *z) {
+  size_t chi = (size_t)pb->bond, m = (size_t)fan_grid_side(pb), len = (size_t)pb->length;
+  size_t sq = m * m;
+  size_t sizes[13] = {chi * chi, chi * chi, chi * m, m * chi, chi * m, sq, sq,
+                      m,         sq,        sq,      sq,      sq,      sq};
+  memcpy(z->doubles, sizes, sizeof sizes);
+  z->ints[0] = m;
+  z->ints[1] = chi * len;
+  z->ints[2] = chi * len;
+}
+
+static size_t round64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+
+size_t fan_work_bytes(const fan_problem *pb) {
+  work_sizes z;
+  work_sizes_get(pb, &z);
+  size_t total = 0;
+  for (int i = 0; i < 13; i++) total += round64(z.doubles[i] * sizeof(double));
+  for (int i = 0; i < 3; i++) total += round64(z.ints[i] * sizeof(int));
+  return total;
+}
+
+static void work_double_slots(fan_work *w, double **slots[13]) {
+  double **list[13] = {&w->env_left, &w->env_right, &w->step,      &w->lmat,      &w->rmat,
+                       &w->grid,     &w->factor,    &w->tau,       &w->left_core, &w->coeff,
+                       &w->rclean,   &w->recon,     &w->right_core};
+  memcpy(slots, list, sizeof list);
+}
+
+void fan_work_carve(const fan_problem *pb, void *block, fan_work *w) {
+  work_sizes z;
+  work_sizes_get(pb, &z);
+  double **slots[13];
+  work_double_slots(w, slots);
+  char *cursor = block;
+  for (int i = 0; i < 13; i++) {
+    *slots[i] = (double *)cursor;
+    cursor += round64(z.doubles[i] * sizeof(double));
+  }
+  int **islots[3] = {&w->jpvt, &w->left_pivots, &w->right_pivots};
+  for (int i = 0; i < 3; i++) {
+    *islots[i] = (int *)cursor;
+    cursor += round64(z.ints[i] * sizeof(int));
+  }
+}
+
+int fan_work_malloc_each(const fan_problem *pb, fan_work *w) {
+  work_sizes z;
+  work_sizes_get(pb, &z);
+  memset(w, 0, sizeof *w);
+  double **slots[13];
+  work_double_slots(w, slots);
+  int failed = 0;
+  for (int i = 0; i < 13; i++) {
+    *slots[i] = malloc(z.doubles[i] * sizeof(double));
+    failed |= *slots[i] == NULL;
+  }
+  int **islots[3] = {&w->jpvt, &w->left_pivots, &w->right_pivots};
+  for (int i = 0; i < 3; i++) {
+    *islots[i] = malloc(z.ints[i] * sizeof(int));
+    failed |= *islots[i] == NULL;
+  }
+  if (failed) {
+    fan_work_free_each(w);
+    return -1;
+  }
+  return 0;
+}
+
+void fan_work_free_each(fan_work *w) {
+  double **slots[13];
+  work_double_slots(w, slots);
+  for (int i = 0; i < 13; i++) {
+    free(*slots[i]);
+    *slots[i] = NULL;
+  }
+  free(w->jpvt);
+  free(w->left_pivots);
+  free(w->right_pivots);
+  w->jpvt = w->left_pivots = w->right_pivots = NULL;
+}
+
+/* ---- The patch ------------------------------------------------------------------------- */
+
+static uint64_t fnv_bytes(uint64_t h, const void *data, size_t bytes) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < bytes; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+/* Smallest p such that d^p >= chi (enough distinct multi-indices for chi pivots). */
+static int pivot_depth(int d, int chi) {
+  int depth = 0;
+  long long reach = 1;
+  while (reach < chi && depth < 62) {
+    reach *= d;
+    depth++;
+  }
+  return depth;
+}
+
+int fan_patch_run(const fan_problem *pb, size_t item, fan_call *call, fan_work *w,
+                  fan_result *out) {
+  const int chi = pb->bond, d = pb->phys, length = pb->length, m = chi * d;
+  uint64_t state = item_stream(pb->seed, item);
+
+  /* Inputs: the free site and the pivots. */
+  int depth = pivot_depth(d, chi);
+  int lo = depth, hi = length - 2 - depth;
+  if (hi < lo) lo = hi = (length - 2) / 2;
+  int site = lo + (int)below(&state, (uint64_t)(hi - lo + 1));
+  for (int alpha = 0; alpha < chi; alpha++)
+    for (int k = 0; k < site; k++)
+      w->left_pivots[k + (size_t)length * alpha] = (int)below(&state, (uint64_t)d);
+  for (int beta = 0; beta < chi; beta++)
+    for (int k = site + 2; k < length; k++)
+      w->right_pivots[k + (size_t)length * beta] = (int)below(&state, (uint64_t)d);
+
+  if (pb->fail_item >= 0 && (size_t)pb->fail_item == item) {
+    snprintf(call->why, sizeof call->why, "injected failure (--fail-item %lld)", pb->fail_item);
+    return 1;
+  }
+
+  /* Left environments: row alpha of env_left = left^T G_0[i_0] ... G_{site-1}[i_{site-1}]
+   * for pivot alpha. One GEMM per site against the whole core, then a gather of each
+   * row's own physical index. */
+  for (int alpha = 0; alpha < chi; alpha++)
+    for (int a = 0; a < chi; a++) w->env_left[alpha + (size_t)chi * a] = pb->left[a];
+  for (int k = 0; k < site; k++) {
+    int rc =
+        call->ops->gemm(call, chi, m, chi, w->env_left, chi, core_at(pb, k), chi, w->step, chi);
+    if (rc) return rc;
+    for (int b = 0; b < chi; b++)
+      for (int alpha = 0; alpha < chi; alpha++) {
+        int s = w->left_pivots[k + (size_t)length * alpha];
+        w->env_left[alpha + (size_t)chi * b] = w->step[alpha + (size_t)chi * (s + (size_t)d * b)];
+      }
+  }
+  /* Right environments: column beta of env_right = G_{site+2}[j] ... G_{L-1}[j] right. */
+  for (int beta = 0; beta < chi; beta++)
+    for (int a = 0; a < chi; a++) w->env_right[a + (size_t)chi * beta] = pb->right[a];
+  for (int k = length - 1; k >= site + 2; k--) {
+    int rc = call->ops->gemm(call, m, chi, chi, core_at(pb, k), m, w->env_right, chi, w->step, m);
+    if (rc) return rc;
+    for (int beta = 0; beta < chi; beta++) {
+      int t = w->right_pivots[k + (size_t)length * beta];
+      for (int a = 0; a < chi; a++)
+        w->env_right[a + (size_t)chi * beta] = w->step[a + (size_t)chi * t + (size_t)m * beta];
+    }
+  }
+  /* The two free sites and the grid: lmat[(alpha, s), b], rmat[a, (t, beta)], A = lmat rmat. */
+  int rc =
+      call->ops->gemm(call, chi, m, chi, w->env_left, chi, core_at(pb, site), chi, w->lmat, chi);
+  if (!rc)
+    rc =
+        call->ops->gemm(call, m, chi, chi, core_at(pb, site + 1), m, w->env_right, chi, w->rmat, m);
+  if (!rc) rc = call->ops->gemm(call, m, m, chi, w->lmat, m, w->rmat, chi, w->grid, m);
+  if (rc) return rc;
+
+  /* Rank-revealing factorization: A P = Q R, truncated at tol |R_00|. */
+  memcpy(w->factor, w->grid, sizeof(double) * (size_t)m * (size_t)m);
+  rc = call->ops->qrcp(call, m, m, w->factor, m, w->jpvt, w->tau);
+  if (rc) return rc;
+  double r00 = fabs(w->factor[0]);
+  int rank = 0;
+  while (rank < m && r00 > 0.0 && fabs(w->factor[rank + (size_t)m * rank]) > pb->tol * r00) rank++;
+
+  /* The new cores: two triangular solves with R11. */
+  for (int j = 0; j < m - rank; j++)
+    for (int i = 0; i < rank; i++)
+      w->coeff[i + (size_t)m * j] = w->factor[i + (size_t)m * (rank + j)];
+  if (rank > 0 && m - rank > 0) {
+    rc = call->ops->solve_left_upper(call, rank, m - rank, w->factor, m, w->coeff, m);
+    if (rc) return rc;
+  }
+  for (int k = 0; k < rank; k++)
+    memcpy(w->left_core + (size_t)m * k, w->grid + (size_t)m * w->jpvt[k], sizeof(double) * m);
+  if (rank > 0) {
+    rc = call->ops->solve_right_upper(call, m, rank, w->factor, m, w->left_core, m);
+    if (rc) return rc;
+  }
+  /* right_core = [I X] P^T (rank x m). */
+  for (int k = 0; k < m; k++) {
+    double *col = w->right_core + (size_t)m * w->jpvt[k];
+    for (int i = 0; i < rank; i++)
+      col[i] = k < rank ? (i == k ? 1.0 : 0.0) : w->coeff[i + (size_t)m * (k - rank)];
+  }
+
+  /* The check: left_core [R11 R12] against A P, which equals the grid minus what the
+   * truncation dropped. */
+  double residual = 0.0;
+  if (rank > 0) {
+    for (int j = 0; j < m; j++)
+      for (int i = 0; i < rank; i++)
+        w->rclean[i + (size_t)m * j] = i <= j ? w->factor[i + (size_t)m * j] : 0.0;
+    rc = call->ops->gemm(call, m, m, rank, w->left_core, m, w->rclean, m, w->recon, m);
+    if (rc) return rc;
+  } else {
+    memset(w->recon, 0, sizeof(double) * (size_t)m * (size_t)m);
+  }
+  double diff_sq = 0.0, norm_sq = 0.0;
+  for (int j = 0; j < m; j++) {
+    const double *want = w->grid + (size_t)m * w->jpvt[j];
+    const double *got = w->recon + (size_t)m * j;
+    for (int i = 0; i < m; i++) {
+      double delta = got[i] - want[i];
+      diff_sq += delta * delta;
+      norm_sq += want[i] * want[i];
+    }
+  }
+  residual = norm_sq > 0.0 ? sqrt(diff_sq / norm_sq) : 0.0;
+  if (!(residual == residual)) {
+    snprintf(call->why, sizeof call->why, "item %zu: residual is NaN (rank %d of %d)", item, rank,
+             m);
+    return 1;
+  }
+
+  uint64_t h = 0xcbf29ce484222325ULL;
+  h = fnv_bytes(h, &rank, sizeof rank);
+  h = fnv_bytes(h, w->jpvt, sizeof(int) * (size_t)m);
+  for (int k = 0; k < rank; k++)
+    h = fnv_bytes(h, w->left_core + (size_t)m * k, sizeof(double) * (size_t)m);
+  for (int j = 0; j < m; j++)
+    h = fnv_bytes(h, w->right_core + (size_t)m * j, sizeof(double) * (size_t)rank);
+  h = fnv_bytes(h, &residual, sizeof residual);
+
+  out->rank = rank;
+  out->site = site;
+  out->residual = residual;
+  out->digest = h;
+  out->computed = 1;
+  return 0;
+}
