@@ -1,0 +1,101 @@
+/* tenlane/einsum.h: N-ary Einstein summation over tl_tensor, in numpy's grammar.
+ *
+ * A spec names each operand's axes with one letter per axis ("ij,jk->ik"): a label that
+ * appears in the output stays, every other label is summed. A label repeated inside one
+ * operand takes that operand's diagonal ("ii->i", and "ii->" is the trace). Without "->"
+ * the output is every label that appears exactly once, in alphabetical order (upper case
+ * before lower case). "..." stands for the leading broadcast axes, aligned from the right
+ * as in numpy; only those may broadcast an extent of 1. Spaces are ignored.
+ *
+ * Execution: each operand is first reduced on its own (diagonals become strided views,
+ * labels no other operand or the output needs are summed), then the operands are
+ * contracted two at a time (tl_contract) in the order of a contraction path chosen to
+ * minimise floating-point operations: exact (dynamic programming over operand subsets)
+ * for up to TL_EINSUM_OPTIMAL_MAX operands, greedy beyond. The path and the scratch
+ * layout are cached on the surface under (spec, shapes, strides, dtype), and every
+ * intermediate lives in the surface's scratch arena, so a repeated einsum_into with the
+ * same key makes no heap allocation.
+ *
+ * All operands and the output share one dtype. Costs are counted as 2 * (product of the
+ * extents of every label of the two operands) per pairwise step, whatever the dtype. */
+#ifndef TENLANE_EINSUM_H
+#define TENLANE_EINSUM_H
+
+#include <stdint.h>
+
+#include "tenlane/session.h"
+#include "tenlane/status.h"
+#include "tenlane/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most operands one einsum takes. */
+#define TL_EINSUM_MAX_OPERANDS 32
+/* Most operands the exact path search accepts (TL_EINSUM_PATH_OPTIMAL beyond it is
+ * TL_E_INVALID); TL_EINSUM_PATH_AUTO uses it up to TL_EINSUM_AUTO_OPTIMAL_MAX. */
+#define TL_EINSUM_OPTIMAL_MAX 12
+#define TL_EINSUM_AUTO_OPTIMAL_MAX 8
+/* Longest spec accepted, in bytes. */
+#define TL_EINSUM_SPEC_MAX 1024
+
+typedef enum tl_einsum_path_kind {
+  TL_EINSUM_PATH_AUTO = 0,   /* exact up to TL_EINSUM_AUTO_OPTIMAL_MAX operands, else greedy */
+  TL_EINSUM_PATH_GREEDY = 1, /* pick the pair that shrinks memory most, ties by cost */
+  TL_EINSUM_PATH_OPTIMAL = 2 /* exact minimum cost over all pairwise orders */
+} tl_einsum_path_kind;
+
+/* out = einsum(spec, operands[0..n_operands-1]) into a caller tensor whose shape must be
+ * the spec's output shape and whose dtype the operands'. out must not overlap any operand
+ * (TL_E_ALIAS) nor map two indices to one element (TL_E_ALIAS). Borrows everything; owns
+ * nothing after the call. Surface's thread only.
+ * Errors (nothing written): TL_E_INVALID (NULL exec/spec/operands/out, n_operands outside
+ * [1, TL_EINSUM_MAX_OPERANDS], a malformed spec: unknown character, misplaced '.', '-' or
+ * '>', a term count that differs from n_operands, an output label that no input has or
+ * that repeats; the message gives the position in the spec), TL_E_SHAPE (a term's label
+ * count differs from its operand's rank, one label with two extents, out of the wrong
+ * shape), TL_E_DTYPE (mixed dtypes), TL_E_ALIAS, TL_E_UNAVAILABLE (a team wider than one
+ * was asked for where one thread runs), TL_E_CANCELLED (the lane's run was cancelled
+ * before the output was written), TL_E_SCRATCH_LIMIT, TL_E_NOMEM, and any status the
+ * binary contraction returns. */
+tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
+                         const tl_tensor *const *operands, tl_tensor *out);
+
+/* The same with an explicit path kind. TL_E_INVALID also for an unknown kind and for
+ * TL_EINSUM_PATH_OPTIMAL with more than TL_EINSUM_OPTIMAL_MAX operands. */
+tl_status tl_einsum_into_using(tl_exec *exec, const char *spec, int n_operands,
+                               const tl_tensor *const *operands, tl_einsum_path_kind kind,
+                               tl_tensor *out);
+
+/* Fresh form: *out becomes a new owned column-major tensor holding the result (release it
+ * with tl_tensor_release). On failure *out is untouched. Errors as tl_einsum_into, less
+ * the ones about out's shape and aliasing. */
+tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,
+                    const tl_tensor *const *operands, tl_tensor *out);
+
+/* A contraction path, as tl_einsum_path reports it. Slots 0..n_operands-1 are the
+ * operands; step k contracts slots pairs[k][0] and pairs[k][1] into slot n_operands + k. */
+typedef struct tl_einsum_path_info {
+  int n_operands;
+  int n_steps; /* n_operands - 1 (0 for a single operand) */
+  int pairs[TL_EINSUM_MAX_OPERANDS][2];
+  double flops;                /* cost of the chosen path */
+  double greedy_flops;         /* cost of the greedy path */
+  double optimal_flops;        /* cost of the exact path, or -1 when it was not searched */
+  double largest_intermediate; /* elements of the largest intermediate on the chosen path */
+  tl_einsum_path_kind chosen;  /* TL_EINSUM_PATH_GREEDY or TL_EINSUM_PATH_OPTIMAL */
+} tl_einsum_path_info;
+
+/* Plan the contraction path for spec over operands of the given ranks and shapes
+ * (shapes[i] holds ranks[i] extents) without data or a surface. Fills *out. Allocates
+ * only through the allocator hooks and frees before returning. Any thread.
+ * Errors: those of tl_einsum_into about the spec and shapes, and TL_E_NOMEM. */
+tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,
+                         const int64_t *const *shapes, tl_einsum_path_kind kind,
+                         tl_einsum_path_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

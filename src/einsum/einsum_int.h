@@ -1,0 +1,149 @@
+/* src/einsum/einsum_int.h: what the einsum module's files share, and nothing else sees.
+ *
+ * The pipeline: parse (spec text -> label lists, bound to the operands' ranks), plan
+ * (labels + extents -> per-operand preparation, a contraction path, a scratch layout),
+ * execute (views, preparation, pairwise contractions into the output). The invariant the
+ * plan keeps: after preparation every operand holds each label at most once and only
+ * labels that another operand or the output still needs, so every pairwise step is a
+ * plain batch/contract/free contraction as tl_contract defines it. */
+#ifndef TL_EINSUM_INT_H
+#define TL_EINSUM_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenlane/einsum.h"
+#include "tenlane/tensor.h"
+
+/* Label ids: 'A'..'Z' are 0..25 and 'a'..'z' 26..51, so id order is character order (the
+ * implicit output's order); broadcast ("...") axis k is 52 + k. */
+#define TL__EINSUM_LETTERS 52
+#define TL__EINSUM_LABELS (TL__EINSUM_LETTERS + TL_MAX_RANK)
+
+/* A set of label ids (TL__EINSUM_LABELS <= 128). */
+typedef struct tl__labelset {
+  uint64_t word[2];
+} tl__labelset;
+
+static inline void tl__labelset_add(tl__labelset *set, int label) {
+  set->word[label >> 6] |= (uint64_t)1 << (label & 63);
+}
+static inline int tl__labelset_has(tl__labelset set, int label) {
+  return (int)((set.word[label >> 6] >> (label & 63)) & 1u);
+}
+static inline tl__labelset tl__labelset_or(tl__labelset a, tl__labelset b) {
+  tl__labelset r = {{a.word[0] | b.word[0], a.word[1] | b.word[1]}};
+  return r;
+}
+static inline tl__labelset tl__labelset_and(tl__labelset a, tl__labelset b) {
+  tl__labelset r = {{a.word[0] & b.word[0], a.word[1] & b.word[1]}};
+  return r;
+}
+static inline int tl__labelset_empty(tl__labelset a) { return (a.word[0] | a.word[1]) == 0; }
+
+/* One term of a spec, bound to its operand: `count` labels, one per axis. */
+typedef struct tl__einsum_term {
+  int count;
+  int labels[TL_MAX_RANK];
+  int positions[TL_MAX_RANK]; /* byte offset in the spec of each label (of "..." for its axes) */
+  int has_ellipsis;
+} tl__einsum_term;
+
+typedef struct tl__einsum_spec {
+  int n_inputs;
+  int broadcast_rank; /* axes "..." stands for (the widest operand's) */
+  int explicit_output;
+  tl__einsum_term inputs[TL_EINSUM_MAX_OPERANDS];
+  tl__einsum_term output;
+} tl__einsum_spec;
+
+/* Parse `spec` for n_operands operands of the given ranks into *out. Errors (message on
+ * the thread, with the spec and the byte position): TL_E_INVALID, TL_E_SHAPE (a term's
+ * axis count differs from its operand's rank). */
+tl_status tl__einsum_parse(const char *spec, int n_operands, const int *ranks,
+                           tl__einsum_spec *out);
+
+/* A label's printable name for messages: "i", "B", "...[0]". buf holds 16 bytes. */
+const char *tl__einsum_label_name(int label, char *buf);
+
+/* ---- Path search ------------------------------------------------------------------- */
+
+/* The path problem: after preparation, operand i holds `sets[i]`; `output` is the
+ * output's label set; extents of every label in `extent`. */
+typedef struct tl__path_problem {
+  int n;
+  tl__labelset sets[TL_EINSUM_MAX_OPERANDS];
+  tl__labelset output;
+  const int64_t *extent; /* TL__EINSUM_LABELS entries */
+} tl__path_problem;
+
+typedef struct tl__path {
+  int n_steps;
+  int pairs[TL_EINSUM_MAX_OPERANDS][2];        /* slot numbering as tl_einsum_path_info */
+  tl__labelset result[TL_EINSUM_MAX_OPERANDS]; /* label set of each step's result */
+  double flops;
+  double largest; /* elements of the largest intermediate */
+} tl__path;
+
+/* Cost of contracting operands with sets a and b: 2 * product of extents over a | b. */
+double tl__path_step_flops(const tl__path_problem *problem, tl__labelset a, tl__labelset b);
+/* Elements of a tensor with label set s. */
+double tl__path_size(const tl__path_problem *problem, tl__labelset s);
+
+/* Greedy path. Never fails. */
+void tl__path_greedy(const tl__path_problem *problem, tl__path *out);
+/* Exact path (n <= TL_EINSUM_OPTIMAL_MAX). Its tables take (1 << n) * 48 bytes from the
+ * allocator hooks. Errors: TL_E_INVALID (n too large), TL_E_NOMEM. */
+tl_status tl__path_optimal(const tl__path_problem *problem, tl__path *out);
+
+/* ---- Plan ------------------------------------------------------------------------ */
+
+/* How one operand is prepared. The operand's axes map onto `unique` axes (a repeated
+ * label's axes merge into one diagonal axis whose stride is the sum of theirs; a
+ * broadcast axis of extent 1 that the label has wider elsewhere is dropped). If `sum`
+ * is set, the labels in `kept` survive and the rest are summed into scratch; else the
+ * diagonal view itself is the prepared operand. */
+typedef struct tl__einsum_prep {
+  int rank;                        /* the operand's rank */
+  int axis_to_unique[TL_MAX_RANK]; /* -1: dropped */
+  int n_unique;
+  int unique_labels[TL_MAX_RANK];
+  int sum;
+  int n_kept;
+  int kept_labels[TL_MAX_RANK];
+  size_t scratch_offset; /* of the summed buffer, when sum */
+} tl__einsum_prep;
+
+typedef struct tl__einsum_plan {
+  tl_dtype dtype;
+  int n_inputs;
+  int out_rank;
+  int out_labels[TL_MAX_RANK];
+  int64_t out_shape[TL_MAX_RANK];
+  int64_t extent[TL__EINSUM_LABELS];
+  tl__einsum_prep prep[TL_EINSUM_MAX_OPERANDS];
+  tl__path path;
+  tl_einsum_path_kind chosen;
+  double greedy_flops, optimal_flops;
+  /* Each step's result labels (in axis order) and, except the last, its scratch offset. */
+  int step_rank[TL_EINSUM_MAX_OPERANDS];
+  int step_labels[TL_EINSUM_MAX_OPERANDS][TL_MAX_RANK];
+  size_t step_offset[TL_EINSUM_MAX_OPERANDS];
+  size_t scratch_bytes; /* everything preparation and intermediates need, 64-aligned parts */
+} tl__einsum_plan;
+
+/* Build a plan for the parsed spec over operands with the given shapes (the dtype is
+ * recorded). Errors: TL_E_SHAPE (extent mismatch; an intermediate of more than
+ * TL_MAX_RANK axes), TL_E_INVALID (path kind), TL_E_NOMEM. *out fully written on success. */
+tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
+                                const int64_t *const *shapes, tl_dtype dtype,
+                                tl_einsum_path_kind kind, tl__einsum_plan *out);
+
+/* ---- Fold (fold.c) ------------------------------------------------------------------ */
+
+/* out = in summed over every axis k with in_to_out[k] < 0, axis k landing on output axis
+ * in_to_out[k] otherwise (each output axis from exactly one input axis of the same extent).
+ * Same dtype; out validated and not overlapping in. Writes each element once; never fails. */
+void tl__einsum_fold(const tl_tensor *in, const int *in_to_out, const tl_tensor *out);
+
+#endif

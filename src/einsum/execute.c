@@ -1,0 +1,298 @@
+/* src/einsum/execute.c: the einsum routes (tl_einsum, tl_einsum_into, _using).
+ *
+ * A call checks its arguments, finds its plan in the surface's plan cache (or builds and
+ * stores one), takes one block of scratch for every prepared operand and intermediate,
+ * then prepares the operands (diagonal views; lone labels summed by the fold) and runs
+ * the path's pairwise contractions, the last one straight into the output.
+ *
+ * Invariants: nothing is written to the output before every check has passed and all
+ * scratch is held, and the output is written by exactly one step (the fold for a single
+ * operand, else the last contraction), so a failure or a cancellation seen between steps
+ * leaves it untouched. With a cached plan, an _into call allocates nothing from the heap:
+ * the key is built on the stack and intermediates come from the arena. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "einsum_int.h"
+#include "session/exec.h"
+#include "tenlane/ops.h"
+
+/* Key: a tag, the kind, dtype and operand count, each operand's rank, shape and strides,
+ * then the spec's bytes. */
+#define KEY_TAG 0x6d75736e6965ll /* "einsum" */
+#define KEY_WORDS \
+  (4 + TL_EINSUM_MAX_OPERANDS * (1 + 2 * TL_MAX_RANK) + (TL_EINSUM_SPEC_MAX + 8) / 8 + 1)
+
+static size_t build_key(int64_t *key, const char *spec, size_t spec_length, int n,
+                        const tl_tensor *const *operands, tl_einsum_path_kind kind) {
+  size_t w = 0;
+  key[w++] = KEY_TAG;
+  key[w++] = (int64_t)kind;
+  key[w++] = (int64_t)operands[0]->dtype;
+  key[w++] = n;
+  for (int i = 0; i < n; i++) {
+    const tl_tensor *t = operands[i];
+    key[w++] = t->rank;
+    for (int k = 0; k < t->rank; k++) key[w++] = t->shape[k];
+    for (int k = 0; k < t->rank; k++) key[w++] = t->strides[k];
+  }
+  size_t bytes = w * sizeof(int64_t);
+  memcpy((char *)key + bytes, spec, spec_length);
+  return bytes + spec_length;
+}
+
+static void plan_destroy(void *plan) { tl__free(plan); }
+
+static tl_status check_arguments(const char *spec, int n, const tl_tensor *const *operands,
+                                 const tl_tensor *out) {
+  if (spec == NULL) return tl__fail(TL_E_INVALID, "einsum: spec is NULL");
+  if (n < 1 || n > TL_EINSUM_MAX_OPERANDS) {
+    return tl__fail(TL_E_INVALID, "einsum \"%s\": n_operands is %d, expected 1..%d", spec, n,
+                    TL_EINSUM_MAX_OPERANDS);
+  }
+  if (operands == NULL) return tl__fail(TL_E_INVALID, "einsum \"%s\": operands is NULL", spec);
+  if (out == NULL) return tl__fail(TL_E_INVALID, "einsum \"%s\": out is NULL", spec);
+  for (int i = 0; i < n; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "operands[%d]", i);
+    if (operands[i] == NULL) return tl__fail(TL_E_INVALID, "einsum \"%s\": %s is NULL", spec, name);
+    tl_status status = tl_tensor_validate(operands[i], name);
+    if (status != TL_OK) return status;
+    if (operands[i]->dtype != operands[0]->dtype) {
+      return tl__fail(TL_E_DTYPE, "einsum \"%s\": operands[%d] is %s but operands[0] is %s", spec,
+                      i, tl_dtype_name(operands[i]->dtype), tl_dtype_name(operands[0]->dtype));
+    }
+  }
+  return TL_OK;
+}
+
+static tl_status check_output(const char *spec, const tl__einsum_plan *plan, int n,
+                              const tl_tensor *const *operands, const tl_tensor *out) {
+  tl_status status = tl_tensor_validate(out, "out");
+  if (status != TL_OK) return status;
+  if (out->dtype != plan->dtype) {
+    return tl__fail(TL_E_DTYPE, "einsum \"%s\": out is %s but the operands are %s", spec,
+                    tl_dtype_name(out->dtype), tl_dtype_name(plan->dtype));
+  }
+  int fits = out->rank == plan->out_rank;
+  for (int k = 0; fits && k < out->rank; k++) fits = out->shape[k] == plan->out_shape[k];
+  if (!fits) {
+    char want[160], got[160];
+    size_t wl = 0, gl = 0;
+    want[0] = got[0] = '\0';
+    for (int k = 0; k < plan->out_rank && wl < sizeof want - 24; k++) {
+      wl += (size_t)snprintf(want + wl, sizeof want - wl, "%s%lld", k ? "x" : "",
+                             (long long)plan->out_shape[k]);
+    }
+    for (int k = 0; k < out->rank && gl < sizeof got - 24; k++) {
+      gl += (size_t)snprintf(got + gl, sizeof got - gl, "%s%lld", k ? "x" : "",
+                             (long long)out->shape[k]);
+    }
+    return tl__fail(TL_E_SHAPE,
+                    "einsum \"%s\": out has rank %d shape [%s], expected rank %d "
+                    "shape [%s]",
+                    spec, out->rank, got, plan->out_rank, want);
+  }
+  if (tl_tensor_self_overlap(out)) {
+    return tl__fail(TL_E_ALIAS,
+                    "einsum \"%s\": out maps two indices to one element (a zero or "
+                    "colliding stride)",
+                    spec);
+  }
+  for (int i = 0; i < n; i++) {
+    if (tl_tensor_overlap(out, operands[i])) {
+      return tl__fail(TL_E_ALIAS, "einsum \"%s\": out overlaps operands[%d]", spec, i);
+    }
+  }
+  return TL_OK;
+}
+
+/* Find or build the plan for this call. The plan is owned by the surface's cache. */
+static tl_status find_plan(tl_exec *exec, const char *spec, int n, const tl_tensor *const *operands,
+                           tl_einsum_path_kind kind, const tl__einsum_plan **out) {
+  size_t spec_length = strnlen(spec, TL_EINSUM_SPEC_MAX + 1);
+  if (spec_length > TL_EINSUM_SPEC_MAX) {
+    return tl__fail(TL_E_INVALID, "einsum: the spec is longer than %d bytes", TL_EINSUM_SPEC_MAX);
+  }
+  int64_t key[KEY_WORDS];
+  size_t key_length = build_key(key, spec, spec_length, n, operands, kind);
+  tl__plan_cache *cache = tl__exec_plans(exec);
+  const tl__einsum_plan *found = tl__plan_cache_find(cache, key, key_length);
+  if (found != NULL) {
+    *out = found;
+    return TL_OK;
+  }
+  tl__einsum_spec *parsed = tl__alloc(sizeof *parsed, 64);
+  tl__einsum_plan *plan = tl__alloc(sizeof *plan, 64);
+  tl_status status = TL_OK;
+  if (parsed == NULL || plan == NULL) {
+    status = tl__fail(TL_E_NOMEM, "einsum \"%s\": %zu bytes for its plan", spec,
+                      sizeof *parsed + sizeof *plan);
+  }
+  int ranks[TL_EINSUM_MAX_OPERANDS];
+  const int64_t *shapes[TL_EINSUM_MAX_OPERANDS];
+  for (int i = 0; i < n; i++) {
+    ranks[i] = operands[i]->rank;
+    shapes[i] = operands[i]->shape;
+  }
+  if (status == TL_OK) status = tl__einsum_parse(spec, n, ranks, parsed);
+  if (status == TL_OK) {
+    status = tl__einsum_plan_build(spec, parsed, shapes, operands[0]->dtype, kind, plan);
+  }
+  tl__free(parsed);
+  if (status != TL_OK) {
+    tl__free(plan);
+    return status;
+  }
+  status = tl__plan_cache_insert(cache, key, key_length, plan, plan_destroy);
+  if (status != TL_OK) return status; /* the cache destroyed the plan */
+  *out = plan;
+  return TL_OK;
+}
+
+/* A column-major tensor over scratch with the extents of `labels`. */
+static void scratch_tensor(const tl__einsum_plan *plan, void *data, int rank, const int *labels,
+                           tl_tensor *out) {
+  memset(out, 0, sizeof *out);
+  out->dtype = plan->dtype;
+  out->rank = rank;
+  int64_t stride = 1;
+  for (int k = 0; k < rank; k++) {
+    out->shape[k] = plan->extent[labels[k]];
+    out->strides[k] = stride;
+    stride *= out->shape[k];
+  }
+  out->data = data;
+}
+
+/* The operand's diagonal view: one axis per unique label, strides of merged axes added. */
+static void diagonal_view(const tl__einsum_plan *plan, const tl__einsum_prep *prep,
+                          const tl_tensor *operand, tl_tensor *view) {
+  memset(view, 0, sizeof *view);
+  view->dtype = operand->dtype;
+  view->rank = prep->n_unique;
+  for (int u = 0; u < prep->n_unique; u++) view->shape[u] = plan->extent[prep->unique_labels[u]];
+  for (int k = 0; k < prep->rank; k++) {
+    int u = prep->axis_to_unique[k];
+    if (u >= 0) view->strides[u] += operand->strides[k];
+  }
+  view->offset = operand->offset;
+  view->data = operand->data;
+}
+
+static int index_of(const int *labels, int count, int label) {
+  for (int k = 0; k < count; k++) {
+    if (labels[k] == label) return k;
+  }
+  return -1;
+}
+
+static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
+                          const tl_tensor *const *operands, tl_tensor *out) {
+  char *scratch = NULL;
+  if (plan->scratch_bytes > 0) {
+    tl_status status = tl__exec_scratch(exec, plan->scratch_bytes, 64, (void **)&scratch);
+    if (status != TL_OK) return status;
+  }
+  int n = plan->n_inputs;
+  tl_tensor slots[2 * TL_EINSUM_MAX_OPERANDS];
+  const int *slot_labels[2 * TL_EINSUM_MAX_OPERANDS];
+  for (int i = 0; i < n; i++) {
+    const tl__einsum_prep *prep = &plan->prep[i];
+    tl_tensor view;
+    diagonal_view(plan, prep, operands[i], &view);
+    if (n == 1) {
+      int to_out[TL_MAX_RANK];
+      for (int u = 0; u < prep->n_unique; u++) {
+        to_out[u] = index_of(plan->out_labels, plan->out_rank, prep->unique_labels[u]);
+      }
+      if (tl__exec_cancelled(exec)) {
+        return tl__fail(TL_E_CANCELLED, "einsum: the lane's run was cancelled");
+      }
+      tl__einsum_fold(&view, to_out, out);
+      return TL_OK;
+    }
+    if (prep->sum) {
+      scratch_tensor(plan, scratch + prep->scratch_offset, prep->n_kept, prep->kept_labels,
+                     &slots[i]);
+      int to_kept[TL_MAX_RANK];
+      for (int u = 0; u < prep->n_unique; u++) {
+        to_kept[u] = index_of(prep->kept_labels, prep->n_kept, prep->unique_labels[u]);
+      }
+      tl__einsum_fold(&view, to_kept, &slots[i]);
+    } else {
+      slots[i] = view;
+    }
+    slot_labels[i] = prep->kept_labels;
+  }
+  for (int step = 0; step < plan->path.n_steps; step++) {
+    if (tl__exec_cancelled(exec)) {
+      return tl__fail(TL_E_CANCELLED, "einsum: the lane's run was cancelled before step %d of %d",
+                      step, plan->path.n_steps);
+    }
+    int slot = n + step;
+    int last = step == plan->path.n_steps - 1;
+    if (last) {
+      slots[slot] = *out;
+    } else {
+      scratch_tensor(plan, scratch + plan->step_offset[step], plan->step_rank[step],
+                     plan->step_labels[step], &slots[slot]);
+    }
+    slot_labels[slot] = plan->step_labels[step];
+    int a = plan->path.pairs[step][0], b = plan->path.pairs[step][1];
+    tl_status status = tl_contract_into(exec, &slots[a], slot_labels[a], &slots[b], slot_labels[b],
+                                        &slots[slot], slot_labels[slot]);
+    if (status != TL_OK) return status;
+  }
+  return TL_OK;
+}
+
+static tl_status einsum_impl(tl_exec *exec, const char *spec, int n,
+                             const tl_tensor *const *operands, tl_einsum_path_kind kind,
+                             tl_tensor *out, int fresh) {
+  tl_status status = check_arguments(spec, n, operands, out);
+  if (status != TL_OK) return status;
+  int team;
+  status = tl__exec_team(exec, &team);
+  if (status != TL_OK) return status;
+  const tl__einsum_plan *plan;
+  status = find_plan(exec, spec, n, operands, kind, &plan);
+  if (status != TL_OK) return status;
+  if (!fresh) {
+    status = check_output(spec, plan, n, operands, out);
+    if (status != TL_OK) return status;
+    return run_plan(exec, plan, operands, out);
+  }
+  tl_tensor result;
+  status = tl_tensor_create(plan->dtype, plan->out_rank, plan->out_shape, &result);
+  if (status != TL_OK) return status;
+  status = run_plan(exec, plan, operands, &result);
+  if (status != TL_OK) {
+    tl_tensor_release(&result);
+    return status;
+  }
+  *out = result;
+  return TL_OK;
+}
+
+tl_status tl_einsum_into_using(tl_exec *exec, const char *spec, int n_operands,
+                               const tl_tensor *const *operands, tl_einsum_path_kind kind,
+                               tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_einsum_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, einsum_impl(exec, spec, n_operands, operands, kind, out, 0));
+}
+
+tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
+                         const tl_tensor *const *operands, tl_tensor *out) {
+  return tl_einsum_into_using(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, out);
+}
+
+tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,
+                    const tl_tensor *const *operands, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_einsum");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec,
+                      einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, out, 1));
+}

@@ -1,0 +1,277 @@
+/* src/einsum/plan.c: from a parsed spec and the operands' shapes to an executable plan,
+ * and tl_einsum_path, which exposes the planning without data.
+ *
+ * Invariants the plan keeps (execute.c relies on them):
+ *  - every label has one extent; a broadcast label's extent-1 axes are dropped where the
+ *    label is wider elsewhere, so the dropped axis is exactly numpy's broadcasting;
+ *  - a prepared operand holds each label once and only labels that another operand or
+ *    the output needs (with a single operand, preparation is left to the final fold);
+ *  - each step's result holds the labels of its inputs still needed outside them; the
+ *    last step's result is exactly the output, in the output's order;
+ *  - scratch_bytes covers every summed operand and every intermediate but the last, each
+ *    at a 64-byte-aligned offset, and no size computation overflowed. */
+#include <string.h>
+
+#include "base/base.h"
+#include "einsum_int.h"
+
+static tl_status bind_extents(const char *spec, const tl__einsum_spec *parsed,
+                              const int64_t *const *shapes, int64_t *extent) {
+  int source_operand[TL__EINSUM_LABELS], source_axis[TL__EINSUM_LABELS];
+  for (int l = 0; l < TL__EINSUM_LABELS; l++) extent[l] = -1;
+  for (int i = 0; i < parsed->n_inputs; i++) {
+    const tl__einsum_term *term = &parsed->inputs[i];
+    for (int k = 0; k < term->count; k++) {
+      int label = term->labels[k];
+      int64_t e = shapes[i][k];
+      if (e < 0) {
+        return tl__fail(TL_E_SHAPE, "einsum spec \"%s\": operand %d axis %d has extent %lld", spec,
+                        i, k, (long long)e);
+      }
+      int broadcast = label >= TL__EINSUM_LETTERS;
+      if (extent[label] < 0 || (broadcast && extent[label] == 1)) {
+        extent[label] = e;
+        source_operand[label] = i;
+        source_axis[label] = k;
+      } else if (extent[label] != e && !(broadcast && e == 1)) {
+        char name[16];
+        return tl__fail(TL_E_SHAPE,
+                        "einsum spec \"%s\": label '%s' has extent %lld on operand %d axis %d "
+                        "but %lld on operand %d axis %d",
+                        spec, tl__einsum_label_name(label, name), (long long)extent[label],
+                        source_operand[label], source_axis[label], (long long)e, i, k);
+      }
+    }
+  }
+  return TL_OK;
+}
+
+/* Elements times element size, rounded up to 64 bytes, added to *total; 0 on overflow. */
+static int reserve_bytes(const int64_t *extent, int rank, const int *labels, size_t element_size,
+                         size_t *total, size_t *offset) {
+  size_t bytes = element_size;
+  for (int k = 0; k < rank; k++) {
+    if (!tl__size_mul(bytes, (size_t)extent[labels[k]], &bytes)) return 0;
+  }
+  size_t rounded;
+  if (!tl__size_add(bytes, 63, &rounded)) return 0;
+  rounded &= ~(size_t)63;
+  *offset = *total;
+  return tl__size_add(*total, rounded, total);
+}
+
+/* The labels of slot `slot` (an operand after preparation, or an earlier step's result). */
+static const int *slot_labels(const tl__einsum_plan *plan, int slot, int *rank) {
+  if (slot < plan->n_inputs) {
+    *rank = plan->prep[slot].n_kept;
+    return plan->prep[slot].kept_labels;
+  }
+  *rank = plan->step_rank[slot - plan->n_inputs];
+  return plan->step_labels[slot - plan->n_inputs];
+}
+
+static tl_status choose_path(const tl__path_problem *problem, tl_einsum_path_kind kind,
+                             tl__einsum_plan *plan) {
+  tl__path greedy;
+  tl__path_greedy(problem, &greedy);
+  plan->greedy_flops = greedy.flops;
+  plan->optimal_flops = -1.0;
+  int search = kind == TL_EINSUM_PATH_OPTIMAL ||
+               (kind == TL_EINSUM_PATH_AUTO && problem->n <= TL_EINSUM_AUTO_OPTIMAL_MAX);
+  if (kind == TL_EINSUM_PATH_OPTIMAL && problem->n > TL_EINSUM_OPTIMAL_MAX) {
+    return tl__fail(TL_E_INVALID,
+                    "einsum: kind TL_EINSUM_PATH_OPTIMAL takes at most %d operands, %d given",
+                    TL_EINSUM_OPTIMAL_MAX, problem->n);
+  }
+  if (search) {
+    tl_status status = tl__path_optimal(problem, &plan->path);
+    if (status != TL_OK) return status;
+    plan->optimal_flops = plan->path.flops;
+    /* The exact search never costs more; on a tie keep the greedy order only when asked. */
+    if (kind == TL_EINSUM_PATH_OPTIMAL || plan->path.flops <= greedy.flops) {
+      plan->chosen = TL_EINSUM_PATH_OPTIMAL;
+      return TL_OK;
+    }
+  }
+  plan->path = greedy;
+  plan->chosen = TL_EINSUM_PATH_GREEDY;
+  return TL_OK;
+}
+
+tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
+                                const int64_t *const *shapes, tl_dtype dtype,
+                                tl_einsum_path_kind kind, tl__einsum_plan *plan) {
+  if (kind != TL_EINSUM_PATH_AUTO && kind != TL_EINSUM_PATH_GREEDY &&
+      kind != TL_EINSUM_PATH_OPTIMAL) {
+    return tl__fail(TL_E_INVALID, "einsum: unknown path kind %d", (int)kind);
+  }
+  memset(plan, 0, sizeof *plan);
+  plan->dtype = dtype;
+  int n = parsed->n_inputs;
+  plan->n_inputs = n;
+  tl_status status = bind_extents(spec, parsed, shapes, plan->extent);
+  if (status != TL_OK) return status;
+
+  plan->out_rank = parsed->output.count;
+  tl__labelset output_set = {{0, 0}};
+  for (int k = 0; k < plan->out_rank; k++) {
+    int label = parsed->output.labels[k];
+    plan->out_labels[k] = label;
+    plan->out_shape[k] = plan->extent[label] < 0 ? 1 : plan->extent[label];
+    tl__labelset_add(&output_set, label);
+  }
+
+  /* Diagonal merge and broadcast drop, per operand. */
+  tl__labelset unique_set[TL_EINSUM_MAX_OPERANDS];
+  for (int i = 0; i < n; i++) {
+    const tl__einsum_term *term = &parsed->inputs[i];
+    tl__einsum_prep *prep = &plan->prep[i];
+    prep->rank = term->count;
+    unique_set[i].word[0] = unique_set[i].word[1] = 0;
+    for (int k = 0; k < term->count; k++) {
+      int label = term->labels[k];
+      if (label >= TL__EINSUM_LETTERS && shapes[i][k] == 1 && plan->extent[label] != 1) {
+        prep->axis_to_unique[k] = -1;
+        continue;
+      }
+      int u = 0;
+      while (u < prep->n_unique && prep->unique_labels[u] != label) u++;
+      if (u == prep->n_unique) {
+        prep->unique_labels[prep->n_unique++] = label;
+        tl__labelset_add(&unique_set[i], label);
+      }
+      prep->axis_to_unique[k] = u;
+    }
+  }
+  /* Keep what another operand or the output needs; sum the rest (n > 1 only). */
+  for (int i = 0; i < n; i++) {
+    tl__einsum_prep *prep = &plan->prep[i];
+    tl__labelset need = output_set;
+    for (int j = 0; j < n; j++) {
+      if (j != i) need = tl__labelset_or(need, unique_set[j]);
+    }
+    for (int u = 0; u < prep->n_unique; u++) {
+      int label = prep->unique_labels[u];
+      if (n == 1 || tl__labelset_has(need, label)) prep->kept_labels[prep->n_kept++] = label;
+    }
+    prep->sum = prep->n_kept < prep->n_unique;
+  }
+
+  tl__path_problem problem;
+  problem.n = n;
+  problem.output = output_set;
+  problem.extent = plan->extent;
+  for (int i = 0; i < n; i++) {
+    problem.sets[i].word[0] = problem.sets[i].word[1] = 0;
+    for (int k = 0; k < plan->prep[i].n_kept; k++) {
+      tl__labelset_add(&problem.sets[i], plan->prep[i].kept_labels[k]);
+    }
+  }
+  status = choose_path(&problem, kind, plan);
+  if (status != TL_OK) return status;
+
+  /* Label order of each step's result: the first input's survivors, then the second's;
+   * the last step is the output itself. */
+  for (int step = 0; step < plan->path.n_steps; step++) {
+    int *labels = plan->step_labels[step];
+    int count = 0;
+    if (step == plan->path.n_steps - 1) {
+      memcpy(labels, plan->out_labels, sizeof(int) * (size_t)plan->out_rank);
+      count = plan->out_rank;
+    } else {
+      for (int side = 0; side < 2; side++) {
+        int rank;
+        const int *in = slot_labels(plan, plan->path.pairs[step][side], &rank);
+        for (int k = 0; k < rank; k++) {
+          int label = in[k];
+          if (!tl__labelset_has(plan->path.result[step], label)) continue;
+          int seen = 0;
+          for (int m = 0; m < count; m++) seen |= labels[m] == label;
+          if (seen) continue;
+          if (count == TL_MAX_RANK) {
+            return tl__fail(TL_E_SHAPE,
+                            "einsum spec \"%s\": path step %d would make an intermediate of "
+                            "more than %d axes",
+                            spec, step, TL_MAX_RANK);
+          }
+          labels[count++] = label;
+        }
+      }
+    }
+    plan->step_rank[step] = count;
+  }
+
+  /* Scratch layout. */
+  size_t element_size = tl_dtype_size(dtype);
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    tl__einsum_prep *prep = &plan->prep[i];
+    if (!prep->sum) continue;
+    if (!reserve_bytes(plan->extent, prep->n_kept, prep->kept_labels, element_size, &total,
+                       &prep->scratch_offset)) {
+      return tl__fail(TL_E_SHAPE,
+                      "einsum spec \"%s\": operand %d summed over its lone labels "
+                      "overflows the address space",
+                      spec, i);
+    }
+  }
+  for (int step = 0; step + 1 < plan->path.n_steps; step++) {
+    if (!reserve_bytes(plan->extent, plan->step_rank[step], plan->step_labels[step], element_size,
+                       &total, &plan->step_offset[step])) {
+      return tl__fail(TL_E_SHAPE,
+                      "einsum spec \"%s\": the intermediate of path step %d overflows the address "
+                      "space",
+                      spec, step);
+    }
+  }
+  plan->scratch_bytes = total;
+  return TL_OK;
+}
+
+tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,
+                         const int64_t *const *shapes, tl_einsum_path_kind kind,
+                         tl_einsum_path_info *out) {
+  if (spec == NULL || ranks == NULL || shapes == NULL || out == NULL) {
+    return tl__fail(TL_E_INVALID,
+                    "tl_einsum_path: NULL argument (spec %p, ranks %p, shapes %p, "
+                    "out %p)",
+                    (const void *)spec, (const void *)ranks, (const void *)shapes, (void *)out);
+  }
+  if (n_operands < 1 || n_operands > TL_EINSUM_MAX_OPERANDS) {
+    return tl__fail(TL_E_INVALID, "tl_einsum_path: n_operands is %d, expected 1..%d", n_operands,
+                    TL_EINSUM_MAX_OPERANDS);
+  }
+  for (int i = 0; i < n_operands; i++) {
+    if (ranks[i] < 0 || ranks[i] > TL_MAX_RANK || (ranks[i] > 0 && shapes[i] == NULL)) {
+      return tl__fail(TL_E_INVALID, "tl_einsum_path: operand %d has rank %d and shape %p", i,
+                      ranks[i], (const void *)shapes[i]);
+    }
+  }
+  /* Both are a few tens of kilobytes: keep them off the caller's stack. */
+  tl__einsum_spec *parsed = tl__alloc(sizeof *parsed, 64);
+  tl__einsum_plan *plan = tl__alloc(sizeof *plan, 64);
+  tl_status status = TL_OK;
+  if (parsed == NULL || plan == NULL) {
+    status = tl__fail(TL_E_NOMEM, "tl_einsum_path: %zu bytes for the plan",
+                      sizeof *parsed + sizeof *plan);
+  }
+  if (status == TL_OK) status = tl__einsum_parse(spec, n_operands, ranks, parsed);
+  if (status == TL_OK) status = tl__einsum_plan_build(spec, parsed, shapes, TL_F64, kind, plan);
+  if (status == TL_OK) {
+    memset(out, 0, sizeof *out);
+    out->n_operands = n_operands;
+    out->n_steps = plan->path.n_steps;
+    for (int step = 0; step < plan->path.n_steps; step++) {
+      out->pairs[step][0] = plan->path.pairs[step][0];
+      out->pairs[step][1] = plan->path.pairs[step][1];
+    }
+    out->flops = plan->path.flops;
+    out->greedy_flops = plan->greedy_flops;
+    out->optimal_flops = plan->optimal_flops;
+    out->largest_intermediate = plan->path.largest;
+    out->chosen = plan->chosen;
+  }
+  tl__free(parsed);
+  tl__free(plan);
+  return status;
+}
