@@ -1,6 +1,8 @@
 # Installation: the shared and the static library, the public headers, a pkg-config file
 # (tenlane.pc) and a CMake package (tenlaneConfig.cmake, tenlaneConfigVersion.cmake and the
-# exported targets tenlane::tenlane and tenlane::tenlane_static).
+# exported targets tenlane::tenlane and tenlane::tenlane_static), all in the install
+# component "tenlane" (`cmake --install BUILD --component tenlane` installs the library alone,
+# without the examples).
 #
 # Invariant: an installed tree is usable from any prefix it is copied or installed to
 # (`cmake --install BUILD --prefix P` included). Neither the .pc file nor the package config
@@ -13,11 +15,11 @@ set(TL_CMAKE_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tenlane)
 set(TL_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 install(TARGETS tenlane tenlane_static EXPORT tenlaneTargets
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tenlane
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tenlane
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tenlane)
 install(DIRECTORY include/tenlane DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-  FILES_MATCHING PATTERN "*.h")
+  COMPONENT tenlane FILES_MATCHING PATTERN "*.h")
 
 # --- pkg-config -------------------------------------------------------------------------
 # The provider link flags become -L/-l pairs: an absolute library path gives -l<name>, plus
@@ -51,11 +53,11 @@ set(TL_PC_LIBS_PRIVATE "-pthread ${TL_PC_LIBS_PRIVATE}")
 file(RELATIVE_PATH TL_PC_TO_PREFIX "/prefix/${TL_PKGCONFIG_DIR}" "/prefix")
 string(REGEX REPLACE "/$" "" TL_PC_TO_PREFIX "${TL_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tenlane.pc.in ${PROJECT_BINARY_DIR}/tenlane.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/tenlane.pc DESTINATION ${TL_PKGCONFIG_DIR})
+install(FILES ${PROJECT_BINARY_DIR}/tenlane.pc DESTINATION ${TL_PKGCONFIG_DIR} COMPONENT tenlane)
 
 # --- CMake package ----------------------------------------------------------------------
 install(EXPORT tenlaneTargets NAMESPACE tenlane:: FILE tenlaneTargets.cmake
-  DESTINATION ${TL_CMAKE_PACKAGE_DIR})
+  DESTINATION ${TL_CMAKE_PACKAGE_DIR} COMPONENT tenlane)
 # The config checks that the provider libraries the static target names still exist, so a
 # consumer gets a clear "not found" instead of a link error.
 set(TL_PROVIDER_FILES "")
@@ -69,4 +71,5 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tenlaneConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/tenlaneConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/tenlaneConfig.cmake
-  ${PROJECT_BINARY_DIR}/tenlaneConfigVersion.cmake DESTINATION ${TL_CMAKE_PACKAGE_DIR})
+  ${PROJECT_BINARY_DIR}/tenlaneConfigVersion.cmake DESTINATION ${TL_CMAKE_PACKAGE_DIR}
+  COMPONENT tenlane)

@@ -53,8 +53,8 @@ run_and_compare() {
   echo "$name: ok ($output)"
 }
 
-step "install $build_dir into $prefix"
-cmake --install "$build_dir" --prefix "$prefix" >"$work/install.log" ||
+step "install $build_dir (component tenlane: the library, headers, .pc, CMake package) into $prefix"
+cmake --install "$build_dir" --prefix "$prefix" --component tenlane >"$work/install.log" 2>&1 ||
   { cat "$work/install.log"; fail "cmake --install failed"; }
 libdir=$(dirname "$(find "$prefix" -name 'libtenlane.a' -print -quit)")
 [ -f "$libdir/libtenlane.a" ] || fail "no libtenlane.a installed under $prefix"
