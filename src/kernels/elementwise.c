@@ -204,6 +204,8 @@ static tl_status unary_into_impl(tl_exec *exec, tl_unary_op op, const tl_tensor 
   if ((status = tl__check_no_overlap(out, "out", x, "x")) != TL_OK) return status;
   int team;
   if ((status = tl__exec_team(exec, &team)) != TL_OK) return status;
+  if (op == TL_OP_COPY || (op == TL_OP_CONJ && !tl_dtype_is_complex(x->dtype)))
+    return tl__copy_execute(exec, team, out, &xv); /* cache-blocked when layouts differ */
   const tl_tensor *ts[2] = {out, &xv};
   tl__loop loop;
   tl__loop_plan(&loop, 2, ts);

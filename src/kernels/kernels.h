@@ -101,6 +101,33 @@ void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar al
 /* Initialise providers once (thread-safe; cheap after the first call). */
 void tl__providers_init(void);
 
+/* ---- Batched GEMM over a surface (gemm.c) --------------------------------------------
+ * batches GEMMs C_i = alpha A_i B_i + beta C_i, batch i's element offsets given by its
+ * multi-index over batch_shape and the per-operand batch strides (elements). Strides must
+ * already suit the provider (tl__gemm_operand makes sure). */
+typedef struct tl__gemm_batch {
+  tl_dtype dtype;
+  int64_t m, n, k;
+  tl_scalar alpha, beta;
+  const char *a, *b;
+  char *c;
+  int64_t rsa, csa, rsb, csb, rsc, csc;
+  int64_t batches;
+  int batch_rank;
+  int64_t batch_shape[TL_MAX_RANK];
+  int64_t batch_strides[3][TL_MAX_RANK];
+} tl__gemm_batch;
+
+struct tl_exec;
+tl_status tl__gemm_batch_run(struct tl_exec *exec, int team, const tl__gemm_batch *g);
+/* Make (rows x cols, strides *rs, *cs at *base) acceptable to the provider: tidy extent-1
+ * strides, or copy into scratch (then *base, *rs, *cs describe the copy). */
+tl_status tl__gemm_operand(struct tl_exec *exec, const tl_tensor *t, int64_t rows, int64_t cols,
+                           int64_t *rs, int64_t *cs, const char **base);
+/* c = alpha a b + beta c for validated rank-2 tensors (no argument checks). */
+tl_status tl__gemm_tensors(struct tl_exec *exec, int team, tl_scalar alpha, const tl_tensor *a,
+                           const tl_tensor *b, tl_scalar beta, tl_tensor *c);
+
 /* ---- Argument checks shared by the routes (check.c) ---------------------------------- */
 /* Validate tensor `t` named `name` (NULL -> TL_E_INVALID). */
 tl_status tl__check_tensor(const tl_tensor *t, const char *name);
@@ -120,6 +147,10 @@ tl_status tl__broadcast_to(const tl_tensor *x, const char *x_name, const tl_tens
 struct tl_exec;
 tl_status tl__loop_execute(struct tl_exec *exec, int team, const tl__loop *loop, tl__row_fn fn,
                            const void *params);
+
+/* dst = src (same shape) over the surface through the permute core (permute.c). */
+tl_status tl__copy_execute(struct tl_exec *exec, int team, const tl_tensor *dst,
+                           const tl_tensor *src);
 
 /* Elements below which a route runs on the calling thread even from a root surface. */
 #define TL__PARALLEL_MIN_ELEMENTS 32768

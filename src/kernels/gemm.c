@@ -1,0 +1,311 @@
+/* src/kernels/gemm.c: GEMM over a surface (tl_gemm_into, tl_gemm) and the batched GEMM
+ * runner that contraction uses.
+ *
+ * Threading: from a root surface with a team > 1, a large GEMM is cut into blocks of C
+ * (column blocks, or row blocks when C is tall), each block one single-threaded provider
+ * call on a pool worker; a batch of GEMMs is spread over the pool batch by batch. From a
+ * child surface everything runs on the calling thread. Cancellation is checked before
+ * each block. Operands whose strides a provider cannot take (negative, zero on an extent
+ * > 1, interleaved) are first copied into scratch, so the provider is never handed a
+ * layout it would reject (BLIS aborts on bad strides). */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "base/base.h"
+#include "session/exec.h"
+
+/* 1 when BLIS accepts (rs, cs) for an m x n matrix (bli_check_matrix_strides, positive
+ * strides only). Extent-1 dimensions have been given stride 1 by the caller. */
+static int provider_strides_ok(int64_t m, int64_t n, int64_t rs, int64_t cs) {
+  if (m <= 1 && n <= 1) return rs > 0 && cs > 0;
+  if (rs <= 0 || cs <= 0) return 0;
+  if (m > 1 && n > 1 && rs == 1 && cs == 1) return 0;
+  if (rs == 1) return cs >= m;
+  if (cs == 1) return rs >= n;
+  if (rs > cs) return rs >= cs * n;
+  return cs >= rs * m;
+}
+
+/* Give extent-1 dimensions a harmless stride so checks see only the real layout. */
+static void tidy_strides(int64_t m, int64_t n, int64_t *rs, int64_t *cs) {
+  if (m <= 1) *rs = 1;
+  if (n <= 1) *cs = m > 1 ? m : 1;
+  if (m <= 1 && n > 1 && *cs == 1) *rs = 1;
+}
+
+/* ---- the batched runner -------------------------------------------------------------- */
+
+typedef struct gemm_job {
+  const tl__gemm_batch *g;
+  int64_t blocks;    /* blocks per GEMM */
+  int split_rows;    /* 1: blocks cut m, 0: blocks cut n */
+  int64_t block_len; /* rows or columns per block */
+  tl_exec *exec;
+  atomic_int cancelled;
+} gemm_job;
+
+static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, int64_t begin,
+                       int64_t len) {
+  const int64_t es = (int64_t)tl_dtype_size(g->dtype);
+  int64_t oa = 0, ob = 0, oc = 0, rem = batch;
+  for (int k = 0; k < g->batch_rank; k++) {
+    int64_t idx = rem % g->batch_shape[k];
+    rem /= g->batch_shape[k];
+    oa += idx * g->batch_strides[0][k];
+    ob += idx * g->batch_strides[1][k];
+    oc += idx * g->batch_strides[2][k];
+  }
+  const char *a = g->a + oa * es;
+  const char *b = g->b + ob * es;
+  char *c = g->c + oc * es;
+  int64_t m = g->m, n = g->n;
+  if (split_rows) {
+    a += begin * g->rsa * es;
+    c += begin * g->rsc * es;
+    m = len;
+  } else {
+    b += begin * g->csb * es;
+    c += begin * g->csc * es;
+    n = len;
+  }
+  tl__gemm_serial(g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb, g->csb, g->beta,
+                  c, g->rsc, g->csc);
+}
+
+static void gemm_chunk(void *arg, size_t begin, size_t end, int worker_index) {
+  gemm_job *job = (gemm_job *)arg;
+  (void)worker_index;
+  const tl__gemm_batch *g = job->g;
+  for (size_t item = begin; item < end; item++) {
+    if (tl__exec_cancelled(job->exec)) {
+      atomic_store_explicit(&job->cancelled, 1, memory_order_relaxed);
+      return;
+    }
+    int64_t batch = (int64_t)item / job->blocks, block = (int64_t)item % job->blocks;
+    int64_t total = job->split_rows ? g->m : g->n;
+    int64_t b0 = block * job->block_len;
+    int64_t len = b0 + job->block_len < total ? job->block_len : total - b0;
+    gemm_block(g, batch, job->split_rows, b0, len);
+  }
+}
+
+tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
+  if (g->m == 0 || g->n == 0 || g->batches == 0) return TL_OK;
+  if (tl__exec_cancelled(exec))
+    return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
+  gemm_job job;
+  job.g = g;
+  job.exec = exec;
+  job.blocks = 1;
+  job.split_rows = g->m > g->n;
+  job.block_len = job.split_rows ? g->m : g->n;
+  atomic_init(&job.cancelled, 0);
+  double flops = 2.0 * (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) *
+                 (double)g->batches;
+  if (team > 1 && flops >= 2.0 * 48 * 48 * 48 * 4) {
+    if (g->batches < (int64_t)team * 4) {
+      /* Cut each GEMM into blocks of C: enough blocks for every worker (twice over, so an
+       * unequal pair of CPUs balances), in multiples of 96 (a multiple of the micro-tiles). */
+      int64_t dim = job.block_len;
+      int64_t want = (int64_t)team * 2;
+      if (want * g->batches > (int64_t)team * 4) want = ((int64_t)team * 4 + g->batches - 1) / g->batches;
+      int64_t len = (dim + want - 1) / want;
+      len = (len + 95) / 96 * 96;
+      if (len < 96) len = 96;
+      if (len < dim) {
+        job.block_len = len;
+        job.blocks = (dim + len - 1) / len;
+      }
+    }
+    int64_t items = g->batches * job.blocks;
+    if (items > 1) {
+      tl_status status = tl__exec_parallel_for(exec, (size_t)items, 1, gemm_chunk, &job);
+      if (status != TL_OK) return status;
+      if (atomic_load_explicit(&job.cancelled, memory_order_relaxed))
+        return tl__fail(TL_E_CANCELLED, "cancelled between GEMM blocks (output partly written)");
+      return TL_OK;
+    }
+  }
+  for (int64_t batch = 0; batch < g->batches; batch++) {
+    if (batch > 0 && tl__exec_cancelled(exec))
+      return tl__fail(TL_E_CANCELLED, "cancelled between GEMM batches (output partly written)");
+    gemm_block(g, batch, job.split_rows, 0, job.block_len);
+  }
+  return TL_OK;
+}
+
+/* ---- operand preparation ------------------------------------------------------------- */
+
+tl_status tl__gemm_operand(tl_exec *exec, const tl_tensor *t, int64_t rows, int64_t cols,
+                           int64_t *rs, int64_t *cs, const char **base) {
+  int64_t r = *rs, c = *cs;
+  tidy_strides(rows, cols, &r, &c);
+  const int64_t es = (int64_t)tl_dtype_size(t->dtype);
+  if (provider_strides_ok(rows, cols, r, c)) {
+    *rs = r;
+    *cs = c;
+    return TL_OK;
+  }
+  /* Copy into a column-major scratch matrix. */
+  void *buffer;
+  size_t bytes = (size_t)(rows * cols * es);
+  tl_status status = tl__exec_scratch(exec, bytes ? bytes : 64, 64, &buffer);
+  if (status != TL_OK) return status;
+  tl_tensor src, dst;
+  memset(&src, 0, sizeof src);
+  src.dtype = t->dtype;
+  src.rank = 2;
+  src.shape[0] = rows;
+  src.shape[1] = cols;
+  src.strides[0] = *rs;
+  src.strides[1] = *cs;
+  src.data = (void *)*base;
+  dst = src;
+  dst.strides[0] = 1;
+  dst.strides[1] = rows;
+  dst.data = buffer;
+  tl__permute_plan plan;
+  tl__permute_plan_make(&plan, &dst, &src);
+  tl__permute_run(&plan, 0, plan.blocks);
+  *base = (const char *)buffer;
+  *rs = 1;
+  *cs = rows > 0 ? rows : 1;
+  tidy_strides(rows, cols, rs, cs);
+  return TL_OK;
+}
+
+/* ---- tl_gemm_into --------------------------------------------------------------------- */
+
+static tl_status check_scalar(const char *name, tl_scalar s, tl_dtype dtype) {
+  if (!tl_dtype_is_complex(dtype) && s.im != 0.0)
+    return tl__fail(TL_E_DTYPE, "%s has imaginary part %g but the dtype %s is real", name, s.im,
+                    tl_dtype_name(dtype));
+  return TL_OK;
+}
+
+static tl_status gemm_into_impl(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
+                                const tl_tensor *b, tl_scalar beta, tl_tensor *c) {
+  tl_status status;
+  if ((status = tl__check_tensor(a, "a")) != TL_OK) return status;
+  if ((status = tl__check_tensor(b, "b")) != TL_OK) return status;
+  if ((status = tl__check_output(c, "c")) != TL_OK) return status;
+  if (a->rank != 2 || b->rank != 2 || c->rank != 2)
+    return tl__fail(TL_E_SHAPE, "gemm needs matrices: a, b, c have ranks %d, %d, %d", a->rank,
+                    b->rank, c->rank);
+  if (b->dtype != a->dtype)
+    return tl__fail(TL_E_DTYPE, "b has dtype %s, a has %s", tl_dtype_name(b->dtype),
+                    tl_dtype_name(a->dtype));
+  if ((status = tl__check_dtype(c, "c", a->dtype)) != TL_OK) return status;
+  if (a->shape[1] != b->shape[0])
+    return tl__fail(TL_E_SHAPE, "a is %lld x %lld and b is %lld x %lld: inner extents differ",
+                    (long long)a->shape[0], (long long)a->shape[1], (long long)b->shape[0],
+                    (long long)b->shape[1]);
+  if (c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1])
+    return tl__fail(TL_E_SHAPE, "c is %lld x %lld, a * b is %lld x %lld", (long long)c->shape[0],
+                    (long long)c->shape[1], (long long)a->shape[0], (long long)b->shape[1]);
+  if ((status = check_scalar("alpha", alpha, a->dtype)) != TL_OK) return status;
+  if ((status = check_scalar("beta", beta, a->dtype)) != TL_OK) return status;
+  if ((status = tl__check_no_overlap(c, "c", a, "a")) != TL_OK) return status;
+  if ((status = tl__check_no_overlap(c, "c", b, "b")) != TL_OK) return status;
+  int team;
+  if ((status = tl__exec_team(exec, &team)) != TL_OK) return status;
+  return tl__gemm_tensors(exec, team, alpha, a, b, beta, c);
+}
+
+tl_status tl__gemm_tensors(tl_exec *exec, int team, tl_scalar alpha, const tl_tensor *a,
+                           const tl_tensor *b, tl_scalar beta, tl_tensor *c) {
+  const int64_t m = c->shape[0], n = c->shape[1], k = a->shape[1];
+  const int64_t es = (int64_t)tl_dtype_size(a->dtype);
+  if (m == 0 || n == 0) return TL_OK;
+  if (tl__exec_cancelled(exec)) return tl__fail(TL_E_CANCELLED, "cancelled before the GEMM");
+  tl__providers_init();
+  tl__gemm_batch g;
+  memset(&g, 0, sizeof g);
+  g.dtype = a->dtype;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.alpha = alpha;
+  g.beta = beta;
+  g.batches = 1;
+  if (k == 0) {
+    /* C = beta * C, without the provider. */
+    tl__loop loop;
+    const tl_tensor *ts[2] = {c, c};
+    tl__ew_params params = {beta, beta};
+    tl__loop_plan(&loop, beta.re == 0.0 && beta.im == 0.0 ? 1 : 2, ts);
+    return tl__loop_execute(exec, team, &loop,
+                            loop.ops == 1 ? tl__ew_fill_kernel(c->dtype)
+                                          : tl__ew_scale_kernel(c->dtype),
+                            &params);
+  }
+  tl_status status;
+  g.a = (const char *)a->data + a->offset * es;
+  g.rsa = a->strides[0];
+  g.csa = a->strides[1];
+  if ((status = tl__gemm_operand(exec, a, m, k, &g.rsa, &g.csa, &g.a)) != TL_OK) return status;
+  g.b = (const char *)b->data + b->offset * es;
+  g.rsb = b->strides[0];
+  g.csb = b->strides[1];
+  if ((status = tl__gemm_operand(exec, b, k, n, &g.rsb, &g.csb, &g.b)) != TL_OK) return status;
+  int64_t rsc = c->strides[0], csc = c->strides[1];
+  tidy_strides(m, n, &rsc, &csc);
+  if (provider_strides_ok(m, n, rsc, csc)) {
+    g.c = (char *)c->data + c->offset * es;
+    g.rsc = rsc;
+    g.csc = csc;
+    return tl__gemm_batch_run(exec, team, &g);
+  }
+  /* C's layout does not fit (negative strides): compute alpha*A*B into scratch, then
+   * c = tmp + beta * c elementwise. */
+  void *buffer;
+  if ((status = tl__exec_scratch(exec, (size_t)(m * n * es), 64, &buffer)) != TL_OK)
+    return status;
+  g.c = (char *)buffer;
+  g.rsc = 1;
+  g.csc = m;
+  tidy_strides(m, n, &g.rsc, &g.csc);
+  g.beta = tl_scalar_real(0.0);
+  if ((status = tl__gemm_batch_run(exec, team, &g)) != TL_OK) return status;
+  tl_tensor tmp = *c;
+  tmp.owned = NULL;
+  tmp.data = buffer;
+  tmp.offset = 0;
+  tmp.strides[0] = 1;
+  tmp.strides[1] = m;
+  const tl_tensor *ts[3] = {c, &tmp, c};
+  tl__loop loop;
+  int beta_zero = beta.re == 0.0 && beta.im == 0.0;
+  tl__loop_plan(&loop, beta_zero ? 2 : 3, ts);
+  tl__ew_params params = {tl_scalar_real(1.0), beta};
+  return tl__loop_execute(exec, team, &loop, tl__ew_axpby_kernel(c->dtype, beta_zero), &params);
+}
+
+tl_status tl_gemm_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a, const tl_tensor *b,
+                       tl_scalar beta, tl_tensor *c) {
+  tl_status status = tl__exec_begin(exec, "tl_gemm_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, gemm_into_impl(exec, alpha, a, b, beta, c));
+}
+
+tl_status tl_gemm(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_gemm");
+  if (status != TL_OK) return status;
+  if (out == NULL) return tl__exec_end(exec, tl__fail(TL_E_INVALID, "out is NULL"));
+  if ((status = tl__check_tensor(a, "a")) != TL_OK) return tl__exec_end(exec, status);
+  if ((status = tl__check_tensor(b, "b")) != TL_OK) return tl__exec_end(exec, status);
+  if (a->rank != 2 || b->rank != 2)
+    return tl__exec_end(exec, tl__fail(TL_E_SHAPE, "gemm needs matrices: a, b have ranks %d, %d",
+                                       a->rank, b->rank));
+  int64_t shape[2] = {a->shape[0], b->shape[1]};
+  tl_tensor fresh;
+  if ((status = tl_tensor_create(a->dtype, 2, shape, &fresh)) != TL_OK)
+    return tl__exec_end(exec, status);
+  status = gemm_into_impl(exec, tl_scalar_real(1.0), a, b, tl_scalar_real(0.0), &fresh);
+  if (status != TL_OK)
+    tl_tensor_release(&fresh);
+  else
+    *out = fresh;
+  return tl__exec_end(exec, status);
+}

@@ -1,0 +1,205 @@
+/* src/kernels/provider.c: the GEMM providers and the choice between them.
+ *
+ * Measured on the project's Zen 5 (AVX-512) machine: Debian's BLIS 0.9 does not recognise
+ * the CPU and runs its generic kernels (~16 GFLOP/s f64) unless its AVX-512 `skx` context
+ * is selected (~60-100 GFLOP/s); libxsmm's JIT kernels are the fastest for small shapes
+ * (8x8x8 in ~15 ns, 64^3 at ~110 GFLOP/s) while BLIS costs microseconds per call there.
+ * So: at first use pick BLIS's best context for the CPU's features (skx with AVX-512F,
+ * else zen3/haswell with AVX2+FMA, else what BLIS picked itself), and send small
+ * unit-stride f32/f64 GEMMs to libxsmm, with its kernels cached per thread.
+ *
+ * Invariants: every provider call here is single-threaded (serial BLIS, rntm with one
+ * thread; libxsmm never threads), so the only numerical threads are the pool's workers
+ * and the callers; and the calls never fail (shapes were checked by the route).
+ *
+ * bli_gks_lookup_id is internal to BLIS: a shared libblis does not export it, a static one
+ * does. It is a weak reference, so with the shared library the code falls back to the
+ * context BLIS chose (and tl_kernels_provider() says so). */
+/* The providers' headers are not warning-clean under our flags; they are not our code. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#pragma GCC diagnostic ignored "-Wshadow"
+#include <blis.h>
+#include <libxsmm.h>
+#pragma GCC diagnostic pop
+#include <pthread.h>
+#include <string.h>
+
+#include "kernels.h"
+
+extern cntx_t **bli_gks_lookup_id(arch_t id) __attribute__((weak));
+
+static pthread_once_t providers_once = PTHREAD_ONCE_INIT;
+static cntx_t *blis_cntx;
+static rntm_t blis_rntm;
+static char provider_name[64];
+
+static cntx_t *lookup_arch(arch_t id) {
+  if (bli_gks_lookup_id == NULL) return NULL;
+  cntx_t **entry = bli_gks_lookup_id(id);
+  return entry != NULL ? entry[BLIS_NAT] : NULL;
+}
+
+static void providers_init_once(void) {
+  bli_init();
+  arch_t native = bli_arch_query_id();
+  const char *arch = bli_arch_string(native);
+  cntx_t *chosen = NULL;
+  __builtin_cpu_init();
+  if (native == BLIS_ARCH_GENERIC) {
+    /* BLIS did not recognise the CPU: pick by features. */
+    if (__builtin_cpu_supports("avx512f") && (chosen = lookup_arch(BLIS_ARCH_SKX)) != NULL) {
+      arch = "skx";
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               (chosen = lookup_arch(BLIS_ARCH_HASWELL)) != NULL) {
+      arch = "haswell";
+    }
+  }
+  if (chosen == NULL) chosen = bli_gks_query_cntx();
+  blis_cntx = chosen;
+  bli_rntm_init(&blis_rntm);
+  bli_rntm_set_num_threads(1, &blis_rntm);
+  snprintf(provider_name, sizeof provider_name, "blis:%s+libxsmm", arch);
+}
+
+void tl__providers_init(void) { pthread_once(&providers_once, providers_init_once); }
+
+const char *tl_kernels_provider(void) {
+  tl__providers_init();
+  return provider_name;
+}
+
+void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
+                   const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                   int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
+  tl__providers_init();
+  if (m == 0 || n == 0) return;
+  /* BLIS wants non-zero strides even for extent-1 dimensions. */
+  if (rsa == 0) rsa = 1;
+  if (csa == 0) csa = 1;
+  if (rsb == 0) rsb = 1;
+  if (csb == 0) csb = 1;
+  rntm_t rntm = blis_rntm;
+  switch (dtype) {
+    case TL_F64: {
+      double al = alpha.re, be = beta.re;
+      bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &al, (double *)a, rsa, csa,
+                   (double *)b, rsb, csb, &be, (double *)c, rsc, csc, blis_cntx, &rntm);
+      break;
+    }
+    case TL_F32: {
+      float al = (float)alpha.re, be = (float)beta.re;
+      bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &al, (float *)a, rsa, csa,
+                   (float *)b, rsb, csb, &be, (float *)c, rsc, csc, blis_cntx, &rntm);
+      break;
+    }
+    case TL_C64: {
+      scomplex al = {(float)alpha.re, (float)alpha.im}, be = {(float)beta.re, (float)beta.im};
+      bli_cgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &al, (scomplex *)a, rsa, csa,
+                   (scomplex *)b, rsb, csb, &be, (scomplex *)c, rsc, csc, blis_cntx, &rntm);
+      break;
+    }
+    case TL_C128: {
+      dcomplex al = {alpha.re, alpha.im}, be = {beta.re, beta.im};
+      bli_zgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &al, (dcomplex *)a, rsa, csa,
+                   (dcomplex *)b, rsb, csb, &be, (dcomplex *)c, rsc, csc, blis_cntx, &rntm);
+      break;
+    }
+  }
+}
+
+/* ---- libxsmm, with a per-thread kernel cache ------------------------------------------
+ * libxsmm's own dispatch is a locked registry lookup (~18 ns); a direct-mapped cache per
+ * thread makes a repeated shape cost a few ns and shares nothing between threads. */
+#define XSMM_CACHE_SLOTS 64
+
+typedef struct xsmm_key {
+  int32_t m, n, k, lda, ldb, ldc;
+  int32_t dtype, flags;
+} xsmm_key;
+
+typedef struct xsmm_slot {
+  xsmm_key key;
+  void (*kernel)(void);
+  int valid;
+} xsmm_slot;
+
+static _Thread_local xsmm_slot xsmm_cache[XSMM_CACHE_SLOTS];
+
+typedef void (*xsmm_void_fn)(void);
+
+static xsmm_void_fn xsmm_kernel(const xsmm_key *key) {
+  uint64_t h = 1469598103934665603ull;
+  const int32_t *words = (const int32_t *)key;
+  for (size_t i = 0; i < sizeof *key / 4; i++) h = (h ^ (uint32_t)words[i]) * 1099511628211ull;
+  xsmm_slot *slot = &xsmm_cache[(h >> 17) % XSMM_CACHE_SLOTS];
+  if (slot->valid && memcmp(&slot->key, key, sizeof *key) == 0) return slot->kernel;
+  libxsmm_blasint lda = key->lda, ldb = key->ldb, ldc = key->ldc;
+  int flags = key->flags, prefetch = LIBXSMM_PREFETCH_NONE;
+  xsmm_void_fn fn;
+  if (key->dtype == TL_F64) {
+    double al = 1.0, be = (flags & LIBXSMM_GEMM_FLAG_BETA_0) ? 0.0 : 1.0;
+    fn = (xsmm_void_fn)libxsmm_dmmdispatch(key->m, key->n, key->k, &lda, &ldb, &ldc, &al, &be,
+                                           &flags, &prefetch);
+  } else {
+    float al = 1.0f, be = (flags & LIBXSMM_GEMM_FLAG_BETA_0) ? 0.0f : 1.0f;
+    fn = (xsmm_void_fn)libxsmm_smmdispatch(key->m, key->n, key->k, &lda, &ldb, &ldc, &al, &be,
+                                           &flags, &prefetch);
+  }
+  slot->key = *key;
+  slot->kernel = fn;
+  slot->valid = 1;
+  return fn;
+}
+
+/* libxsmm's reach: column-major A, B, C (unit row strides), alpha 1, beta 0 or 1. */
+#define XSMM_MAX_MNK (64 * 64 * 64)
+
+static int try_xsmm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
+                    const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                    int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
+  if (dtype != TL_F64 && dtype != TL_F32) return 0;
+  if (alpha.re != 1.0 || (beta.re != 0.0 && beta.re != 1.0)) return 0;
+  if (m * n * k > XSMM_MAX_MNK || m > 256 || n > 256 || k > 256) return 0;
+  /* Normalise extent-1 dimensions' strides so the unit-stride test is about real layout. */
+  if (k == 1) csa = m;
+  if (m == 1) rsa = 1;
+  if (n == 1) csb = k, csc = m;
+  if (k == 1) rsb = 1;
+  if (m == 1) rsc = 1;
+  if (rsa != 1 || rsb != 1 || rsc != 1) return 0;
+  if (csa < (m > 0 ? m : 1) || csb < (k > 0 ? k : 1) || csc < (m > 0 ? m : 1)) return 0;
+  if (csa > INT32_MAX || csb > INT32_MAX || csc > INT32_MAX) return 0;
+  xsmm_key key;
+  memset(&key, 0, sizeof key);
+  key.m = (int32_t)m;
+  key.n = (int32_t)n;
+  key.k = (int32_t)k;
+  key.lda = (int32_t)csa;
+  key.ldb = (int32_t)csb;
+  key.ldc = (int32_t)csc;
+  key.dtype = dtype;
+  key.flags = beta.re == 0.0 ? LIBXSMM_GEMM_FLAG_BETA_0 : LIBXSMM_GEMM_FLAG_NONE;
+  xsmm_void_fn fn = xsmm_kernel(&key);
+  if (fn == NULL) return 0;
+  if (dtype == TL_F64)
+    ((libxsmm_dmmfunction)fn)((const double *)a, (const double *)b, (double *)c);
+  else
+    ((libxsmm_smmfunction)fn)((const float *)a, (const float *)b, (float *)c);
+  return 1;
+}
+
+void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
+                     const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                     int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
+  if (m == 0 || n == 0) return;
+  if (k > 0) {
+    if (try_xsmm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc)) return;
+    /* C^T = B^T A^T: a row-major C becomes column-major. */
+    if (try_xsmm(dtype, n, m, k, alpha, b, csb, rsb, a, csa, rsa, beta, c, csc, rsc)) return;
+  }
+  tl__gemm_blis(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+}
