@@ -1,0 +1,365 @@
+/* src/linalg/lapack.c: the linear algebra cores: LAPACK (through LAPACKE's _work entries,
+ * column-major, so LAPACKE neither transposes nor allocates) and BLAS trsm, dispatched on
+ * the dtype, on raw column-major buffers.
+ *
+ * Invariant: these functions allocate nothing and start no thread: every buffer is the
+ * caller's, workspace sizes come from the *_query functions (LAPACK's lwork = -1 query),
+ * and the providers linked are single-threaded. */
+#include <complex.h>
+
+#include "linalg_int.h"
+
+/* BLAS trsm (Fortran interface of the linked BLAS; 32-bit integers). */
+void strsm_(const char *side, const char *uplo, const char *transa, const char *diag,
+            const lapack_int *m, const lapack_int *n, const float *alpha, const float *a,
+            const lapack_int *lda, float *b, const lapack_int *ldb);
+void dtrsm_(const char *side, const char *uplo, const char *transa, const char *diag,
+            const lapack_int *m, const lapack_int *n, const double *alpha, const double *a,
+            const lapack_int *lda, double *b, const lapack_int *ldb);
+void ctrsm_(const char *side, const char *uplo, const char *transa, const char *diag,
+            const lapack_int *m, const lapack_int *n, const float complex *alpha,
+            const float complex *a, const lapack_int *lda, float complex *b, const lapack_int *ldb);
+void ztrsm_(const char *side, const char *uplo, const char *transa, const char *diag,
+            const lapack_int *m, const lapack_int *n, const double complex *alpha,
+            const double complex *a, const lapack_int *lda, double complex *b,
+            const lapack_int *ldb);
+
+/* A queried size (LAPACK returns it as a floating-point value, rounded in single
+ * precision for f32/c64), rounded up with a margin. */
+static int64_t size_from(tl_dtype dtype, const void *q) {
+  double value =
+      (dtype == TL_F32 || dtype == TL_C64) ? (double)*(const float *)q : *(const double *)q;
+  if (!(value >= 1.0)) return 1;
+  return (int64_t)(value * (1.0 + 1e-6)) + 1;
+}
+
+static int64_t isize_from(lapack_int q) { return q > 1 ? (int64_t)q : 1; }
+
+lapack_int tl__lapack_geqrf_query(tl_dtype dtype, lapack_int m, lapack_int n, tl__la_work *sizes) {
+  double complex q = 0;
+  lapack_int lda = m > 1 ? m : 1, info = 0;
+  switch (dtype) {
+    case TL_F32:
+      info = LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1);
+      break;
+    case TL_F64:
+      info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1);
+      break;
+    case TL_C64:
+      info = LAPACKE_cgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1);
+      break;
+    case TL_C128:
+      info = LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1);
+      break;
+  }
+  sizes->work = size_from(dtype, &q);
+  sizes->rwork = 0;
+  sizes->iwork = 0;
+  return info;
+}
+
+lapack_int tl__lapack_geqrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
+                            void *tau, void *work, lapack_int lwork) {
+  switch (dtype) {
+    case TL_F32:
+      return LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+    case TL_F64:
+      return LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+    case TL_C64:
+      return LAPACKE_cgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+    case TL_C128:
+      return LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+  }
+  return -1;
+}
+
+lapack_int tl__lapack_ungqr_query(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k,
+                                  tl__la_work *sizes) {
+  double complex q = 0;
+  lapack_int lda = m > 1 ? m : 1, info = 0;
+  switch (dtype) {
+    case TL_F32:
+      info = LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1);
+      break;
+    case TL_F64:
+      info = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1);
+      break;
+    case TL_C64:
+      info = LAPACKE_cungqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1);
+      break;
+    case TL_C128:
+      info = LAPACKE_zungqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1);
+      break;
+  }
+  sizes->work = size_from(dtype, &q);
+  sizes->rwork = 0;
+  sizes->iwork = 0;
+  return info;
+}
+
+lapack_int tl__lapack_ungqr(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k, void *a,
+                            lapack_int lda, const void *tau, void *work, lapack_int lwork) {
+  switch (dtype) {
+    case TL_F32:
+      return LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork);
+    case TL_F64:
+      return LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork);
+    case TL_C64:
+      return LAPACKE_cungqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork);
+    case TL_C128:
+      return LAPACKE_zungqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork);
+  }
+  return -1;
+}
+
+lapack_int tl__lapack_geqp3_query(tl_dtype dtype, lapack_int m, lapack_int n, tl__la_work *sizes) {
+  double complex q = 0;
+  lapack_int lda = m > 1 ? m : 1, info = 0;
+  switch (dtype) {
+    case TL_F32:
+      info = LAPACKE_sgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1);
+      break;
+    case TL_F64:
+      info = LAPACKE_dgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1);
+      break;
+    case TL_C64:
+      info =
+          LAPACKE_cgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1, NULL);
+      break;
+    case TL_C128:
+      info =
+          LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1, NULL);
+      break;
+  }
+  sizes->work = size_from(dtype, &q);
+  sizes->rwork = tl_dtype_is_complex(dtype) ? 2 * (int64_t)n + 1 : 0;
+  sizes->iwork = 0;
+  return info;
+}
+
+lapack_int tl__lapack_geqp3(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
+                            lapack_int *jpvt, void *tau, void *work, lapack_int lwork,
+                            void *rwork) {
+  switch (dtype) {
+    case TL_F32:
+      return LAPACKE_sgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork);
+    case TL_F64:
+      return LAPACKE_dgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork);
+    case TL_C64:
+      return LAPACKE_cgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork, rwork);
+    case TL_C128:
+      return LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork, rwork);
+  }
+  return -1;
+}
+
+lapack_int tl__lapack_gesdd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
+                                  tl__la_work *sizes) {
+  double complex q = 0;
+  lapack_int lda = m > 1 ? m : 1, info = 0;
+  lapack_int mn = m < n ? m : n, mx = m < n ? n : m;
+  lapack_int ldu = lda, ldvt = mn > 1 ? mn : 1;
+  switch (dtype) {
+    case TL_F32:
+      info = LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL,
+                                 ldvt, (void *)&q, -1, NULL);
+      break;
+    case TL_F64:
+      info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL,
+                                 ldvt, (void *)&q, -1, NULL);
+      break;
+    case TL_C64:
+      info = LAPACKE_cgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL,
+                                 ldvt, (void *)&q, -1, NULL, NULL);
+      break;
+    case TL_C128:
+      info = LAPACKE_zgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL,
+                                 ldvt, (void *)&q, -1, NULL, NULL);
+      break;
+  }
+  sizes->work = size_from(dtype, &q);
+  /* LAPACK 3.7+ bounds for the complex rwork (not returned by the query). */
+  int64_t a5 = 5 * (int64_t)mn + 7, b2 = 2 * (int64_t)mx + 2 * (int64_t)mn + 1;
+  sizes->rwork = !tl_dtype_is_complex(dtype) ? 0
+                 : jobz == 'N'               ? 7 * (int64_t)mn + 1
+                                             : (int64_t)mn * (a5 > b2 ? a5 : b2) + 1;
+  sizes->iwork = 8 * (int64_t)mn + 1;
+  return info;
+}
+
+lapack_int tl__lapack_gesdd(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
+                            lapack_int lda, void *s, void *u, lapack_int ldu, void *vt,
+                            lapack_int ldvt, void *work, lapack_int lwork, void *rwork,
+                            lapack_int *iwork) {
+  switch (dtype) {
+    case TL_F32:
+      return LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work,
+                                 lwork, iwork);
+    case TL_F64:
+      return LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work,
+                                 lwork, iwork);
+    case TL_C64:
+      return LAPACKE_cgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work,
+                                 lwork, rwork, iwork);
+    case TL_C128:
+      return LAPACKE_zgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work,
+                                 lwork, rwork, iwork);
+  }
+  return -1;
+}
+
+lapack_int tl__lapack_gesvd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
+                                  tl__la_work *sizes) {
+  double complex q = 0;
+  lapack_int lda = m > 1 ? m : 1, info = 0;
+  lapack_int mn = m < n ? m : n;
+  lapack_int ldu = lda, ldvt = mn > 1 ? mn : 1;
+  switch (dtype) {
+    case TL_F32:
+      info = LAPACKE_sgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL, ldu,
+                                 NULL, ldvt, (void *)&q, -1);
+      break;
+    case TL_F64:
+      info = LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL, ldu,
+                                 NULL, ldvt, (void *)&q, -1);
+      break;
+    case TL_C64:
+      info = LAPACKE_cgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL, ldu,
+                                 NULL, ldvt, (void *)&q, -1, NULL);
+      break;
+    case TL_C128:
+      info = LAPACKE_zgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL, ldu,
+                                 NULL, ldvt, (void *)&q, -1, NULL);
+      break;
+  }
+  sizes->work = size_from(dtype, &q);
+  sizes->rwork = tl_dtype_is_complex(dtype) ? 5 * (int64_t)mn + 1 : 0;
+  sizes->iwork = 0;
+  return info;
+}
+
+lapack_int tl__lapack_gesvd(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
+                            lapack_int lda, void *s, void *u, lapack_int ldu, void *vt,
+                            lapack_int ldvt, void *work, lapack_int lwork, void *rwork) {
+  switch (dtype) {
+    case TL_F32:
+      return LAPACKE_sgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
+                                 work, lwork);
+    case TL_F64:
+      return LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
+                                 work, lwork);
+    case TL_C64:
+      return LAPACKE_cgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
+                                 work, lwork, rwork);
+    case TL_C128:
+      return LAPACKE_zgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
+                                 work, lwork, rwork);
+  }
+  return -1;
+}
+
+lapack_int tl__lapack_getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
+                            lapack_int *ipiv) {
+  switch (dtype) {
+    case TL_F32:
+      return LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+    case TL_F64:
+      return LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+    case TL_C64:
+      return LAPACKE_cgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+    case TL_C128:
+      return LAPACKE_zgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+  }
+  return -1;
+}
+
+lapack_int tl__lapack_getrs(tl_dtype dtype, char trans, lapack_int n, lapack_int nrhs,
+                            const void *a, lapack_int lda, const lapack_int *ipiv, void *b,
+                            lapack_int ldb) {
+  switch (dtype) {
+    case TL_F32:
+      return LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb);
+    case TL_F64:
+      return LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb);
+    case TL_C64:
+      return LAPACKE_cgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb);
+    case TL_C128:
+      return LAPACKE_zgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb);
+  }
+  return -1;
+}
+
+lapack_int tl__lapack_heevd_query(tl_dtype dtype, char jobz, char uplo, lapack_int n,
+                                  tl__la_work *sizes) {
+  double complex q = 0;
+  double rq = 0;
+  lapack_int iq = 0, lda = n > 1 ? n : 1, info = 0;
+  switch (dtype) {
+    case TL_F32:
+      info = LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL, (void *)&q, -1,
+                                 &iq, -1);
+      break;
+    case TL_F64:
+      info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL, (void *)&q, -1,
+                                 &iq, -1);
+      break;
+    case TL_C64:
+      info = LAPACKE_cheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL, (void *)&q, -1,
+                                 (void *)&rq, -1, &iq, -1);
+      break;
+    case TL_C128:
+      info = LAPACKE_zheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL, (void *)&q, -1,
+                                 (void *)&rq, -1, &iq, -1);
+      break;
+  }
+  sizes->work = size_from(dtype, &q);
+  sizes->rwork = tl_dtype_is_complex(dtype) ? size_from(dtype, &rq) : 0;
+  sizes->iwork = isize_from(iq);
+  return info;
+}
+
+lapack_int tl__lapack_heevd(tl_dtype dtype, char jobz, char uplo, lapack_int n, void *a,
+                            lapack_int lda, void *w, void *work, lapack_int lwork, void *rwork,
+                            lapack_int lrwork, lapack_int *iwork, lapack_int liwork) {
+  switch (dtype) {
+    case TL_F32:
+      return LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork, iwork,
+                                 liwork);
+    case TL_F64:
+      return LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork, iwork,
+                                 liwork);
+    case TL_C64:
+      return LAPACKE_cheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork, rwork,
+                                 lrwork, iwork, liwork);
+    case TL_C128:
+      return LAPACKE_zheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork, rwork,
+                                 lrwork, iwork, liwork);
+  }
+  return -1;
+}
+
+void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, lapack_int m,
+                   lapack_int n, const void *a, lapack_int lda, void *b, lapack_int ldb) {
+  switch (dtype) {
+    case TL_F32: {
+      const float one = 1.0f;
+      strsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb);
+      break;
+    }
+    case TL_F64: {
+      const double one = 1.0;
+      dtrsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb);
+      break;
+    }
+    case TL_C64: {
+      const float complex one = 1.0f;
+      ctrsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb);
+      break;
+    }
+    case TL_C128: {
+      const double complex one = 1.0;
+      ztrsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb);
+      break;
+    }
+  }
+}

@@ -1,0 +1,111 @@
+/* src/linalg/linalg_int.h: what the linear algebra files share.
+ *
+ * Two layers. The cores (lapack.c) are the LAPACK and BLAS calls on raw column-major
+ * buffers, one entry per routine with the dtype as an argument: no surface, no allocation,
+ * no message; they return LAPACK's info. The routes (qr.c, svd.c, lu.c, triangular.c,
+ * eigh.c) check arguments, take every buffer from the surface's arena (matrix.c), run the
+ * cores and write their outputs last. Invariant: nothing a caller can see is written until
+ * every core call has succeeded. */
+#ifndef TL_LINALG_INT_H
+#define TL_LINALG_INT_H
+
+#include <lapacke.h>
+#include <stdint.h>
+
+#include "session/exec.h"
+#include "tenlane/linalg.h"
+#include "tenlane/tensor.h"
+
+/* ---- Cores (lapack.c) ---------------------------------------------------------------- */
+
+/* Workspace sizes in elements: `work` of the matrix dtype, `rwork` of its real dtype,
+ * `iwork` lapack_ints. */
+typedef struct tl__la_work {
+  int64_t work, rwork, iwork;
+} tl__la_work;
+
+/* Each *_query fills *sizes for the same arguments (buffers not touched) and returns info. */
+lapack_int tl__lapack_geqrf_query(tl_dtype dtype, lapack_int m, lapack_int n, tl__la_work *sizes);
+lapack_int tl__lapack_geqrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
+                            void *tau, void *work, lapack_int lwork);
+/* orgqr / ungqr: the first n columns of Q from k reflectors. */
+lapack_int tl__lapack_ungqr_query(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k,
+                                  tl__la_work *sizes);
+lapack_int tl__lapack_ungqr(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k, void *a,
+                            lapack_int lda, const void *tau, void *work, lapack_int lwork);
+lapack_int tl__lapack_geqp3_query(tl_dtype dtype, lapack_int m, lapack_int n, tl__la_work *sizes);
+lapack_int tl__lapack_geqp3(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
+                            lapack_int *jpvt, void *tau, void *work, lapack_int lwork, void *rwork);
+/* jobz 'S' (thin u and vt) or 'N' (values only). */
+lapack_int tl__lapack_gesdd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
+                                  tl__la_work *sizes);
+lapack_int tl__lapack_gesdd(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
+                            lapack_int lda, void *s, void *u, lapack_int ldu, void *vt,
+                            lapack_int ldvt, void *work, lapack_int lwork, void *rwork,
+                            lapack_int *iwork);
+/* The QR-iteration SVD, the fallback when gesdd does not converge. jobz 'S' or 'N'. */
+lapack_int tl__lapack_gesvd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
+                                  tl__la_work *sizes);
+lapack_int tl__lapack_gesvd(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
+                            lapack_int lda, void *s, void *u, lapack_int ldu, void *vt,
+                            lapack_int ldvt, void *work, lapack_int lwork, void *rwork);
+lapack_int tl__lapack_getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
+                            lapack_int *ipiv);
+/* trans 'N', 'T' or 'C'. */
+lapack_int tl__lapack_getrs(tl_dtype dtype, char trans, lapack_int n, lapack_int nrhs,
+                            const void *a, lapack_int lda, const lapack_int *ipiv, void *b,
+                            lapack_int ldb);
+/* syevd / heevd; jobz 'V' or 'N', uplo 'U' or 'L'. */
+lapack_int tl__lapack_heevd_query(tl_dtype dtype, char jobz, char uplo, lapack_int n,
+                                  tl__la_work *sizes);
+lapack_int tl__lapack_heevd(tl_dtype dtype, char jobz, char uplo, lapack_int n, void *a,
+                            lapack_int lda, void *w, void *work, lapack_int lwork, void *rwork,
+                            lapack_int lrwork, lapack_int *iwork, lapack_int liwork);
+/* b = inv(op(a)) b (side 'L') or b inv(op(a)) (side 'R'), BLAS trsm with alpha 1; b is
+ * m x n. Never fails. */
+void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, lapack_int m,
+                   lapack_int n, const void *a, lapack_int lda, void *b, lapack_int ldb);
+
+/* ---- Route helpers (matrix.c) ---------------------------------------------------------- */
+
+/* Start a route: tl__exec_begin, then the team and cancellation checks. On failure the
+ * call is already ended (return the status as is). */
+tl_status tl__la_begin(tl_exec *exec, const char *route);
+
+/* t is a valid matrix named `name`: rank 2 (or rank 1 when allow_vector, seen as n x 1),
+ * extents below 2^31. Its extents in *rows, *cols. */
+tl_status tl__la_matrix(const tl_tensor *t, const char *name, int allow_vector, int64_t *rows,
+                        int64_t *cols);
+/* An `_into` output named `name`: valid, of `dtype`, rank `rank` with extents d0 (and d1
+ * for rank 2), no two indices on one element. */
+tl_status tl__la_output(const tl_tensor *t, const char *name, tl_dtype dtype, int rank, int64_t d0,
+                        int64_t d1);
+/* TL_E_ALIAS when out overlaps other (NULL other passes). */
+tl_status tl__la_disjoint(const tl_tensor *out, const char *out_name, const tl_tensor *other,
+                          const char *other_name);
+
+/* `count` elements of `esize` bytes from the arena, 64-aligned (count 0 gives a valid
+ * pointer). TL_E_SHAPE on overflow. */
+tl_status tl__la_scratch(tl_exec *exec, int64_t count, size_t esize, void **out);
+
+/* Copy matrix t (rows x cols; a vector is rows x 1) into column-major buf with leading
+ * dimension ld. */
+void tl__la_gather(const tl_tensor *t, void *buf, int64_t ld);
+/* Write the rows x cols block of column-major buf (leading dimension ld) into t's top-left
+ * corner and zero the rest of t (t may be larger, never smaller). */
+void tl__la_scatter(const void *buf, int64_t ld, int64_t rows, int64_t cols, const tl_tensor *t);
+
+/* How many of the k values (descending, real dtype `real`) to keep under truncation
+ * (NULL: all k). */
+int64_t tl__la_truncate(tl_dtype real, const void *values, int64_t k,
+                        const tl_truncation *truncation);
+/* TL_E_INVALID for negative or NaN tolerances or a negative max_rank (NULL passes). */
+tl_status tl__la_check_truncation(const tl_truncation *truncation, const char *route);
+
+/* LAPACK's leading dimension for a matrix of `rows` rows. */
+static inline lapack_int tl__la_ld(int64_t rows) { return rows > 1 ? (lapack_int)rows : 1; }
+
+/* A LAPACK info that is not zero, as TL_E_PROVIDER with the routine's name. */
+tl_status tl__la_provider_fail(const char *route, const char *routine, lapack_int info);
+
+#endif

@@ -1,0 +1,181 @@
+/* src/linalg/matrix.c: what every linear algebra route does around its LAPACK calls:
+ * argument checks with messages, scratch from the arena, copies between strided tensors and
+ * column-major buffers, and truncation.
+ *
+ * Invariant: the checks run before anything is written, and scatter is the only function
+ * here that writes caller memory. */
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "linalg_int.h"
+
+tl_status tl__la_begin(tl_exec *exec, const char *route) {
+  tl_status status = tl__exec_begin(exec, route);
+  if (status != TL_OK) return status;
+  int team;
+  status = tl__exec_team(exec, &team);
+  if (status == TL_OK && tl__exec_cancelled(exec)) {
+    status = tl__fail(TL_E_CANCELLED, "%s: the lane's run was cancelled", route);
+  }
+  if (status != TL_OK) return tl__exec_end(exec, status);
+  return TL_OK;
+}
+
+#define LAPACK_EXTENT_MAX ((int64_t)INT32_MAX)
+
+tl_status tl__la_matrix(const tl_tensor *t, const char *name, int allow_vector, int64_t *rows,
+                        int64_t *cols) {
+  if (t == NULL) return tl__fail(TL_E_INVALID, "%s is NULL", name);
+  tl_status status = tl_tensor_validate(t, name);
+  if (status != TL_OK) return status;
+  if (t->rank != 2 && !(allow_vector && t->rank == 1)) {
+    return tl__fail(TL_E_SHAPE, "%s has rank %d, expected a matrix (rank 2%s)", name, t->rank,
+                    allow_vector ? " or a vector" : "");
+  }
+  *rows = t->shape[0];
+  *cols = t->rank == 2 ? t->shape[1] : 1;
+  if (*rows > LAPACK_EXTENT_MAX || *cols > LAPACK_EXTENT_MAX ||
+      (*rows > 0 && *cols > LAPACK_EXTENT_MAX / *rows)) {
+    return tl__fail(TL_E_SHAPE, "%s is %lld x %lld, beyond LAPACK's 32-bit indexing", name,
+                    (long long)*rows, (long long)*cols);
+  }
+  return TL_OK;
+}
+
+tl_status tl__la_output(const tl_tensor *t, const char *name, tl_dtype dtype, int rank, int64_t d0,
+                        int64_t d1) {
+  if (t == NULL) return tl__fail(TL_E_INVALID, "%s is NULL", name);
+  tl_status status = tl_tensor_validate(t, name);
+  if (status != TL_OK) return status;
+  if (t->dtype != dtype) {
+    return tl__fail(TL_E_DTYPE, "%s is %s, expected %s", name, tl_dtype_name(t->dtype),
+                    tl_dtype_name(dtype));
+  }
+  int fits = t->rank == rank && t->shape[0] == d0 && (rank == 1 || t->shape[1] == d1);
+  if (!fits) {
+    char got[64];
+    if (t->rank == 0) {
+      snprintf(got, sizeof got, "a scalar");
+    } else if (t->rank == 1) {
+      snprintf(got, sizeof got, "[%lld]", (long long)t->shape[0]);
+    } else {
+      snprintf(got, sizeof got, "rank %d [%lld x %lld%s]", t->rank, (long long)t->shape[0],
+               (long long)t->shape[1], t->rank > 2 ? " x ..." : "");
+    }
+    if (rank == 1) {
+      return tl__fail(TL_E_SHAPE, "%s is %s, expected [%lld]", name, got, (long long)d0);
+    }
+    return tl__fail(TL_E_SHAPE, "%s is %s, expected [%lld x %lld]", name, got, (long long)d0,
+                    (long long)d1);
+  }
+  if (tl_tensor_self_overlap(t)) {
+    return tl__fail(TL_E_ALIAS, "%s maps two indices to one element (a zero or colliding stride)",
+                    name);
+  }
+  return TL_OK;
+}
+
+tl_status tl__la_disjoint(const tl_tensor *out, const char *out_name, const tl_tensor *other,
+                          const char *other_name) {
+  if (other != NULL && tl_tensor_overlap(out, other)) {
+    return tl__fail(TL_E_ALIAS, "%s overlaps %s", out_name, other_name);
+  }
+  return TL_OK;
+}
+
+tl_status tl__la_scratch(tl_exec *exec, int64_t count, size_t esize, void **out) {
+  size_t bytes;
+  if (count < 0 || !tl__size_mul((size_t)count, esize, &bytes)) {
+    return tl__fail(TL_E_SHAPE, "scratch of %lld elements of %zu bytes overflows", (long long)count,
+                    esize);
+  }
+  return tl__exec_scratch(exec, bytes > 0 ? bytes : 1, 64, out);
+}
+
+/* Element copies of a fixed size, so the compiler moves them as words. */
+#define TL__COPY_BLOCK(T)                                           \
+  for (int64_t j = 0; j < cols; j++) {                              \
+    const T *s = (const T *)src + j * scol;                         \
+    T *d = (T *)dst + j * dcol;                                     \
+    if (srow == 1 && drow == 1) {                                   \
+      memcpy(d, s, (size_t)rows * sizeof(T));                       \
+    } else {                                                        \
+      for (int64_t i = 0; i < rows; i++) d[i * drow] = s[i * srow]; \
+    }                                                               \
+  }
+
+static void copy_block(size_t esize, int64_t rows, int64_t cols, const void *src, int64_t srow,
+                       int64_t scol, void *dst, int64_t drow, int64_t dcol) {
+  switch (esize) {
+    case 4:
+      TL__COPY_BLOCK(float) break;
+    case 8:
+      TL__COPY_BLOCK(double) break;
+    default:
+      TL__COPY_BLOCK(double complex) break;
+  }
+}
+
+void tl__la_gather(const tl_tensor *t, void *buf, int64_t ld) {
+  int64_t rows = t->shape[0], cols = t->rank == 2 ? t->shape[1] : 1;
+  if (rows == 0 || cols == 0) return;
+  size_t esize = tl_dtype_size(t->dtype);
+  const char *base = (const char *)t->data + t->offset * (int64_t)esize;
+  copy_block(esize, rows, cols, base, t->strides[0], t->rank == 2 ? t->strides[1] : 0, buf, 1, ld);
+}
+
+void tl__la_scatter(const void *buf, int64_t ld, int64_t rows, int64_t cols, const tl_tensor *t) {
+  int64_t t_rows = t->shape[0], t_cols = t->rank == 2 ? t->shape[1] : 1;
+  if (t_rows == 0 || t_cols == 0) return;
+  size_t esize = tl_dtype_size(t->dtype);
+  char *base = (char *)t->data + t->offset * (int64_t)esize;
+  int64_t srow = t->strides[0], scol = t->rank == 2 ? t->strides[1] : 0;
+  if (rows > 0 && cols > 0) copy_block(esize, rows, cols, buf, 1, ld, base, srow, scol);
+  /* Zero what lies outside the block: rows below it in its columns, then whole columns. */
+  for (int64_t j = 0; j < t_cols; j++) {
+    for (int64_t i = (j < cols ? rows : 0); i < t_rows; i++) {
+      memset(base + (i * srow + j * scol) * (int64_t)esize, 0, esize);
+    }
+  }
+}
+
+int64_t tl__la_truncate(tl_dtype real, const void *values, int64_t k,
+                        const tl_truncation *truncation) {
+  if (truncation == NULL || k == 0) return k;
+  double largest =
+      real == TL_F32 ? fabs((double)((const float *)values)[0]) : fabs(((const double *)values)[0]);
+  double cut = truncation->rtol * largest;
+  if (truncation->atol > cut) cut = truncation->atol;
+  int64_t keep = 0;
+  while (keep < k) {
+    double v = real == TL_F32 ? fabs((double)((const float *)values)[keep])
+                              : fabs(((const double *)values)[keep]);
+    if (!(v > cut)) break;
+    keep++;
+  }
+  if (truncation->max_rank > 0 && keep > truncation->max_rank) keep = truncation->max_rank;
+  return keep;
+}
+
+tl_status tl__la_check_truncation(const tl_truncation *truncation, const char *route) {
+  if (truncation == NULL) return TL_OK;
+  if (truncation->max_rank < 0 || !(truncation->rtol >= 0.0) || !(truncation->atol >= 0.0)) {
+    return tl__fail(TL_E_INVALID,
+                    "%s: truncation has max_rank %lld, rtol %g, atol %g; expected max_rank >= 0 "
+                    "and tolerances >= 0",
+                    route, (long long)truncation->max_rank, truncation->rtol, truncation->atol);
+  }
+  return TL_OK;
+}
+
+tl_status tl__la_provider_fail(const char *route, const char *routine, lapack_int info) {
+  if (info < 0) {
+    return tl__fail(TL_E_PROVIDER, "%s: LAPACK %s rejected its argument %d (a tenlane bug)", route,
+                    routine, (int)-info);
+  }
+  return tl__fail(TL_E_PROVIDER, "%s: LAPACK %s did not converge (info %d)", route, routine,
+                  (int)info);
+}

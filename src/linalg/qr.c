@@ -1,0 +1,229 @@
+/* src/linalg/qr.c: thin QR (geqrf + orgqr/ungqr) and QR with column pivoting truncated at
+ * a tolerance (geqp3 + orgqr/ungqr), the rank-revealing factorization interpolation
+ * schemes use.
+ *
+ * Invariant: R is copied out of the factored matrix into its own scratch before Q is formed
+ * in place, and the outputs (q, r, perm, rank) are written only after both LAPACK calls
+ * succeeded. */
+#include <complex.h>
+#include <math.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "linalg_int.h"
+
+/* Copy the upper trapezoid of the first `rows` rows of a (lda) into r (rows x n, ld rows),
+ * zeros below the diagonal. */
+static void take_r(size_t esize, const char *a, int64_t lda, int64_t rows, int64_t n, char *r) {
+  for (int64_t j = 0; j < n; j++) {
+    int64_t top = j + 1 < rows ? j + 1 : rows;
+    memcpy(r + (size_t)(j * rows) * esize, a + (size_t)(j * lda) * esize, (size_t)top * esize);
+    memset(r + (size_t)(j * rows + top) * esize, 0, (size_t)(rows - top) * esize);
+  }
+}
+
+/* The workspace both steps need: the larger of the factorization's and Q's. */
+static tl_status workspace(tl_exec *exec, const char *route, tl_dtype dtype, tl__la_work first,
+                           lapack_int m, lapack_int q_cols, void **work, lapack_int *lwork) {
+  tl__la_work second;
+  lapack_int info = tl__lapack_ungqr_query(dtype, m, q_cols, q_cols, &second);
+  if (info != 0) return tl__la_provider_fail(route, "ungqr (query)", info);
+  int64_t size = first.work > second.work ? first.work : second.work;
+  if (size > INT32_MAX) return tl__fail(TL_E_SHAPE, "%s: LAPACK workspace too large", route);
+  *lwork = (lapack_int)size;
+  return tl__la_scratch(exec, size, tl_dtype_size(dtype), work);
+}
+
+static tl_status qr_impl(tl_exec *exec, const char *route, const tl_tensor *a, tl_tensor *q,
+                         tl_tensor *r, int fresh) {
+  int64_t m, n;
+  tl_status status = tl__la_matrix(a, "a", 0, &m, &n);
+  if (status != TL_OK) return status;
+  if (q == NULL || r == NULL) {
+    return tl__fail(TL_E_INVALID, "%s: q (%p) and r (%p) must not be NULL", route, (void *)q,
+                    (void *)r);
+  }
+  int64_t k = m < n ? m : n;
+  tl_dtype dtype = a->dtype;
+  size_t esize = tl_dtype_size(dtype);
+  if (!fresh) {
+    if ((status = tl__la_output(q, "q", dtype, 2, m, k)) != TL_OK) return status;
+    if ((status = tl__la_output(r, "r", dtype, 2, k, n)) != TL_OK) return status;
+    if ((status = tl__la_disjoint(q, "q", a, "a")) != TL_OK) return status;
+    if ((status = tl__la_disjoint(r, "r", a, "a")) != TL_OK) return status;
+    if ((status = tl__la_disjoint(q, "q", r, "r")) != TL_OK) return status;
+  }
+  lapack_int lda = tl__la_ld(m);
+  char *work_a = NULL, *tau = NULL, *r_buf = NULL;
+  void *work = NULL;
+  lapack_int lwork = 0;
+  if ((status = tl__la_scratch(exec, (int64_t)lda * n, esize, (void **)&work_a)) != TL_OK ||
+      (status = tl__la_scratch(exec, k, esize, (void **)&tau)) != TL_OK ||
+      (status = tl__la_scratch(exec, k * n, esize, (void **)&r_buf)) != TL_OK) {
+    return status;
+  }
+  if (k > 0) {
+    tl__la_work first;
+    lapack_int info = tl__lapack_geqrf_query(dtype, (lapack_int)m, (lapack_int)n, &first);
+    if (info != 0) return tl__la_provider_fail(route, "geqrf (query)", info);
+    status = workspace(exec, route, dtype, first, (lapack_int)m, (lapack_int)k, &work, &lwork);
+    if (status != TL_OK) return status;
+    tl__la_gather(a, work_a, lda);
+    info = tl__lapack_geqrf(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, tau, work, lwork);
+    if (info != 0) return tl__la_provider_fail(route, "geqrf", info);
+    take_r(esize, work_a, lda, k, n, r_buf);
+    info = tl__lapack_ungqr(dtype, (lapack_int)m, (lapack_int)k, (lapack_int)k, work_a, lda, tau,
+                            work, lwork);
+    if (info != 0) return tl__la_provider_fail(route, "ungqr", info);
+  }
+  tl_tensor q_new, r_new;
+  if (fresh) {
+    int64_t q_shape[2] = {m, k}, r_shape[2] = {k, n};
+    if ((status = tl_tensor_create(dtype, 2, q_shape, &q_new)) != TL_OK) return status;
+    if ((status = tl_tensor_create(dtype, 2, r_shape, &r_new)) != TL_OK) {
+      tl_tensor_release(&q_new);
+      return status;
+    }
+  } else {
+    q_new = *q;
+    r_new = *r;
+  }
+  tl__la_scatter(work_a, lda, m, k, &q_new);
+  tl__la_scatter(r_buf, k > 0 ? k : 1, k, n, &r_new);
+  if (fresh) {
+    *q = q_new;
+    *r = r_new;
+  }
+  return TL_OK;
+}
+
+tl_status tl_qr_into(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tensor *r) {
+  tl_status status = tl__la_begin(exec, "tl_qr_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, qr_impl(exec, "tl_qr_into", a, q, r, 0));
+}
+
+tl_status tl_qr(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tensor *r) {
+  tl_status status = tl__la_begin(exec, "tl_qr");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, qr_impl(exec, "tl_qr", a, q, r, 1));
+}
+
+/* |r(i,i)| of the factored matrix, as the real dtype, into diag. */
+static void r_diagonal(tl_dtype dtype, const char *a, int64_t lda, int64_t k, void *diag) {
+  for (int64_t i = 0; i < k; i++) {
+    size_t at = (size_t)(i + i * lda);
+    switch (dtype) {
+      case TL_F32:
+        ((float *)diag)[i] = fabsf(((const float *)a)[at]);
+        break;
+      case TL_F64:
+        ((double *)diag)[i] = fabs(((const double *)a)[at]);
+        break;
+      case TL_C64:
+        ((float *)diag)[i] = cabsf(((const float complex *)a)[at]);
+        break;
+      case TL_C128:
+        ((double *)diag)[i] = cabs(((const double complex *)a)[at]);
+        break;
+    }
+  }
+}
+
+static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
+                           const tl_truncation *truncation, tl_tensor *q, tl_tensor *r,
+                           int64_t *perm, int64_t *rank_out, int fresh) {
+  int64_t m, n;
+  tl_status status = tl__la_matrix(a, "a", 0, &m, &n);
+  if (status != TL_OK) return status;
+  if (q == NULL || r == NULL || perm == NULL || rank_out == NULL) {
+    return tl__fail(TL_E_INVALID, "%s: q (%p), r (%p), perm (%p) and rank (%p) must not be NULL",
+                    route, (void *)q, (void *)r, (void *)perm, (void *)rank_out);
+  }
+  if ((status = tl__la_check_truncation(truncation, route)) != TL_OK) return status;
+  int64_t k = m < n ? m : n;
+  int64_t cap = k;
+  if (truncation != NULL && truncation->max_rank > 0 && truncation->max_rank < cap) {
+    cap = truncation->max_rank;
+  }
+  tl_dtype dtype = a->dtype, real = tl_dtype_real(dtype);
+  size_t esize = tl_dtype_size(dtype);
+  if (!fresh) {
+    if ((status = tl__la_output(q, "q", dtype, 2, m, cap)) != TL_OK) return status;
+    if ((status = tl__la_output(r, "r", dtype, 2, cap, n)) != TL_OK) return status;
+    if ((status = tl__la_disjoint(q, "q", a, "a")) != TL_OK) return status;
+    if ((status = tl__la_disjoint(r, "r", a, "a")) != TL_OK) return status;
+    if ((status = tl__la_disjoint(q, "q", r, "r")) != TL_OK) return status;
+  }
+  lapack_int lda = tl__la_ld(m);
+  char *work_a = NULL, *tau = NULL, *r_buf = NULL;
+  void *work = NULL, *rwork = NULL, *diag = NULL;
+  lapack_int *jpvt = NULL;
+  lapack_int lwork = 0;
+  tl__la_work first;
+  lapack_int info = tl__lapack_geqp3_query(dtype, (lapack_int)m, (lapack_int)n, &first);
+  if (info != 0) return tl__la_provider_fail(route, "geqp3 (query)", info);
+  if ((status = tl__la_scratch(exec, (int64_t)lda * n, esize, (void **)&work_a)) != TL_OK ||
+      (status = tl__la_scratch(exec, k, esize, (void **)&tau)) != TL_OK ||
+      (status = tl__la_scratch(exec, k, tl_dtype_size(real), &diag)) != TL_OK ||
+      (status = tl__la_scratch(exec, n, sizeof(lapack_int), (void **)&jpvt)) != TL_OK ||
+      (status = tl__la_scratch(exec, first.rwork, tl_dtype_size(real), &rwork)) != TL_OK ||
+      (status = workspace(exec, route, dtype, first, (lapack_int)m, (lapack_int)k, &work,
+                          &lwork)) != TL_OK) {
+    return status;
+  }
+  int64_t rank = 0;
+  for (int64_t j = 0; j < n; j++) jpvt[j] = 0; /* every column free to move */
+  if (k > 0) {
+    tl__la_gather(a, work_a, lda);
+    info = tl__lapack_geqp3(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, jpvt, tau, work,
+                            lwork, rwork);
+    if (info != 0) return tl__la_provider_fail(route, "geqp3", info);
+    r_diagonal(dtype, work_a, lda, k, diag);
+    rank = tl__la_truncate(real, diag, k, truncation);
+  } else {
+    for (int64_t j = 0; j < n; j++) jpvt[j] = (lapack_int)(j + 1);
+  }
+  if ((status = tl__la_scratch(exec, rank * n, esize, (void **)&r_buf)) != TL_OK) return status;
+  if (rank > 0) {
+    take_r(esize, work_a, lda, rank, n, r_buf);
+    info = tl__lapack_ungqr(dtype, (lapack_int)m, (lapack_int)rank, (lapack_int)rank, work_a, lda,
+                            tau, work, lwork);
+    if (info != 0) return tl__la_provider_fail(route, "ungqr", info);
+  }
+  tl_tensor q_new, r_new;
+  if (fresh) {
+    int64_t q_shape[2] = {m, rank}, r_shape[2] = {rank, n};
+    if ((status = tl_tensor_create(dtype, 2, q_shape, &q_new)) != TL_OK) return status;
+    if ((status = tl_tensor_create(dtype, 2, r_shape, &r_new)) != TL_OK) {
+      tl_tensor_release(&q_new);
+      return status;
+    }
+  } else {
+    q_new = *q;
+    r_new = *r;
+  }
+  tl__la_scatter(work_a, lda, m, rank, &q_new);
+  tl__la_scatter(r_buf, rank > 0 ? rank : 1, rank, n, &r_new);
+  for (int64_t j = 0; j < n; j++) perm[j] = (int64_t)jpvt[j] - 1;
+  *rank_out = rank;
+  if (fresh) {
+    *q = q_new;
+    *r = r_new;
+  }
+  return TL_OK;
+}
+
+tl_status tl_qrcp_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                       tl_tensor *q, tl_tensor *r, int64_t *perm, int64_t *rank) {
+  tl_status status = tl__la_begin(exec, "tl_qrcp_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, qrcp_impl(exec, "tl_qrcp_into", a, truncation, q, r, perm, rank, 0));
+}
+
+tl_status tl_qrcp(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation, tl_tensor *q,
+                  tl_tensor *r, int64_t *perm, int64_t *rank) {
+  tl_status status = tl__la_begin(exec, "tl_qrcp");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, qrcp_impl(exec, "tl_qrcp", a, truncation, q, r, perm, rank, 1));
+}

@@ -1,0 +1,158 @@
+/* src/linalg/svd.c: the thin SVD, truncated by rank and by tolerance.
+ *
+ * Divide and conquer (gesdd) first; if it does not converge, the QR-iteration driver
+ * (gesvd) on a fresh copy of the input, whose workspace is taken only then. Invariant: the
+ * outputs are written only after one of them succeeded, and only the kept part of each
+ * factor is copied (the rest of an `_into` output is zeroed). */
+#include <string.h>
+
+#include "base/base.h"
+#include "linalg_int.h"
+
+typedef struct svd_buffers {
+  char *a, *s, *u, *vt;
+  lapack_int lda, ldu, ldvt;
+} svd_buffers;
+
+static tl_status run_gesvd(tl_exec *exec, const char *route, const tl_tensor *a, char jobz,
+                           int64_t m, int64_t n, svd_buffers *b) {
+  tl_dtype dtype = a->dtype;
+  tl__la_work sizes;
+  lapack_int info = tl__lapack_gesvd_query(dtype, jobz, (lapack_int)m, (lapack_int)n, &sizes);
+  if (info != 0) return tl__la_provider_fail(route, "gesvd (query)", info);
+  if (sizes.work > INT32_MAX) return tl__fail(TL_E_SHAPE, "%s: LAPACK workspace too large", route);
+  void *work, *rwork;
+  tl_status status;
+  if ((status = tl__la_scratch(exec, sizes.work, tl_dtype_size(dtype), &work)) != TL_OK ||
+      (status = tl__la_scratch(exec, sizes.rwork, tl_dtype_size(tl_dtype_real(dtype)), &rwork)) !=
+          TL_OK) {
+    return status;
+  }
+  tl__la_gather(a, b->a, b->lda);
+  info = tl__lapack_gesvd(dtype, jobz, (lapack_int)m, (lapack_int)n, b->a, b->lda, b->s, b->u,
+                          b->ldu, b->vt, b->ldvt, work, (lapack_int)sizes.work, rwork);
+  if (info != 0) return tl__la_provider_fail(route, "gesvd (after gesdd failed)", info);
+  return TL_OK;
+}
+
+static tl_status svd_impl(tl_exec *exec, const char *route, const tl_tensor *a,
+                          const tl_truncation *truncation, tl_tensor *u, tl_tensor *s,
+                          tl_tensor *vt, int64_t *rank_out, int fresh) {
+  int64_t m, n;
+  tl_status status = tl__la_matrix(a, "a", 0, &m, &n);
+  if (status != TL_OK) return status;
+  if (s == NULL) return tl__fail(TL_E_INVALID, "%s: s is NULL", route);
+  if ((u == NULL) != (vt == NULL)) {
+    return tl__fail(TL_E_INVALID, "%s: u (%p) and vt (%p) must both be given or both be NULL",
+                    route, (void *)u, (void *)vt);
+  }
+  if ((status = tl__la_check_truncation(truncation, route)) != TL_OK) return status;
+  int vectors = u != NULL;
+  int64_t k = m < n ? m : n;
+  int64_t cap = k;
+  if (truncation != NULL && truncation->max_rank > 0 && truncation->max_rank < cap) {
+    cap = truncation->max_rank;
+  }
+  tl_dtype dtype = a->dtype, real = tl_dtype_real(dtype);
+  size_t esize = tl_dtype_size(dtype), rsize = tl_dtype_size(real);
+  if (!fresh) {
+    if ((status = tl__la_output(s, "s", real, 1, cap, 0)) != TL_OK) return status;
+    if ((status = tl__la_disjoint(s, "s", a, "a")) != TL_OK) return status;
+    if (vectors) {
+      if ((status = tl__la_output(u, "u", dtype, 2, m, cap)) != TL_OK) return status;
+      if ((status = tl__la_output(vt, "vt", dtype, 2, cap, n)) != TL_OK) return status;
+      if ((status = tl__la_disjoint(u, "u", a, "a")) != TL_OK) return status;
+      if ((status = tl__la_disjoint(vt, "vt", a, "a")) != TL_OK) return status;
+      if ((status = tl__la_disjoint(u, "u", vt, "vt")) != TL_OK) return status;
+      if ((status = tl__la_disjoint(u, "u", s, "s")) != TL_OK) return status;
+      if ((status = tl__la_disjoint(vt, "vt", s, "s")) != TL_OK) return status;
+    }
+  }
+  char jobz = vectors ? 'S' : 'N';
+  svd_buffers b;
+  b.lda = tl__la_ld(m);
+  b.ldu = tl__la_ld(m);
+  b.ldvt = tl__la_ld(k);
+  b.u = b.vt = NULL;
+  if ((status = tl__la_scratch(exec, (int64_t)b.lda * n, esize, (void **)&b.a)) != TL_OK ||
+      (status = tl__la_scratch(exec, k, rsize, (void **)&b.s)) != TL_OK) {
+    return status;
+  }
+  if (vectors &&
+      ((status = tl__la_scratch(exec, (int64_t)b.ldu * k, esize, (void **)&b.u)) != TL_OK ||
+       (status = tl__la_scratch(exec, (int64_t)b.ldvt * n, esize, (void **)&b.vt)) != TL_OK)) {
+    return status;
+  }
+  if (k > 0) {
+    tl__la_work sizes;
+    lapack_int info = tl__lapack_gesdd_query(dtype, jobz, (lapack_int)m, (lapack_int)n, &sizes);
+    if (info != 0) return tl__la_provider_fail(route, "gesdd (query)", info);
+    if (sizes.work > INT32_MAX)
+      return tl__fail(TL_E_SHAPE, "%s: LAPACK workspace too large", route);
+    void *work, *rwork, *iwork;
+    if ((status = tl__la_scratch(exec, sizes.work, esize, &work)) != TL_OK ||
+        (status = tl__la_scratch(exec, sizes.rwork, rsize, &rwork)) != TL_OK ||
+        (status = tl__la_scratch(exec, sizes.iwork, sizeof(lapack_int), &iwork)) != TL_OK) {
+      return status;
+    }
+    tl__la_gather(a, b.a, b.lda);
+    info = tl__lapack_gesdd(dtype, jobz, (lapack_int)m, (lapack_int)n, b.a, b.lda, b.s, b.u, b.ldu,
+                            b.vt, b.ldvt, work, (lapack_int)sizes.work, rwork, iwork);
+    if (info > 0) {
+      status = run_gesvd(exec, route, a, jobz, m, n, &b);
+      if (status != TL_OK) return status;
+    } else if (info < 0) {
+      return tl__la_provider_fail(route, "gesdd", info);
+    }
+  }
+  int64_t rank = tl__la_truncate(real, b.s, k, truncation);
+  if (rank > cap) rank = cap;
+  tl_tensor u_new, s_new, vt_new;
+  if (fresh) {
+    int64_t u_shape[2] = {m, rank}, vt_shape[2] = {rank, n};
+    status = tl_tensor_create(real, 1, &rank, &s_new);
+    if (status == TL_OK && vectors) {
+      status = tl_tensor_create(dtype, 2, u_shape, &u_new);
+      if (status == TL_OK) {
+        status = tl_tensor_create(dtype, 2, vt_shape, &vt_new);
+        if (status != TL_OK) tl_tensor_release(&u_new);
+      }
+      if (status != TL_OK) tl_tensor_release(&s_new);
+    }
+    if (status != TL_OK) return status;
+  } else {
+    s_new = *s;
+    if (vectors) {
+      u_new = *u;
+      vt_new = *vt;
+    }
+  }
+  tl__la_scatter(b.s, k > 0 ? k : 1, rank, 1, &s_new);
+  if (vectors) {
+    tl__la_scatter(b.u, b.ldu, m, rank, &u_new);
+    tl__la_scatter(b.vt, b.ldvt, rank, n, &vt_new);
+  }
+  if (rank_out != NULL) *rank_out = rank;
+  if (fresh) {
+    *s = s_new;
+    if (vectors) {
+      *u = u_new;
+      *vt = vt_new;
+    }
+  }
+  return TL_OK;
+}
+
+tl_status tl_svd_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                      tl_tensor *u, tl_tensor *s, tl_tensor *vt, int64_t *rank) {
+  tl_status status = tl__la_begin(exec, "tl_svd_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, svd_impl(exec, "tl_svd_into", a, truncation, u, s, vt, rank, 0));
+}
+
+tl_status tl_svd(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation, tl_tensor *u,
+                 tl_tensor *s, tl_tensor *vt, int64_t *rank) {
+  tl_status status = tl__la_begin(exec, "tl_svd");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, svd_impl(exec, "tl_svd", a, truncation, u, s, vt, rank, 1));
+}
