@@ -1,0 +1,401 @@
+/* src/kernels/contract.c: binary contraction with batch axes, on GEMM.
+ *
+ * A label in a, b and c is a batch axis; in a and b only, contracted (K); in a and c, a
+ * row of the GEMM (M); in b and c, a column (N). Each group is ordered (M and N by c's
+ * strides, K by a's, batch by c's) and merged into one GEMM dimension when the operand's
+ * strides allow it: then the operand is handed to the provider in place. Only an operand
+ * whose strides do not fit (a group that is not contiguous in that order, a negative or
+ * zero stride, a layout the provider rejects) is permuted into scratch first, and a c that
+ * does not fit is computed into scratch and added in afterwards.
+ *
+ * Invariant: every check happens before anything is written to c; scratch comes from the
+ * surface's arena (no heap allocation once the arena has grown). */
+#include <string.h>
+
+#include "kernels.h"
+#include "base/base.h"
+#include "session/exec.h"
+
+#define TL__LABEL_LIMIT 256
+
+enum { OP_A = 0, OP_B = 1, OP_C = 2 };
+
+typedef struct group {
+  int count;
+  int labels[TL_MAX_RANK]; /* labels of extent > 1, in the chosen order */
+} group;
+
+typedef struct contraction {
+  const tl_tensor *t[3];
+  const int *labels[3];
+  group m, n, k, batch;
+  int64_t extent_m, extent_n, extent_k, batches;
+} contraction;
+
+static int find_label(const int *labels, int rank, int label) {
+  for (int i = 0; i < rank; i++)
+    if (labels[i] == label) return i;
+  return -1;
+}
+
+static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+static tl_status check_labels(const tl_tensor *t, const int *labels, const char *name) {
+  if (t->rank > 0 && labels == NULL) return tl__fail(TL_E_INVALID, "%s_labels is NULL", name);
+  for (int i = 0; i < t->rank; i++) {
+    if (labels[i] < 0 || labels[i] >= TL__LABEL_LIMIT)
+      return tl__fail(TL_E_INVALID, "%s_labels[%d] = %d outside [0, %d)", name, i, labels[i],
+                      TL__LABEL_LIMIT);
+    for (int j = 0; j < i; j++) {
+      if (labels[j] == labels[i])
+        return tl__fail(TL_E_INVALID,
+                        "%s_labels[%d] and [%d] are both %d (a label appears at most once per "
+                        "operand; take diagonals with einsum)",
+                        name, j, i, labels[i]);
+    }
+  }
+  return TL_OK;
+}
+
+/* Append label to g in the order of operand `by`'s strides (insertion). */
+static void group_add(contraction *x, group *g, int label, int by) {
+  const tl_tensor *t = x->t[by];
+  int pos_new = find_label(x->labels[by], t->rank, label);
+  int64_t s_new = abs64(t->strides[pos_new]);
+  int at = g->count;
+  while (at > 0) {
+    int pos = find_label(x->labels[by], t->rank, g->labels[at - 1]);
+    if (abs64(t->strides[pos]) <= s_new) break;
+    g->labels[at] = g->labels[at - 1];
+    at--;
+  }
+  g->labels[at] = label;
+  g->count++;
+}
+
+static tl_status classify(contraction *x) {
+  const tl_tensor *a = x->t[OP_A], *b = x->t[OP_B], *c = x->t[OP_C];
+  const int *al = x->labels[OP_A], *bl = x->labels[OP_B], *cl = x->labels[OP_C];
+  x->extent_m = x->extent_n = x->extent_k = x->batches = 1;
+  for (int i = 0; i < c->rank; i++) {
+    int pa = find_label(al, a->rank, cl[i]), pb = find_label(bl, b->rank, cl[i]);
+    if (pa < 0 && pb < 0)
+      return tl__fail(TL_E_INVALID, "c_labels[%d] = %d is in neither a nor b", i, cl[i]);
+    int64_t e = c->shape[i];
+    if (pa >= 0 && a->shape[pa] != e)
+      return tl__fail(TL_E_SHAPE, "label %d has extent %lld in a (axis %d) but %lld in c (axis %d)",
+                      cl[i], (long long)a->shape[pa], pa, (long long)e, i);
+    if (pb >= 0 && b->shape[pb] != e)
+      return tl__fail(TL_E_SHAPE, "label %d has extent %lld in b (axis %d) but %lld in c (axis %d)",
+                      cl[i], (long long)b->shape[pb], pb, (long long)e, i);
+    if (e == 1) continue;
+    if (pa >= 0 && pb >= 0) {
+      group_add(x, &x->batch, cl[i], OP_C);
+      x->batches *= e;
+    } else if (pa >= 0) {
+      group_add(x, &x->m, cl[i], OP_C);
+      x->extent_m *= e;
+    } else {
+      group_add(x, &x->n, cl[i], OP_C);
+      x->extent_n *= e;
+    }
+  }
+  for (int i = 0; i < a->rank; i++) {
+    if (find_label(cl, c->rank, al[i]) >= 0) continue;
+    int pb = find_label(bl, b->rank, al[i]);
+    if (pb < 0)
+      return tl__fail(TL_E_INVALID,
+                      "a_labels[%d] = %d is in neither b nor c (sum that axis out first)", i,
+                      al[i]);
+    if (b->shape[pb] != a->shape[i])
+      return tl__fail(TL_E_SHAPE, "contracted label %d has extent %lld in a (axis %d) but %lld in b (axis %d)",
+                      al[i], (long long)a->shape[i], i, (long long)b->shape[pb], pb);
+    x->extent_k *= a->shape[i];
+    if (a->shape[i] > 1) group_add(x, &x->k, al[i], OP_A);
+  }
+  for (int i = 0; i < b->rank; i++) {
+    if (find_label(cl, c->rank, bl[i]) >= 0 || find_label(al, a->rank, bl[i]) >= 0) continue;
+    return tl__fail(TL_E_INVALID,
+                    "b_labels[%d] = %d is in neither a nor c (sum that axis out first)", i, bl[i]);
+  }
+  return TL_OK;
+}
+
+/* Stride of group g in operand op when its axes are contiguous in g's order (1 for an
+ * empty group); 0 when they are not, or a stride is not positive. */
+static int64_t group_stride(const contraction *x, const group *g, int op) {
+  if (g->count == 0) return 1;
+  const tl_tensor *t = x->t[op];
+  int64_t first = 0, expect = 0;
+  for (int i = 0; i < g->count; i++) {
+    int pos = find_label(x->labels[op], t->rank, g->labels[i]);
+    int64_t s = t->strides[pos];
+    if (s <= 0) return 0;
+    if (i == 0)
+      first = s;
+    else if (s != expect)
+      return 0;
+    expect = s * t->shape[pos];
+  }
+  return first;
+}
+
+/* Copy operand op into a dense column-major scratch tensor whose axes are the groups
+ * g0, g1, batch in order; *copy describes it with op's own labels (so group_stride and
+ * the batch strides read it the same way). */
+static tl_status pack_operand(tl_exec *exec, int team, contraction *x, int op, const group *g0,
+                              const group *g1, tl_tensor *copy, int *copy_labels) {
+  const tl_tensor *t = x->t[op];
+  const group *groups[3] = {g0, g1, &x->batch};
+  tl_tensor src;
+  memset(&src, 0, sizeof src);
+  src.dtype = t->dtype;
+  src.data = t->data;
+  src.offset = t->offset;
+  int r = 0;
+  for (int gi = 0; gi < 3; gi++) {
+    for (int i = 0; i < groups[gi]->count; i++) {
+      int pos = find_label(x->labels[op], t->rank, groups[gi]->labels[i]);
+      src.shape[r] = t->shape[pos];
+      src.strides[r] = t->strides[pos];
+      copy_labels[r] = groups[gi]->labels[i];
+      r++;
+    }
+  }
+  src.rank = r;
+  int64_t count = tl_tensor_numel(&src);
+  void *buffer;
+  size_t bytes = (size_t)count * tl_dtype_size(t->dtype);
+  tl_status status = tl__exec_scratch(exec, bytes ? bytes : 64, 64, &buffer);
+  if (status != TL_OK) return status;
+  *copy = src;
+  copy->data = buffer;
+  copy->offset = 0;
+  tl_strides_col_major(r, src.shape, copy->strides);
+  return tl__copy_execute(exec, team, copy, &src);
+}
+
+static int operand_fits(const contraction *x, int op, const group *g0, const group *g1,
+                        int64_t rows, int64_t cols, int64_t *rs, int64_t *cs) {
+  int64_t s0 = group_stride(x, g0, op), s1 = group_stride(x, g1, op);
+  if (s0 == 0 || s1 == 0) return 0;
+  /* Batch axes must not have negative strides either (pointer walk stays simple). */
+  for (int i = 0; i < x->batch.count; i++) {
+    int pos = find_label(x->labels[op], x->t[op]->rank, x->batch.labels[i]);
+    if (x->t[op]->strides[pos] <= 0) return 0;
+  }
+  int64_t r = s0, c = s1;
+  if (rows <= 1) r = 1;
+  if (cols <= 1) c = rows > 1 ? rows : 1;
+  if (rows <= 1 && cols > 1 && s1 == 1) r = 1;
+  /* the provider's stride rules (see gemm.c) */
+  if (rows > 1 && cols > 1) {
+    if (r == 1 && c == 1) return 0;
+    if (r == 1 && c < rows) return 0;
+    if (c == 1 && r < cols) return 0;
+    if (r != 1 && c != 1 && ((r > c && r < c * cols) || (c >= r && c < r * rows))) return 0;
+  }
+  *rs = r;
+  *cs = c;
+  return 1;
+}
+
+static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
+                              tl_scalar beta, const int *c_labels) {
+  tl_status status;
+  const tl_tensor *c = x->t[OP_C];
+  const int64_t es = (int64_t)tl_dtype_size(c->dtype);
+  if (tl_tensor_numel(c) == 0) return TL_OK;
+  if (tl__exec_cancelled(exec))
+    return tl__fail(TL_E_CANCELLED, "cancelled before the contraction started");
+  const int beta_zero = beta.re == 0.0 && beta.im == 0.0;
+  if (x->extent_k == 0) {
+    /* empty contraction: c = beta c */
+    const tl_tensor *ts[2] = {c, c};
+    tl__loop loop;
+    tl__loop_plan(&loop, beta_zero ? 1 : 2, ts);
+    tl__ew_params params = {beta, beta};
+    return tl__loop_execute(exec, team, &loop,
+                            beta_zero ? tl__ew_fill_kernel(c->dtype) : tl__ew_scale_kernel(c->dtype),
+                            &params);
+  }
+  tl__providers_init();
+  tl__gemm_batch g;
+  memset(&g, 0, sizeof g);
+  g.dtype = c->dtype;
+  g.m = x->extent_m;
+  g.n = x->extent_n;
+  g.k = x->extent_k;
+  g.alpha = alpha;
+  g.beta = beta;
+  g.batches = x->batches;
+  /* a and b: in place when they fit, else packed. */
+  tl_tensor packed[2];
+  int packed_labels[2][TL_MAX_RANK];
+  const group *rows_of[2] = {&x->m, &x->k}, *cols_of[2] = {&x->k, &x->n};
+  int64_t extent_rows[2] = {g.m, g.k}, extent_cols[2] = {g.k, g.n};
+  int64_t rs[3], cs[3];
+  for (int op = 0; op < 2; op++) {
+    if (!operand_fits(x, op, rows_of[op], cols_of[op], extent_rows[op], extent_cols[op], &rs[op],
+                      &cs[op])) {
+      status = pack_operand(exec, team, x, op, rows_of[op], cols_of[op], &packed[op],
+                            packed_labels[op]);
+      if (status != TL_OK) return status;
+      x->t[op] = &packed[op];
+      x->labels[op] = packed_labels[op];
+      if (!operand_fits(x, op, rows_of[op], cols_of[op], extent_rows[op], extent_cols[op],
+                        &rs[op], &cs[op]))
+        return tl__fail(TL_E_PROVIDER, "internal: a packed operand does not fit GEMM form");
+    }
+  }
+  /* c: in place, or into scratch and added afterwards. */
+  tl_tensor c_tmp;
+  int c_tmp_labels[TL_MAX_RANK];
+  int c_in_scratch = 0;
+  if (!operand_fits(x, OP_C, &x->m, &x->n, g.m, g.n, &rs[2], &cs[2])) {
+    const tl_tensor *t = c;
+    memset(&c_tmp, 0, sizeof c_tmp);
+    c_tmp.dtype = t->dtype;
+    const group *groups[3] = {&x->m, &x->n, &x->batch};
+    int r = 0;
+    for (int gi = 0; gi < 3; gi++) {
+      for (int i = 0; i < groups[gi]->count; i++) {
+        int pos = find_label(x->labels[OP_C], t->rank, groups[gi]->labels[i]);
+        c_tmp.shape[r] = t->shape[pos];
+        c_tmp_labels[r] = groups[gi]->labels[i];
+        r++;
+      }
+    }
+    c_tmp.rank = r;
+    tl_strides_col_major(r, c_tmp.shape, c_tmp.strides);
+    size_t bytes = (size_t)tl_tensor_numel(&c_tmp) * (size_t)es;
+    if ((status = tl__exec_scratch(exec, bytes ? bytes : 64, 64, &c_tmp.data)) != TL_OK)
+      return status;
+    x->t[OP_C] = &c_tmp;
+    x->labels[OP_C] = c_tmp_labels;
+    c_in_scratch = 1;
+    g.beta = tl_scalar_real(0.0);
+    if (!operand_fits(x, OP_C, &x->m, &x->n, g.m, g.n, &rs[2], &cs[2]))
+      return tl__fail(TL_E_PROVIDER, "internal: scratch c does not fit GEMM form");
+  }
+  g.rsa = rs[0];
+  g.csa = cs[0];
+  g.rsb = rs[1];
+  g.csb = cs[1];
+  g.rsc = rs[2];
+  g.csc = cs[2];
+  g.a = (const char *)x->t[OP_A]->data + x->t[OP_A]->offset * es;
+  g.b = (const char *)x->t[OP_B]->data + x->t[OP_B]->offset * es;
+  g.c = (char *)x->t[OP_C]->data + x->t[OP_C]->offset * es;
+  g.batch_rank = x->batch.count;
+  for (int i = 0; i < x->batch.count; i++) {
+    int label = x->batch.labels[i];
+    for (int op = 0; op < 3; op++) {
+      int pos = find_label(x->labels[op], x->t[op]->rank, label);
+      g.batch_strides[op][i] = x->t[op]->strides[pos];
+      if (op == OP_C) g.batch_shape[i] = x->t[op]->shape[pos];
+    }
+  }
+  if ((status = tl__gemm_batch_run(exec, team, &g)) != TL_OK) return status;
+  if (!c_in_scratch) return TL_OK;
+  /* c = tmp + beta c, with tmp seen in c's axis order (extent-1 axes: any stride). */
+  tl_tensor tmp_view = *c;
+  tmp_view.owned = NULL;
+  tmp_view.data = c_tmp.data;
+  tmp_view.offset = 0;
+  for (int i = 0; i < c->rank; i++) {
+    int pos = find_label(c_tmp_labels, c_tmp.rank, c_labels[i]);
+    tmp_view.strides[i] = pos >= 0 ? c_tmp.strides[pos] : 0;
+  }
+  const tl_tensor *ts[3] = {c, &tmp_view, c};
+  tl__loop loop;
+  tl__loop_plan(&loop, beta_zero ? 2 : 3, ts);
+  tl__ew_params params = {tl_scalar_real(1.0), beta};
+  return tl__loop_execute(exec, team, &loop, tl__ew_axpby_kernel(c->dtype, beta_zero), &params);
+}
+
+static tl_status contract_into_impl(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
+                                    const int *a_labels, const tl_tensor *b, const int *b_labels,
+                                    tl_scalar beta, tl_tensor *c, const int *c_labels) {
+  tl_status status;
+  if ((status = tl__check_tensor(a, "a")) != TL_OK) return status;
+  if ((status = tl__check_tensor(b, "b")) != TL_OK) return status;
+  if ((status = tl__check_output(c, "c")) != TL_OK) return status;
+  if ((status = check_labels(a, a_labels, "a")) != TL_OK) return status;
+  if ((status = check_labels(b, b_labels, "b")) != TL_OK) return status;
+  if ((status = check_labels(c, c_labels, "c")) != TL_OK) return status;
+  if (b->dtype != a->dtype)
+    return tl__fail(TL_E_DTYPE, "b has dtype %s, a has %s", tl_dtype_name(b->dtype),
+                    tl_dtype_name(a->dtype));
+  if ((status = tl__check_dtype(c, "c", a->dtype)) != TL_OK) return status;
+  if (!tl_dtype_is_complex(a->dtype) && (alpha.im != 0.0 || beta.im != 0.0))
+    return tl__fail(TL_E_DTYPE, "alpha/beta have imaginary parts %g/%g but the dtype %s is real",
+                    alpha.im, beta.im, tl_dtype_name(a->dtype));
+  contraction x;
+  memset(&x, 0, sizeof x);
+  x.t[OP_A] = a;
+  x.t[OP_B] = b;
+  x.t[OP_C] = c;
+  x.labels[OP_A] = a_labels;
+  x.labels[OP_B] = b_labels;
+  x.labels[OP_C] = c_labels;
+  if ((status = classify(&x)) != TL_OK) return status;
+  if ((status = tl__check_no_overlap(c, "c", a, "a")) != TL_OK) return status;
+  if ((status = tl__check_no_overlap(c, "c", b, "b")) != TL_OK) return status;
+  int team;
+  if ((status = tl__exec_team(exec, &team)) != TL_OK) return status;
+  return contract_run(exec, team, alpha, &x, beta, c_labels);
+}
+
+tl_status tl_contract_into(tl_exec *exec, const tl_tensor *a, const int *a_labels,
+                           const tl_tensor *b, const int *b_labels, tl_tensor *c,
+                           const int *c_labels) {
+  tl_status status = tl__exec_begin(exec, "tl_contract_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, contract_into_impl(exec, tl_scalar_real(1.0), a, a_labels, b,
+                                               b_labels, tl_scalar_real(0.0), c, c_labels));
+}
+
+tl_status tl_contract_ex_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
+                              const int *a_labels, const tl_tensor *b, const int *b_labels,
+                              tl_scalar beta, tl_tensor *c, const int *c_labels) {
+  tl_status status = tl__exec_begin(exec, "tl_contract_ex_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(
+      exec, contract_into_impl(exec, alpha, a, a_labels, b, b_labels, beta, c, c_labels));
+}
+
+tl_status tl_contract(tl_exec *exec, const tl_tensor *a, const int *a_labels, const tl_tensor *b,
+                      const int *b_labels, int c_rank, const int *c_labels, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_contract");
+  if (status != TL_OK) return status;
+  if (out == NULL) return tl__exec_end(exec, tl__fail(TL_E_INVALID, "out is NULL"));
+  if ((status = tl__check_tensor(a, "a")) != TL_OK) return tl__exec_end(exec, status);
+  if ((status = tl__check_tensor(b, "b")) != TL_OK) return tl__exec_end(exec, status);
+  if ((status = check_labels(a, a_labels, "a")) != TL_OK) return tl__exec_end(exec, status);
+  if ((status = check_labels(b, b_labels, "b")) != TL_OK) return tl__exec_end(exec, status);
+  if (c_rank < 0 || c_rank > TL_MAX_RANK)
+    return tl__exec_end(exec, tl__fail(TL_E_INVALID, "c_rank %d outside [0, %d]", c_rank,
+                                       TL_MAX_RANK));
+  if (c_rank > 0 && c_labels == NULL)
+    return tl__exec_end(exec, tl__fail(TL_E_INVALID, "c_labels is NULL"));
+  int64_t shape[TL_MAX_RANK];
+  for (int i = 0; i < c_rank; i++) {
+    int pa = find_label(a_labels, a->rank, c_labels[i]);
+    int pb = find_label(b_labels, b->rank, c_labels[i]);
+    if (pa < 0 && pb < 0)
+      return tl__exec_end(exec, tl__fail(TL_E_INVALID, "c_labels[%d] = %d is in neither a nor b",
+                                         i, c_labels[i]));
+    shape[i] = pa >= 0 ? a->shape[pa] : b->shape[pb];
+  }
+  tl_tensor fresh;
+  if ((status = tl_tensor_create(a->dtype, c_rank, shape, &fresh)) != TL_OK)
+    return tl__exec_end(exec, status);
+  status = contract_into_impl(exec, tl_scalar_real(1.0), a, a_labels, b, b_labels,
+                              tl_scalar_real(0.0), &fresh, c_labels);
+  if (status != TL_OK)
+    tl_tensor_release(&fresh);
+  else
+    *out = fresh;
+  return tl__exec_end(exec, status);
+}
