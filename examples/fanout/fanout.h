@@ -43,7 +43,7 @@ void fan_problem_free(fan_problem *pb);
 typedef struct fan_result {
   int rank;        /* columns kept by the truncated factorization */
   int site;        /* the patch's left free site p (sites p and p+1 are free) */
-  double residual; /* ||A - A[:,J] [I X] P^T||_F / ||A||_F */
+  double residual; /* ||A - A[:,J] A[I,J]^-1 A[I,:]||_F / ||A||_F */
   uint64_t digest; /* FNV-1a over the new cores' bits, the pivots, rank and residual */
   int computed;    /* 1 once the item ran to the end */
 } fan_result;
@@ -57,15 +57,19 @@ typedef struct fan_ops {
   /* c (m x n) = a (m x k) * b (k x n). */
   int (*gemm)(fan_call *call, int m, int n, int k, const double *a, int lda, const double *b,
               int ldb, double *c, int ldc);
-  /* QR with column pivoting of a (m x n) in place: R in the upper triangle, the
-   * reflectors below it; jpvt[j] = 0-based original index of pivoted column j. */
-  int (*qrcp)(fan_call *call, int m, int n, double *a, int lda, int *jpvt, double *tau);
-  /* b (r x nrhs) := R^-1 b, R the upper triangle of rmat (r x r). */
-  int (*solve_left_upper)(fan_call *call, int r, int nrhs, const double *rmat, int ldr, double *b,
-                          int ldb);
-  /* b (m x r) := b R^-1, R the upper triangle of rmat (r x r). */
-  int (*solve_right_upper)(fan_call *call, int m, int r, const double *rmat, int ldr, double *b,
-                           int ldb);
+  /* QR with column pivoting of a (m x n; a is not modified), truncated: *rank = how many
+   * |r(i,i)| exceed rtol |r(0,0)|; perm (n) the 0-based column order; q (m x c) and
+   * r (c x n), c = min(m, n), get their first *rank columns / rows, the rest zero. */
+  int (*qrcp)(fan_call *call, int m, int n, const double *a, int lda, double rtol, double *q,
+              int ldq, double *r, int ldr, int64_t *perm, int *rank);
+  /* LU with partial pivoting of a (m x n) into lu (LAPACK layout: unit L below the
+   * diagonal, U on and above); pivots (min(m, n)): row i swapped with row pivots[i]. */
+  int (*lu)(fan_call *call, int m, int n, const double *a, int lda, double *lu, int ldlu,
+            int64_t *pivots);
+  /* x (m x n) solves x T = b, T the upper (lower = 0) or lower (lower = 1) triangle of
+   * t (n x n), with a unit diagonal when unit = 1. x does not overlap b or t. */
+  int (*solve_right)(fan_call *call, int lower, int unit, int m, int n, const double *t, int ldt,
+                     const double *b, int ldb, double *x, int ldx);
 } fan_ops;
 
 /* One item's view of its kernels: the table, the backend's state for this thread or
@@ -84,17 +88,20 @@ typedef struct fan_work {
   double *step;       /* chi x (d chi): one environment step before the gather */
   double *lmat;       /* (chi d) x chi: rows (alpha, s_p) */
   double *rmat;       /* chi x (d chi): columns (s_{p+1}, beta) */
-  double *grid;       /* M x M, M = chi d: the sampled function */
-  double *factor;     /* M x M: the grid after QR with column pivoting */
-  double *tau;        /* M */
-  double *left_core;  /* M x M (M x rank used): A[:,J] R11^-1 */
-  double *coeff;      /* M x M (rank x (M - rank) used): R11^-1 R12 */
-  double *rclean;     /* M x M (rank x M used): [R11 R12] with zeros below */
-  double *recon;      /* M x M: left_core * rclean */
-  double *right_core; /* M x M (rank x M used): [I X] P^T */
-  int *jpvt;          /* M */
-  int *left_pivots;   /* chi x L: left pivot multi-indices, column alpha */
-  int *right_pivots;  /* chi x L: right pivot multi-indices, column beta */
+  double *grid;       /* M x M, M = chi d: the sampled function A */
+  double *qbuf;       /* M x M: Q of the QR with column pivoting */
+  double *rbuf;       /* M x M: R of it */
+  double *cols;       /* M x rank: the pivot columns A[:, J] */
+  double *lu;         /* M x rank: their LU factors */
+  double *half;       /* M x rank: A[:, J] U^-1 */
+  double *left_core;  /* M x rank: A[:, J] A[I, J]^-1, the new left core */
+  double *right_core; /* rank x M: A[I, :], the new right core */
+  double *recon;      /* M x M: left_core * right_core */
+  int64_t *perm;      /* M: column order of the QR */
+  int64_t *pivots;    /* M: row swaps of the LU */
+  int *rows;          /* M: the pivot rows I (first rank entries) */
+  int *left_pivots;   /* L x chi: left pivot multi-indices, column alpha */
+  int *right_pivots;  /* L x chi: right pivot multi-indices, column beta */
 } fan_work;
 
 /* Bytes of one fan_work block (64-byte aligned pieces). */
@@ -105,7 +112,8 @@ void fan_work_carve(const fan_problem *pb, void *block, fan_work *w);
 int fan_work_malloc_each(const fan_problem *pb, fan_work *w);
 void fan_work_free_each(fan_work *w);
 
-/* Run patch `item`: sample the grid, factor it, solve for the new cores, check them.
+/* Run patch `item`: sample the grid, pick pivots by QR with column pivoting and LU,
+ * solve for the new cores with two triangular solves, check their product.
  * Writes *out only on success. Returns 0, or non-zero with call->why set. Pure function
  * of (pb, item) and the kernels; any thread, with its own w and call. */
 int fan_patch_run(const fan_problem *pb, size_t item, fan_call *call, fan_work *w, fan_result *out);
@@ -113,14 +121,21 @@ int fan_patch_run(const fan_problem *pb, size_t item, fan_call *call, fan_work *
 /* ---- Backends and runners ----------------------------------------------------------- */
 
 /* The providers called directly (libxsmm for small GEMMs, BLIS otherwise, LAPACKE,
- * cblas trsm). `workspace`: NULL for the per-call style (LAPACKE's allocating driver),
- * else a per-thread LAPACK workspace of fan_direct_lwork(pb) doubles. */
+ * cblas trsm). With per_call set, every factorization mallocs its scratch and calls
+ * LAPACKE's allocating drivers (the usual way); otherwise it uses the scratch below, made
+ * once per thread by fan_direct_make. */
 extern const fan_ops fan_direct_ops;
 typedef struct fan_direct {
+  int per_call;
+  double *factor; /* M x M */
+  double *tau;    /* M */
+  int *ipiv;      /* M */
   double *lapack_work;
   int lapack_lwork;
 } fan_direct;
-int fan_direct_lwork(const fan_problem *pb);
+/* Per-thread scratch for the workspace style; 0 or -1 (out of memory). */
+int fan_direct_make(fan_direct *d, const fan_problem *pb);
+void fan_direct_free(fan_direct *d);
 void fan_direct_init(void);
 
 /* Progress reporting from inside items (no allocation, no lock, no extra thread). */

@@ -2,8 +2,8 @@
  *
  * One context (budget = --threads for (a), 1 for (b)), one held session, and tl_map over
  * the items: each item runs on its lane's child surface, and every kernel of the patch
- * is a tenlane route on that surface (tl_gemm_into, the QR with column pivoting and the
- * triangular solves of linalg.h), so the routes' temporaries come from the lane's private
+ * is a tenlane route on that surface (tl_gemm_into; tl_qrcp_into, tl_lu_into and
+ * tl_triangular_solve_into of linalg.h), so the routes' temporaries come from the lane's private
  * scratch arena, kept across every item the lane pulls. The patch's own buffers live in a
  * block per lane index, made on the lane's first item and kept across passes, the same
  * way. Results go to a private array and are copied to the caller's only after a TL_OK
@@ -30,11 +30,13 @@ const char *fan_tenlane_kernels(void) { return tl_kernels_provider(); }
 /* ---- The routes as fan_ops ------------------------------------------------------------- */
 
 typedef struct lane_backend {
-  tl_exec *exec; /* the lane's surface for the current item */
+  tl_exec *exec;         /* the lane's surface for the current item */
+  tl_status last_status; /* the status of the route that failed, if one did */
 } lane_backend;
 
 static int route_failed(fan_call *call, const char *route, tl_status status, int m, int n) {
   lane_backend *self = call->backend;
+  self->last_status = status;
   snprintf(call->why, sizeof call->why, "%s (%d x %d) failed: %s: %s", route, m, n,
            tl_status_name(status), tl_exec_message(self->exec));
   return 1;
@@ -59,40 +61,46 @@ static int lane_gemm(fan_call *call, int m, int n, int k, const double *a, int l
   return status == TL_OK ? 0 : route_failed(call, "tl_gemm_into", status, m, n);
 }
 
-static int lane_qrcp(fan_call *call, int m, int n, double *a, int lda, int *jpvt, double *tau) {
+static int lane_qrcp(fan_call *call, int m, int n, const double *a, int lda, double rtol, double *q,
+                     int ldq, double *r, int ldr, int64_t *perm, int *rank) {
   lane_backend *self = call->backend;
-  tl_tensor ta;
+  int k = m < n ? m : n;
+  tl_tensor ta, tq, tr;
+  tl_truncation truncation = {0, rtol, 0.0};
+  int64_t rank64 = 0;
   tl_status status = wrap_matrix(a, m, n, lda, &ta);
-  if (status == TL_OK) status = tl_qrcp_inplace(self->exec, &ta, jpvt, tau);
-  return status == TL_OK ? 0 : route_failed(call, "tl_qrcp_inplace", status, m, n);
+  if (status == TL_OK) status = wrap_matrix(q, m, k, ldq, &tq);
+  if (status == TL_OK) status = wrap_matrix(r, k, n, ldr, &tr);
+  if (status == TL_OK) status = tl_qrcp_into(self->exec, &ta, &truncation, &tq, &tr, perm, &rank64);
+  if (status != TL_OK) return route_failed(call, "tl_qrcp_into", status, m, n);
+  *rank = (int)rank64;
+  return 0;
 }
 
-static int lane_solve_left_upper(fan_call *call, int r, int nrhs, const double *rmat, int ldr,
-                                 double *b, int ldb) {
+static int lane_lu(fan_call *call, int m, int n, const double *a, int lda, double *lu, int ldlu,
+                   int64_t *pivots) {
   lane_backend *self = call->backend;
-  tl_tensor tr, tb;
-  tl_status status = wrap_matrix(rmat, r, r, ldr, &tr);
-  if (status == TL_OK) status = wrap_matrix(b, r, nrhs, ldb, &tb);
-  if (status == TL_OK)
-    status =
-        tl_trsolve_inplace(self->exec, TL_SIDE_LEFT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT, &tr, &tb);
-  return status == TL_OK ? 0 : route_failed(call, "tl_trsolve_inplace (left)", status, r, nrhs);
+  tl_tensor ta, tlu;
+  tl_status status = wrap_matrix(a, m, n, lda, &ta);
+  if (status == TL_OK) status = wrap_matrix(lu, m, n, ldlu, &tlu);
+  if (status == TL_OK) status = tl_lu_into(self->exec, &ta, &tlu, pivots);
+  return status == TL_OK ? 0 : route_failed(call, "tl_lu_into", status, m, n);
 }
 
-static int lane_solve_right_upper(fan_call *call, int m, int r, const double *rmat, int ldr,
-                                  double *b, int ldb) {
+static int lane_solve_right(fan_call *call, int lower, int unit, int m, int n, const double *t,
+                            int ldt, const double *b, int ldb, double *x, int ldx) {
   lane_backend *self = call->backend;
-  tl_tensor tr, tb;
-  tl_status status = wrap_matrix(rmat, r, r, ldr, &tr);
-  if (status == TL_OK) status = wrap_matrix(b, m, r, ldb, &tb);
+  tl_tensor tt, tb, tx;
+  tl_status status = wrap_matrix(t, n, n, ldt, &tt);
+  if (status == TL_OK) status = wrap_matrix(b, m, n, ldb, &tb);
+  if (status == TL_OK) status = wrap_matrix(x, m, n, ldx, &tx);
   if (status == TL_OK)
-    status =
-        tl_trsolve_inplace(self->exec, TL_SIDE_RIGHT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT, &tr, &tb);
-  return status == TL_OK ? 0 : route_failed(call, "tl_trsolve_inplace (right)", status, m, r);
+    status = tl_triangular_solve_into(self->exec, TL_RIGHT, lower ? TL_LOWER : TL_UPPER,
+                                      TL_NO_TRANS, unit ? TL_UNIT : TL_NON_UNIT, &tt, &tb, &tx);
+  return status == TL_OK ? 0 : route_failed(call, "tl_triangular_solve_into", status, m, n);
 }
 
-static const fan_ops lane_ops = {"tenlane", lane_gemm, lane_qrcp, lane_solve_left_upper,
-                                 lane_solve_right_upper};
+static const fan_ops lane_ops = {"tenlane", lane_gemm, lane_qrcp, lane_lu, lane_solve_right};
 
 /* ---- The map ------------------------------------------------------------------------- */
 
@@ -129,12 +137,17 @@ static int fan_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
     }
     fan_work_carve(ma->pb, slot->block, &slot->work);
   }
-  lane_backend backend = {exec};
+  lane_backend backend = {exec, TL_OK};
   fan_call call;
   call.ops = &lane_ops;
   call.backend = &backend;
   call.why[0] = '\0';
   int rc = fan_patch_run(ma->pb, item, &call, &slot->work, &ma->priv[item]);
+  if (rc && backend.last_status == TL_E_CANCELLED) {
+    /* A route saw the run's cancellation (a peer's item failed): this item did not fail,
+     * it was stopped. Say so, so that it never outranks the real failure. */
+    return (int)TL_E_CANCELLED;
+  }
   if (rc) {
     if (!slot->failed || item < slot->failed_item) {
       slot->failed = 1;
@@ -217,12 +230,19 @@ int fan_run_tenlane(const fan_env *env, int variant, fan_result *results, fan_ru
     }
     /* Every lane has joined: tl_map returns only after that. */
     run->failed = 1;
-    if (outcome.failed && outcome.status == TL_E_LANE) {
+    /* The lowest item that failed by itself, from the lanes' own records: an item that a
+     * route stopped because of the cancellation is not a failure. */
+    int lowest = -1;
+    for (int i = 0; i < lanes; i++)
+      if (slots[i].failed && (lowest < 0 || slots[i].failed_item < slots[lowest].failed_item))
+        lowest = i;
+    if (lowest >= 0) {
+      run->failed_item = slots[lowest].failed_item;
+      snprintf(run->why, sizeof run->why, "%s", slots[lowest].why);
+      result = 1;
+    } else if (outcome.failed && outcome.status == TL_E_LANE) {
       run->failed_item = outcome.failed_item;
-      const char *why = outcome.message;
-      for (int i = 0; i < lanes; i++)
-        if (slots[i].failed && slots[i].failed_item == outcome.failed_item) why = slots[i].why;
-      snprintf(run->why, sizeof run->why, "%s", why);
+      snprintf(run->why, sizeof run->why, "%s", outcome.message);
       result = 1;
     } else {
       snprintf(run->why, sizeof run->why, "tl_map: %s: %s", tl_status_name(status),

@@ -1,8 +1,9 @@
 /* examples/fanout/openmp.c: variants (c) and (d), an OpenMP parallel-for over the items.
  *
- * (c) is the loop most code has today: every item mallocs its buffers and calls LAPACKE's
- * allocating driver. (d) is the careful hand-written loop: each thread carves its buffers
- * once from a block it keeps, and passes LAPACK a workspace it keeps too. Both pin thread t
+ * (c) is the loop most code has today: every item mallocs its buffers, and every
+ * factorization its scratch, through LAPACKE's allocating drivers. (d) is the careful
+ * hand-written loop: each thread carves its buffers once from a block it keeps, and
+ * passes LAPACK scratch and a workspace it keeps too. Both pin thread t
  * to CPU t mod n, pull items dynamically (as tl_map's lanes do), stop pulling once an item
  * fails, and report the lowest failing item after the region's join. Results are written
  * to a private array and copied to the caller's only when the whole pass succeeded. */
@@ -26,8 +27,8 @@ int fan_openmp_available(void) { return 1; }
 typedef struct omp_thread_state {
   void *block; /* (d): the thread's buffers, kept across passes */
   fan_work work;
-  double *lapack_work;
-  int lapack_lwork;
+  fan_direct direct; /* (d): the thread's factorization scratch */
+  int ready;
 } omp_thread_state;
 
 typedef struct omp_pass {
@@ -67,25 +68,22 @@ static void run_pass(omp_pass *pass) {
     int tid = omp_get_thread_num();
     fan_pin_to(env->cpus[tid % env->cpu_count]);
     omp_thread_state *ts = &pass->threads[tid];
-    fan_direct backend = {NULL, 0};
-    if (pass->variant == FAN_D) {
-      if (!ts->block) {
-        size_t bytes = (fan_work_bytes(pb) + 63) & ~(size_t)63;
-        ts->block = aligned_alloc(64, bytes);
-        ts->lapack_lwork = fan_direct_lwork(pb);
-        ts->lapack_work = malloc(sizeof(double) * (size_t)ts->lapack_lwork);
-        if (!ts->block || !ts->lapack_work) {
-          record_failure(pass, 0, "out of memory for a per-thread workspace");
-        } else {
-          fan_work_carve(pb, ts->block, &ts->work);
-        }
+    fan_direct per_call;
+    memset(&per_call, 0, sizeof per_call);
+    per_call.per_call = 1;
+    if (pass->variant == FAN_D && !ts->ready) {
+      size_t bytes = (fan_work_bytes(pb) + 63) & ~(size_t)63;
+      ts->block = aligned_alloc(64, bytes);
+      if (ts->block && fan_direct_make(&ts->direct, pb) == 0) {
+        fan_work_carve(pb, ts->block, &ts->work);
+        ts->ready = 1;
+      } else {
+        record_failure(pass, 0, "out of memory for a per-thread workspace");
       }
-      backend.lapack_work = ts->lapack_work;
-      backend.lapack_lwork = ts->lapack_lwork;
     }
     fan_call call;
     call.ops = &fan_direct_ops;
-    call.backend = &backend;
+    call.backend = pass->variant == FAN_D ? &ts->direct : &per_call;
     call.why[0] = '\0';
 
 #pragma omp for schedule(dynamic, 1)
@@ -167,7 +165,7 @@ int fan_run_openmp(const fan_env *env, int variant, fan_result *results, fan_run
   if (status == 0) memcpy(results, priv, sizeof *priv * pb->patches); /* publish */
   for (int t = 0; t < opt->threads; t++) {
     free(threads[t].block);
-    free(threads[t].lapack_work);
+    fan_direct_free(&threads[t].direct);
   }
   free(threads);
   free(priv);

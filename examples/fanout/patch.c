@@ -7,10 +7,13 @@
  *   A[(alpha, s), (t, beta)] = f(I_alpha, s, t, J_beta)
  * where each entry is the chain left^T G_0[i_0] ... G_p[s] G_{p+1}[t] ... G_{L-1}[j] right;
  * the chains share their prefixes and suffixes, so they are contracted as environments,
- * one small GEMM per site, plus three GEMMs for the two free sites. The grid is then
- * factored by QR with column pivoting, truncated where |R_kk| < tol |R_00|, and two
- * triangular solves give the new cores: the left core A[:,J] R11^-1 and the right core
- * [I, R11^-1 R12] P^T. The residual of their product against the grid is the check.
+ * one small GEMM per site, plus three GEMMs for the two free sites. Then the cross:
+ *   - QR with column pivoting, truncated where |r(k,k)| <= tol |r(0,0)|, gives the rank r
+ *     and the pivot columns J (the first r of its order);
+ *   - LU with partial pivoting of A[:, J] gives the pivot rows I and A[I, J] = L1 U;
+ *   - two triangular solves give the new left core A[:, J] A[I, J]^-1 = (A[:, J] U^-1) L1^-1;
+ *     the new right core is A[I, :];
+ *   - the residual ||A - left_core A[I, :]||_F / ||A||_F is the item's check.
  *
  * Invariant: the result depends only on (problem, item) and on the kernels in the
  * fan_ops table; nothing here allocates, so the buffers and the kernels decide where
@@ -96,72 +99,62 @@ static const double *core_at(const fan_problem *pb, int k) {
 
 /* ---- Buffers --------------------------------------------------------------------------- */
 
-typedef struct work_sizes {
-  size_t doubles[13]; /* in fan_work's field order */
-  size_t ints[3];
-} work_sizes;
+/* The pieces of a fan_work, in field order: element size and count of each. */
+enum { WORK_PIECES = 19 };
 
-static void work_sizes_get(const fan_problem *pb, work_sizes *z) {
+static void work_layout(const fan_problem *pb, fan_work *w, void **slots[WORK_PIECES],
+                        size_t sizes[WORK_PIECES]) {
   size_t chi = (size_t)pb->bond, m = (size_t)fan_grid_side(pb), len = (size_t)pb->length;
   size_t sq = m * m;
-  size_t sizes[13] = {chi * chi, chi * chi, chi * m, m * chi, chi * m, sq, sq,
-                      m,         sq,        sq,      sq,      sq,      sq};
-  memcpy(z->doubles, sizes, sizeof sizes);
-  z->ints[0] = m;
-  z->ints[1] = chi * len;
-  z->ints[2] = chi * len;
+  void **list[WORK_PIECES] = {
+      (void **)&w->env_left,    (void **)&w->env_right, (void **)&w->step,
+      (void **)&w->lmat,        (void **)&w->rmat,      (void **)&w->grid,
+      (void **)&w->qbuf,        (void **)&w->rbuf,      (void **)&w->cols,
+      (void **)&w->lu,          (void **)&w->half,      (void **)&w->left_core,
+      (void **)&w->right_core,  (void **)&w->recon,     (void **)&w->perm,
+      (void **)&w->pivots,      (void **)&w->rows,      (void **)&w->left_pivots,
+      (void **)&w->right_pivots};
+  size_t d8 = sizeof(double), i8 = sizeof(int64_t), i4 = sizeof(int);
+  size_t bytes[WORK_PIECES] = {
+      chi * chi * d8, chi * chi * d8, chi * m * d8, m * chi * d8,   chi * m * d8,  sq * d8, sq * d8,
+      sq * d8,        sq * d8,        sq * d8,      sq * d8,        sq * d8,       sq * d8, sq * d8,
+      m * i8,         m * i8,         m * i4,       chi * len * i4, chi * len * i4};
+  memcpy(slots, list, sizeof list);
+  memcpy(sizes, bytes, sizeof bytes);
 }
 
 static size_t round64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
 size_t fan_work_bytes(const fan_problem *pb) {
-  work_sizes z;
-  work_sizes_get(pb, &z);
+  fan_work w;
+  void **slots[WORK_PIECES];
+  size_t sizes[WORK_PIECES];
+  work_layout(pb, &w, slots, sizes);
   size_t total = 0;
-  for (int i = 0; i < 13; i++) total += round64(z.doubles[i] * sizeof(double));
-  for (int i = 0; i < 3; i++) total += round64(z.ints[i] * sizeof(int));
+  for (int i = 0; i < WORK_PIECES; i++) total += round64(sizes[i]);
   return total;
 }
 
-static void work_double_slots(fan_work *w, double **slots[13]) {
-  double **list[13] = {&w->env_left, &w->env_right, &w->step,      &w->lmat,      &w->rmat,
-                       &w->grid,     &w->factor,    &w->tau,       &w->left_core, &w->coeff,
-                       &w->rclean,   &w->recon,     &w->right_core};
-  memcpy(slots, list, sizeof list);
-}
-
 void fan_work_carve(const fan_problem *pb, void *block, fan_work *w) {
-  work_sizes z;
-  work_sizes_get(pb, &z);
-  double **slots[13];
-  work_double_slots(w, slots);
+  void **slots[WORK_PIECES];
+  size_t sizes[WORK_PIECES];
+  work_layout(pb, w, slots, sizes);
   char *cursor = block;
-  for (int i = 0; i < 13; i++) {
-    *slots[i] = (double *)cursor;
-    cursor += round64(z.doubles[i] * sizeof(double));
-  }
-  int **islots[3] = {&w->jpvt, &w->left_pivots, &w->right_pivots};
-  for (int i = 0; i < 3; i++) {
-    *islots[i] = (int *)cursor;
-    cursor += round64(z.ints[i] * sizeof(int));
+  for (int i = 0; i < WORK_PIECES; i++) {
+    *slots[i] = cursor;
+    cursor += round64(sizes[i]);
   }
 }
 
 int fan_work_malloc_each(const fan_problem *pb, fan_work *w) {
-  work_sizes z;
-  work_sizes_get(pb, &z);
+  void **slots[WORK_PIECES];
+  size_t sizes[WORK_PIECES];
   memset(w, 0, sizeof *w);
-  double **slots[13];
-  work_double_slots(w, slots);
+  work_layout(pb, w, slots, sizes);
   int failed = 0;
-  for (int i = 0; i < 13; i++) {
-    *slots[i] = malloc(z.doubles[i] * sizeof(double));
+  for (int i = 0; i < WORK_PIECES; i++) {
+    *slots[i] = malloc(sizes[i]);
     failed |= *slots[i] == NULL;
-  }
-  int **islots[3] = {&w->jpvt, &w->left_pivots, &w->right_pivots};
-  for (int i = 0; i < 3; i++) {
-    *islots[i] = malloc(z.ints[i] * sizeof(int));
-    failed |= *islots[i] == NULL;
   }
   if (failed) {
     fan_work_free_each(w);
@@ -171,16 +164,14 @@ int fan_work_malloc_each(const fan_problem *pb, fan_work *w) {
 }
 
 void fan_work_free_each(fan_work *w) {
-  double **slots[13];
-  work_double_slots(w, slots);
-  for (int i = 0; i < 13; i++) {
+  void **slots[WORK_PIECES];
+  size_t sizes[WORK_PIECES];
+  fan_problem sizes_only = {0};
+  work_layout(&sizes_only, w, slots, sizes);
+  for (int i = 0; i < WORK_PIECES; i++) {
     free(*slots[i]);
     *slots[i] = NULL;
   }
-  free(w->jpvt);
-  free(w->left_pivots);
-  free(w->right_pivots);
-  w->jpvt = w->left_pivots = w->right_pivots = NULL;
 }
 
 /* ---- The patch ------------------------------------------------------------------------- */
@@ -263,58 +254,63 @@ int fan_patch_run(const fan_problem *pb, size_t item, fan_call *call, fan_work *
   if (!rc) rc = call->ops->gemm(call, m, m, chi, w->lmat, m, w->rmat, chi, w->grid, m);
   if (rc) return rc;
 
-  /* Rank-revealing factorization: A P = Q R, truncated at tol |R_00|. */
-  memcpy(w->factor, w->grid, sizeof(double) * (size_t)m * (size_t)m);
-  rc = call->ops->qrcp(call, m, m, w->factor, m, w->jpvt, w->tau);
-  if (rc) return rc;
-  double r00 = fabs(w->factor[0]);
+  /* Column pivots and the rank: QR with column pivoting, truncated at tol |r(0,0)|. */
   int rank = 0;
-  while (rank < m && r00 > 0.0 && fabs(w->factor[rank + (size_t)m * rank]) > pb->tol * r00) rank++;
-
-  /* The new cores: two triangular solves with R11. */
-  for (int j = 0; j < m - rank; j++)
-    for (int i = 0; i < rank; i++)
-      w->coeff[i + (size_t)m * j] = w->factor[i + (size_t)m * (rank + j)];
-  if (rank > 0 && m - rank > 0) {
-    rc = call->ops->solve_left_upper(call, rank, m - rank, w->factor, m, w->coeff, m);
-    if (rc) return rc;
+  rc = call->ops->qrcp(call, m, m, w->grid, m, pb->tol, w->qbuf, m, w->rbuf, m, w->perm, &rank);
+  if (rc) return rc;
+  if (rank < 0 || rank > m) {
+    snprintf(call->why, sizeof call->why, "item %zu: the factorization reported rank %d of %d",
+             item, rank, m);
+    return 1;
   }
-  for (int k = 0; k < rank; k++)
-    memcpy(w->left_core + (size_t)m * k, w->grid + (size_t)m * w->jpvt[k], sizeof(double) * m);
+  double residual = 1.0;
+  int *rows = w->rows;
   if (rank > 0) {
-    rc = call->ops->solve_right_upper(call, m, rank, w->factor, m, w->left_core, m);
-    if (rc) return rc;
-  }
-  /* right_core = [I X] P^T (rank x m). */
-  for (int k = 0; k < m; k++) {
-    double *col = w->right_core + (size_t)m * w->jpvt[k];
-    for (int i = 0; i < rank; i++)
-      col[i] = k < rank ? (i == k ? 1.0 : 0.0) : w->coeff[i + (size_t)m * (k - rank)];
-  }
-
-  /* The check: left_core [R11 R12] against A P, which equals the grid minus what the
-   * truncation dropped. */
-  double residual = 0.0;
-  if (rank > 0) {
-    for (int j = 0; j < m; j++)
-      for (int i = 0; i < rank; i++)
-        w->rclean[i + (size_t)m * j] = i <= j ? w->factor[i + (size_t)m * j] : 0.0;
-    rc = call->ops->gemm(call, m, m, rank, w->left_core, m, w->rclean, m, w->recon, m);
-    if (rc) return rc;
-  } else {
-    memset(w->recon, 0, sizeof(double) * (size_t)m * (size_t)m);
-  }
-  double diff_sq = 0.0, norm_sq = 0.0;
-  for (int j = 0; j < m; j++) {
-    const double *want = w->grid + (size_t)m * w->jpvt[j];
-    const double *got = w->recon + (size_t)m * j;
-    for (int i = 0; i < m; i++) {
-      double delta = got[i] - want[i];
-      diff_sq += delta * delta;
-      norm_sq += want[i] * want[i];
+    /* Row pivots: LU with partial pivoting of the pivot columns A[:, J]. */
+    for (int k = 0; k < rank; k++) {
+      int64_t col = w->perm[k];
+      if (col < 0 || col >= m) {
+        snprintf(call->why, sizeof call->why, "item %zu: column pivot %lld out of range", item,
+                 (long long)col);
+        return 1;
+      }
+      memcpy(w->cols + (size_t)m * k, w->grid + (size_t)m * col, sizeof(double) * (size_t)m);
     }
+    rc = call->ops->lu(call, m, rank, w->cols, m, w->lu, m, w->pivots);
+    if (rc) return rc;
+    for (int i = 0; i < m; i++) rows[i] = i;
+    for (int k = 0; k < rank; k++) {
+      int64_t swap = w->pivots[k];
+      if (swap < k || swap >= m) {
+        snprintf(call->why, sizeof call->why, "item %zu: LU pivot %lld out of range", item,
+                 (long long)swap);
+        return 1;
+      }
+      int keep = rows[k];
+      rows[k] = rows[swap];
+      rows[swap] = keep;
+    }
+    /* The new cores. A[I, J] = L1 U (L1 the unit lower top of the LU), so the left core
+     * A[:, J] A[I, J]^-1 is two triangular solves: by U, then by L1. */
+    rc = call->ops->solve_right(call, 0, 0, m, rank, w->lu, m, w->cols, m, w->half, m);
+    if (!rc)
+      rc = call->ops->solve_right(call, 1, 1, m, rank, w->lu, m, w->half, m, w->left_core, m);
+    if (rc) return rc;
+    for (int j = 0; j < m; j++)
+      for (int k = 0; k < rank; k++)
+        w->right_core[k + (size_t)rank * j] = w->grid[rows[k] + (size_t)m * j];
+
+    /* The check: the cross left_core * A[I, :] against the grid. */
+    rc = call->ops->gemm(call, m, m, rank, w->left_core, m, w->right_core, rank, w->recon, m);
+    if (rc) return rc;
+    double diff_sq = 0.0, norm_sq = 0.0;
+    for (size_t i = 0; i < (size_t)m * (size_t)m; i++) {
+      double delta = w->recon[i] - w->grid[i];
+      diff_sq += delta * delta;
+      norm_sq += w->grid[i] * w->grid[i];
+    }
+    residual = norm_sq > 0.0 ? sqrt(diff_sq / norm_sq) : 0.0;
   }
-  residual = norm_sq > 0.0 ? sqrt(diff_sq / norm_sq) : 0.0;
   if (!(residual == residual)) {
     snprintf(call->why, sizeof call->why, "item %zu: residual is NaN (rank %d of %d)", item, rank,
              m);
@@ -323,11 +319,10 @@ int fan_patch_run(const fan_problem *pb, size_t item, fan_call *call, fan_work *
 
   uint64_t h = 0xcbf29ce484222325ULL;
   h = fnv_bytes(h, &rank, sizeof rank);
-  h = fnv_bytes(h, w->jpvt, sizeof(int) * (size_t)m);
-  for (int k = 0; k < rank; k++)
-    h = fnv_bytes(h, w->left_core + (size_t)m * k, sizeof(double) * (size_t)m);
-  for (int j = 0; j < m; j++)
-    h = fnv_bytes(h, w->right_core + (size_t)m * j, sizeof(double) * (size_t)rank);
+  h = fnv_bytes(h, w->perm, sizeof(int64_t) * (size_t)m);
+  h = fnv_bytes(h, rows, sizeof(int) * (size_t)rank);
+  h = fnv_bytes(h, w->left_core, sizeof(double) * (size_t)m * (size_t)rank);
+  h = fnv_bytes(h, w->right_core, sizeof(double) * (size_t)rank * (size_t)m);
   h = fnv_bytes(h, &residual, sizeof residual);
 
   out->rank = rank;
