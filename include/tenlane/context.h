@@ -38,7 +38,7 @@ void tl_context_config_init(tl_context_config *config);
 
 /* Create a context. *out owns it; destroy it with tl_context_destroy. With a budget of
  * 1 no pool and no thread is made. Errors: TL_E_INVALID (NULL, negative budget, a CPU
- * outside the process's set), TL_E_NOMEM, TL_E_THREAD, TL_E_AFFINITY. Any thread. */
+ * the machine does not have), TL_E_NOMEM, TL_E_THREAD, TL_E_AFFINITY. Any thread. */
 tl_status tl_context_create(const tl_context_config *config, tl_context **out);
 
 /* Destroy a context with no open session. NULL is ignored (TL_OK). Returns TL_E_BUSY

@@ -9,8 +9,9 @@ void tl__arbiter_init(tl__arbiter *arbiter) {
   pthread_cond_init(&arbiter->children_done, NULL);
   arbiter->holder = 0;
   arbiter->generation = 0;
-  arbiter->closing = 0;
-  arbiter->children = 0;
+  atomic_init(&arbiter->closing, 0);
+  atomic_init(&arbiter->children, 0);
+  atomic_init(&arbiter->granted, 0);
   arbiter->head = arbiter->tail = NULL;
   arbiter->waiting = 0;
 }
@@ -26,6 +27,7 @@ tl_status tl__admission_open(tl__arbiter *arbiter, tl_owner owner, tl_wait_mode 
   if (arbiter->holder == 0 && arbiter->head == NULL) {
     __atomic_store_n(&arbiter->holder, owner, __ATOMIC_RELAXED);
     *generation = ++arbiter->generation;
+    atomic_store(&arbiter->granted, arbiter->generation);
     pthread_mutex_unlock(&arbiter->lock);
     return TL_OK;
   }
@@ -64,15 +66,18 @@ tl_status tl__admission_open(tl__arbiter *arbiter, tl_owner owner, tl_wait_mode 
 }
 
 void tl__admission_drain_children(tl__arbiter *arbiter) {
+  atomic_store(&arbiter->closing, 1);
   pthread_mutex_lock(&arbiter->lock);
-  arbiter->closing = 1;
-  while (arbiter->children > 0) pthread_cond_wait(&arbiter->children_done, &arbiter->lock);
+  while (atomic_load(&arbiter->children) > 0) {
+    pthread_cond_wait(&arbiter->children_done, &arbiter->lock);
+  }
   pthread_mutex_unlock(&arbiter->lock);
 }
 
 void tl__admission_close(tl__arbiter *arbiter) {
   pthread_mutex_lock(&arbiter->lock);
-  arbiter->closing = 0;
+  atomic_store(&arbiter->granted, 0);
+  atomic_store(&arbiter->closing, 0);
   tl__opener *next = arbiter->head;
   if (next != NULL) {
     arbiter->head = next->next;
@@ -80,6 +85,7 @@ void tl__admission_close(tl__arbiter *arbiter) {
     __atomic_store_n(&arbiter->waiting, arbiter->waiting - 1, __ATOMIC_RELAXED);
     __atomic_store_n(&arbiter->holder, next->owner, __ATOMIC_RELAXED);
     arbiter->generation++;
+    atomic_store(&arbiter->granted, arbiter->generation);
     next->granted = 1;
     pthread_cond_signal(&next->granted_cond);
   } else {
@@ -89,29 +95,25 @@ void tl__admission_close(tl__arbiter *arbiter) {
 }
 
 tl_status tl__child_enter(tl__arbiter *arbiter, tl_owner owner, uint64_t generation) {
-  pthread_mutex_lock(&arbiter->lock);
-  if (arbiter->holder != owner || arbiter->generation != generation || arbiter->closing) {
-    uint64_t current = arbiter->generation;
-    int closing = arbiter->closing;
-    pthread_mutex_unlock(&arbiter->lock);
-    return tl__fail(TL_E_STALE,
-                    "child entry for owner %llu, session %llu: that session is %s (current "
-                    "session %llu)",
-                    (unsigned long long)owner, (unsigned long long)generation,
-                    closing && current == generation ? "closing" : "closed",
-                    (unsigned long long)current);
-  }
-  arbiter->children++;
-  pthread_mutex_unlock(&arbiter->lock);
-  return TL_OK;
+  atomic_fetch_add(&arbiter->children, 1);
+  uint64_t live = atomic_load(&arbiter->granted);
+  if (live == generation && !atomic_load(&arbiter->closing)) return TL_OK;
+  int closing = atomic_load(&arbiter->closing);
+  tl__child_leave(arbiter);
+  return tl__fail(TL_E_STALE,
+                  "child entry for owner %llu, session %llu: that session is %s (live session "
+                  "%llu)",
+                  (unsigned long long)owner, (unsigned long long)generation,
+                  closing && live == generation ? "closing" : "closed", (unsigned long long)live);
 }
 
 void tl__child_leave(tl__arbiter *arbiter) {
-  pthread_mutex_lock(&arbiter->lock);
-  if (--arbiter->children == 0 && arbiter->closing) {
+  if (atomic_fetch_sub(&arbiter->children, 1) == 1 && atomic_load(&arbiter->closing)) {
+    /* Under the lock, so a closer between its check and its wait cannot miss this. */
+    pthread_mutex_lock(&arbiter->lock);
     pthread_cond_broadcast(&arbiter->children_done);
+    pthread_mutex_unlock(&arbiter->lock);
   }
-  pthread_mutex_unlock(&arbiter->lock);
 }
 
 tl_owner tl__arbiter_holder(const tl__arbiter *arbiter) {

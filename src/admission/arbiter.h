@@ -8,11 +8,16 @@
  * - A pool worker never waits here (it could starve its own pool): it is refused instead.
  * - Child entries (lanes, ticket entries) never wait either: they join the current grant
  *   or are refused. Close first stops new child entries, then waits for those in flight.
+ *   A child entry takes no lock: it counts itself in, then checks the grant is still the
+ *   live one and not closing (both sequentially consistent), and counts itself out again
+ *   if not; close raises `closing` before it reads the count, so one of the two sees the
+ *   other.
  * The lock is held only for these bookkeeping steps, never across user code. */
 #ifndef TL_ADMISSION_ARBITER_H
 #define TL_ADMISSION_ARBITER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "tenlane/context.h"
@@ -27,10 +32,11 @@ typedef struct tl__opener {
 
 typedef struct tl__arbiter {
   pthread_mutex_t lock;
-  tl_owner holder;     /* 0 when free */
-  uint64_t generation; /* bumped at each grant */
-  int closing;         /* the holder is closing: child entries are refused */
-  int children;        /* child entries in flight */
+  tl_owner holder;              /* 0 when free */
+  uint64_t generation;          /* bumped at each grant */
+  atomic_int closing;           /* the holder is closing: child entries are refused */
+  atomic_int children;          /* child entries in flight */
+  atomic_uint_fast64_t granted; /* generation of the live grant, 0 when none (lock-free reads) */
   pthread_cond_t children_done;
   tl__opener *head, *tail;
   int waiting;

@@ -29,6 +29,9 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
   CPU_ZERO(&process_set);
   if (sched_getaffinity(0, sizeof process_set, &process_set) != 0)
     return tl__fail(TL_E_AFFINITY, "tl_context_create: the process's CPU set could not be read");
+  long configured_cpus = sysconf(_SC_NPROCESSORS_CONF);
+  int configured =
+      configured_cpus > 0 && configured_cpus < CPU_SETSIZE ? (int)configured_cpus : CPU_SETSIZE;
   cpu_set_t set;
   CPU_ZERO(&set);
   int set_size = 0;
@@ -39,10 +42,13 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
                       config->cpu_count);
     for (int i = 0; i < config->cpu_count; i++) {
       int cpu = config->cpus[i];
-      if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &process_set))
+      /* Checked against the machine's CPUs, not the calling thread's mask: a caller pinned
+       * to one CPU may still make a context over others. A CPU the process may not use
+       * fails when the workers pin (TL_E_AFFINITY). */
+      if (cpu < 0 || cpu >= CPU_SETSIZE || cpu >= configured)
         return tl__fail(TL_E_INVALID,
-                        "tl_context_create: cpus[%d] is %d, which is not in the process's CPU set",
-                        i, cpu);
+                        "tl_context_create: cpus[%d] is %d, outside the machine's CPUs 0..%d", i,
+                        cpu, configured - 1);
       if (!CPU_ISSET(cpu, &set)) set_size++;
       CPU_SET(cpu, &set);
     }
@@ -57,7 +63,10 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
   tl_context *ctx = tl__calloc(1, sizeof *ctx, TL__CACHE_LINE);
   if (ctx == NULL) return tl__fail(TL_E_NOMEM, "tl_context_create: no memory for the context");
   ctx->lane_reports = tl__calloc((size_t)budget, sizeof *ctx->lane_reports, TL__CACHE_LINE);
-  if (ctx->lane_reports == NULL) {
+  ctx->lane_bundles = tl__calloc((size_t)budget, sizeof *ctx->lane_bundles, TL__CACHE_LINE);
+  if (ctx->lane_reports == NULL || ctx->lane_bundles == NULL) {
+    tl__free(ctx->lane_reports);
+    tl__free(ctx->lane_bundles);
     tl__free(ctx);
     return tl__fail(TL_E_NOMEM, "tl_context_create: no memory for %d lane reports", budget);
   }
@@ -91,6 +100,7 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
       pthread_mutex_destroy(&ctx->bundle_lock);
       tl__arbiter_destroy(&ctx->arbiter);
       tl__free(ctx->lane_reports);
+      tl__free(ctx->lane_bundles);
       tl__free(ctx);
       return tl__fail(status, "tl_context_create: the pool of %d workers: %s", budget, reason);
     }
@@ -108,7 +118,7 @@ tl_status tl_context_destroy(tl_context *ctx) {
   pthread_mutex_lock(&ctx->arbiter.lock);
   tl_owner holder = ctx->arbiter.holder;
   int waiting = ctx->arbiter.waiting;
-  int children = ctx->arbiter.children;
+  int children = atomic_load(&ctx->arbiter.children);
   pthread_mutex_unlock(&ctx->arbiter.lock);
   if (holder != 0 || waiting != 0 || children != 0)
     return tl__fail(TL_E_BUSY,
@@ -122,6 +132,7 @@ tl_status tl_context_destroy(tl_context *ctx) {
   pthread_mutex_destroy(&ctx->bundle_lock);
   tl__arbiter_destroy(&ctx->arbiter);
   tl__free(ctx->lane_reports);
+  tl__free(ctx->lane_bundles);
   tl__free(ctx);
   return TL_OK;
 }
@@ -137,7 +148,8 @@ tl_status tl_context_stats_get(const tl_context *ctx, tl_context_stats *out) {
   out->session_open = atomic_load(&ctx->session.state) != TL__SESSION_CLOSED;
   out->root_checked_out = atomic_load(&ctx->root_checked_out);
   out->phase_active = atomic_load(&ctx->phase_active);
-  out->active_lanes = atomic_load(&ctx->active_lanes);
+  for (int i = 0; i < ctx->budget; i++)
+    out->active_lanes += atomic_load(&ctx->lane_reports[i].active);
   out->active_children = atomic_load(&ctx->active_children);
   out->waiting_openers = tl__arbiter_waiting(&ctx->arbiter);
   out->root_scratch_bytes = atomic_load(&ctx->root_reserved);

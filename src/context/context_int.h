@@ -42,6 +42,7 @@ struct tl_session {
 
 /* One lane's report, written by its worker, read by the driver after the join. */
 typedef struct tl__lane_report {
+  atomic_int active;        /* 1 while the lane is inside its child surface (read by stats) */
   int entered;              /* opened its child surface */
   int skipped;              /* saw cancellation before entry */
   int code;                 /* the callback's value */
@@ -68,9 +69,10 @@ struct tl_context {
   atomic_size_t bundle_count;
 
   atomic_int phase_active;
-  atomic_int active_lanes;
   atomic_int active_children;
   tl__lane_report *lane_reports; /* budget entries, reused by every run */
+  tl__resources **lane_bundles;  /* budget entries: lane i's private bundle, made on first use
+                                    and kept across runs (only lane i's thread touches it) */
 };
 
 /* Take a child resource bundle (private scratch and plan cache) for one child surface,
@@ -78,8 +80,10 @@ struct tl_context {
 tl_status tl__bundle_checkout(struct tl_context *ctx, tl__resources **out);
 /* Return a bundle: its scratch is reset (memory kept), its plans kept. */
 void tl__bundle_return(struct tl_context *ctx, tl__resources *bundle);
-/* Free every returned bundle (context destruction). */
+/* Free every returned bundle and every lane's bundle (context destruction). */
 void tl__bundles_release(struct tl_context *ctx);
+/* Lane `index`'s own bundle, made on first use. TL_E_NOMEM with a message. */
+tl_status tl__lane_bundle(struct tl_context *ctx, int index, tl__resources **out);
 
 /* Set up `exec` as a one-thread child surface of `session` on the calling thread. */
 void tl__exec_init_child(tl_exec *exec, tl_session *session, tl_exec_kind kind,

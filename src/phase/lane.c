@@ -43,38 +43,37 @@ static void session_failure(tl__run *run, tl__lane_report *report, tl_status sta
 /* Run lane `index` of `run` on the calling thread. inline_lane: the budget-1 lane on the
  * driver, which already holds the grant and the mark. */
 static void lane_body(tl__run *run, int index, int inline_lane) {
-  tl_context *ctx = run->phase->ctx;
-  tl_session *session = run->phase->session;
+  tl_context *ctx = run->ctx;
+  tl_session *session = run->session;
   tl__lane_report *report = &ctx->lane_reports[index];
-  memset(report, 0, sizeof *report);
+  report->entered = report->skipped = report->code = report->panicked = 0;
+  report->session_status = TL_OK;
+  report->message[0] = '\0';
   if (is_cancelled(run)) {
     report->skipped = 1;
     return;
   }
-  /* Entry: join the holder's grant (a worker lane), take a private bundle. */
-  int joined = 0, marked = 0;
+  /* Entry: the run already joined the holder's grant for its lanes (tl_phase_run); a lane
+   * marks its thread and takes its own bundle. The inline lane's thread already carries the
+   * holder's mark. */
+  int marked = 0;
   tl__resources *bundle = NULL;
   tl_status status = TL_OK;
   if (tl__fault_hit(TL__FAULT_CHILD_ENTRY)) {
     status = tl__fail(TL_E_NOMEM, "lane %d: child entry failed (injected fault)", index);
   }
   if (status == TL_OK && !inline_lane) {
-    status = tl__child_enter(&ctx->arbiter, session->owner, session->generation);
-    joined = status == TL_OK;
-    if (status == TL_OK) {
-      status = tl__marker_push(ctx, session->owner);
-      marked = status == TL_OK;
-    }
+    status = tl__marker_push(ctx, run->owner);
+    marked = status == TL_OK;
   }
-  if (status == TL_OK) status = tl__bundle_checkout(ctx, &bundle);
+  if (status == TL_OK) status = tl__lane_bundle(ctx, index, &bundle);
   if (status != TL_OK) {
     session_failure(run, report, status, "child entry");
     if (marked) tl__marker_pop(ctx);
-    if (joined) tl__child_leave(&ctx->arbiter);
     return;
   }
   report->entered = 1;
-  atomic_fetch_add(&ctx->active_lanes, 1);
+  atomic_store_explicit(&report->active, 1, memory_order_relaxed);
 
   if (!is_cancelled(run)) {
     tl_lane lane;
@@ -102,10 +101,9 @@ static void lane_body(tl__run *run, int index, int inline_lane) {
     tl__fail(TL_E_PROVIDER, "lane %d: child cleanup failed (injected fault)", index);
     session_failure(run, report, TL_E_PROVIDER, "child cleanup");
   }
-  tl__bundle_return(ctx, bundle);
-  atomic_fetch_sub(&ctx->active_lanes, 1);
+  tl__arena_reset(&bundle->arena); /* scratch reclaimed; the bundle stays the lane's */
+  atomic_store_explicit(&report->active, 0, memory_order_relaxed);
   if (marked) tl__marker_pop(ctx);
-  if (joined) tl__child_leave(&ctx->arbiter);
 }
 
 static void worker_lane(void *arg, int worker_index) { lane_body(arg, worker_index, 0); }
@@ -165,13 +163,24 @@ tl_status tl_phase_run(tl_phase *handle, tl_lane_fn lane_fn, void *arg, tl_phase
     return outcome->status = tl__fail(TL_E_PHASE_ACTIVE,
                                       "tl_phase_run: called from inside a lane of the same phase");
   tl__run run;
-  run.phase = phase;
+  atomic_init(&run.cancel, 0);
   run.fn = lane_fn;
   run.arg = arg;
-  atomic_init(&run.cancel, 0);
+  run.ctx = phase->ctx;
+  run.session = phase->session;
+  run.owner = phase->session->owner;
+  run.phase = phase;
   phase->running = 1;
   if (phase->ctx->pool != NULL) {
-    status = tl_pool_broadcast(phase->ctx->pool, worker_lane, &run);
+    /* The lanes join the holder's grant as children, once for the run: the session cannot
+     * close while its phase is open, so one count held across the join covers them all
+     * without each lane touching the shared counter. */
+    tl_context *ctx = phase->ctx;
+    status = tl__child_enter(&ctx->arbiter, phase->session->owner, phase->session->generation);
+    if (status == TL_OK) {
+      status = tl_pool_broadcast(ctx->pool, worker_lane, &run);
+      tl__child_leave(&ctx->arbiter);
+    }
     if (status != TL_OK) {
       phase->running = 0;
       return outcome->status = status;
@@ -180,6 +189,14 @@ tl_status tl_phase_run(tl_phase *handle, tl_lane_fn lane_fn, void *arg, tl_phase
     lane_body(&run, 0, 1);
   }
   phase->running = 0;
+  if (!atomic_load_explicit(&run.cancel, memory_order_acquire)) {
+    /* Nothing set the flag, so no lane failed, panicked or skipped: every lane entered and
+     * returned 0. The driver need not pull each lane's report into its cache. */
+    outcome->kind = TL_PHASE_OK;
+    outcome->status = TL_OK;
+    outcome->lanes_entered = phase->lanes;
+    return TL_OK;
+  }
   int panicked = reduce(phase->ctx, phase->lanes, outcome);
   if (panicked >= 0) {
     /* Every lane has joined: now the panic may continue on the driver. */

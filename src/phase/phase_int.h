@@ -24,11 +24,17 @@ typedef struct tl__phase {
   tl__unwind_node unwind;
 } tl__phase;
 
+/* Everything a lane reads to start sits in this one cache line, written by the driver just
+ * before the broadcast: a lane pays one cross-core line transfer for its start-up state
+ * instead of chasing pointers through the phase and the session. */
 typedef struct tl__run {
-  tl__phase *phase;
+  _Alignas(TL__CACHE_LINE) atomic_int cancel;
   tl_lane_fn fn;
   void *arg;
-  _Alignas(TL__CACHE_LINE) atomic_int cancel;
+  tl_context *ctx;
+  tl_session *session;
+  tl_owner owner;
+  tl__phase *phase;
 } tl__run;
 
 struct tl_lane {

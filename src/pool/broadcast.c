@@ -42,7 +42,7 @@ tl_status tl_pool_broadcast(tl_pool *pool, tl_pool_fn fn, void *arg) {
   atomic_fetch_add_explicit(&pool->bc_generation, 1, memory_order_seq_cst);
   tl__pool_wake_all(pool);
   broadcast_wait wait = {pool};
-  tl__pool_wait(broadcast_done, &wait);
+  tl__pool_wait(pool, broadcast_done, &wait);
   atomic_store_explicit(&pool->bc_busy, 0, memory_order_release);
   return TL_OK;
 }

@@ -81,6 +81,6 @@ tl_status tl_pool_parallel_for(tl_pool *pool, size_t count, size_t grain, tl_poo
   pthread_mutex_unlock(&pool->job_lock);
   tl__pool_wake_all(pool);
   /* A worker of this pool helps through tl__pool_wait; it runs chunks of its own job. */
-  tl__pool_wait(job_done, &job);
+  tl__pool_wait(pool, job_done, &job);
   return TL_OK;
 }

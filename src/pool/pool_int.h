@@ -43,7 +43,8 @@ typedef struct tl__worker {
 
 struct tl_pool {
   int workers;
-  uint64_t spin_ns;
+  uint64_t spin_ns;        /* idle spin window of the workers */
+  uint64_t driver_spin_ns; /* how long an outside thread waiting on this pool spins first */
   tl__worker *worker;
   pthread_t *threads;
 
@@ -80,11 +81,11 @@ int tl__pool_has_work(tl_pool *pool, tl__worker *self);
 /* Wake every worker of the pool that sleeps. */
 void tl__pool_wake_all(tl_pool *pool);
 
-/* Wait on the calling thread until done(arg) is non-zero. While waiting, a thread that is
- * a worker of some pool runs that pool's work; an outside thread spins briefly, then
- * sleeps, so it gives its core up. Someone must tl__waiter_wake this thread's waiter after
- * making done() true. */
-void tl__pool_wait(int (*done)(void *arg), void *arg);
+/* Wait on the calling thread until done(arg) is non-zero, for work running on `target`.
+ * While waiting, a thread that is a worker of some pool runs that pool's work; an outside
+ * thread spins for target's driver window, then sleeps, giving its core up. Someone must
+ * tl__waiter_wake this thread's waiter after making done() true. */
+void tl__pool_wait(tl_pool *target, int (*done)(void *arg), void *arg);
 
 /* Default idle spin window of workers. */
 #define TL__POOL_DEFAULT_SPIN_US 200

@@ -6,15 +6,11 @@
 
 #include "pool_int.h"
 
-/* How long an outside driver spins before it sleeps. Short: the workers it waits for need
- * the core more than it does. */
-#define TL__DRIVER_SPIN_NS 20000u
-
-void tl__pool_wait(int (*done)(void *arg), void *arg) {
+void tl__pool_wait(tl_pool *target, int (*done)(void *arg), void *arg) {
   if (done(arg)) return;
   tl__worker *self = tl__worker_self();
   tl__waiter *waiter = tl__waiter_self();
-  uint64_t spin_ns = self != NULL ? self->pool->spin_ns : TL__DRIVER_SPIN_NS;
+  uint64_t spin_ns = self != NULL ? self->pool->spin_ns : target->driver_spin_ns;
   for (;;) {
     uint64_t deadline = tl__now_ns() + spin_ns;
     for (unsigned spins = 1;; spins++) {

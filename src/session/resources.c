@@ -1,7 +1,7 @@
-/* src/session/resources.c: child resource bundles. Each child surface (a lane, a ticket
- * entry, the inline lane) works with a bundle of its own; returned bundles are kept on the
- * context's free list, so their scratch and plans are reused by later children and a
- * steady-state phase allocates nothing. */
+/* src/session/resources.c: child resource bundles. Each child surface works with a bundle of
+ * its own. A ticket entry takes one from the context's free list and returns it; a lane
+ * index keeps its own bundle across runs (lane i always runs on worker i), so its scratch
+ * and plans stay warm and a steady-state phase allocates nothing and takes no lock. */
 #include "base/base.h"
 #include "context/context_int.h"
 
@@ -32,13 +32,32 @@ void tl__bundle_return(tl_context *ctx, tl__resources *bundle) {
   pthread_mutex_unlock(&ctx->bundle_lock);
 }
 
+tl_status tl__lane_bundle(tl_context *ctx, int index, tl__resources **out) {
+  tl__resources *bundle = ctx->lane_bundles[index];
+  if (bundle == NULL) {
+    tl_status status = tl__bundle_checkout(ctx, &bundle);
+    if (status != TL_OK) return status;
+    ctx->lane_bundles[index] = bundle;
+  }
+  *out = bundle;
+  return TL_OK;
+}
+
+static void bundle_free(tl__resources *bundle) {
+  tl__arena_release(&bundle->arena);
+  tl__plan_cache_clear(&bundle->plans);
+  tl__free(bundle);
+}
+
 void tl__bundles_release(tl_context *ctx) {
+  for (int i = 0; i < ctx->budget; i++) {
+    if (ctx->lane_bundles[i] != NULL) bundle_free(ctx->lane_bundles[i]);
+    ctx->lane_bundles[i] = NULL;
+  }
   tl__resources *bundle = ctx->free_bundles;
   while (bundle != NULL) {
     tl__resources *next = bundle->next_free;
-    tl__arena_release(&bundle->arena);
-    tl__plan_cache_clear(&bundle->plans);
-    tl__free(bundle);
+    bundle_free(bundle);
     bundle = next;
   }
   ctx->free_bundles = NULL;
