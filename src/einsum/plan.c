@@ -70,6 +70,21 @@ static const int *slot_labels(const tl__einsum_plan *plan, int slot, int *rank) 
   return plan->step_labels[slot - plan->n_inputs];
 }
 
+static double slot_size(const tl__einsum_plan *plan, int slot) {
+  int rank;
+  const int *labels = slot_labels(plan, slot, &rank);
+  double size = 1.0;
+  for (int k = 0; k < rank; k++) size *= (double)plan->extent[labels[k]];
+  return size;
+}
+
+static tl_status too_many_axes(const char *spec, int step) {
+  return tl__fail(TL_E_SHAPE,
+                  "einsum spec \"%s\": path step %d would make an intermediate of more than %d "
+                  "axes",
+                  spec, step, TL_MAX_RANK);
+}
+
 static tl_status choose_path(const tl__path_problem *problem, tl_einsum_path_kind kind,
                              tl__einsum_plan *plan) {
   tl__path greedy;
@@ -179,22 +194,38 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
       memcpy(labels, plan->out_labels, sizeof(int) * (size_t)plan->out_rank);
       count = plan->out_rank;
     } else {
-      for (int side = 0; side < 2; side++) {
-        int rank;
-        const int *in = slot_labels(plan, plan->path.pairs[step][side], &rank);
-        for (int k = 0; k < rank; k++) {
-          int label = in[k];
-          if (!tl__labelset_has(plan->path.result[step], label)) continue;
-          int seen = 0;
-          for (int m = 0; m < count; m++) seen |= labels[m] == label;
-          if (seen) continue;
-          if (count == TL_MAX_RANK) {
-            return tl__fail(TL_E_SHAPE,
-                            "einsum spec \"%s\": path step %d would make an intermediate of "
-                            "more than %d axes",
-                            spec, step, TL_MAX_RANK);
+      /* Walk the larger input's labels in order; where the first of its labels that this
+       * step sums away stood, put the smaller input's new labels. A basis change
+       * (T[i,j,k] M[a,i] -> R[a,j,k]) then keeps the big tensor's layout, so the next
+       * contraction finds strides that already fit. */
+      int big_rank, small_rank;
+      int big_slot = plan->path.pairs[step][0], small_slot = plan->path.pairs[step][1];
+      if (slot_size(plan, small_slot) > slot_size(plan, big_slot)) {
+        int swap = big_slot;
+        big_slot = small_slot;
+        small_slot = swap;
+      }
+      const int *big = slot_labels(plan, big_slot, &big_rank);
+      const int *small = slot_labels(plan, small_slot, &small_rank);
+      int small_placed = 0;
+      for (int k = 0; k <= big_rank; k++) {
+        int at_end = k == big_rank;
+        int kept = !at_end && tl__labelset_has(plan->path.result[step], big[k]);
+        if (!small_placed && (at_end || !kept)) {
+          for (int s = 0; s < small_rank; s++) {
+            int label = small[s];
+            if (!tl__labelset_has(plan->path.result[step], label)) continue;
+            int seen = 0;
+            for (int b = 0; b < big_rank; b++) seen |= big[b] == label;
+            if (seen) continue;
+            if (count == TL_MAX_RANK) return too_many_axes(spec, step);
+            labels[count++] = label;
           }
-          labels[count++] = label;
+          small_placed = 1;
+        }
+        if (kept) {
+          if (count == TL_MAX_RANK) return too_many_axes(spec, step);
+          labels[count++] = big[k];
         }
       }
     }
