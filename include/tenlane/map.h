@@ -16,7 +16,9 @@
 extern "C" {
 #endif
 
-/* Return 0 for success, or a non-zero code that fails the map. */
+/* Return 0 for success, or a non-zero code that fails the map. Return TL_E_CANCELLED (as an
+ * int) when the item stopped because the run was cancelled (a route on the lane's surface
+ * returned TL_E_CANCELLED): such an item is reported only when no item really failed. */
 typedef int (*tl_map_fn)(tl_exec *exec, size_t item, int lane_index, void *arg);
 
 typedef struct tl_map_outcome {

@@ -28,7 +28,7 @@
 /* Record `status` with a printf-style message in the calling thread's message slot and
  * return `status`. An out-of-memory status with a NULL format uses a static text. */
 tl_status tl__fail(tl_status status, const char *format, ...) TL__PRINTF(2, 3);
-tl_status tl__failv(tl_status status, const char *format, va_list args);
+tl_status tl__failv(tl_status status, const char *format, va_list args) TL__PRINTF(2, 0);
 
 /* The calling thread's message slot (TL__MESSAGE_MAX bytes). */
 char *tl__message_slot(void);

@@ -1,8 +1,9 @@
 /* src/map/map.c: an ordered map over items on top of one phase run. Lanes pull item
  * numbers from one shared counter, in increasing order, and stop pulling once the run is
- * cancelled. Because numbers are handed out in order and a lane finishes the item it holds
- * before it looks at the flag, every item below the lowest failing one has run when the
- * map reports it. */
+ * cancelled. An item that returns TL_E_CANCELLED (its routes saw the run's flag) is not a
+ * failure of its own and never outranks one. Because numbers are handed out in order and a lane
+ * finishes the item it holds before it looks at the flag, every item below the lowest failing one
+ * has run when the map reports it. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@ typedef struct map_state {
   size_t failed_item; /* SIZE_MAX: none */
   int failed_code;
   char message[256];
+  size_t cancelled_item; /* lowest item that stopped with TL_E_CANCELLED; SIZE_MAX: none */
 } map_state;
 
 static int map_lane(tl_lane *lane, int lane_index, void *arg) {
@@ -32,6 +34,14 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
     size_t item = atomic_fetch_add_explicit(&state->next, 1, memory_order_relaxed);
     if (item >= state->count) break;
     int code = state->fn(exec, item, lane_index, state->arg);
+    if (code == (int)TL_E_CANCELLED) {
+      /* The item stopped because another item failed: a consequence, not a failure. */
+      pthread_mutex_lock(&state->failure_lock);
+      if (item < state->cancelled_item) state->cancelled_item = item;
+      pthread_mutex_unlock(&state->failure_lock);
+      atomic_fetch_add_explicit(&state->done, done, memory_order_relaxed);
+      return 0;
+    }
     if (code != 0) {
       pthread_mutex_lock(&state->failure_lock);
       if (item < state->failed_item) {
@@ -66,6 +76,7 @@ tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
   atomic_init(&state.done, 0);
   pthread_mutex_init(&state.failure_lock, NULL);
   state.failed_item = SIZE_MAX;
+  state.cancelled_item = SIZE_MAX;
   state.failed_code = 0;
   state.message[0] = '\0';
   tl_phase_outcome run;
@@ -87,6 +98,16 @@ tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
     outcome->status = TL_E_LANE;
     memcpy(outcome->message, state.message, sizeof outcome->message);
     return tl__fail(TL_E_LANE, "tl_map: %s", state.message);
+  }
+  if (state.cancelled_item != SIZE_MAX) {
+    /* Only cancellations (a callback cancelled the run without failing an item). */
+    outcome->failed = 1;
+    outcome->failed_item = state.cancelled_item;
+    outcome->code = (int)TL_E_CANCELLED;
+    outcome->status = TL_E_CANCELLED;
+    snprintf(outcome->message, sizeof outcome->message, "item %zu stopped on cancellation",
+             state.cancelled_item);
+    return tl__fail(TL_E_CANCELLED, "tl_map: %s", outcome->message);
   }
   return TL_OK;
 }
