@@ -138,9 +138,10 @@ int fan_direct_make(fan_direct *d, const fan_problem *pb);
 void fan_direct_free(fan_direct *d);
 void fan_direct_init(void);
 
-/* Progress reporting from inside items (no allocation, no lock, no extra thread). */
+/* Progress reporting from inside items (no allocation, no lock, no extra thread). One
+ * report spans the whole measured run; the label says which variant runs now. */
 typedef struct fan_progress {
-  const char *label;
+  _Atomic(const char *) label;
   size_t total;
   int mode; /* 0 quiet, 1 terminal bar, 2 plain lines */
   double start;
@@ -148,22 +149,10 @@ typedef struct fan_progress {
   atomic_llong next_ns;
 } fan_progress;
 
-void fan_progress_begin(fan_progress *p, const char *label, size_t total, int mode);
+void fan_progress_begin(fan_progress *p, size_t total, int mode);
+void fan_progress_label(fan_progress *p, const char *label);
 void fan_progress_item(fan_progress *p);
 void fan_progress_end(fan_progress *p, int ok);
-
-/* One measured pass of a variant. */
-typedef struct fan_run {
-  double seconds;
-  size_t items;
-  uint64_t tl_allocs; /* tl_allocation_count delta over the pass */
-  uint64_t mallocs;   /* malloc-family calls over the pass (see counters.c) */
-  int threads_seen;   /* most entries seen in /proc/self/task from inside an item */
-  int lanes;          /* threads that ran items */
-  int failed;         /* 1 when an item failed */
-  size_t failed_item;
-  char why[400];
-} fan_run;
 
 /* Which variant, for labels and the CSV. */
 enum { FAN_A = 0, FAN_B = 1, FAN_C = 2, FAN_D = 3, FAN_VARIANTS = 4 };
@@ -179,6 +168,7 @@ typedef struct fan_options {
   long long fail_item;
   const char *variants; /* subset of "abcd" to run */
   size_t warmup;        /* items of the untimed warm-up pass */
+  int rounds;           /* the measured items are run in this many interleaved rounds */
 } fan_options;
 
 typedef struct fan_env {
@@ -186,17 +176,39 @@ typedef struct fan_env {
   fan_problem *pb;
   int *cpus; /* CPUs the process may run on (pinning targets) */
   int cpu_count;
-  int progress_mode;
 } fan_env;
 
-/* The tenlane variants: (a) with every lane, (b) on a budget-1 context. Results go to
- * `results` (patches entries) only when the pass succeeded. Returns 0, 1 on an item
- * failure (run->why), 3 on a setup failure (run->why). */
-int fan_run_tenlane(const fan_env *env, int variant, fan_result *results, fan_run *run);
+/* What one pass (a range of items on one variant) measured, or why it failed. */
+typedef struct fan_pass {
+  size_t first, count; /* the items: first .. first + count - 1 */
+  fan_result *priv;    /* results, indexed by item; private until the run succeeded */
+  fan_progress *progress;
+  int sample_threads; /* count /proc/self/task entries from inside items */
+  double seconds;
+  uint64_t tl_allocs; /* tl_allocation_count() delta over the pass */
+  uint64_t mallocs;   /* malloc-family calls over the pass (see counters.c) */
+  int threads_seen;   /* most entries of /proc/self/task seen from inside an item */
+  size_t failed_item; /* when the pass returned 1 */
+  char why[400];      /* when the pass returned non-zero */
+} fan_pass;
+
+/* A way of running items. open makes what the variant keeps across passes (context,
+ * per-lane or per-thread buffers); pass runs items and returns only after every thread
+ * that ran them has joined: 0, 1 when an item failed (the lowest one that failed by
+ * itself, in failed_item and why), 3 on a setup failure (why); close frees it all. */
+typedef struct fan_runner {
+  int (*open)(const fan_env *env, int variant, void **state, char *why, size_t why_size);
+  int (*pass)(void *state, fan_pass *pass);
+  int (*lanes)(void *state);
+  void (*close)(void *state);
+} fan_runner;
+
+/* (a) tl_map over every lane of a context with budget --threads; (b) budget 1. */
+extern const fan_runner fan_tenlane_runner;
 /* The kernel provider tenlane picked, for the header line. */
 const char *fan_tenlane_kernels(void);
-/* The OpenMP variants: (c) allocation per item, (d) per-thread workspaces. */
-int fan_run_openmp(const fan_env *env, int variant, fan_result *results, fan_run *run);
+/* (c) OpenMP with allocation per item; (d) with per-thread workspaces. */
+extern const fan_runner fan_openmp_runner;
 /* 1 when the OpenMP variants were built. */
 int fan_openmp_available(void);
 

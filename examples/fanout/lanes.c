@@ -1,13 +1,14 @@
 /* examples/fanout/lanes.c: variants (a) and (b), the patches through tl_map.
  *
- * One context (budget = --threads for (a), 1 for (b)), one held session, and tl_map over
- * the items: each item runs on its lane's child surface, and every kernel of the patch
- * is a tenlane route on that surface (tl_gemm_into; tl_qrcp_into, tl_lu_into and
- * tl_triangular_solve_into of linalg.h), so the routes' temporaries come from the lane's private
- * scratch arena, kept across every item the lane pulls. The patch's own buffers live in a
+ * One context per variant (budget = --threads for (a), 1 for (b)) kept for the whole run;
+ * each pass opens a held session and runs tl_map over its items: each item runs on its
+ * lane's child surface, and every kernel of the patch is a tenlane route on that surface
+ * (tl_gemm_into; tl_qrcp_into, tl_lu_into and tl_triangular_solve_into of linalg.h), so the
+ * routes' temporaries come from the lane's private scratch arena, kept across every item
+ * the lane pulls. The patch's own buffers live in a
  * block per lane index, made on the lane's first item and kept across passes, the same
- * way. Results go to a private array and are copied to the caller's only after a TL_OK
- * map: a failed map may have left any of them half written.
+ * way. Results go to the caller's private array, which main publishes only after every
+ * pass succeeded: a failed map may have left any of them half written.
  *
  * Invariant: nothing here allocates per item; the warm-up pass makes the per-lane blocks
  * and grows the arenas, so the measured pass's allocation count is the steady state. */
@@ -113,17 +114,25 @@ typedef struct lane_slot {
   char pad[64]; /* lanes write their slots concurrently: keep them off each other's lines */
 } lane_slot;
 
+typedef struct tenlane_state {
+  const fan_env *env;
+  int variant;
+  tl_context *ctx;
+  int lanes;
+  lane_slot *slots;
+} tenlane_state;
+
 typedef struct map_arg {
   const fan_problem *pb;
-  fan_result *priv;
+  fan_pass *pass;
   lane_slot *slots;
   int slot_count;
-  fan_progress *progress;
   atomic_int threads_seen;
 } map_arg;
 
-static int fan_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
+static int fan_item(tl_exec *exec, size_t index, int lane_index, void *arg) {
   map_arg *ma = arg;
+  size_t item = ma->pass->first + index;
   if (lane_index < 0 || lane_index >= ma->slot_count) return 1;
   lane_slot *slot = &ma->slots[lane_index];
   if (!slot->block) {
@@ -142,7 +151,7 @@ static int fan_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   call.ops = &lane_ops;
   call.backend = &backend;
   call.why[0] = '\0';
-  int rc = fan_patch_run(ma->pb, item, &call, &slot->work, &ma->priv[item]);
+  int rc = fan_patch_run(ma->pb, item, &call, &slot->work, &ma->pass->priv[item]);
   if (rc && backend.last_status == TL_E_CANCELLED) {
     /* A route saw the run's cancellation (a peer's item failed): this item did not fail,
      * it was stopped. Say so, so that it never outranks the real failure. */
@@ -156,112 +165,117 @@ static int fan_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
     }
     return rc;
   }
-  if ((item & 255) == 0) fan_thread_sample(&ma->threads_seen);
-  fan_progress_item(ma->progress);
+  if (ma->pass->sample_threads && (item & 255) == 0) fan_thread_sample(&ma->threads_seen);
+  fan_progress_item(ma->pass->progress);
   return 0;
 }
 
-int fan_run_tenlane(const fan_env *env, int variant, fan_result *results, fan_run *run) {
-  const fan_problem *pb = env->pb;
-  const fan_options *opt = env->opt;
-  memset(run, 0, sizeof *run);
-  int budget = variant == FAN_A ? opt->threads : 1;
-
+static int tenlane_open(const fan_env *env, int variant, void **out, char *why, size_t why_size) {
+  tenlane_state *st = calloc(1, sizeof *st);
+  if (!st) {
+    snprintf(why, why_size, "out of memory");
+    return 3;
+  }
+  st->env = env;
+  st->variant = variant;
+  int budget = variant == FAN_A ? env->opt->threads : 1;
   tl_context_config config;
   tl_context_config_init(&config);
   config.threads = budget;
   config.cpus = env->cpus;
   config.cpu_count = budget == 1 ? 1 : env->cpu_count;
-  tl_context *ctx = NULL;
-  tl_status status = tl_context_create(&config, &ctx);
+  tl_status status = tl_context_create(&config, &st->ctx);
   if (status != TL_OK) {
-    snprintf(run->why, sizeof run->why, "tl_context_create(threads=%d): %s: %s", budget,
-             tl_status_name(status), tl_last_message());
-    return 3;
-  }
-  tl_session *session = NULL;
-  status = tl_session_open(ctx, tl_owner_new(), TL_WAIT, &session);
-  if (status != TL_OK) {
-    snprintf(run->why, sizeof run->why, "tl_session_open: %s: %s", tl_status_name(status),
+    snprintf(why, why_size, "tl_context_create(threads=%d): %s: %s", budget, tl_status_name(status),
              tl_last_message());
-    tl_context_destroy(ctx);
+    free(st);
     return 3;
   }
-  int lanes = tl_context_budget(ctx);
-  run->lanes = lanes;
-  fan_result *priv = calloc(pb->patches, sizeof *priv);
-  lane_slot *slots = calloc((size_t)lanes, sizeof *slots);
-  int result = 0;
-  if (!priv || !slots) {
-    snprintf(run->why, sizeof run->why, "out of memory for %zu results", pb->patches);
-    result = 3;
+  st->lanes = tl_context_budget(st->ctx);
+  st->slots = calloc((size_t)st->lanes, sizeof *st->slots);
+  if (!st->slots) {
+    snprintf(why, why_size, "out of memory for %d lane slots", st->lanes);
+    tl_context_destroy(st->ctx);
+    free(st);
+    return 3;
   }
-  const char *label = variant == FAN_A ? "(a) tenlane, every lane" : "(b) tenlane, one lane";
-  for (int pass_index = 0; pass_index < 2 && result == 0; pass_index++) {
-    int measured = pass_index == 1;
-    size_t count = measured ? pb->patches : (opt->warmup < pb->patches ? opt->warmup : pb->patches);
-    fan_progress progress;
-    fan_progress_begin(&progress, label, count, measured ? env->progress_mode : 0);
-    map_arg ma;
-    ma.pb = pb;
-    ma.priv = priv;
-    ma.slots = slots;
-    ma.slot_count = lanes;
-    ma.progress = &progress;
-    atomic_init(&ma.threads_seen, 0);
-    tl_map_outcome outcome;
+  *out = st;
+  return 0;
+}
 
-    uint64_t tl0 = tl_allocation_count(), m0 = fan_malloc_count();
-    double t0 = fan_now();
-    status = tl_map(session, count, fan_item, &ma, &outcome);
-    double t1 = fan_now();
-    uint64_t tl1 = tl_allocation_count(), m1 = fan_malloc_count();
-    fan_progress_end(&progress, status == TL_OK);
+/* One pass: open a held session, tl_map over the pass's items, close it. The context,
+ * its pool, the lanes' child resources (scratch arenas, plan caches) and the per-lane
+ * buffers are kept across passes. */
+static int tenlane_pass(void *state, fan_pass *pass) {
+  tenlane_state *st = state;
+  tl_session *session = NULL;
+  tl_status status = tl_session_open(st->ctx, tl_owner_new(), TL_WAIT, &session);
+  if (status != TL_OK) {
+    snprintf(pass->why, sizeof pass->why, "tl_session_open: %s: %s", tl_status_name(status),
+             tl_last_message());
+    return 3;
+  }
+  map_arg ma;
+  ma.pb = st->env->pb;
+  ma.pass = pass;
+  ma.slots = st->slots;
+  ma.slot_count = st->lanes;
+  atomic_init(&ma.threads_seen, 0);
+  tl_map_outcome outcome;
 
-    if (status == TL_OK) {
-      if (measured) {
-        run->seconds = t1 - t0;
-        run->items = count;
-        run->tl_allocs = tl1 - tl0;
-        run->mallocs = m1 - m0;
-        run->threads_seen = atomic_load(&ma.threads_seen);
-      }
-      continue;
-    }
-    /* Every lane has joined: tl_map returns only after that. */
-    run->failed = 1;
-    /* The lowest item that failed by itself, from the lanes' own records: an item that a
-     * route stopped because of the cancellation is not a failure. */
+  uint64_t tl0 = tl_allocation_count(), m0 = fan_malloc_count();
+  double t0 = fan_now();
+  status = tl_map(session, pass->count, fan_item, &ma, &outcome);
+  double t1 = fan_now();
+  uint64_t tl1 = tl_allocation_count(), m1 = fan_malloc_count();
+
+  int result = 0;
+  if (status == TL_OK) {
+    pass->seconds = t1 - t0;
+    pass->tl_allocs = tl1 - tl0;
+    pass->mallocs = m1 - m0;
+    pass->threads_seen = atomic_load(&ma.threads_seen);
+  } else {
+    /* Every lane has joined: tl_map returns only after that. The lowest item that failed
+     * by itself comes from the lanes' own records: an item that a route stopped because of
+     * the cancellation is not a failure. */
     int lowest = -1;
-    for (int i = 0; i < lanes; i++)
-      if (slots[i].failed && (lowest < 0 || slots[i].failed_item < slots[lowest].failed_item))
+    for (int i = 0; i < st->lanes; i++)
+      if (st->slots[i].failed &&
+          (lowest < 0 || st->slots[i].failed_item < st->slots[lowest].failed_item))
         lowest = i;
     if (lowest >= 0) {
-      run->failed_item = slots[lowest].failed_item;
-      snprintf(run->why, sizeof run->why, "%s", slots[lowest].why);
+      pass->failed_item = st->slots[lowest].failed_item;
+      snprintf(pass->why, sizeof pass->why, "%s", st->slots[lowest].why);
       result = 1;
     } else if (outcome.failed && outcome.status == TL_E_LANE) {
-      run->failed_item = outcome.failed_item;
-      snprintf(run->why, sizeof run->why, "%s", outcome.message);
+      pass->failed_item = pass->first + outcome.failed_item;
+      snprintf(pass->why, sizeof pass->why, "%s", outcome.message);
       result = 1;
     } else {
-      snprintf(run->why, sizeof run->why, "tl_map: %s: %s", tl_status_name(status),
+      snprintf(pass->why, sizeof pass->why, "tl_map: %s: %s", tl_status_name(status),
                outcome.message[0] ? outcome.message : tl_last_message());
       result = 3;
     }
   }
-  if (result == 0) memcpy(results, priv, sizeof *priv * pb->patches); /* publish */
-
   status = tl_session_close(session);
   if (status != TL_OK && result == 0) {
-    snprintf(run->why, sizeof run->why, "tl_session_close: %s: %s", tl_status_name(status),
+    snprintf(pass->why, sizeof pass->why, "tl_session_close: %s: %s", tl_status_name(status),
              tl_last_message());
     result = 3;
   }
-  tl_context_destroy(ctx);
-  if (slots)
-    for (int i = 0; i < lanes; i++) free(slots[i].block);
-  free(slots);
-  free(priv);
   return result;
 }
+
+static int tenlane_lanes(void *state) { return ((tenlane_state *)state)->lanes; }
+
+static void tenlane_close(void *state) {
+  tenlane_state *st = state;
+  if (!st) return;
+  tl_context_destroy(st->ctx);
+  for (int i = 0; i < st->lanes; i++) free(st->slots[i].block);
+  free(st->slots);
+  free(st);
+}
+
+const fan_runner fan_tenlane_runner = {tenlane_open, tenlane_pass, tenlane_lanes, tenlane_close};

@@ -30,11 +30,25 @@
 #define DEFAULT_BOND 32
 #define DEFAULT_TOL 1e-6
 #define DEFAULT_SEED 1
+#define DEFAULT_ROUNDS 3
 
 static const char *const variant_labels[FAN_VARIANTS] = {
     "(a) tenlane tl_map on every lane", "(b) tenlane on one lane (budget 1)",
     "(c) OpenMP for with malloc per item", "(d) OpenMP for with per-thread workspaces"};
 static const char *const variant_keys[FAN_VARIANTS] = {"a", "b", "c", "d"};
+static const char *const variant_short[FAN_VARIANTS] = {
+    "(a) tenlane, every lane", "(b) tenlane, one lane", "(c) OpenMP, malloc", "(d) OpenMP, kept"};
+static const fan_runner *const runners[FAN_VARIANTS] = {&fan_tenlane_runner, &fan_tenlane_runner,
+                                                        &fan_openmp_runner, &fan_openmp_runner};
+
+/* A variant's measured passes, summed. */
+typedef struct fan_totals {
+  double seconds;
+  size_t items;
+  uint64_t tl_allocs, mallocs;
+  int threads_seen, lanes;
+  double rate_min, rate_max; /* items/s of its slowest and fastest round */
+} fan_totals;
 
 static void usage(FILE *to, int cpus) {
   fprintf(to,
@@ -126,7 +140,8 @@ enum {
   OPT_HELP,
   OPT_FAIL_ITEM,
   OPT_VARIANTS,
-  OPT_WARMUP
+  OPT_WARMUP,
+  OPT_ROUNDS
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -143,10 +158,11 @@ static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
       {"quiet", no_argument, NULL, OPT_QUIET},
       {"help", no_argument, NULL, OPT_HELP},
       /* Test hooks, not in --help: make one item fail, run a subset of the variants,
-       * size the untimed warm-up pass. */
+       * size the untimed warm-up pass, set the number of interleaved rounds. */
       {"fail-item", required_argument, NULL, OPT_FAIL_ITEM},
       {"variants", required_argument, NULL, OPT_VARIANTS},
       {"warmup", required_argument, NULL, OPT_WARMUP},
+      {"rounds", required_argument, NULL, OPT_ROUNDS},
       {NULL, 0, NULL, 0}};
   opterr = 0;
   int warmup_set = 0;
@@ -216,6 +232,11 @@ static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
           return bad_option("--warmup needs a count", optarg, cpus);
         opt->warmup = (size_t)v;
         warmup_set = 1;
+        break;
+      case OPT_ROUNDS:
+        if (parse_ll(optarg, 1, 1000, &v))
+          return bad_option("--rounds needs 1..1000", optarg, cpus);
+        opt->rounds = (int)v;
         break;
       default: {
         const char *arg = argv[optind - 1];
@@ -298,7 +319,8 @@ int main(int argc, char **argv) {
                      0,
                      -1,
                      "abcd",
-                     0};
+                     0,
+                     DEFAULT_ROUNDS};
   int parsed = parse_options(argc, argv, &opt, cpu_count);
   if (parsed >= 0) {
     free(cpus);
@@ -326,7 +348,7 @@ int main(int argc, char **argv) {
   env.pb = &pb;
   env.cpus = cpus;
   env.cpu_count = cpu_count;
-  env.progress_mode = opt.quiet ? 0 : (isatty(STDERR_FILENO) ? 1 : 2);
+  int progress_mode = opt.quiet ? 0 : (isatty(STDERR_FILENO) ? 1 : 2);
 
   char cpu_text[128];
   format_cpus(cpus, cpu_count, cpu_text, sizeof cpu_text);
@@ -341,55 +363,129 @@ int main(int argc, char **argv) {
          fan_tenlane_kernels());
   fflush(stdout);
 
-  fan_result *results[FAN_VARIANTS] = {NULL, NULL, NULL, NULL};
-  fan_run runs[FAN_VARIANTS];
+  fan_result *results[FAN_VARIANTS] = {NULL, NULL, NULL, NULL}; /* published */
+  fan_result *priv[FAN_VARIANTS] = {NULL, NULL, NULL, NULL};    /* being computed */
+  fan_totals runs[FAN_VARIANTS];
+  void *states[FAN_VARIANTS] = {NULL, NULL, NULL, NULL};
   int ran[FAN_VARIANTS] = {0, 0, 0, 0};
   memset(runs, 0, sizeof runs);
   int exit_status = 0;
+  int active = 0;
   for (int v = 0; v < FAN_VARIANTS && exit_status == 0; v++) {
     if (!wants(&opt, v)) continue;
     if ((v == FAN_C || v == FAN_D) && !fan_openmp_available()) {
       printf("%s: skipped (built without OpenMP)\n", variant_labels[v]);
       continue;
     }
-    results[v] = calloc(opt.patches, sizeof(fan_result));
-    if (!results[v]) {
+    char why[400];
+    priv[v] = calloc(opt.patches, sizeof(fan_result));
+    if (!priv[v]) {
       fprintf(stderr, "tenlane-fanout: out of memory for results\n");
       exit_status = 3;
-      break;
-    }
-    int rc = v <= FAN_B ? fan_run_tenlane(&env, v, results[v], &runs[v])
-                        : fan_run_openmp(&env, v, results[v], &runs[v]);
-    if (rc == 1) {
-      fflush(stdout);
-      fprintf(stderr, "tenlane-fanout: item %zu failed in %s: %s\n", runs[v].failed_item,
-              variant_labels[v], runs[v].why);
-      fprintf(stderr, "tenlane-fanout: every lane joined; no result of this run was published\n");
-      exit_status = 1;
-    } else if (rc != 0) {
-      fflush(stdout);
-      fprintf(stderr, "tenlane-fanout: %s could not run: %s\n", variant_labels[v], runs[v].why);
+    } else if (runners[v]->open(&env, v, &states[v], why, sizeof why) != 0) {
+      fprintf(stderr, "tenlane-fanout: %s could not start: %s\n", variant_labels[v], why);
+      states[v] = NULL;
       exit_status = 3;
     } else {
       ran[v] = 1;
+      runs[v].lanes = runners[v]->lanes(states[v]);
+      runs[v].rate_min = 1e300;
+      active++;
     }
   }
 
+  /* The measured items run in rounds; in each round every variant runs its slice of the
+   * items in turn, so a change in the machine's load hits every variant alike. A
+   * variant's warm-up pass (untimed) runs right before its first slice. Threads are
+   * counted only until the first OpenMP region, whose threads outlive it. */
+  fan_progress progress;
+  fan_progress_begin(&progress, (size_t)active * opt.patches, progress_mode);
+  int omp_started = 0, warmed[FAN_VARIANTS] = {0, 0, 0, 0};
+  static char labels[2][FAN_VARIANTS][80];
+  for (int round = 0; round < opt.rounds && exit_status == 0; round++) {
+    size_t first = opt.patches * (size_t)round / (size_t)opt.rounds;
+    size_t end = opt.patches * (size_t)(round + 1) / (size_t)opt.rounds;
+    for (int v = 0; v < FAN_VARIANTS && exit_status == 0; v++) {
+      if (!ran[v] || end == first) continue;
+      for (int warm = warmed[v] ? 1 : 0; warm < 2 && exit_status == 0; warm++) {
+        fan_progress quiet;
+        fan_progress_begin(&quiet, opt.warmup, 0);
+        fan_pass pass;
+        memset(&pass, 0, sizeof pass);
+        pass.first = warm ? first : 0;
+        pass.count = warm ? end - first : opt.warmup;
+        pass.priv = priv[v];
+        pass.progress = warm ? &progress : &quiet;
+        pass.sample_threads = v == FAN_A && !omp_started;
+        if (warm) {
+          char *label = labels[round % 2][v];
+          snprintf(label, sizeof labels[0][0], "round %d/%d %s", round + 1, opt.rounds,
+                   variant_short[v]);
+          fan_progress_label(&progress, label);
+        }
+        int rc = pass.count ? runners[v]->pass(states[v], &pass) : 0;
+        if (v >= FAN_C) omp_started = 1;
+        if (rc != 0) {
+          fan_progress_end(&progress, 0);
+          fflush(stdout);
+          if (rc == 1) {
+            fprintf(stderr, "tenlane-fanout: item %zu failed in %s: %s\n", pass.failed_item,
+                    variant_labels[v], pass.why);
+            fprintf(stderr,
+                    "tenlane-fanout: every lane joined before this report; no result of this run "
+                    "was published\n");
+          } else {
+            fprintf(stderr, "tenlane-fanout: %s failed: %s\n", variant_labels[v], pass.why);
+          }
+          exit_status = rc == 1 ? 1 : 3;
+          break;
+        }
+        if (pass.threads_seen > runs[v].threads_seen) runs[v].threads_seen = pass.threads_seen;
+        if (!warm) {
+          warmed[v] = 1;
+          continue;
+        }
+        runs[v].seconds += pass.seconds;
+        runs[v].items += pass.count;
+        runs[v].tl_allocs += pass.tl_allocs;
+        runs[v].mallocs += pass.mallocs;
+        double rate = pass.seconds > 0 ? (double)pass.count / pass.seconds : 0.0;
+        if (rate < runs[v].rate_min) runs[v].rate_min = rate;
+        if (rate > runs[v].rate_max) runs[v].rate_max = rate;
+      }
+    }
+  }
   if (exit_status == 0) {
-    printf("\n%-42s %5s %9s %10s %12s %12s\n", "variant", "lanes", "seconds", "items/s",
+    fan_progress_label(&progress, "all variants, all rounds");
+    fan_progress_end(&progress, 1);
+  }
+  for (int v = 0; v < FAN_VARIANTS; v++) {
+    if (states[v]) runners[v]->close(states[v]);
+    /* Publish: only a run in which every pass succeeded hands out its results. */
+    if (exit_status == 0 && ran[v]) {
+      results[v] = priv[v];
+      priv[v] = NULL;
+    }
+    free(priv[v]);
+  }
+
+  if (exit_status == 0) {
+    printf("\n%-42s %5s %8s %9s %7s %10s %9s\n", "variant", "lanes", "seconds", "items/s", "spread",
            "tl allocs", "mallocs");
-    printf("%-42s %5s %9s %10s %12s %12s\n", "", "", "", "", "per item", "per item");
+    printf("%-42s %5s %8s %9s %7s %10s %9s\n", "", "", "", "", "", "per item", "per item");
     for (int v = 0; v < FAN_VARIANTS; v++) {
       if (!ran[v]) continue;
-      const fan_run *r = &runs[v];
+      const fan_totals *r = &runs[v];
       double rate = r->seconds > 0 ? (double)r->items / r->seconds : 0.0;
-      char tl_allocs[32] = "-", mallocs[32] = "n/a";
+      char tl_allocs[32] = "-", mallocs[32] = "n/a", spread[32] = "-";
       if (v <= FAN_B)
         snprintf(tl_allocs, sizeof tl_allocs, "%.4f", (double)r->tl_allocs / (double)r->items);
       if (fan_malloc_counted())
         snprintf(mallocs, sizeof mallocs, "%.4f", (double)r->mallocs / (double)r->items);
-      printf("%-42s %5d %9.3f %10.1f %12s %12s\n", variant_labels[v], r->lanes, r->seconds, rate,
-             tl_allocs, mallocs);
+      if (opt.rounds > 1 && rate > 0)
+        snprintf(spread, sizeof spread, "%.0f%%", 100.0 * (r->rate_max - r->rate_min) / rate);
+      printf("%-42s %5d %8.3f %9.1f %7s %10s %9s\n", variant_labels[v], r->lanes, r->seconds, rate,
+             spread, tl_allocs, mallocs);
     }
     double rate[FAN_VARIANTS];
     for (int v = 0; v < FAN_VARIANTS; v++)
@@ -459,7 +555,7 @@ int main(int argc, char **argv) {
                 "items_per_s,tl_allocs_per_item,mallocs_per_item,threads_seen\n");
         for (int v = 0; v < FAN_VARIANTS; v++) {
           if (!ran[v]) continue;
-          const fan_run *r = &runs[v];
+          const fan_totals *r = &runs[v];
           fprintf(csv, "%s,%s,%d,%d,%d,%zu,%d,%d,%d,%g,%" PRIu64 ",%.6f,%.3f,", variant_keys[v],
                   variant_labels[v], opt.threads, r->lanes, cpu_count, opt.patches, opt.length,
                   opt.phys, opt.bond, opt.tol, opt.seed, r->seconds, rate[v]);

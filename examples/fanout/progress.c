@@ -2,6 +2,8 @@
  *
  * No thread of its own (the demo counts the process's threads): whichever item finishes
  * after the next report time claims the report with one compare-and-swap and writes it.
+ * One report covers the whole measured run (every variant, every round); its label names
+ * the variant and round running now.
  * A terminal gets a bar redrawn in place ten times a second; anything else gets a plain
  * line a second. Reports are formatted on the stack and written with write(2): no stdio
  * lock and no allocation inside an item. */
@@ -21,8 +23,8 @@ static long long now_ns(void) {
 
 static long long interval_ns(int mode) { return mode == 1 ? 100000000LL : 1000000000LL; }
 
-void fan_progress_begin(fan_progress *p, const char *label, size_t total, int mode) {
-  p->label = label;
+void fan_progress_begin(fan_progress *p, size_t total, int mode) {
+  atomic_init(&p->label, "");
   p->total = total;
   p->mode = mode;
   p->start = fan_now();
@@ -30,21 +32,26 @@ void fan_progress_begin(fan_progress *p, const char *label, size_t total, int mo
   atomic_init(&p->next_ns, now_ns() + interval_ns(mode));
 }
 
+void fan_progress_label(fan_progress *p, const char *label) {
+  atomic_store_explicit(&p->label, label, memory_order_relaxed);
+}
+
 static void report(fan_progress *p, size_t done, int final) {
   char line[256];
+  const char *label = atomic_load_explicit(&p->label, memory_order_relaxed);
   double elapsed = fan_now() - p->start;
   double rate = elapsed > 0.0 ? (double)done / elapsed : 0.0;
   int n;
   if (p->mode == 1) {
-    enum { WIDTH = 28 };
+    enum { WIDTH = 24 };
     char bar[WIDTH + 1];
     int filled = p->total ? (int)((double)WIDTH * (double)done / (double)p->total) : WIDTH;
     for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '#' : '.';
     bar[WIDTH] = '\0';
-    n = snprintf(line, sizeof line, "\r  %-36s [%s] %6zu/%zu %9.0f items/s%s", p->label, bar, done,
+    n = snprintf(line, sizeof line, "\r  %-32s [%s] %6zu/%zu %9.0f items/s%s", label, bar, done,
                  p->total, rate, final ? "\n" : "");
   } else {
-    n = snprintf(line, sizeof line, "  %s: %zu/%zu items, %.1f s, %.0f items/s%s\n", p->label, done,
+    n = snprintf(line, sizeof line, "  %s: %zu/%zu items, %.1f s, %.0f items/s%s\n", label, done,
                  p->total, elapsed, rate, final ? " (done)" : "");
   }
   if (n > 0) {
