@@ -1,0 +1,732 @@
+/* tests/kernels/test_routes.c: every kernel route against a naive reference, table-driven
+ * over dtype x layout (column, row, general stride, negative stride, permuted view) x shape
+ * (with extent-1 and extent-0 axes), with a per-dtype tolerance; contraction also by a
+ * randomized residual; root-team results against one thread; team refusal on a child
+ * surface; cancellation. The naive references share no code with the library. */
+#include <pthread.h>
+
+#include "kt_support.h"
+#include "tenlane/phase.h"
+
+static const tl_dtype dtypes[] = {TL_F32, TL_F64, TL_C64, TL_C128};
+
+typedef struct shape_case {
+  int rank;
+  int64_t shape[4];
+} shape_case;
+
+static const shape_case shapes[] = {
+    {0, {0}},       {1, {1}},       {1, {7}},        {2, {3, 4}},     {2, {1, 5}},
+    {2, {0, 3}},    {3, {4, 1, 3}}, {3, {2, 3, 4}},  {2, {17, 33}},   {2, {70, 9}},
+    {3, {3, 0, 2}}, {4, {2, 3, 1, 5}},
+};
+#define N_SHAPES (int)(sizeof shapes / sizeof shapes[0])
+
+static void fail_at(const char *what, tl_dtype dtype, int layout, int shape_index,
+                    double complex got, double complex want) {
+  char text[512];
+  snprintf(text, sizeof text, "%s: dtype %s layout %s shape #%d: got %g%+gi, want %g%+gi", what,
+           tl_dtype_name(dtype), layout >= 0 ? kt_layout_name[layout] : "-", shape_index,
+           creal(got), cimag(got), creal(want), cimag(want));
+  tl_test_fail_at(__FILE__, __LINE__, text);
+}
+
+/* ---- elementwise ---------------------------------------------------------------------- */
+
+static double complex naive_binary(tl_binary_op op, double complex x, double complex y) {
+  switch (op) {
+    case TL_OP_ADD: return x + y;
+    case TL_OP_SUB: return x - y;
+    case TL_OP_MUL: return x * y;
+    default: return x / y;
+  }
+}
+
+static void elementwise_binary_table_matches_naive(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  for (int di = 0; di < 4; di++)
+    for (int si = 0; si < N_SHAPES; si++)
+      for (int lo = 0; lo < KT_LAYOUTS; lo++)
+        for (int li = 0; li < KT_LAYOUTS; li++)
+          for (int op = 0; op < 4; op++) {
+            const shape_case *sc = &shapes[si];
+            kt_tensor a, b, out;
+            kt_make(&a, dtypes[di], sc->rank, sc->shape, (kt_layout)li, 1);
+            kt_make(&b, dtypes[di], sc->rank, sc->shape, (kt_layout)((li + 2) % KT_LAYOUTS), 1);
+            kt_make(&out, dtypes[di], sc->rank, sc->shape, (kt_layout)lo, 0);
+            TL_CHECK_OK(tl_binary_into(h.exec, (tl_binary_op)op, &a.t, &b.t, &out.t));
+            KT_FOR_EACH(idx, sc->rank, sc->shape) {
+              double complex want = naive_binary((tl_binary_op)op, kt_get(&a.t, idx), kt_get(&b.t, idx));
+              double complex got = kt_get(&out.t, idx);
+              if (!kt_close_enough(got, want, kt_tolerance(dtypes[di]), 1.0))
+                fail_at("binary", dtypes[di], lo, si, got, want);
+            }
+            kt_free(&a), kt_free(&b), kt_free(&out);
+          }
+  kt_close(&h);
+}
+
+static void elementwise_broadcasts_extent_one_axes(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  for (int di = 0; di < 4; di++) {
+    int64_t so[3] = {4, 3, 5}, sa[3] = {4, 1, 5}, sb[2] = {1, 3}; /* b padded with a trailing 1 */
+    kt_tensor a, b, out;
+    kt_make(&a, dtypes[di], 3, sa, KT_GENERAL, 1);
+    kt_make(&b, dtypes[di], 2, sb, KT_NEGATIVE, 1);
+    kt_make(&out, dtypes[di], 3, so, KT_ROW, 0);
+    TL_CHECK_OK(tl_mul_into(h.exec, &a.t, &b.t, &out.t));
+    KT_FOR_EACH(idx, 3, so) {
+      int64_t ia[3] = {idx[0], 0, idx[2]}, ib[2] = {0, idx[1]};
+      double complex want = kt_get(&a.t, ia) * kt_get(&b.t, ib);
+      if (!kt_close_enough(kt_get(&out.t, idx), want, kt_tolerance(dtypes[di]), 1.0))
+        fail_at("broadcast mul", dtypes[di], -1, 0, kt_get(&out.t, idx), want);
+    }
+    /* the fresh form takes the larger extent on each axis */
+    tl_tensor fresh;
+    TL_CHECK_OK(tl_sub(h.exec, &a.t, &b.t, &fresh));
+    TL_CHECK(fresh.rank == 3 && fresh.shape[0] == 4 && fresh.shape[1] == 3 && fresh.shape[2] == 5);
+    TL_CHECK(fresh.owned != NULL && tl_tensor_is_col_major(&fresh));
+    KT_FOR_EACH(idx, 3, so) {
+      int64_t ia[3] = {idx[0], 0, idx[2]}, ib[2] = {0, idx[1]};
+      double complex want = kt_get(&a.t, ia) - kt_get(&b.t, ib);
+      if (!kt_close_enough(kt_get(&fresh, idx), want, kt_tolerance(dtypes[di]), 1.0))
+        fail_at("broadcast sub", dtypes[di], -1, 0, kt_get(&fresh, idx), want);
+    }
+    tl_tensor_release(&fresh);
+    kt_free(&a), kt_free(&b), kt_free(&out);
+  }
+  kt_close(&h);
+}
+
+static double complex naive_unary(tl_unary_op op, double complex x, int is_complex) {
+  switch (op) {
+    case TL_OP_NEG: return -x;
+    case TL_OP_CONJ: return conj(x);
+    case TL_OP_ABS: return cabs(x);
+    case TL_OP_EXP: return is_complex ? cexp(x) : exp(creal(x));
+    case TL_OP_LOG: return is_complex ? clog(x) : log(creal(x));
+    case TL_OP_SQRT: return is_complex ? csqrt(x) : sqrt(creal(x));
+    default: return x;
+  }
+}
+
+static void elementwise_unary_table_matches_naive(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  for (int di = 0; di < 4; di++)
+    for (int si = 0; si < N_SHAPES; si++)
+      for (int lo = 0; lo < KT_LAYOUTS; lo++)
+        for (int op = 0; op <= TL_OP_COPY; op++) {
+          const shape_case *sc = &shapes[si];
+          tl_dtype dt = dtypes[di];
+          tl_dtype odt = op == TL_OP_ABS ? tl_dtype_real(dt) : dt;
+          kt_tensor x, out;
+          kt_make(&x, dt, sc->rank, sc->shape, (kt_layout)((lo + 1) % KT_LAYOUTS), 1);
+          kt_make(&out, odt, sc->rank, sc->shape, (kt_layout)lo, 0);
+          TL_CHECK_OK(tl_unary_into(h.exec, (tl_unary_op)op, &x.t, &out.t));
+          KT_FOR_EACH(idx, sc->rank, sc->shape) {
+            double complex want = naive_unary((tl_unary_op)op, kt_get(&x.t, idx), tl_dtype_is_complex(dt));
+            if (!kt_close_enough(kt_get(&out.t, idx), want, kt_tolerance(dt), 1.0))
+              fail_at("unary", dt, lo, si, kt_get(&out.t, idx), want);
+          }
+          kt_free(&x), kt_free(&out);
+          /* fresh form */
+          tl_tensor fresh;
+          kt_make(&x, dt, sc->rank, sc->shape, KT_GENERAL, 1);
+          TL_CHECK_OK(tl_unary(h.exec, (tl_unary_op)op, &x.t, &fresh));
+          TL_CHECK(fresh.dtype == odt);
+          KT_FOR_EACH(idx, sc->rank, sc->shape) {
+            double complex want = naive_unary((tl_unary_op)op, kt_get(&x.t, idx), tl_dtype_is_complex(dt));
+            if (!kt_close_enough(kt_get(&fresh, idx), want, kt_tolerance(dt), 1.0))
+              fail_at("unary fresh", dt, -1, si, kt_get(&fresh, idx), want);
+          }
+          tl_tensor_release(&fresh);
+          kt_free(&x);
+        }
+  kt_close(&h);
+}
+
+static void scale_axpby_fill_match_naive(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  for (int di = 0; di < 4; di++)
+    for (int si = 0; si < N_SHAPES; si++)
+      for (int lo = 0; lo < KT_LAYOUTS; lo++) {
+        const shape_case *sc = &shapes[si];
+        tl_dtype dt = dtypes[di];
+        int cplx = tl_dtype_is_complex(dt);
+        tl_scalar alpha = {0.75, cplx ? -0.5 : 0.0}, beta = {-1.25, cplx ? 0.25 : 0.0};
+        double complex al = alpha.re + I * alpha.im, be = beta.re + I * beta.im;
+        kt_tensor x, y, y0, out;
+        kt_make(&x, dt, sc->rank, sc->shape, (kt_layout)((lo + 3) % KT_LAYOUTS), 0);
+        kt_make(&y, dt, sc->rank, sc->shape, (kt_layout)lo, 0);
+        kt_make(&y0, dt, sc->rank, sc->shape, KT_COL, 0);
+        KT_FOR_EACH(idx, sc->rank, sc->shape) kt_set(&y0.t, idx, kt_get(&y.t, idx));
+        kt_make(&out, dt, sc->rank, sc->shape, (kt_layout)((lo + 1) % KT_LAYOUTS), 0);
+        TL_CHECK_OK(tl_axpby_into(h.exec, alpha, &x.t, beta, &y.t, &out.t));
+        KT_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * kt_get(&x.t, idx) + be * kt_get(&y.t, idx);
+          if (!kt_close_enough(kt_get(&out.t, idx), want, kt_tolerance(dt), 1.0))
+            fail_at("axpby_into", dt, lo, si, kt_get(&out.t, idx), want);
+        }
+        TL_CHECK_OK(tl_axpby(h.exec, alpha, &x.t, beta, &y.t)); /* in place */
+        KT_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * kt_get(&x.t, idx) + be * kt_get(&y0.t, idx);
+          if (!kt_close_enough(kt_get(&y.t, idx), want, kt_tolerance(dt), 1.0))
+            fail_at("axpby", dt, lo, si, kt_get(&y.t, idx), want);
+        }
+        TL_CHECK_OK(tl_scale_into(h.exec, alpha, &x.t, &out.t));
+        KT_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * kt_get(&x.t, idx);
+          if (!kt_close_enough(kt_get(&out.t, idx), want, kt_tolerance(dt), 1.0))
+            fail_at("scale", dt, lo, si, kt_get(&out.t, idx), want);
+        }
+        TL_CHECK_OK(tl_fill(h.exec, &out.t, beta));
+        KT_FOR_EACH(idx, sc->rank, sc->shape) {
+          if (!kt_close_enough(kt_get(&out.t, idx), be, kt_tolerance(dt), 1.0))
+            fail_at("fill", dt, lo, si, kt_get(&out.t, idx), be);
+        }
+        /* beta = 0 does not read y: NaN in y must not reach out */
+        KT_FOR_EACH(idx, sc->rank, sc->shape) kt_set(&y.t, idx, NAN);
+        TL_CHECK_OK(tl_axpby(h.exec, alpha, &x.t, tl_scalar_real(0.0), &y.t));
+        KT_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * kt_get(&x.t, idx);
+          if (!kt_close_enough(kt_get(&y.t, idx), want, kt_tolerance(dt), 1.0))
+            fail_at("axpby beta 0", dt, lo, si, kt_get(&y.t, idx), want);
+        }
+        kt_free(&x), kt_free(&y), kt_free(&y0), kt_free(&out);
+      }
+  kt_close(&h);
+}
+
+/* ---- permute, copy, reshape ----------------------------------------------------------- */
+
+static void check_permute(tl_exec *exec, tl_dtype dt, int rank, const int64_t *shape,
+                          const int *perm, kt_layout lx, kt_layout lo, int si) {
+  int64_t oshape[TL_MAX_RANK];
+  for (int k = 0; k < rank; k++) oshape[k] = shape[perm[k]];
+  kt_tensor x, out;
+  kt_make(&x, dt, rank, shape, lx, 0);
+  kt_make(&out, dt, rank, oshape, lo, 0);
+  TL_CHECK_OK(tl_permute_into(exec, &x.t, perm, &out.t));
+  KT_FOR_EACH(idx, rank, oshape) {
+    int64_t src[TL_MAX_RANK];
+    for (int k = 0; k < rank; k++) src[perm[k]] = idx[k];
+    double complex want = kt_get(&x.t, src), got = kt_get(&out.t, idx);
+    if (memcmp(&want, &got, sizeof want) != 0 && !(want == got))
+      fail_at("permute", dt, lo, si, got, want);
+  }
+  kt_free(&x), kt_free(&out);
+}
+
+static void permute_table_matches_naive(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  for (int di = 0; di < 4; di++)
+    for (int si = 0; si < N_SHAPES; si++)
+      for (int lx = 0; lx < KT_LAYOUTS; lx++)
+        for (int lo = 0; lo < KT_LAYOUTS; lo++) {
+          const shape_case *sc = &shapes[si];
+          int perm[4];
+          for (int k = 0; k < sc->rank; k++) perm[k] = (sc->rank - 1 - k + si) % sc->rank;
+          check_permute(h.exec, dtypes[di], sc->rank, sc->shape, perm, (kt_layout)lx,
+                        (kt_layout)lo, si);
+        }
+  /* tiles with fringes, power-of-two and odd leading dimensions, a 6-D permute */
+  int64_t big[][2] = {{256, 128}, {200, 131}, {67, 300}};
+  for (int di = 0; di < 4; di++) {
+    int perm2[2] = {1, 0};
+    for (int bi = 0; bi < 3; bi++) {
+      check_permute(h.exec, dtypes[di], 2, big[bi], perm2, KT_COL, KT_COL, 100 + bi);
+      check_permute(h.exec, dtypes[di], 2, big[bi], perm2, KT_GENERAL, KT_NEGATIVE, 100 + bi);
+    }
+    int64_t s6[6] = {3, 4, 2, 5, 3, 2};
+    int p6[6] = {4, 2, 0, 5, 1, 3};
+    check_permute(h.exec, dtypes[di], 6, s6, p6, KT_COL, KT_COL, 200);
+    check_permute(h.exec, dtypes[di], 6, s6, p6, KT_PERMUTED, KT_ROW, 201);
+    int64_t s3[3] = {40, 33, 20};
+    int orders[5][3] = {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (int o = 0; o < 5; o++) check_permute(h.exec, dtypes[di], 3, s3, orders[o], KT_COL, KT_COL, 300 + o);
+  }
+  kt_close(&h);
+}
+
+static void copy_into_and_fresh_permute_match_naive(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  for (int di = 0; di < 4; di++)
+    for (int si = 0; si < N_SHAPES; si++) {
+      const shape_case *sc = &shapes[si];
+      kt_tensor x, out;
+      kt_make(&x, dtypes[di], sc->rank, sc->shape, KT_PERMUTED, 0);
+      kt_make(&out, dtypes[di], sc->rank, sc->shape, KT_NEGATIVE, 0);
+      TL_CHECK_OK(tl_copy_into(h.exec, &x.t, &out.t));
+      KT_FOR_EACH(idx, sc->rank, sc->shape) TL_CHECK(kt_get(&x.t, idx) == kt_get(&out.t, idx));
+      int perm[4];
+      for (int k = 0; k < sc->rank; k++) perm[k] = sc->rank - 1 - k;
+      tl_tensor fresh;
+      TL_CHECK_OK(tl_permute(h.exec, &x.t, perm, &fresh));
+      TL_CHECK(tl_tensor_is_col_major(&fresh));
+      KT_FOR_EACH(idx, sc->rank, fresh.shape) {
+        int64_t src[TL_MAX_RANK];
+        for (int k = 0; k < sc->rank; k++) src[perm[k]] = idx[k];
+        TL_CHECK(kt_get(&x.t, src) == kt_get(&fresh, idx));
+      }
+      tl_tensor_release(&fresh);
+      kt_free(&x), kt_free(&out);
+    }
+  kt_close(&h);
+}
+
+static void reshape_is_a_view_when_strides_allow_else_a_copy(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  for (int di = 0; di < 4; di++) {
+    int64_t shape[3] = {4, 3, 5}, flat[2] = {12, 5}, other[3] = {2, 30, 1};
+    kt_tensor x;
+    kt_make(&x, dtypes[di], 3, shape, KT_COL, 0);
+    tl_tensor r;
+    TL_CHECK_OK(tl_reshape(h.exec, &x.t, 2, flat, &r));
+    TL_CHECK(r.owned == NULL && r.data == x.t.data); /* a view */
+    KT_FOR_EACH(idx, 3, shape) {
+      int64_t j[2] = {idx[0] + 4 * idx[1], idx[2]};
+      TL_CHECK(kt_get(&x.t, idx) == kt_get(&r, j));
+    }
+    kt_free(&x);
+    /* row-major source: merging axes 0 and 1 in column-major order needs a copy */
+    kt_make(&x, dtypes[di], 3, shape, KT_ROW, 0);
+    TL_CHECK_OK(tl_reshape(h.exec, &x.t, 3, other, &r));
+    TL_CHECK(r.owned != NULL);
+    int64_t n = 0;
+    KT_FOR_EACH(idx, 3, shape) {
+      int64_t j[3] = {n % 2, n / 2, 0};
+      TL_CHECK(kt_get(&x.t, idx) == kt_get(&r, j));
+      n++;
+    }
+    tl_tensor_release(&r);
+    /* reshape_into any layout */
+    kt_tensor out;
+    kt_make(&out, dtypes[di], 2, flat, KT_NEGATIVE, 0);
+    TL_CHECK_OK(tl_reshape_into(h.exec, &x.t, &out.t));
+    n = 0;
+    KT_FOR_EACH(idx, 3, shape) {
+      int64_t j[2] = {n % 12, n / 12};
+      TL_CHECK(kt_get(&x.t, idx) == kt_get(&out.t, j));
+      n++;
+    }
+    kt_free(&x), kt_free(&out);
+  }
+  kt_close(&h);
+}
+
+/* ---- reduce ---------------------------------------------------------------------------- */
+
+static double complex naive_reduce(tl_reduce_op op, const tl_tensor *x, unsigned mask,
+                                   const int64_t *kept_idx, int *empty) {
+  /* iterate all of x; use elements whose kept coordinates match */
+  double complex acc = op == TL_REDUCE_PROD ? 1 : op == TL_REDUCE_MAX ? -INFINITY
+                       : op == TL_REDUCE_MIN ? INFINITY : 0;
+  *empty = 1;
+  KT_FOR_EACH(idx, x->rank, x->shape) {
+    int match = 1;
+    for (int k = 0; k < x->rank; k++)
+      if (!((mask >> k) & 1) && idx[k] != kept_idx[k]) match = 0;
+    if (!match) continue;
+    *empty = 0;
+    double complex v = kt_get(x, idx);
+    switch (op) {
+      case TL_REDUCE_SUM: acc += v; break;
+      case TL_REDUCE_PROD: acc *= v; break;
+      case TL_REDUCE_MAX: acc = creal(v) > creal(acc) ? creal(v) : creal(acc); break;
+      case TL_REDUCE_MIN: acc = creal(v) < creal(acc) ? creal(v) : creal(acc); break;
+      case TL_REDUCE_NORM2: acc += creal(v * conj(v)); break;
+    }
+  }
+  if (op == TL_REDUCE_NORM2) acc = sqrt(creal(acc));
+  return acc;
+}
+
+static void reduce_table_matches_naive(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  for (int di = 0; di < 4; di++)
+    for (int si = 0; si < N_SHAPES; si++)
+      for (int lx = 0; lx < KT_LAYOUTS; lx++)
+        for (int op = 0; op <= TL_REDUCE_NORM2; op++)
+          for (unsigned mask = 0; mask < (1u << shapes[si].rank); mask++)
+            for (int keep = 0; keep < 2; keep++) {
+              const shape_case *sc = &shapes[si];
+              tl_dtype dt = dtypes[di];
+              if (tl_dtype_is_complex(dt) && (op == TL_REDUCE_MAX || op == TL_REDUCE_MIN)) continue;
+              int axes[4], n_axes = 0;
+              int64_t oshape[4];
+              int orank = 0;
+              for (int k = 0; k < sc->rank; k++) {
+                if ((mask >> k) & 1) {
+                  axes[n_axes++] = k;
+                  if (keep) oshape[orank++] = 1;
+                } else {
+                  oshape[orank++] = sc->shape[k];
+                }
+              }
+              kt_tensor x, out;
+              kt_make(&x, dt, sc->rank, sc->shape, (kt_layout)lx, 1);
+              tl_dtype odt = op == TL_REDUCE_NORM2 ? tl_dtype_real(dt) : dt;
+              kt_make(&out, odt, orank, oshape, (kt_layout)((lx + 1) % KT_LAYOUTS), 0);
+              TL_CHECK_OK(tl_reduce_into(h.exec, (tl_reduce_op)op, &x.t, n_axes, axes, &out.t));
+              KT_FOR_EACH(oidx, orank, oshape) {
+                int64_t kept[4] = {0};
+                for (int k = 0, o = 0; k < sc->rank; k++) {
+                  if ((mask >> k) & 1) {
+                    if (keep) o++;
+                  } else {
+                    kept[k] = oidx[o++];
+                  }
+                }
+                int empty;
+                double complex want = naive_reduce((tl_reduce_op)op, &x.t, mask, kept, &empty);
+                double complex got = kt_get(&out.t, oidx);
+                if (!kt_close_enough(got, want, kt_tolerance(dt) * 10, 1.0))
+                  fail_at("reduce", dt, lx, si * 100 + op * 10 + (int)mask, got, want);
+              }
+              kt_free(&x), kt_free(&out);
+            }
+  kt_close(&h);
+}
+
+/* ---- gemm and contraction -------------------------------------------------------------- */
+
+static void gemm_table_matches_naive(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  int64_t sizes[][3] = {{0, 3, 2}, {3, 0, 2}, {3, 2, 0}, {1, 1, 1}, {2, 2, 2}, {7, 5, 3},
+                        {8, 8, 8}, {33, 17, 40}, {64, 64, 64}, {97, 70, 45}};
+  for (int di = 0; di < 4; di++)
+    for (int zi = 0; zi < (int)(sizeof sizes / sizeof sizes[0]); zi++)
+      for (int la = 0; la < KT_LAYOUTS; la++)
+        for (int lc = 0; lc < KT_LAYOUTS; lc += 2)
+          for (int ab = 0; ab < 2; ab++) {
+            tl_dtype dt = dtypes[di];
+            int64_t m = sizes[zi][0], n = sizes[zi][1], k = sizes[zi][2];
+            int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc2[2] = {m, n};
+            kt_tensor a, b, c, c0;
+            kt_make(&a, dt, 2, sa, (kt_layout)la, 0);
+            kt_make(&b, dt, 2, sb, (kt_layout)((la + 1) % KT_LAYOUTS), 0);
+            kt_make(&c, dt, 2, sc2, (kt_layout)lc, 0);
+            kt_make(&c0, dt, 2, sc2, KT_COL, 0);
+            KT_FOR_EACH(idx, 2, sc2) kt_set(&c0.t, idx, kt_get(&c.t, idx));
+            int cplx = tl_dtype_is_complex(dt);
+            tl_scalar alpha = ab ? (tl_scalar){1.0, 0.0} : (tl_scalar){0.5, cplx ? 0.25 : 0.0};
+            tl_scalar beta = ab ? (tl_scalar){0.0, 0.0} : (tl_scalar){-1.5, cplx ? 1.0 : 0.0};
+            TL_CHECK_OK(tl_gemm_into(h.exec, alpha, &a.t, &b.t, beta, &c.t));
+            double complex al = alpha.re + I * alpha.im, be = beta.re + I * beta.im;
+            KT_FOR_EACH(idx, 2, sc2) {
+              double complex s = 0;
+              double scale = 0;
+              for (int64_t p = 0; p < k; p++) {
+                int64_t ia[2] = {idx[0], p}, ib[2] = {p, idx[1]};
+                s += kt_get(&a.t, ia) * kt_get(&b.t, ib);
+                scale += cabs(kt_get(&a.t, ia) * kt_get(&b.t, ib));
+              }
+              double complex want = al * s + (ab ? 0 : be * kt_get(&c0.t, idx));
+              if (!kt_close_enough(kt_get(&c.t, idx), want, kt_tolerance(dt) * 4, scale + 1.0))
+                fail_at("gemm", dt, la, zi, kt_get(&c.t, idx), want);
+            }
+            kt_free(&a), kt_free(&b), kt_free(&c), kt_free(&c0);
+          }
+  kt_close(&h);
+}
+
+typedef struct contract_case {
+  const char *a, *b, *c; /* labels as letters */
+  int64_t extent[26];    /* by letter */
+} contract_case;
+
+static const contract_case contract_cases[] = {
+    {"ij", "jk", "ik", {['i' - 'a'] = 5, ['j' - 'a'] = 4, ['k' - 'a'] = 3}},
+    {"ij", "jk", "ki", {['i' - 'a'] = 2, ['j' - 'a'] = 2, ['k' - 'a'] = 2}},
+    {"ji", "kj", "ik", {['i' - 'a'] = 8, ['j' - 'a'] = 8, ['k' - 'a'] = 8}},
+    {"bij", "bjk", "bik", {['b' - 'a'] = 3, ['i' - 'a'] = 4, ['j' - 'a'] = 5, ['k' - 'a'] = 2}},
+    {"ijb", "jkb", "kib", {['b' - 'a'] = 3, ['i' - 'a'] = 4, ['j' - 'a'] = 5, ['k' - 'a'] = 2}},
+    {"i", "j", "ij", {['i' - 'a'] = 6, ['j' - 'a'] = 4}},
+    {"i", "i", "", {['i' - 'a'] = 9}},
+    {"abc", "cbd", "ad", {['a' - 'a'] = 3, ['b' - 'a'] = 4, ['c' - 'a'] = 5, ['d' - 'a'] = 6}},
+    {"abc", "dca", "bd", {['a' - 'a'] = 3, ['b' - 'a'] = 4, ['c' - 'a'] = 2, ['d' - 'a'] = 5}},
+    {"iaj", "jbi", "ab", {['i' - 'a'] = 3, ['a' - 'a'] = 4, ['j' - 'a'] = 2, ['b' - 'a'] = 5}},
+    {"pqr", "rs", "sqp", {['p' - 'a'] = 2, ['q' - 'a'] = 3, ['r' - 'a'] = 4, ['s' - 'a'] = 5}},
+    {"ab", "bc", "ac", {['a' - 'a'] = 1, ['b' - 'a'] = 7, ['c' - 'a'] = 1}},
+    {"ab", "bc", "ac", {['a' - 'a'] = 4, ['b' - 'a'] = 0, ['c' - 'a'] = 3}},
+    {"ab", "bc", "ac", {['a' - 'a'] = 0, ['b' - 'a'] = 2, ['c' - 'a'] = 3}},
+    {"xab", "xbc", "acx", {['x' - 'a'] = 6, ['a' - 'a'] = 1, ['b' - 'a'] = 3, ['c' - 'a'] = 4}},
+    {"kij", "jk", "i", {['i' - 'a'] = 7, ['j' - 'a'] = 3, ['k' - 'a'] = 4}},
+    {"mn", "nm", "", {['m' - 'a'] = 30, ['n' - 'a'] = 70}},
+    {"ij", "jk", "ik", {['i' - 'a'] = 90, ['j' - 'a'] = 120, ['k' - 'a'] = 70}},
+};
+
+static void labels_of(const char *s, int *labels, int64_t *shape, const int64_t *extent) {
+  for (int i = 0; s[i]; i++) {
+    labels[i] = s[i] - 'a';
+    shape[i] = extent[s[i] - 'a'];
+  }
+}
+
+static void contract_table_matches_naive(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  int ncases = (int)(sizeof contract_cases / sizeof contract_cases[0]);
+  for (int ci = 0; ci < ncases; ci++)
+    for (int di = 0; di < 4; di++)
+      for (int la = 0; la < KT_LAYOUTS; la++)
+        for (int lc = 0; lc < KT_LAYOUTS; lc += 2) {
+          const contract_case *cc = &contract_cases[ci];
+          tl_dtype dt = dtypes[di];
+          int ra = (int)strlen(cc->a), rb = (int)strlen(cc->b), rc = (int)strlen(cc->c);
+          int al[8], bl[8], cl[8];
+          int64_t sa[8], sb[8], sc2[8];
+          labels_of(cc->a, al, sa, cc->extent);
+          labels_of(cc->b, bl, sb, cc->extent);
+          labels_of(cc->c, cl, sc2, cc->extent);
+          kt_tensor a, b, c;
+          kt_make(&a, dt, ra, sa, (kt_layout)la, 0);
+          kt_make(&b, dt, rb, sb, (kt_layout)((la + 2) % KT_LAYOUTS), 0);
+          kt_make(&c, dt, rc, sc2, (kt_layout)lc, 0);
+          TL_CHECK_OK(tl_contract_into(h.exec, &a.t, al, &b.t, bl, &c.t, cl));
+          /* naive: one pass over every assignment of every label, accumulating into a
+           * column-major reference of c */
+          int all[26], nall = 0;
+          int64_t ext[26];
+          const char *specs[3] = {cc->a, cc->b, cc->c};
+          for (int sp = 0; sp < 3; sp++)
+            for (int i = 0; specs[sp][i]; i++) {
+              int l = specs[sp][i] - 'a', seen = 0;
+              for (int j = 0; j < nall; j++) seen |= all[j] == l;
+              if (!seen) all[nall] = l, ext[nall] = cc->extent[l], nall++;
+            }
+          int64_t ncell = kt_numel(rc, sc2);
+          double complex *ref = calloc((size_t)(ncell + 1), sizeof *ref);
+          double *scale = calloc((size_t)(ncell + 1), sizeof *scale);
+          KT_FOR_EACH(v, nall, ext) {
+            int64_t val[26];
+            for (int j = 0; j < nall; j++) val[all[j]] = v[j];
+            int64_t ia[8], ib[8], cell = 0, step = 1;
+            for (int i = 0; i < ra; i++) ia[i] = val[al[i]];
+            for (int i = 0; i < rb; i++) ib[i] = val[bl[i]];
+            for (int i = 0; i < rc; i++) cell += val[cl[i]] * step, step *= sc2[i];
+            double complex p = kt_get(&a.t, ia) * kt_get(&b.t, ib);
+            ref[cell] += p;
+            scale[cell] += cabs(p);
+          }
+          int64_t cell = 0;
+          KT_FOR_EACH(cidx, rc, sc2) {
+            if (!kt_close_enough(kt_get(&c.t, cidx), ref[cell], kt_tolerance(dt) * 4, scale[cell] + 1.0))
+              fail_at(cc->c[0] ? cc->c : "(scalar)", dt, la, ci, kt_get(&c.t, cidx), ref[cell]);
+            cell++;
+          }
+          free(ref), free(scale);
+          kt_free(&a), kt_free(&b), kt_free(&c);
+        }
+  kt_close(&h);
+}
+
+/* C = A B checked by C x = A (B x) for random x (Freivalds), for sizes too big for naive. */
+static void contract_randomized_residual_is_small(void) {
+  kt_held h;
+  kt_open(&h, 1);
+  int64_t sizes[][4] = {{300, 257, 190, 1}, {64, 512, 96, 3}, {1000, 40, 30, 2}};
+  for (int di = 0; di < 4; di++)
+    for (int zi = 0; zi < 3; zi++) {
+      tl_dtype dt = dtypes[di];
+      int64_t m = sizes[zi][0], n = sizes[zi][1], k = sizes[zi][2], nb = sizes[zi][3];
+      int64_t sa[3] = {nb, k, m}, sb[3] = {n, k, nb}, sc2[3] = {m, nb, n};
+      int al[3] = {0, 2, 1}, bl[3] = {3, 2, 0}, cl[3] = {1, 0, 3}; /* b=0 m=1 k=2 n=3 */
+      kt_tensor a, b, c;
+      kt_make(&a, dt, 3, sa, KT_COL, 0);
+      kt_make(&b, dt, 3, sb, KT_ROW, 0);
+      kt_make(&c, dt, 3, sc2, KT_GENERAL, 0);
+      TL_CHECK_OK(tl_contract_into(h.exec, &a.t, al, &b.t, bl, &c.t, cl));
+      double complex *x = malloc(sizeof *x * (size_t)n), *bx = malloc(sizeof *bx * (size_t)k);
+      for (int64_t batch = 0; batch < nb; batch++) {
+        for (int64_t j = 0; j < n; j++) x[j] = kt_uniform() + I * kt_uniform();
+        for (int64_t p = 0; p < k; p++) {
+          bx[p] = 0;
+          for (int64_t j = 0; j < n; j++) {
+            int64_t ib[3] = {j, p, batch};
+            bx[p] += kt_get(&b.t, ib) * x[j];
+          }
+        }
+        double worst = 0;
+        for (int64_t i = 0; i < m; i++) {
+          double complex lhs = 0, rhs = 0;
+          for (int64_t j = 0; j < n; j++) {
+            int64_t ic[3] = {i, batch, j};
+            lhs += kt_get(&c.t, ic) * x[j];
+          }
+          for (int64_t p = 0; p < k; p++) {
+            int64_t ia[3] = {batch, p, i};
+            rhs += kt_get(&a.t, ia) * bx[p];
+          }
+          double r = cabs(lhs - rhs) / (sqrt((double)(n * k)) + cabs(rhs));
+          if (r > worst) worst = r;
+        }
+        if (worst > kt_tolerance(dt) * 10) {
+          char text[200];
+          snprintf(text, sizeof text, "residual %g for %s m=%lld n=%lld k=%lld", worst,
+                   tl_dtype_name(dt), (long long)m, (long long)n, (long long)k);
+          tl_test_fail_at(__FILE__, __LINE__, text);
+        }
+      }
+      free(x), free(bx);
+      kt_free(&a), kt_free(&b), kt_free(&c);
+    }
+  kt_close(&h);
+}
+
+/* ---- threading ------------------------------------------------------------------------- */
+
+static void root_team_results_match_one_thread(void) {
+  kt_held h2, h1;
+  kt_open(&h2, 2);
+  int64_t m = 700, n = 650, k = 300;
+  int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc2[2] = {m, n};
+  kt_tensor a, b, c1, c2;
+  kt_make(&a, TL_F64, 2, sa, KT_COL, 0);
+  kt_make(&b, TL_F64, 2, sb, KT_ROW, 0);
+  kt_make(&c1, TL_F64, 2, sc2, KT_COL, 0);
+  kt_make(&c2, TL_F64, 2, sc2, KT_COL, 0);
+  TL_CHECK_OK(tl_gemm_into(h2.exec, tl_scalar_real(1), &a.t, &b.t, tl_scalar_real(0), &c2.t));
+  /* permute, reduce and axpby big enough to be split */
+  int perm[2] = {1, 0};
+  int64_t st[2] = {n, m};
+  kt_tensor t2, t1;
+  kt_make(&t2, TL_F64, 2, st, KT_COL, 0);
+  kt_make(&t1, TL_F64, 2, st, KT_COL, 0);
+  TL_CHECK_OK(tl_permute_into(h2.exec, &c2.t, perm, &t2.t));
+  tl_tensor r2, r1, s2, s1;
+  int axis1[1] = {1}, axis0[1] = {0};
+  TL_CHECK_OK(tl_reduce(h2.exec, TL_REDUCE_SUM, &t2.t, 1, axis1, &r2));
+  TL_CHECK_OK(tl_reduce(h2.exec, TL_REDUCE_NORM2, &t2.t, 1, axis0, &s2));
+  kt_close(&h2);
+  kt_open(&h1, 1);
+  TL_CHECK_OK(tl_gemm_into(h1.exec, tl_scalar_real(1), &a.t, &b.t, tl_scalar_real(0), &c1.t));
+  TL_CHECK_OK(tl_permute_into(h1.exec, &c1.t, perm, &t1.t));
+  TL_CHECK_OK(tl_reduce(h1.exec, TL_REDUCE_SUM, &t1.t, 1, axis1, &r1));
+  TL_CHECK_OK(tl_reduce(h1.exec, TL_REDUCE_NORM2, &t1.t, 1, axis0, &s1));
+  kt_close(&h1);
+  KT_FOR_EACH(idx, 2, sc2) TL_CHECK(kt_close_enough(kt_get(&c1.t, idx), kt_get(&c2.t, idx), 1e-12, 1.0));
+  KT_FOR_EACH(idx, 2, st) TL_CHECK(kt_get(&t1.t, idx) == kt_get(&t2.t, idx));
+  KT_FOR_EACH(idx, 1, r1.shape) TL_CHECK(kt_close_enough(kt_get(&r1, idx), kt_get(&r2, idx), 1e-12, 1.0));
+  KT_FOR_EACH(idx, 1, s1.shape) TL_CHECK(kt_close_enough(kt_get(&s1, idx), kt_get(&s2, idx), 1e-12, 1.0));
+  tl_tensor_release(&r1), tl_tensor_release(&r2), tl_tensor_release(&s1), tl_tensor_release(&s2);
+  kt_free(&a), kt_free(&b), kt_free(&c1), kt_free(&c2), kt_free(&t1), kt_free(&t2);
+}
+
+typedef struct ticket_arg {
+  tl_ticket ticket;
+  kt_tensor *a, *b, *out;
+  tl_status team_status, add_status, gemm_status;
+  int enter_status;
+} ticket_arg;
+
+static int on_ticket(tl_exec *exec, void *arg_) {
+  ticket_arg *arg = (ticket_arg *)arg_;
+  arg->team_status = tl_exec_set_team(exec, 2);
+  arg->add_status = tl_add_into(exec, &arg->a->t, &arg->b->t, &arg->out->t);
+  arg->gemm_status = tl_gemm_into(exec, tl_scalar_real(1), &arg->a->t, &arg->b->t,
+                                  tl_scalar_real(0), &arg->out->t);
+  return 0;
+}
+
+static void *ticket_thread(void *arg_) {
+  ticket_arg *arg = (ticket_arg *)arg_;
+  arg->enter_status = tl_ticket_enter(&arg->ticket, on_ticket, arg, NULL);
+  return NULL;
+}
+
+static void team_wider_than_one_on_child_surface_is_unavailable(void) {
+  kt_held h;
+  kt_open(&h, 2);
+  int64_t s[2] = {64, 64};
+  kt_tensor a, b, out;
+  kt_make(&a, TL_F64, 2, s, KT_COL, 0);
+  kt_make(&b, TL_F64, 2, s, KT_COL, 0);
+  kt_make(&out, TL_F64, 2, s, KT_COL, 0);
+  kt_image before = kt_snapshot(&out.backing);
+  ticket_arg arg;
+  memset(&arg, 0, sizeof arg);
+  arg.a = &a, arg.b = &b, arg.out = &out;
+  TL_CHECK_OK(tl_session_ticket(h.session, &arg.ticket));
+  pthread_t thread;
+  TL_CHECK(pthread_create(&thread, NULL, ticket_thread, &arg) == 0);
+  pthread_join(thread, NULL);
+  TL_CHECK_OK((tl_status)arg.enter_status);
+  TL_CHECK_OK(arg.team_status);
+  TL_CHECK_STATUS(arg.add_status, TL_E_UNAVAILABLE);
+  TL_CHECK_STATUS(arg.gemm_status, TL_E_UNAVAILABLE);
+  TL_CHECK(kt_unchanged(&before, &out.backing));
+  kt_close(&h);
+  kt_free(&a), kt_free(&b), kt_free(&out);
+}
+
+typedef struct lane_arg {
+  kt_tensor *a, *b, *outs;
+  tl_status status[8];
+} lane_arg;
+
+static int on_lane(tl_lane *lane, int lane_index, void *arg_) {
+  lane_arg *arg = (lane_arg *)arg_;
+  tl_lane_cancel(lane);
+  while (!tl_lane_cancelled(lane)) {
+  }
+  tl_exec *exec = tl_lane_exec(lane);
+  arg->status[lane_index] = tl_add_into(exec, &arg->a->t, &arg->b->t, &arg->outs[lane_index].t);
+  return 0;
+}
+
+static void on_phase(tl_phase *phase, void *arg) { tl_phase_run(phase, on_lane, arg, NULL); }
+
+static void cancelled_lane_route_returns_cancelled_and_writes_nothing(void) {
+  kt_held h;
+  kt_open(&h, 2);
+  int64_t s[2] = {50, 40};
+  kt_tensor a, b, outs[8];
+  kt_make(&a, TL_F64, 2, s, KT_COL, 0);
+  kt_make(&b, TL_F64, 2, s, KT_COL, 0);
+  for (int i = 0; i < 8; i++) kt_make(&outs[i], TL_F64, 2, s, KT_COL, 0);
+  kt_image before[8];
+  for (int i = 0; i < 8; i++) before[i] = kt_snapshot(&outs[i].backing);
+  lane_arg arg;
+  memset(&arg, 0, sizeof arg);
+  arg.a = &a, arg.b = &b, arg.outs = outs;
+  const tl_status not_run = (tl_status)-1;
+  for (int i = 0; i < 8; i++) arg.status[i] = not_run;
+  TL_CHECK_OK(tl_session_phase(h.session, on_phase, &arg));
+  /* a lane that saw the flag before its callback is skipped; every lane that ran got
+   * TL_E_CANCELLED from the route and its output is untouched */
+  int ran = 0;
+  for (int i = 0; i < 8; i++) {
+    if (arg.status[i] != not_run) {
+      TL_CHECK_STATUS(arg.status[i], TL_E_CANCELLED);
+      ran++;
+    }
+    TL_CHECK(kt_unchanged(&before[i], &outs[i].backing));
+  }
+  TL_CHECK(ran >= 1);
+  kt_close(&h);
+  kt_free(&a), kt_free(&b);
+  for (int i = 0; i < 8; i++) kt_free(&outs[i]);
+}
+
+TL_TEST_MAIN(TL_CASE(elementwise_binary_table_matches_naive),
+             TL_CASE(elementwise_broadcasts_extent_one_axes),
+             TL_CASE(elementwise_unary_table_matches_naive),
+             TL_CASE(scale_axpby_fill_match_naive), TL_CASE(permute_table_matches_naive),
+             TL_CASE(copy_into_and_fresh_permute_match_naive),
+             TL_CASE(reshape_is_a_view_when_strides_allow_else_a_copy),
+             TL_CASE(reduce_table_matches_naive), TL_CASE(gemm_table_matches_naive),
+             TL_CASE(contract_table_matches_naive),
+             TL_CASE(contract_randomized_residual_is_small),
+             TL_CASE(root_team_results_match_one_thread),
+             TL_CASE(team_wider_than_one_on_child_surface_is_unavailable),
+             TL_CASE(cancelled_lane_route_returns_cancelled_and_writes_nothing))
