@@ -17,7 +17,7 @@ build: deps
 	cmake --build $(BUILD) -j$(JOBS)
 
 demo: build
-	$(BUILD)/examples/tenlane-demo
+	$(BUILD)/examples/tenlane-fanout
 
 test: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)
