@@ -185,8 +185,7 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
   status = choose_path(&problem, kind, plan);
   if (status != TL_OK) return status;
 
-  /* Label order of each step's result: the first input's survivors, then the second's;
-   * the last step is the output itself. */
+  /* Label order of each step's result (below); the last step is the output itself. */
   for (int step = 0; step < plan->path.n_steps; step++) {
     int *labels = plan->step_labels[step];
     int count = 0;
@@ -194,38 +193,29 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
       memcpy(labels, plan->out_labels, sizeof(int) * (size_t)plan->out_rank);
       count = plan->out_rank;
     } else {
-      /* Walk the larger input's labels in order; where the first of its labels that this
-       * step sums away stood, put the smaller input's new labels. A basis change
-       * (T[i,j,k] M[a,i] -> R[a,j,k]) then keeps the big tensor's layout, so the next
-       * contraction finds strides that already fit. */
-      int big_rank, small_rank;
+      /* The larger input's surviving labels in its order, then the smaller one's new
+       * labels. That is the column-major GEMM form C[M, N] with M in the order the big
+       * operand holds it, so the contraction writes the intermediate in place, and a chain
+       * of basis changes (X[i,j,k] P[a,i] -> [j,k,a], then j, then k) always finds the next
+       * summed label at the front: no step needs a permuted copy. */
       int big_slot = plan->path.pairs[step][0], small_slot = plan->path.pairs[step][1];
       if (slot_size(plan, small_slot) > slot_size(plan, big_slot)) {
         int swap = big_slot;
         big_slot = small_slot;
         small_slot = swap;
       }
-      const int *big = slot_labels(plan, big_slot, &big_rank);
-      const int *small = slot_labels(plan, small_slot, &small_rank);
-      int small_placed = 0;
-      for (int k = 0; k <= big_rank; k++) {
-        int at_end = k == big_rank;
-        int kept = !at_end && tl__labelset_has(plan->path.result[step], big[k]);
-        if (!small_placed && (at_end || !kept)) {
-          for (int s = 0; s < small_rank; s++) {
-            int label = small[s];
-            if (!tl__labelset_has(plan->path.result[step], label)) continue;
-            int seen = 0;
-            for (int b = 0; b < big_rank; b++) seen |= big[b] == label;
-            if (seen) continue;
-            if (count == TL_MAX_RANK) return too_many_axes(spec, step);
-            labels[count++] = label;
-          }
-          small_placed = 1;
-        }
-        if (kept) {
+      int sides[2] = {big_slot, small_slot};
+      for (int side = 0; side < 2; side++) {
+        int rank;
+        const int *in = slot_labels(plan, sides[side], &rank);
+        for (int k = 0; k < rank; k++) {
+          int label = in[k];
+          if (!tl__labelset_has(plan->path.result[step], label)) continue;
+          int seen = 0;
+          for (int m = 0; m < count; m++) seen |= labels[m] == label;
+          if (seen) continue;
           if (count == TL_MAX_RANK) return too_many_axes(spec, step);
-          labels[count++] = big[k];
+          labels[count++] = label;
         }
       }
     }
