@@ -23,19 +23,23 @@
 
 void fan_direct_init(void) { libxsmm_init(); }
 
+/* libxsmm for the shapes it is best at (the same bound tenlane's GEMM route uses: at most
+ * 64^3 multiply-adds and no extent above 256), BLIS otherwise. */
 static int direct_gemm(fan_call *call, int m, int n, int k, const double *a, int lda,
                        const double *b, int ldb, double *c, int ldc) {
   const double alpha = 1.0, beta = 0.0;
-  const int flags = LIBXSMM_GEMM_FLAG_NONE;
-  const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
-  const libxsmm_blasint xlda = lda, xldb = ldb, xldc = ldc;
-  libxsmm_dmmfunction kernel =
-      libxsmm_dmmdispatch(m, n, k, &xlda, &xldb, &xldc, &alpha, &beta, &flags, &prefetch);
-  if (kernel) {
-    kernel(a, b, c);
-    return 0;
-  }
   (void)call;
+  if ((long long)m * n * k <= 64LL * 64 * 64 && m <= 256 && n <= 256 && k <= 256) {
+    const int flags = LIBXSMM_GEMM_FLAG_NONE;
+    const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+    const libxsmm_blasint xlda = lda, xldb = ldb, xldc = ldc;
+    libxsmm_dmmfunction kernel =
+        libxsmm_dmmdispatch(m, n, k, &xlda, &xldb, &xldc, &alpha, &beta, &flags, &prefetch);
+    if (kernel) {
+      kernel(a, b, c);
+      return 0;
+    }
+  }
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);
   return 0;
