@@ -12,7 +12,7 @@
 #include "linalg_int.h"
 
 /* Index of the first exact zero on the diagonal of the n x n column-major u, or -1. */
-static int64_t zero_diagonal(tl_dtype dtype, const char *u, int64_t ld, int64_t n) {
+static int64_t zero_diagonal(tl_dtype dtype, const void *u, int64_t ld, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     size_t at = (size_t)(i + i * ld);
     int zero = 0;

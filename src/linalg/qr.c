@@ -110,7 +110,7 @@ tl_status tl_qr(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tensor *r) {
 }
 
 /* |r(i,i)| of the factored matrix, as the real dtype, into diag. */
-static void r_diagonal(tl_dtype dtype, const char *a, int64_t lda, int64_t k, void *diag) {
+static void r_diagonal(tl_dtype dtype, const void *a, int64_t lda, int64_t k, void *diag) {
   for (int64_t i = 0; i < k; i++) {
     size_t at = (size_t)(i + i * lda);
     switch (dtype) {

@@ -12,7 +12,7 @@ static int64_t zero_on_diagonal(const tl_tensor *t, int64_t n) {
   size_t esize = tl_dtype_size(t->dtype);
   const char *base = (const char *)t->data + t->offset * (int64_t)esize;
   for (int64_t i = 0; i < n; i++) {
-    const char *p = base + (i * (t->strides[0] + t->strides[1])) * (int64_t)esize;
+    const void *p = base + (i * (t->strides[0] + t->strides[1])) * (int64_t)esize;
     int zero = 0;
     switch (t->dtype) {
       case TL_F32:
