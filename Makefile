@@ -41,6 +41,7 @@ bench: build
 	scripts/run-benches $(BUILD)
 
 bench-plot: build
+	TL_BENCH_PHASE_CSV=$(CURDIR)/$(BUILD)/bench-phase-latency.csv $(BUILD)/benches/tenlane/bench_phase --rounds 3 > /dev/null
 	scripts/bench-plot $(BUILD)
 
 install: build

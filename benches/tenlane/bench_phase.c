@@ -67,6 +67,28 @@ typedef struct bench_state {
   tl_bench_stats held, scoped;
 } bench_state;
 
+/* With TL_BENCH_PHASE_CSV=FILE set, also write every single fork-join sample (kind,
+ * latency_ns) for scripts/bench-plot's latency distribution; the four kinds alternate
+ * call by call so that they see the same machine. */
+static void write_latency_csv(const char *path, tl_bench_contestant *contestants, int count) {
+  FILE *out = fopen(path, "w");
+  if (out == NULL) {
+    fprintf(stderr, "bench_phase: cannot write %s\n", path);
+    return;
+  }
+  fprintf(out, "kind,latency_ns\n");
+  static const char *kinds[] = {"omp_parallel", "spin_futex_floor", "tl_pool_broadcast",
+                                "tl_phase_run"};
+  for (int i = 0; i < 5000; i++) {
+    for (int k = 0; k < count; k++) {
+      uint64_t start = tl_bench_now_ns();
+      contestants[k].run(contestants[k].arg);
+      fprintf(out, "%s,%llu\n", kinds[k], (unsigned long long)(tl_bench_now_ns() - start));
+    }
+  }
+  fclose(out);
+}
+
 static void measure_fork_join(tl_phase *phase, void *arg) {
   bench_state *state = arg;
   current_phase = phase;
@@ -81,6 +103,8 @@ static void measure_fork_join(tl_phase *phase, void *arg) {
   };
   if (tl_bench_alternate(contestants, 4, &state->opt) != 0) exit(1);
   for (int i = 0; i < 4; i++) state->fork_join[i] = contestants[i];
+  const char *csv = getenv("TL_BENCH_PHASE_CSV");
+  if (csv != NULL && csv[0] != '\0') write_latency_csv(csv, contestants, 4);
 }
 
 static void measure_inline(tl_phase *phase, void *arg) {
