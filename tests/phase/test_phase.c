@@ -11,6 +11,7 @@
 
 #include "tenlane/alloc.h"
 #include "tenlane/einsum.h"
+#include "tenlane/linalg.h"
 #include "tenlane/map.h"
 #include "tenlane/ops.h"
 #include "tenlane/panic.h"
@@ -1179,6 +1180,13 @@ static int count_threads_lane(tl_lane *lane, int lane_index, void *arg) {
   tl_tensor_wrap(TL_F64, 2, shape, NULL, job->c[lane_index], 0, &c);
   if (tl_gemm_into(tl_lane_exec(lane), tl_scalar_real(1), &a, &b, tl_scalar_real(0), &c) != TL_OK)
     return 1;
+  /* An SVD too: LAPACK and its BLAS must not start threads of their own either. */
+  tl_tensor u, sv, vt;
+  int64_t rank = 0;
+  if (tl_svd(tl_lane_exec(lane), &c, NULL, &u, &sv, &vt, &rank) != TL_OK || rank < 1) return 2;
+  tl_tensor_release(&u);
+  tl_tensor_release(&sv);
+  tl_tensor_release(&vt);
   int now = tl_thread_count();
   int seen = atomic_load(&job->max_during);
   while (now > seen && !atomic_compare_exchange_weak(&job->max_during, &seen, now)) {
@@ -1202,6 +1210,7 @@ static void phase_creates_no_thread(void) {
     memset(&job, 0, sizeof job);
     job.a = calloc(96 * 96, sizeof(double));
     job.b = calloc(96 * 96, sizeof(double));
+    for (int i = 0; i < 96 * 96; i++) job.a[i] = sin(0.1 * i), job.b[i] = cos(0.2 * i);
     for (int l = 0; l < 8; l++) job.c[l] = calloc(96 * 96, sizeof(double));
     job.before = tl_thread_count();
     for (int round = 0; round < 3; round++) run_in_phase(session, run_count, &job);
