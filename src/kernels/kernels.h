@@ -77,6 +77,7 @@ typedef struct tl__permute_plan {
   int64_t tiles0; /* tiles along loop axis 0 (dst fastest) */
   int64_t tiles1; /* tiles along src_axis */
   int64_t blocks; /* independent work blocks: tiles0 * tiles1 * other rows */
+  int stream;     /* 1: streaming (non-temporal) stores for a large aligned output */
 } tl__permute_plan;
 
 void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const tl_tensor *src);

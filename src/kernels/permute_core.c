@@ -13,6 +13,7 @@
  * Invariant: the micro-kernels move bits (integer or vector moves), never arithmetic, so
  * a copy is exact for every value, NaN payloads included. No index arithmetic in the
  * inner loops: pointers advance by precomputed strides. */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -24,8 +25,7 @@ TL__HOT_FILE
 #include <immintrin.h>
 #endif
 
-#define TILE_LINE_BYTES 64
-#define TILE_COLS 64
+#define TILE_BYTES 512 /* a tile spans 512 bytes (8 lines) along each of its two dense axes */
 
 /* ---- portable micro-kernels: dst(j, i) = src(i, j) ------------------------------------ */
 
@@ -55,126 +55,147 @@ TL__TILE_SCALAR(tile_scalar4, uint32_t)
 TL__TILE_SCALAR(tile_scalar8, uint64_t)
 TL__TILE_SCALAR(tile_scalar16, tl__b16)
 
-/* ---- AVX2 micro-kernels ---------------------------------------------------------------- */
+/* ---- AVX2 micro-kernels ----------------------------------------------------------------
+ * A micro-tile is one cache line by one cache line (8 x 8 doubles, 16 x 16 floats, 4 x 4
+ * complex doubles): every source line is read whole and every destination line written
+ * whole inside one micro-tile, so no partly used line has to survive in cache between
+ * micro-tiles. That is what keeps a power-of-two leading dimension (all rows of a tile in
+ * one cache set) from costing bandwidth. Fringes go through the portable kernels. */
 #if defined(__x86_64__) && defined(__GNUC__)
 
-__attribute__((target("avx2"))) static void tile8_avx2(int64_t r, int64_t c,
-                                                       const char *src_bytes, int64_t ss,
-                                                       char *dst_bytes, int64_t ds) {
-  const double *src = (const double *)src_bytes;
-  double *dst = (double *)dst_bytes;
-  const int64_t ss4 = 4 * ss, ds4 = 4 * ds;
-  int64_t j = 0;
-  for (; j + 4 <= c; j += 4) {
-    /* four source rows j..j+3 (each contiguous in i), all of r consumed now */
-    const double *s = src;
-    double *d = dst;
-    int64_t i = 0;
-    for (; i + 4 <= r; i += 4) {
-      __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ss);
-      __m256d r2 = _mm256_loadu_pd(s + 2 * ss), r3 = _mm256_loadu_pd(s + 3 * ss);
-      __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-      __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-      _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
-      _mm256_storeu_pd(d + ds, _mm256_permute2f128_pd(t1, t3, 0x20));
-      _mm256_storeu_pd(d + 2 * ds, _mm256_permute2f128_pd(t0, t2, 0x31));
-      _mm256_storeu_pd(d + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));
-      s += 4;
-      d += ds4;
-    }
-    for (; i < r; i++) {
-      d[0] = s[0];
-      d[1] = s[ss];
-      d[2] = s[2 * ss];
-      d[3] = s[3 * ss];
-      s += 1;
-      d += ds;
-    }
-    src += ss4;
-    dst += 4;
+/* dst(j.., i..) = src(i.., j..) for a 4 x 4 block of doubles. */
+#define TL__T4X4_PD(NAME, STORE)                                                           \
+  __attribute__((target("avx2"), always_inline)) static inline void NAME(                  \
+      const double *s, int64_t ss, double *d, int64_t ds) {                                \
+    __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ss);                         \
+    __m256d r2 = _mm256_loadu_pd(s + 2 * ss), r3 = _mm256_loadu_pd(s + 3 * ss);            \
+    __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);              \
+    __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);              \
+    STORE(d, _mm256_permute2f128_pd(t0, t2, 0x20));                                        \
+    STORE(d + ds, _mm256_permute2f128_pd(t1, t3, 0x20));                                   \
+    STORE(d + 2 * ds, _mm256_permute2f128_pd(t0, t2, 0x31));                               \
+    STORE(d + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));                               \
   }
-  if (j < c) tile_scalar8(r, c - j, (const char *)src, ss, (char *)dst, ds);
+TL__T4X4_PD(t4x4_pd_nt, _mm256_stream_pd)
+
+__attribute__((target("avx2"), always_inline)) static inline void t4x4_pd(const double *s,
+                                                                          int64_t ss, double *d,
+                                                                          int64_t ds) {
+  __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ss);
+  __m256d r2 = _mm256_loadu_pd(s + 2 * ss), r3 = _mm256_loadu_pd(s + 3 * ss);
+  __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+  _mm256_storeu_pd(d + ds, _mm256_permute2f128_pd(t1, t3, 0x20));
+  _mm256_storeu_pd(d + 2 * ds, _mm256_permute2f128_pd(t0, t2, 0x31));
+  _mm256_storeu_pd(d + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));
 }
 
-__attribute__((target("avx2"))) static void tile4_avx2(int64_t r, int64_t c,
-                                                       const char *src_bytes, int64_t ss,
-                                                       char *dst_bytes, int64_t ds) {
-  const float *src = (const float *)src_bytes;
-  float *dst = (float *)dst_bytes;
-  const int64_t ss8 = 8 * ss, ds8 = 8 * ds;
-  int64_t j = 0;
-  for (; j + 8 <= c; j += 8) {
-    const float *s = src;
-    float *d = dst;
-    int64_t i = 0;
-    for (; i + 8 <= r; i += 8) {
-      __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ss);
-      __m256 r2 = _mm256_loadu_ps(s + 2 * ss), r3 = _mm256_loadu_ps(s + 3 * ss);
-      __m256 r4 = _mm256_loadu_ps(s + 4 * ss), r5 = _mm256_loadu_ps(s + 5 * ss);
-      __m256 r6 = _mm256_loadu_ps(s + 6 * ss), r7 = _mm256_loadu_ps(s + 7 * ss);
-      __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-      __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-      __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-      __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-      __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-      __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-      __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-      __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-      _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
-      _mm256_storeu_ps(d + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
-      _mm256_storeu_ps(d + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
-      _mm256_storeu_ps(d + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
-      _mm256_storeu_ps(d + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
-      _mm256_storeu_ps(d + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
-      _mm256_storeu_ps(d + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
-      _mm256_storeu_ps(d + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
-      s += 8;
-      d += ds8;
-    }
-    if (i < r) tile_scalar4(r - i, 8, (const char *)s, ss, (char *)d, ds);
-    src += ss8;
-    dst += 8;
-  }
-  if (j < c) tile_scalar4(r, c - j, (const char *)src, ss, (char *)dst, ds);
+/* The same for an 8 x 8 block of floats. */
+__attribute__((target("avx2"), always_inline)) static inline void t8x8_ps(const float *s,
+                                                                          int64_t ss, float *d,
+                                                                          int64_t ds) {
+  __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ss);
+  __m256 r2 = _mm256_loadu_ps(s + 2 * ss), r3 = _mm256_loadu_ps(s + 3 * ss);
+  __m256 r4 = _mm256_loadu_ps(s + 4 * ss), r5 = _mm256_loadu_ps(s + 5 * ss);
+  __m256 r6 = _mm256_loadu_ps(s + 6 * ss), r7 = _mm256_loadu_ps(s + 7 * ss);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(d + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(d + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(d + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(d + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(d + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(d + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(d + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
-__attribute__((target("avx2"))) static void tile16_avx2(int64_t r, int64_t c,
-                                                        const char *src_bytes, int64_t ss,
-                                                        char *dst_bytes, int64_t ds) {
-  /* 16-byte elements: a 2x2 transpose of 256-bit rows. */
-  const double *src = (const double *)src_bytes; /* two doubles per element */
-  double *dst = (double *)dst_bytes;
-  const int64_t ess = 2 * ss, eds = 2 * ds;
-  int64_t j = 0;
-  for (; j + 2 <= c; j += 2) {
-    const double *s = src;
-    double *d = dst;
-    int64_t i = 0;
-    for (; i + 2 <= r; i += 2) {
-      __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ess);
-      _mm256_storeu_pd(d, _mm256_permute2f128_pd(r0, r1, 0x20));
-      _mm256_storeu_pd(d + eds, _mm256_permute2f128_pd(r0, r1, 0x31));
-      s += 4;
-      d += 2 * eds;
-    }
-    if (i < r) tile_scalar16(r - i, 2, (const char *)s, ss, (char *)d, ds);
-    src += 2 * ess;
-    dst += 4;
+/* The same for a 2 x 2 block of 16-byte elements (as pairs of doubles). */
+#define TL__T2X2_C(NAME, STORE)                                                            \
+  __attribute__((target("avx2"), always_inline)) static inline void NAME(                  \
+      const double *s, int64_t ss2, double *d, int64_t ds2) {                              \
+    __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ss2);                        \
+    STORE(d, _mm256_permute2f128_pd(r0, r1, 0x20));                                        \
+    STORE(d + ds2, _mm256_permute2f128_pd(r0, r1, 0x31));                                  \
   }
-  if (j < c) tile_scalar16(r, c - j, (const char *)src, ss, (char *)dst, ds);
-}
+TL__T2X2_C(t2x2_c, _mm256_storeu_pd)
+TL__T2X2_C(t2x2_c_nt, _mm256_stream_pd)
+
+/* Generic line-by-line driver: L x L micro-tiles made of B x B blocks. T is the element
+ * type in units the block kernel indexes (double for 16-byte elements: 2 units each). */
+#define TL__TILE_AVX2(NAME, T, L, B, BLOCK, UNITS, SCALAR)                                   \
+  __attribute__((target("avx2"))) static void NAME(int64_t r, int64_t c,                    \
+                                                   const char *src_bytes, int64_t ss,       \
+                                                   char *dst_bytes, int64_t ds) {           \
+    const T *src = (const T *)src_bytes;                                                    \
+    T *dst = (T *)dst_bytes;                                                                \
+    const int64_t uss = ss * (UNITS), uds = ds * (UNITS);                                   \
+    const int64_t r_full = r / (L) * (L), c_full = c / (L) * (L);                           \
+    for (int64_t j = 0; j < c_full; j += (L)) {                                             \
+      const T *s_row = src + j * uss;                                                       \
+      T *d_col = dst + j * (UNITS);                                                         \
+      for (int64_t i = 0; i < r_full; i += (L)) {                                           \
+        const T *s = s_row + i * (UNITS);                                                   \
+        T *d = d_col + i * uds;                                                             \
+        for (int64_t bj = 0; bj < (L); bj += (B))                                           \
+          for (int64_t bi = 0; bi < (L); bi += (B))                                         \
+            BLOCK(s + bi * (UNITS) + bj * uss, uss, d + bj * (UNITS) + bi * uds, uds);      \
+      }                                                                                     \
+      if (r_full < r)                                                                       \
+        SCALAR(r - r_full, (L), (const char *)(s_row + r_full * (UNITS)), ss,               \
+               (char *)(d_col + r_full * uds), ds);                                         \
+    }                                                                                       \
+    if (c_full < c)                                                                         \
+      SCALAR(r, c - c_full, (const char *)(src + c_full * uss), ss,                         \
+             (char *)(dst + c_full * (UNITS)), ds);                                         \
+  }
+
+TL__TILE_AVX2(tile8_avx2, double, 8, 4, t4x4_pd, 1, tile_scalar8)
+TL__TILE_AVX2(tile4_avx2, float, 16, 8, t8x8_ps, 1, tile_scalar4)
+TL__TILE_AVX2(tile16_avx2, double, 4, 2, t2x2_c, 2, tile_scalar16)
+/* Streaming-store variants for large copies whose destination rows are 32-byte aligned:
+ * whole lines go straight to memory (no read for ownership, no eviction traffic through
+ * the cache sets a power-of-two stride piles its rows into). */
+TL__TILE_AVX2(tile8_avx2_nt, double, 8, 4, t4x4_pd_nt, 1, tile_scalar8)
+TL__TILE_AVX2(tile16_avx2_nt, double, 4, 2, t2x2_c_nt, 2, tile_scalar16)
 #endif
 
 typedef void (*tile_fn)(int64_t r, int64_t c, const char *src, int64_t ss, char *dst, int64_t ds);
 
+static tile_fn tile_kernel_nt(int64_t esize) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (esize == 8) return tile8_avx2_nt;
+  if (esize == 16) return tile16_avx2_nt;
+#endif
+  (void)esize;
+  return NULL;
+}
+
+static int have_avx2(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static atomic_int cached = -1; /* benign race: every thread computes the same value */
+  int value = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (value < 0) {
+    __builtin_cpu_init();
+    value = __builtin_cpu_supports("avx2") ? 1 : 0;
+    atomic_store_explicit(&cached, value, memory_order_relaxed);
+  }
+  return value;
+#else
+  return 0;
+#endif
+}
+
 static tile_fn tile_kernel(int64_t esize) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static int have_avx2 = -1;
-  if (have_avx2 < 0) { /* benign race: every thread computes the same value */
-    __builtin_cpu_init();
-    have_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-  }
-  if (have_avx2) return esize == 4 ? tile4_avx2 : esize == 8 ? tile8_avx2 : tile16_avx2;
+  if (have_avx2()) return esize == 4 ? tile4_avx2 : esize == 8 ? tile8_avx2 : tile16_avx2;
 #endif
   return esize == 4 ? tile_scalar4 : esize == 8 ? tile_scalar8 : tile_scalar16;
 }
@@ -219,14 +240,22 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
   if (p <= 0 || abs64(loop->strides[1][0]) <= 1) return;
   plan->tiled = 1;
   plan->src_axis = p;
-  int64_t tile_rows = TILE_LINE_BYTES / loop->esize[0];
-  if (tile_rows < 2) tile_rows = 2;
-  plan->tiles0 = (loop->shape[0] + TILE_COLS - 1) / TILE_COLS;
+  const int64_t tile_rows = TILE_BYTES / loop->esize[0], tile_cols = tile_rows;
+  plan->tiles0 = (loop->shape[0] + tile_cols - 1) / tile_cols;
   plan->tiles1 = (loop->shape[p] + tile_rows - 1) / tile_rows;
   int64_t other = 1;
   for (int k = 1; k < loop->rank; k++)
     if (k != p) other *= loop->shape[k];
   plan->blocks = plan->tiles0 * plan->tiles1 * other;
+  /* Stream the stores when the output is bigger than the caches would keep anyway, the
+   * destination rows along the source-dense axis stay 32-byte aligned, and the CPU has
+   * AVX2 (the streaming kernels are AVX2). */
+  int64_t out_bytes = loop->rows * loop->inner * loop->esize[0];
+  uintptr_t base = (uintptr_t)loop->base[0];
+  plan->stream = out_bytes >= ((int64_t)16 << 20) && tile_kernel(loop->esize[0]) != NULL &&
+                 tile_kernel_nt(loop->esize[0]) != NULL && loop->strides[0][0] == 1 &&
+                 base % 32 == 0 && (loop->strides[0][p] * loop->esize[0]) % 32 == 0 &&
+                 have_avx2();
 }
 
 static void copy_row(int64_t n, char *const *p, const int64_t *s, const void *params) {
@@ -260,11 +289,11 @@ void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end) {
     return;
   }
   const int p = plan->src_axis;
-  const int64_t tile_rows = TILE_LINE_BYTES / es < 2 ? 2 : TILE_LINE_BYTES / es;
+  const int64_t tile_rows = TILE_BYTES / es, tile_cols = tile_rows;
   const int64_t d0 = loop->strides[0][0], s0 = loop->strides[1][0];
   const int64_t dp = loop->strides[0][p], sp = loop->strides[1][p];
   const int fast = d0 == 1 && sp == 1;
-  tile_fn kernel = tile_kernel(es);
+  tile_fn kernel = plan->stream ? tile_kernel_nt(es) : tile_kernel(es);
   for (int64_t block = begin; block < end; block++) {
     int64_t t0 = block % plan->tiles0, rem = block / plan->tiles0;
     int64_t t1 = rem % plan->tiles1;
@@ -278,8 +307,8 @@ void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end) {
       s += idx * loop->strides[1][k] * es;
       d += idx * loop->strides[0][k] * es;
     }
-    int64_t j0 = t0 * TILE_COLS, i0 = t1 * tile_rows;
-    int64_t c = loop->shape[0] - j0 < TILE_COLS ? loop->shape[0] - j0 : TILE_COLS;
+    int64_t j0 = t0 * tile_cols, i0 = t1 * tile_rows;
+    int64_t c = loop->shape[0] - j0 < tile_cols ? loop->shape[0] - j0 : tile_cols;
     int64_t r = loop->shape[p] - i0 < tile_rows ? loop->shape[p] - i0 : tile_rows;
     s += (j0 * s0 + i0 * sp) * es;
     d += (j0 * d0 + i0 * dp) * es;
@@ -288,4 +317,7 @@ void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end) {
     else
       tile_general(es, r, c, s, sp, s0, d, dp, d0);
   }
+#if defined(__x86_64__)
+  if (plan->stream) _mm_sfence(); /* streaming stores are weakly ordered: publish them */
+#endif
 }

@@ -1,0 +1,432 @@
+/* benches/bench_kernels.c: the core numerical routes against their anchors, alternated in
+ * rounds (medians), single-thread rows pinned to one CPU:
+ *   - GEMM f64 n = 64, 256, 1024, 2048 through a held session (tl_gemm_into) against the
+ *     best direct provider call at the same thread count: libxsmm for n = 64, BLIS with its
+ *     skx context otherwise; 2 threads = two OpenMP threads each calling the provider on
+ *     half of C (aim >= 0.95x);
+ *   - permute: 2-D 8192^2 and 8200^2 f64 transposes, a 3-D 512x512x256 in all five
+ *     non-trivial orders, a 6-D one, on 2 threads, against a 2-thread copy of the same bytes
+ *     (aim >= 0.8x);
+ *   - reduce sum over one axis and axpby on strided views (every other column of a wider
+ *     matrix) against a 2-thread read (sum) and triad over the same bytes (aim >= 0.85x);
+ *   - tiny contraction 2x2 and 8x8 f64 tl_contract_into on a held session, ns per call,
+ *     beside a direct cached libxsmm kernel call (aim < 300 ns).
+ * The timing rows go to the harness table (scripts/run-benches); the rates are printed as
+ * `name | value | anchor | ratio` lines after it. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#pragma GCC diagnostic ignored "-Wshadow"
+#include <blis.h>
+#include <libxsmm.h>
+#pragma GCC diagnostic pop
+
+#include "bench.h"
+#include "tenlane/context.h"
+#include "tenlane/ops.h"
+#include "tenlane/session.h"
+
+extern cntx_t **bli_gks_lookup_id(arch_t id) __attribute__((weak));
+
+static void die(const char *what, tl_status status) {
+  fprintf(stderr, "bench_kernels: %s: %s (%s)\n", what, tl_status_name(status), tl_last_message());
+  exit(1);
+}
+
+/* ---- rate lines --------------------------------------------------------------------- */
+#define MAX_LINES 64
+static char lines[MAX_LINES][160];
+static int line_count;
+static void rate_line(const char *name, double value, const char *unit, double anchor,
+                      const char *anchor_name) {
+  if (line_count < MAX_LINES)
+    snprintf(lines[line_count++], sizeof lines[0], "%-40s | %8.2f %-7s | %-28s %8.2f | %.3f",
+             name, value, unit, anchor_name, anchor, anchor > 0 ? value / anchor : 0.0);
+}
+
+static char name_pool[128][96];
+static int name_used;
+static const char *name_of(const char *fmt, long long a, long long b) {
+  char *s = name_pool[name_used++ % 128];
+  snprintf(s, sizeof name_pool[0], fmt, a, b);
+  return s;
+}
+
+/* ---- held sessions ------------------------------------------------------------------ */
+typedef struct held {
+  tl_context *ctx;
+  tl_session *session;
+  tl_exec *exec;
+} held;
+
+static void held_open(held *h, int threads) {
+  tl_context_config config;
+  tl_context_config_init(&config);
+  config.threads = threads;
+  tl_status status = tl_context_create(&config, &h->ctx);
+  if (status != TL_OK) die("tl_context_create", status);
+  status = tl_session_open(h->ctx, tl_owner_new(), TL_WAIT, &h->session);
+  if (status != TL_OK) die("tl_session_open", status);
+  h->exec = tl_session_exec(h->session);
+}
+
+static void held_close(held *h) {
+  tl_session_close(h->session);
+  tl_context_destroy(h->ctx);
+}
+
+/* Size a contestant's timed block to ~target ns per round. */
+static tl_bench_options sized(const tl_bench_options *opt, void (*run)(void *), void *arg,
+                              double target_ns) {
+  tl_bench_options local = *opt;
+  run(arg);
+  uint64_t t0 = tl_bench_now_ns();
+  run(arg);
+  double call_ns = (double)(tl_bench_now_ns() - t0);
+  int per_round = (int)(target_ns / (call_ns + 1));
+  if (per_round < 2) per_round = 2;
+  if (per_round < local.per_round) local.per_round = per_round;
+  if (local.settle_ms > 5) local.settle_ms = 5;
+  if (local.rounds > 7 && call_ns > 1e7) local.rounds = 7;
+  return local;
+}
+
+/* ---- GEMM --------------------------------------------------------------------------- */
+static cntx_t *blis_cntx;
+static rntm_t blis_rntm;
+
+typedef struct gemm_case {
+  int64_t n;
+  int threads;
+  tl_exec *exec;
+  tl_tensor a, b, c;
+  libxsmm_dmmfunction xsmm;
+} gemm_case;
+
+static void blis_block(gemm_case *g, int64_t j0, int64_t cols) {
+  double one = 1.0, zero = 0.0;
+  const double *a = g->a.data, *b = g->b.data;
+  double *c = g->c.data;
+  rntm_t rntm = blis_rntm;
+  bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, g->n, cols, g->n, &one, (double *)a, 1, g->n,
+               (double *)b + j0 * g->n, 1, g->n, &zero, c + j0 * g->n, 1, g->n, blis_cntx, &rntm);
+}
+
+static void run_gemm_direct(void *arg) {
+  gemm_case *g = arg;
+  if (g->threads == 1) {
+    if (g->xsmm != NULL)
+      g->xsmm(g->a.data, g->b.data, g->c.data);
+    else
+      blis_block(g, 0, g->n);
+    return;
+  }
+#pragma omp parallel num_threads(2)
+  {
+    int t = omp_get_thread_num();
+    int64_t half = (g->n / 2 + 7) / 8 * 8;
+    if (t == 0)
+      blis_block(g, 0, half);
+    else
+      blis_block(g, half, g->n - half);
+  }
+}
+
+static void run_gemm_session(void *arg) {
+  gemm_case *g = arg;
+  tl_status status = tl_gemm_into(g->exec, tl_scalar_real(1), &g->a, &g->b, tl_scalar_real(0), &g->c);
+  if (status != TL_OK) die("tl_gemm_into", status);
+}
+
+static void bench_gemm(tl_bench_table *table, const tl_bench_options *opt, int threads,
+                       const int *cpus, int cpu_count) {
+  held h;
+  if (threads == 1 && cpu_count > 0) tl_bench_pin_self(cpus[0]);
+  if (threads > 1) tl_bench_unpin_self();
+  held_open(&h, threads);
+  int64_t sizes[4] = {64, 256, 1024, 2048};
+  for (int z = 0; z < 4; z++) {
+    gemm_case g;
+    memset(&g, 0, sizeof g);
+    g.n = sizes[z];
+    g.threads = threads;
+    g.exec = h.exec;
+    int64_t shape[2] = {g.n, g.n};
+    tl_tensor_create(TL_F64, 2, shape, &g.a);
+    tl_tensor_create(TL_F64, 2, shape, &g.b);
+    tl_tensor_create(TL_F64, 2, shape, &g.c);
+    for (int64_t i = 0; i < g.n * g.n; i++) {
+      ((double *)g.a.data)[i] = (double)(i % 7) * 0.25;
+      ((double *)g.b.data)[i] = (double)(i % 5) * 0.5;
+    }
+    if (g.n <= 64 && threads == 1) {
+      int flags = LIBXSMM_GEMM_FLAG_BETA_0;
+      g.xsmm = libxsmm_dmmdispatch((int)g.n, (int)g.n, (int)g.n, NULL, NULL, NULL, NULL, NULL,
+                                   &flags, NULL);
+    }
+    tl_bench_options local = sized(opt, run_gemm_direct, &g, 5e7);
+    tl_bench_contestant c[2] = {{"direct", run_gemm_direct, &g, {0, 0, 0}},
+                                {"session", run_gemm_session, &g, {0, 0, 0}}};
+    if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
+    const char *anchor = name_of(g.xsmm ? "gemm f64 n=%lld %lldt direct libxsmm"
+                                        : "gemm f64 n=%lld %lldt direct blis",
+                                 (long long)g.n, threads);
+    const char *mine = name_of("gemm f64 n=%lld %lldt tl_gemm_into", (long long)g.n, threads);
+    tl_bench_table_add(table, anchor, c[0].stats, NULL, NULL);
+    tl_bench_table_add(table, mine, c[1].stats, anchor, &c[0].stats);
+    double flops = 2.0 * (double)g.n * (double)g.n * (double)g.n;
+    rate_line(mine, flops / c[1].stats.median_ns, "GFLOP/s", flops / c[0].stats.median_ns,
+              g.xsmm ? "libxsmm direct" : "blis direct");
+    tl_tensor_release(&g.a), tl_tensor_release(&g.b), tl_tensor_release(&g.c);
+  }
+  held_close(&h);
+}
+
+/* ---- memory-bound routes (2 threads) --------------------------------------------------- */
+typedef struct mem_case {
+  tl_exec *exec;
+  tl_tensor x, out, y;
+  int perm[TL_MAX_RANK];
+  int axis;
+  double *src, *dst, *src2;
+  size_t count; /* doubles in the anchor's arrays */
+  double sink;
+} mem_case;
+
+static void run_copy(void *arg) {
+  mem_case *m = arg;
+#pragma omp parallel num_threads(2)
+  {
+    int t = omp_get_thread_num();
+    size_t half = m->count / 2, begin = t == 0 ? 0 : half, len = t == 0 ? half : m->count - half;
+    memcpy(m->dst + begin, m->src + begin, len * sizeof(double));
+  }
+}
+
+static void run_read(void *arg) {
+  mem_case *m = arg;
+  double total = 0;
+#pragma omp parallel for num_threads(2) reduction(+ : total) schedule(static)
+  for (size_t i = 0; i < m->count; i++) total += m->src[i];
+  m->sink += total;
+}
+
+static void run_triad(void *arg) {
+  mem_case *m = arg;
+  double *restrict a = m->dst;
+  const double *restrict b = m->src, *restrict c = m->src2;
+#pragma omp parallel for num_threads(2) schedule(static)
+  for (size_t i = 0; i < m->count; i++) a[i] = 2.0 * b[i] + 0.5 * c[i];
+}
+
+static void run_permute(void *arg) {
+  mem_case *m = arg;
+  tl_status status = tl_permute_into(m->exec, &m->x, m->perm, &m->out);
+  if (status != TL_OK) die("tl_permute_into", status);
+}
+
+static void run_reduce(void *arg) {
+  mem_case *m = arg;
+  tl_status status = tl_reduce_into(m->exec, TL_REDUCE_SUM, &m->x, 1, &m->axis, &m->out);
+  if (status != TL_OK) die("tl_reduce_into", status);
+}
+
+static void run_axpby(void *arg) {
+  mem_case *m = arg;
+  tl_status status = tl_axpby(m->exec, tl_scalar_real(2.0), &m->x, tl_scalar_real(0.5), &m->y);
+  if (status != TL_OK) die("tl_axpby", status);
+}
+
+static double *big_array(size_t count) {
+  double *p = aligned_alloc(64, (count * sizeof(double) + 63) / 64 * 64);
+  if (p == NULL) {
+    fprintf(stderr, "bench_kernels: out of memory\n");
+    exit(1);
+  }
+#pragma omp parallel for num_threads(2) schedule(static)
+  for (size_t i = 0; i < count; i++) p[i] = (double)(i % 1000) * 1e-3;
+  return p;
+}
+
+static void bench_permute(tl_bench_table *table, const tl_bench_options *opt, tl_exec *exec,
+                          const char *label, int rank, const int64_t *shape, const int *perm) {
+  mem_case m;
+  memset(&m, 0, sizeof m);
+  m.exec = exec;
+  int64_t oshape[TL_MAX_RANK];
+  size_t count = 1;
+  for (int k = 0; k < rank; k++) oshape[k] = shape[perm[k]], count *= (size_t)shape[k], m.perm[k] = perm[k];
+  m.count = count;
+  m.src = big_array(count);
+  m.dst = big_array(count);
+  tl_tensor_wrap(TL_F64, rank, shape, NULL, m.src, 0, &m.x);
+  tl_tensor_wrap(TL_F64, rank, oshape, NULL, m.dst, 0, &m.out);
+  tl_bench_options local = sized(opt, run_copy, &m, 3e8);
+  tl_bench_contestant c[2] = {{"copy", run_copy, &m, {0, 0, 0}},
+                              {"permute", run_permute, &m, {0, 0, 0}}};
+  if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
+  const char *anchor = name_of("copy %s (%lld MB) 2t", (long long)(intptr_t)label, (long long)(count * 8 >> 20));
+  (void)anchor;
+  char *an = name_pool[name_used++ % 128];
+  snprintf(an, sizeof name_pool[0], "copy same bytes as %s 2t", label);
+  char *mine = name_pool[name_used++ % 128];
+  snprintf(mine, sizeof name_pool[0], "permute %s 2t", label);
+  tl_bench_table_add(table, an, c[0].stats, NULL, NULL);
+  tl_bench_table_add(table, mine, c[1].stats, an, &c[0].stats);
+  double bytes = 2.0 * (double)count * 8.0; /* read + write */
+  rate_line(mine, bytes / c[1].stats.median_ns, "GB/s", bytes / c[0].stats.median_ns, "copy (memcpy, 2 threads)");
+  free(m.src), free(m.dst);
+}
+
+static void bench_streams(tl_bench_table *table, const tl_bench_options *opt, tl_exec *exec) {
+  /* x, y: every other column of 8192 x 8192 bases, i.e. 8192 x 4096 views */
+  const int64_t rows = 8192, cols = 4096;
+  size_t base_count = (size_t)rows * (size_t)(2 * cols);
+  mem_case m;
+  memset(&m, 0, sizeof m);
+  m.exec = exec;
+  double *bx = big_array(base_count), *by = big_array(base_count);
+  int64_t shape[2] = {rows, cols}, strides[2] = {1, 2 * rows}, rshape0[1] = {cols}, rshape1[1] = {rows};
+  tl_tensor_wrap(TL_F64, 2, shape, strides, bx, 0, &m.x);
+  tl_tensor_wrap(TL_F64, 2, shape, strides, by, 0, &m.y);
+  m.count = (size_t)rows * (size_t)cols; /* the anchors touch the same number of doubles */
+  m.src = big_array(m.count), m.src2 = big_array(m.count), m.dst = big_array(m.count);
+  tl_tensor out0, out1;
+  tl_tensor_create(TL_F64, 1, rshape0, &out0);
+  tl_tensor_create(TL_F64, 1, rshape1, &out1);
+  const char *names[3][2] = {{"read (sum) 256 MB 2t", "reduce sum axis 0 of strided view 2t"},
+                             {"read (sum) 256 MB 2t", "reduce sum axis 1 of strided view 2t"},
+                             {"triad 3 x 256 MB 2t", "axpby in place on strided views 2t"}};
+  for (int which = 0; which < 3; which++) {
+    m.axis = which == 0 ? 0 : 1;
+    m.out = which == 0 ? out0 : out1;
+    void (*anchor_fn)(void *) = which < 2 ? run_read : run_triad;
+    void (*mine_fn)(void *) = which < 2 ? run_reduce : run_axpby;
+    tl_bench_options local = sized(opt, anchor_fn, &m, 3e8);
+    tl_bench_contestant c[2] = {{"anchor", anchor_fn, &m, {0, 0, 0}},
+                                {"route", mine_fn, &m, {0, 0, 0}}};
+    if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
+    if (which != 1) tl_bench_table_add(table, names[which][0], c[0].stats, NULL, NULL);
+    tl_bench_table_add(table, names[which][1], c[1].stats, names[which][0], &c[0].stats);
+    double bytes = (which < 2 ? 1.0 : 3.0) * (double)m.count * 8.0;
+    rate_line(names[which][1], bytes / c[1].stats.median_ns, "GB/s", bytes / c[0].stats.median_ns,
+              which < 2 ? "read (sum, 2 threads)" : "triad (2 threads)");
+  }
+  tl_tensor_release(&out0), tl_tensor_release(&out1);
+  free(bx), free(by), free(m.src), free(m.src2), free(m.dst);
+}
+
+/* ---- tiny contraction ----------------------------------------------------------------- */
+typedef struct tiny_case {
+  tl_exec *exec;
+  tl_tensor a, b, c;
+  libxsmm_dmmfunction xsmm;
+} tiny_case;
+
+static const int lab_a[2] = {0, 1}, lab_b[2] = {1, 2}, lab_c[2] = {0, 2};
+
+static void run_tiny(void *arg) {
+  tiny_case *t = arg;
+  tl_status status = tl_contract_into(t->exec, &t->a, lab_a, &t->b, lab_b, &t->c, lab_c);
+  if (status != TL_OK) die("tl_contract_into", status);
+}
+
+static void run_tiny_direct(void *arg) {
+  tiny_case *t = arg;
+  t->xsmm(t->a.data, t->b.data, t->c.data);
+}
+
+static void bench_tiny(tl_bench_table *table, const tl_bench_options *opt, tl_exec *exec) {
+  int64_t sizes[2] = {2, 8};
+  for (int z = 0; z < 2; z++) {
+    tiny_case t;
+    memset(&t, 0, sizeof t);
+    t.exec = exec;
+    int64_t shape[2] = {sizes[z], sizes[z]};
+    tl_tensor_create(TL_F64, 2, shape, &t.a);
+    tl_tensor_create(TL_F64, 2, shape, &t.b);
+    tl_tensor_create(TL_F64, 2, shape, &t.c);
+    int flags = LIBXSMM_GEMM_FLAG_BETA_0;
+    int n = (int)sizes[z];
+    t.xsmm = libxsmm_dmmdispatch(n, n, n, NULL, NULL, NULL, NULL, NULL, &flags, NULL);
+    tl_bench_options local = *opt;
+    if (local.settle_ms > 5) local.settle_ms = 5;
+    tl_bench_contestant c[2] = {{"libxsmm", run_tiny_direct, &t, {0, 0, 0}},
+                                {"contract", run_tiny, &t, {0, 0, 0}}};
+    if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
+    const char *anchor = name_of("libxsmm %lldx%lld kernel call (cached)", (long long)n, (long long)n);
+    const char *mine = name_of("tl_contract_into %lldx%lld f64 held session", (long long)n, (long long)n);
+    tl_bench_table_add(table, anchor, c[0].stats, NULL, NULL);
+    tl_bench_table_add(table, mine, c[1].stats, anchor, &c[0].stats);
+    rate_line(mine, c[1].stats.median_ns, "ns", 300.0, "aim (ns)");
+    tl_tensor_release(&t.a), tl_tensor_release(&t.b), tl_tensor_release(&t.c);
+  }
+}
+
+/* TL_BENCH_KERNELS_ONLY=gemm|permute|stream|tiny runs one group (for investigation). */
+static int wanted(const char *group) {
+  const char *only = getenv("TL_BENCH_KERNELS_ONLY");
+  return only == NULL || strstr(only, group) != NULL;
+}
+
+int main(int argc, char **argv) {
+  tl_bench_options opt;
+  if (tl_bench_options_parse(argc, argv, &opt) != 0) return 2;
+  int cpus[2];
+  int cpu_count = tl_bench_cpus(cpus, 2);
+  tl_bench_stats round_trip = tl_bench_round_trip(cpus[0], cpu_count > 1 ? cpus[1] : cpus[0], 200);
+  bli_init();
+  blis_cntx = bli_gks_query_cntx();
+  if (bli_gks_lookup_id != NULL && __builtin_cpu_supports("avx512f")) {
+    cntx_t **entry = bli_gks_lookup_id(BLIS_ARCH_SKX);
+    if (entry != NULL && entry[BLIS_NAT] != NULL) blis_cntx = entry[BLIS_NAT];
+  }
+  bli_rntm_init(&blis_rntm);
+  bli_rntm_set_num_threads(1, &blis_rntm);
+  int quick = opt.per_round < 100;
+
+  tl_bench_table table;
+  tl_bench_table_init(&table, "kernels (provider: see below)", round_trip, &opt);
+  if (wanted("gemm")) bench_gemm(&table, &opt, 1, cpus, cpu_count);
+  if (wanted("gemm") && cpu_count > 1) bench_gemm(&table, &opt, 2, cpus, cpu_count);
+
+  tl_bench_unpin_self();
+  held h2;
+  held_open(&h2, cpu_count > 1 ? 2 : 1);
+  int64_t s2a[2] = {8192, 8192}, s2b[2] = {8200, 8200}, s3[3] = {512, 512, 256};
+  int64_t s6[6] = {16, 16, 16, 16, 16, 16};
+  if (quick) s2a[0] = s2a[1] = 1024, s2b[0] = s2b[1] = 1032, s3[0] = s3[1] = 128, s3[2] = 64, s6[0] = s6[1] = 8;
+  int p2[2] = {1, 0};
+  if (wanted("permute")) {
+  bench_permute(&table, &opt, h2.exec, quick ? "2-D 1024^2" : "2-D 8192^2", 2, s2a, p2);
+  bench_permute(&table, &opt, h2.exec, quick ? "2-D 1032^2" : "2-D 8200^2", 2, s2b, p2);
+  int orders[5][3] = {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  const char *order_names[5] = {"3-D 512x512x256 (0,2,1)", "3-D 512x512x256 (1,0,2)",
+                                "3-D 512x512x256 (1,2,0)", "3-D 512x512x256 (2,0,1)",
+                                "3-D 512x512x256 (2,1,0)"};
+  for (int o = 0; o < 5; o++) bench_permute(&table, &opt, h2.exec, order_names[o], 3, s3, orders[o]);
+  int p6[6] = {5, 3, 1, 4, 2, 0};
+  bench_permute(&table, &opt, h2.exec, "6-D 16^6 (5,3,1,4,2,0)", 6, s6, p6);
+  }
+  if (!quick && wanted("stream")) bench_streams(&table, &opt, h2.exec);
+  held_close(&h2);
+
+  if (cpu_count > 0) tl_bench_pin_self(cpus[0]);
+  held hs;
+  held_open(&hs, cpu_count > 1 ? 2 : 1);
+  if (wanted("tiny")) bench_tiny(&table, &opt, hs.exec);
+  held_close(&hs);
+
+  tl_bench_table_print(&table, stdout);
+  printf("\nprovider: %s\n", tl_kernels_provider());
+  printf("%-40s | %-16s | %-37s | ratio\n", "name", "value", "anchor");
+  for (int i = 0; i < line_count; i++) printf("%s\n", lines[i]);
+  return 0;
+}
