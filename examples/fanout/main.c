@@ -360,8 +360,10 @@ int main(int argc, char **argv) {
       opt.patches, opt.length, opt.phys, opt.bond, side, side, opt.tol, opt.seed);
   printf("threads: %d on CPUs %s (pinned%s); warm-up pass of %zu items per variant, untimed\n",
          opt.threads, cpu_text, opt.threads > cpu_count ? ", oversubscribed" : "", opt.warmup);
-  printf("kernels: tenlane %s; (c)/(d) libxsmm + BLIS serial (cblas) + LAPACKE dgeqp3\n",
-         fan_tenlane_kernels());
+  printf(
+      "kernels: tenlane %s; (c)/(d) libxsmm + BLIS serial (cblas) + LAPACKE (dgeqp3, dorgqr, "
+      "dgetrf)\n",
+      fan_tenlane_kernels());
   fflush(stdout);
 
   fan_result *results[FAN_VARIANTS] = {NULL, NULL, NULL, NULL}; /* published */

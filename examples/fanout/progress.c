@@ -48,7 +48,7 @@ static void report(fan_progress *p, size_t done, int final) {
     int filled = p->total ? (int)((double)WIDTH * (double)done / (double)p->total) : WIDTH;
     for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '#' : '.';
     bar[WIDTH] = '\0';
-    n = snprintf(line, sizeof line, "\r  %-32s [%s] %6zu/%zu %9.0f items/s%s", label, bar, done,
+    n = snprintf(line, sizeof line, "\r  %-34s [%s] %6zu/%zu %9.0f items/s%s", label, bar, done,
                  p->total, rate, final ? "\n" : "");
   } else {
     n = snprintf(line, sizeof line, "  %s: %zu/%zu items, %.1f s, %.0f items/s%s\n", label, done,
