@@ -435,8 +435,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "tenlane-fanout: item %zu failed in %s: %s\n", pass.failed_item,
                     variant_labels[v], pass.why);
             fprintf(stderr,
-                    "tenlane-fanout: every lane joined before this report; no result of this run "
-                    "was published\n");
+                    "tenlane-fanout: every %s joined before this report; no result of this run "
+                    "was published\n",
+                    v <= FAN_B ? "lane" : "OpenMP thread");
           } else {
             fprintf(stderr, "tenlane-fanout: %s failed: %s\n", variant_labels[v], pass.why);
           }
