@@ -188,6 +188,12 @@ static int index_of(const int *labels, int count, int label) {
   return -1;
 }
 
+/* The part of the call's scratch block at `offset`, or NULL when the plan needs no scratch
+ * (every intermediate is empty): an offset is never applied to a null pointer. */
+static char *scratch_at(char *scratch, size_t offset) {
+  return scratch != NULL ? scratch + offset : NULL;
+}
+
 static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
                           const tl_tensor *const *operands, tl_tensor *out) {
   char *scratch = NULL;
@@ -214,8 +220,8 @@ static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
       return TL_OK;
     }
     if (prep->sum) {
-      scratch_tensor(plan, scratch + prep->scratch_offset, prep->n_kept, prep->kept_labels,
-                     &slots[i]);
+      scratch_tensor(plan, scratch_at(scratch, prep->scratch_offset), prep->n_kept,
+                     prep->kept_labels, &slots[i]);
       int to_kept[TL_MAX_RANK];
       for (int u = 0; u < prep->n_unique; u++) {
         to_kept[u] = index_of(prep->kept_labels, prep->n_kept, prep->unique_labels[u]);
@@ -236,7 +242,7 @@ static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
     if (last) {
       slots[slot] = *out;
     } else {
-      scratch_tensor(plan, scratch + plan->step_offset[step], plan->step_rank[step],
+      scratch_tensor(plan, scratch_at(scratch, plan->step_offset[step]), plan->step_rank[step],
                      plan->step_labels[step], &slots[slot]);
     }
     slot_labels[slot] = plan->step_labels[step];
