@@ -3,8 +3,9 @@
  * Two shapes of loop, chosen by where the input is dense:
  *   - inner: the input's densest axis is reduced. Each output element is one accumulator
  *     fed by unit-stride runs of the input (vectorised, several partial sums).
- *   - outer: the densest axis is kept. A chunk of up to CHUNK outputs along it is held in
- *     accumulators while the reduced axes stream past, so the input is read in order.
+ *   - outer: the densest axis is kept. A chunk of up to CHUNK (8192) outputs along it is
+ *     held in accumulators (scratch, one block per worker) while the reduced axes stream
+ *     past, so the input is read in long sequential runs.
  * Accumulators are double (f32 inputs too; complex as two doubles), so f32 sums are
  * accurate to f32 rounding at the end. When there are fewer output items than workers
  * (a full reduction, say) the reduced range is cut into parts whose partial accumulators
@@ -23,7 +24,7 @@
 
 TL__HOT_FILE
 
-#define CHUNK 512
+#define CHUNK 8192
 
 typedef struct reduce_plan {
   tl_reduce_op op;
@@ -42,6 +43,7 @@ typedef struct reduce_plan {
   int64_t parts, part_len;
   int empty; /* a reduced axis has extent 0: every output is the identity */
   double *partials; /* [item][part][2] (inner) or [item][part][2 * CHUNK] (outer) */
+  double *acc_slots; /* outer mode: one 2 * CHUNK accumulator block per worker (+1) */
   tl_exec *exec;
   atomic_int cancelled;
 } reduce_plan;
@@ -245,7 +247,7 @@ static void item_pointers(const reduce_plan *pl, int64_t item, int first_kept, c
   *op = o;
 }
 
-static void run_item(reduce_plan *pl, int64_t item, int64_t part) {
+static void run_item(reduce_plan *pl, int64_t item, int64_t part, int slot) {
   const int width = acc_width(pl);
   const int64_t r0 = part * pl->part_len;
   const int64_t r1 = r0 + pl->part_len < pl->r_rows ? r0 + pl->part_len : pl->r_rows;
@@ -262,8 +264,8 @@ static void run_item(reduce_plan *pl, int64_t item, int64_t part) {
     if (pl->parts == 1) {
       store(pl, acc, width, o);
     } else {
-      double *slot = pl->partials + (item * pl->parts + part) * 2;
-      slot[0] = acc[0], slot[1] = acc[1];
+      double *partial = pl->partials + (item * pl->parts + part) * 2;
+      partial[0] = acc[0], partial[1] = acc[1];
     }
     return;
   }
@@ -275,7 +277,7 @@ static void run_item(reduce_plan *pl, int64_t item, int64_t part) {
   int64_t c0 = chunk * CHUNK, len = pl->ke[0] - c0 < CHUNK ? pl->ke[0] - c0 : CHUNK;
   x += c0 * pl->kx[0] * pl->xes;
   o += c0 * pl->ko[0] * pl->oes;
-  double local[2 * CHUNK];
+  double *local = pl->acc_slots + (int64_t)slot * 2 * CHUNK;
   double *acc = pl->parts == 1 ? local : pl->partials + (item * pl->parts + part) * 2 * CHUNK;
   const double id = identity(pl->op);
   for (int64_t i = 0; i < len * width; i++) acc[i] = (width == 2 && (i & 1)) ? 0.0 : id;
@@ -294,7 +296,7 @@ static void reduce_chunk(void *arg, size_t begin, size_t end, int worker_index) 
       atomic_store_explicit(&pl->cancelled, 1, memory_order_relaxed);
       return;
     }
-    run_item(pl, (int64_t)w / pl->parts, (int64_t)w % pl->parts);
+    run_item(pl, (int64_t)w / pl->parts, (int64_t)w % pl->parts, worker_index + 1);
   }
 }
 
@@ -437,6 +439,13 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
     size_t per = pl->inner_mode ? 2 : 2 * CHUNK;
     size_t bytes = (size_t)pl->out_items * (size_t)pl->parts * per * sizeof(double);
     if ((status = tl__exec_scratch(exec, bytes, 64, (void **)&pl->partials)) != TL_OK)
+      return status;
+  }
+  if (!pl->inner_mode && pl->parts == 1) {
+    /* accumulators: one block per pool worker and one for the calling thread (slot 0) */
+    size_t slots = 1 + (exec->pool != NULL ? (size_t)tl_pool_workers(exec->pool) : 0);
+    size_t bytes = slots * 2 * CHUNK * sizeof(double);
+    if ((status = tl__exec_scratch(exec, bytes, 64, (void **)&pl->acc_slots)) != TL_OK)
       return status;
   }
   size_t work = (size_t)(pl->out_items * pl->parts);
