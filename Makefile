@@ -5,7 +5,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
-.PHONY: all deps build demo test test-asan test-tsan bench bench-plot install format format-check lint clean
+.PHONY: all deps build demo test test-asan test-tsan bench bench-plot install format format-check lint clean \
+	fuzz soak valgrind
 
 all: build
 
@@ -36,6 +37,27 @@ test-tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTL_SANITIZE=thread -DTL_BUILD_BENCHES=OFF $(CMAKE_FLAGS)
 	cmake --build build-tsan -j$(JOBS)
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" $(TSAN_WRAP) ctest $(CTEST_FLAGS)
+
+# Reliability (docs/reliability.md). `fuzz`: the libFuzzer targets under ASan+UBSan (clang),
+# FUZZ_SECONDS each, in build-fuzz. `soak`: the randomized faulty-phase run under ASan for
+# SOAK_SECONDS (and at least 10,000 phases; TL_SOAK_SEED=... repeats a run). `valgrind`: the
+# whole suite under memcheck, in an unsanitized build-valgrind.
+FUZZ_SECONDS ?= 60
+SOAK_SECONDS ?= 600
+
+fuzz: deps
+	scripts/fuzz build-fuzz $(FUZZ_SECONDS)
+
+soak: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTL_SANITIZE=address -DTL_BUILD_BENCHES=OFF $(CMAKE_FLAGS)
+	cmake --build build-asan -j$(JOBS) --target test_faulty_phases
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  TL_SOAK_SECONDS=$(SOAK_SECONDS) build-asan/tests/reliability/test_faulty_phases faulty_phases_randomized
+
+valgrind: deps
+	cmake -S . -B build-valgrind -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTL_BUILD_BENCHES=OFF $(CMAKE_FLAGS)
+	cmake --build build-valgrind -j$(JOBS)
+	scripts/valgrind-suite build-valgrind $(JOBS)
 
 bench: build
 	scripts/run-benches $(BUILD)
