@@ -99,6 +99,7 @@ static tl_bench_options sized(const tl_bench_options *opt, void (*run)(void *), 
 }
 
 /* ---- GEMM --------------------------------------------------------------------------- */
+static int g_quick; /* --quick: small shapes only */
 static cntx_t *blis_cntx;
 static rntm_t blis_rntm;
 
@@ -160,7 +161,7 @@ static void bench_gemm(tl_bench_table *table, const tl_bench_options *opt, int t
   if (threads > 1) tl_bench_unpin_self();
   held_open(&h, threads);
   int64_t sizes[4] = {64, 256, 1024, 2048};
-  for (int z = 0; z < 4; z++) {
+  for (int z = 0; z < (g_quick ? 2 : 4); z++) {
     gemm_case g;
     memset(&g, 0, sizeof g);
     g.n = sizes[z];
@@ -406,7 +407,8 @@ int main(int argc, char **argv) {
   }
   bli_rntm_init(&blis_rntm);
   bli_rntm_set_num_threads(1, &blis_rntm);
-  int quick = opt.per_round < 100;
+  int quick = opt.rounds <= 2 && opt.per_round <= 200; /* --quick: small shapes, a smoke run */
+  g_quick = quick;
 
   tl_bench_table table;
   tl_bench_table_init(&table, "kernels (provider: see below)", round_trip, &opt);
