@@ -7,7 +7,7 @@ set(TL_BLIS_INCLUDE_DIR /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/blis-serial)
 # kernels), and the call that selects a context by architecture (bli_gks_lookup_id) is only
 # reachable in the archive, not exported by the shared library. The archive is PIC, so it
 # links into libtenlane.so as well.
-find_library(TL_BLIS_LIB NAMES libblis.a PATHS ${TL_BLIS_SERIAL_DIR} NO_DEFAULT_PATH REQUIRED)
+find_library(TL_BLIS_ARCHIVE NAMES libblis.a PATHS ${TL_BLIS_SERIAL_DIR} NO_DEFAULT_PATH REQUIRED)
 find_library(TL_LAPACKE_LIB NAMES lapacke REQUIRED)
 find_library(TL_LAPACK_LIB NAMES lapack REQUIRED)
 find_library(TL_XSMM_MAIN_LIB NAMES xsmm PATHS /usr/lib REQUIRED)
@@ -20,6 +20,6 @@ target_include_directories(tl_providers INTERFACE ${TL_BLIS_INCLUDE_DIR} ${TL_XS
 # LAPACK too, which then computes garbage. BLIS comes right after LAPACK so that, in the
 # dynamic linker's search order, BLIS's BLAS symbols come before any libblas.so.3 that
 # LAPACK itself names.
-set(TL_PROVIDER_LINK_FLAGS ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_XSMM_MAIN_LIB} ${TL_BLIS_LIB}
+set(TL_PROVIDER_LINK_FLAGS ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_XSMM_MAIN_LIB} ${TL_BLIS_ARCHIVE}
   m dl rt)
 target_link_libraries(tl_providers INTERFACE ${TL_PROVIDER_LINK_FLAGS})

@@ -12,9 +12,8 @@
  * thread; libxsmm never threads), so the only numerical threads are the pool's workers
  * and the callers; and the calls never fail (shapes were checked by the route).
  *
- * bli_gks_lookup_id is internal to BLIS: a shared libblis does not export it, a static one
- * does. It is a weak reference, so with the shared library the code falls back to the
- * context BLIS chose (and tl_kernels_provider() says so). */
+ * bli_gks_lookup_id is internal to BLIS: a shared libblis does not export it, the static
+ * archive does, which is why tenlane links BLIS from its archive (cmake/Providers.cmake). */
 /* The providers' headers are not warning-clean under our flags; they are not our code. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
@@ -30,7 +29,7 @@
 
 #include "kernels.h"
 
-extern cntx_t **bli_gks_lookup_id(arch_t id) __attribute__((weak));
+extern cntx_t **bli_gks_lookup_id(arch_t id);
 
 static pthread_once_t providers_once = PTHREAD_ONCE_INIT;
 static cntx_t *blis_cntx;
@@ -38,7 +37,6 @@ static rntm_t blis_rntm;
 static char provider_name[64];
 
 static cntx_t *lookup_arch(arch_t id) {
-  if (bli_gks_lookup_id == NULL) return NULL;
   cntx_t **entry = bli_gks_lookup_id(id);
   return entry != NULL ? entry[BLIS_NAT] : NULL;
 }
