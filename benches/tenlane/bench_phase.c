@@ -17,6 +17,7 @@
 #include "tenlane/ops.h"
 #include "tenlane/phase.h"
 #include "tenlane/session.h"
+#include "session/exec.h"
 
 static void die(const char *what, tl_status status) {
   fprintf(stderr, "bench_phase: %s: %s (%s)\n", what, tl_status_name(status), tl_last_message());
@@ -157,6 +158,14 @@ static void run_held(void *arg) {
   trivial_op(tl_session_exec(held_session), NULL);
 }
 
+/* What the held session itself adds to every route call: the surface checks at the start
+ * and the scratch hand-back at the end, with no numerical work between. */
+static void run_surface_only(void *arg) {
+  (void)arg;
+  tl_exec *exec = tl_session_exec(held_session);
+  if (tl__exec_begin(exec, "bench") == TL_OK) tl__exec_end(exec, TL_OK);
+}
+
 static void run_scoped(void *arg) {
   (void)arg;
   tl_context_with_session(scoped_ctx, scoped_owner, TL_NOWAIT, trivial_op, NULL, NULL);
@@ -214,11 +223,12 @@ int main(int argc, char **argv) {
     die("tl_context_create", status);
   scoped_ctx = scoped;
   scoped_owner = tl_owner_new();
-  tl_bench_contestant ops[2] = {
+  tl_bench_contestant ops[3] = {
       {"open + trivial op + close, per call", run_scoped, NULL, {0, 0, 0}},
       {"trivial op (4-element add) on a held session", run_held, NULL, {0, 0, 0}},
+      {"held session's own cost per route call (begin+end)", run_surface_only, NULL, {0, 0, 0}},
   };
-  if (tl_bench_alternate(ops, 2, &state.opt) != 0) return 1;
+  if (tl_bench_alternate(ops, 3, &state.opt) != 0) return 1;
 
   tl_bench_table table;
   tl_bench_table_init(&table, "phase", state.round_trip, &state.opt);
@@ -236,6 +246,7 @@ int main(int argc, char **argv) {
   tl_bench_table_add(&table, "tl_map, empty item, 2 lanes (per item)", state.map_per_item, NULL,
                      NULL);
   tl_bench_table_add(&table, ops[1].name, ops[1].stats, ops[0].name, &ops[0].stats);
+  tl_bench_table_add(&table, ops[2].name, ops[2].stats, NULL, NULL);
   tl_bench_table_print(&table, stdout);
 
   tl_session_close(inline_session);
