@@ -169,6 +169,7 @@ typedef struct fan_options {
   const char *variants; /* subset of "abcd" to run */
   size_t warmup;        /* items of the untimed warm-up pass */
   int rounds;           /* the measured items are run in this many interleaved rounds */
+  int rows;             /* also print scripts/run-benches rows */
 } fan_options;
 
 typedef struct fan_env {

@@ -41,13 +41,17 @@ static const char *const variant_short[FAN_VARIANTS] = {
 static const fan_runner *const runners[FAN_VARIANTS] = {&fan_tenlane_runner, &fan_tenlane_runner,
                                                         &fan_openmp_runner, &fan_openmp_runner};
 
+#define MAX_ROUND_STATS 64
+
 /* A variant's measured passes, summed. */
 typedef struct fan_totals {
   double seconds;
   size_t items;
   uint64_t tl_allocs, mallocs;
   int threads_seen, lanes;
-  double rate_min, rate_max; /* items/s of its slowest and fastest round */
+  double rate_min, rate_max;        /* items/s of its slowest and fastest round */
+  double round_ns[MAX_ROUND_STATS]; /* ns per item of each round (the first MAX_ROUND_STATS) */
+  int round_count;
 } fan_totals;
 
 static void usage(FILE *to, int cpus) {
@@ -142,7 +146,9 @@ enum {
   OPT_FAIL_ITEM,
   OPT_VARIANTS,
   OPT_WARMUP,
-  OPT_ROUNDS
+  OPT_ROUNDS,
+  OPT_ROWS,
+  OPT_QUICK
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -164,6 +170,9 @@ static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
       {"variants", required_argument, NULL, OPT_VARIANTS},
       {"warmup", required_argument, NULL, OPT_WARMUP},
       {"rounds", required_argument, NULL, OPT_ROUNDS},
+      /* For scripts/run-benches (make bench): its row format, and a shorter run. */
+      {"rows", no_argument, NULL, OPT_ROWS},
+      {"quick", no_argument, NULL, OPT_QUICK},
       {NULL, 0, NULL, 0}};
   opterr = 0;
   int warmup_set = 0;
@@ -239,6 +248,13 @@ static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
           return bad_option("--rounds needs 1..1000", optarg, cpus);
         opt->rounds = (int)v;
         break;
+      case OPT_ROWS:
+        opt->rows = 1;
+        opt->quiet = 1;
+        break;
+      case OPT_QUICK:
+        opt->patches = DEFAULT_PATCHES / 4;
+        break;
       default: {
         const char *arg = argv[optind - 1];
         return bad_option(optopt ? "option needs a value" : "unknown option", arg, cpus);
@@ -302,6 +318,44 @@ static void format_cpus(const int *cpus, int count, char *out, size_t size) {
   }
 }
 
+static int compare_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* Median and largest of a variant's per-round ns per item. */
+static void round_stats(const fan_totals *t, double *median, double *worst) {
+  double sorted[MAX_ROUND_STATS];
+  int n = t->round_count;
+  memcpy(sorted, t->round_ns, sizeof(double) * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof(double), compare_double);
+  *median = n == 0 ? NAN : (n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]));
+  *worst = n == 0 ? NAN : sorted[n - 1];
+}
+
+/* scripts/run-benches rows: row, section, benchmark, median ns, p99 ns, anchor, anchor
+ * median ns, round trip ns (tab-separated). Here the figures are ns per item over the
+ * rounds (median, and the slowest round in the p99 column); (a) is anchored on each of
+ * the other variants, so the table's ratio column is the inverse of the speedup. */
+static void print_rows(const fan_totals *runs, const int *ran, const fan_options *opt) {
+  double median[FAN_VARIANTS], worst[FAN_VARIANTS];
+  for (int v = 0; v < FAN_VARIANTS; v++)
+    if (ran[v]) round_stats(&runs[v], &median[v], &worst[v]);
+  for (int v = 0; v < FAN_VARIANTS; v++) {
+    if (!ran[v]) continue;
+    if (v == FAN_A) {
+      for (int anchor = FAN_B; anchor <= FAN_D; anchor++)
+        if (ran[anchor])
+          printf("row\tfanout\t%s, %d lanes: time per patch\t%.1f\t%.1f\t%s\t%.1f\tnan\n",
+                 variant_short[v], opt->threads, median[v], worst[v], variant_short[anchor],
+                 median[anchor]);
+    } else {
+      printf("row\tfanout\t%s: time per patch\t%.1f\t%.1f\t-\tnan\tnan\n", variant_short[v],
+             median[v], worst[v]);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   int *cpus = NULL;
   int cpu_count = process_cpus(&cpus);
@@ -321,7 +375,8 @@ int main(int argc, char **argv) {
                      -1,
                      "abcd",
                      0,
-                     DEFAULT_ROUNDS};
+                     DEFAULT_ROUNDS,
+                     0};
   int parsed = parse_options(argc, argv, &opt, cpu_count);
   if (parsed >= 0) {
     free(cpus);
@@ -456,6 +511,8 @@ int main(int argc, char **argv) {
         double rate = pass.seconds > 0 ? (double)pass.count / pass.seconds : 0.0;
         if (rate < runs[v].rate_min) runs[v].rate_min = rate;
         if (rate > runs[v].rate_max) runs[v].rate_max = rate;
+        if (runs[v].round_count < MAX_ROUND_STATS && pass.count > 0)
+          runs[v].round_ns[runs[v].round_count++] = 1e9 * pass.seconds / (double)pass.count;
       }
     }
   }
@@ -578,6 +635,7 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (exit_status == 0 && opt.rows) print_rows(runs, ran, &opt);
   for (int v = 0; v < FAN_VARIANTS; v++) free(results[v]);
   fan_problem_free(&pb);
   free(cpus);
