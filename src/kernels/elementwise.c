@@ -5,6 +5,7 @@
  * first element is written, so a failing call writes nothing; once the work starts only
  * cancellation (checked per chunk) can stop it. */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -87,9 +88,75 @@ static tl_status check_scalar(const char *name, tl_scalar s, tl_dtype dtype) {
 
 /* ---- binary ------------------------------------------------------------------------- */
 
+/* Elements below which a dense call stays on the calling thread (below the size where
+ * splitting over the pool pays: see TL__PARALLEL_MIN_ELEMENTS). */
+#define TL__DENSE_INLINE_MAX 16384
+
+/* The element count of `t` when it is a column-major contiguous tensor of a valid dtype
+ * and rank with data present (or no elements), else -1. Overflow-checked. */
+static int64_t dense_count(const tl_tensor *t) {
+  if ((unsigned)t->dtype > (unsigned)TL_C128 || t->rank < 0 || t->rank > TL_MAX_RANK) return -1;
+  int64_t step = 1;
+  for (int k = 0; k < t->rank; k++) {
+    if (t->shape[k] < 0 || t->strides[k] != step) return -1;
+    if (__builtin_mul_overflow(step, t->shape[k], &step)) return -1;
+  }
+  if (step > 0 && t->data == NULL) return -1;
+  if (step > (int64_t)(INT64_MAX / 16)) return -1;
+  return step;
+}
+
+static int same_shape(const tl_tensor *x, const tl_tensor *y) {
+  if (x->rank != y->rank) return 0;
+  for (int k = 0; k < x->rank; k++) {
+    if (x->shape[k] != y->shape[k]) return 0;
+  }
+  return 1;
+}
+
+/* [begin, end) of the bytes a dense tensor of `count` elements covers. */
+static int bytes_overlap(const tl_tensor *x, const tl_tensor *y, int64_t count, size_t size) {
+  const char *xb = (const char *)x->data + x->offset * (int64_t)size;
+  const char *yb = (const char *)y->data + y->offset * (int64_t)size;
+  size_t span = (size_t)count * size;
+  return count > 0 && xb < yb + span && yb < xb + span;
+}
+
+/* The common case of one small operation: a, b and out of one dtype and shape, all dense
+ * column-major. It does the same checks as the general path in a few comparisons and calls
+ * the row kernel once on the calling thread. Returns 1 when it handled the call (status in
+ * *status), 0 to let the general path decide (and report any error). */
+static int binary_dense(tl_exec *exec, tl_binary_op op, const tl_tensor *a, const tl_tensor *b,
+                        tl_tensor *out, tl_status *status) {
+  if (a == NULL || b == NULL || out == NULL || (unsigned)op >= 4) return 0;
+  if (a->dtype != out->dtype || b->dtype != out->dtype) return 0;
+  if (!same_shape(a, out) || !same_shape(b, out)) return 0;
+  int64_t count = dense_count(out);
+  if (count < 0 || count > TL__DENSE_INLINE_MAX || dense_count(a) != count ||
+      dense_count(b) != count)
+    return 0;
+  size_t size = tl_dtype_size(out->dtype);
+  if (bytes_overlap(out, a, count, size) || bytes_overlap(out, b, count, size)) return 0;
+  int team;
+  if ((*status = tl__exec_team(exec, &team)) != TL_OK) return 1;
+  if (count == 0) return (*status = TL_OK), 1;
+  if (tl__exec_cancelled(exec)) {
+    *status = tl__fail(TL_E_CANCELLED, "cancelled before the first element was written");
+    return 1;
+  }
+  char *pointers[3] = {(char *)out->data + out->offset * (int64_t)size,
+                       (char *)a->data + a->offset * (int64_t)size,
+                       (char *)b->data + b->offset * (int64_t)size};
+  int64_t strides[3] = {1, 1, 1}; /* the row kernels take element strides */
+  tl__ew_binary_kernel(op, out->dtype)(count, pointers, strides, NULL);
+  *status = TL_OK;
+  return 1;
+}
+
 static tl_status binary_into_impl(tl_exec *exec, tl_binary_op op, const tl_tensor *a,
                                   const tl_tensor *b, tl_tensor *out) {
   tl_status status;
+  if (binary_dense(exec, op, a, b, out, &status)) return status;
   if ((unsigned)op >= 4) return tl__fail(TL_E_INVALID, "op %d is not a tl_binary_op", (int)op);
   if ((status = tl__check_tensor(a, "a")) != TL_OK) return status;
   if ((status = tl__check_tensor(b, "b")) != TL_OK) return status;
@@ -197,8 +264,7 @@ static tl_status unary_into_impl(tl_exec *exec, tl_unary_op op, const tl_tensor 
     return tl__fail(TL_E_INVALID, "op %d is not a tl_unary_op", (int)op);
   if ((status = tl__check_tensor(x, "x")) != TL_OK) return status;
   if ((status = tl__check_output(out, "out")) != TL_OK) return status;
-  if ((status = tl__check_dtype(out, "out", unary_out_dtype(op, x->dtype))) != TL_OK)
-    return status;
+  if ((status = tl__check_dtype(out, "out", unary_out_dtype(op, x->dtype))) != TL_OK) return status;
   tl_tensor xv;
   if ((status = tl__broadcast_to(x, "x", out, &xv)) != TL_OK) return status;
   if ((status = tl__check_no_overlap(out, "out", x, "x")) != TL_OK) return status;
@@ -243,16 +309,16 @@ tl_status tl_unary(tl_exec *exec, tl_unary_op op, const tl_tensor *x, tl_tensor 
   return tl__exec_end(exec, unary_fresh_impl(exec, op, x, out));
 }
 
-#define TL__UNARY_ROUTES(NAME, OP)                                                        \
-  tl_status tl_##NAME##_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out) {         \
-    tl_status status = tl__exec_begin(exec, "tl_" #NAME "_into");                         \
-    if (status != TL_OK) return status;                                                   \
-    return tl__exec_end(exec, unary_into_impl(exec, OP, x, out));                         \
-  }                                                                                       \
-  tl_status tl_##NAME(tl_exec *exec, const tl_tensor *x, tl_tensor *out) {                \
-    tl_status status = tl__exec_begin(exec, "tl_" #NAME);                                 \
-    if (status != TL_OK) return status;                                                   \
-    return tl__exec_end(exec, unary_fresh_impl(exec, OP, x, out));                        \
+#define TL__UNARY_ROUTES(NAME, OP)                                                \
+  tl_status tl_##NAME##_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out) { \
+    tl_status status = tl__exec_begin(exec, "tl_" #NAME "_into");                 \
+    if (status != TL_OK) return status;                                           \
+    return tl__exec_end(exec, unary_into_impl(exec, OP, x, out));                 \
+  }                                                                               \
+  tl_status tl_##NAME(tl_exec *exec, const tl_tensor *x, tl_tensor *out) {        \
+    tl_status status = tl__exec_begin(exec, "tl_" #NAME);                         \
+    if (status != TL_OK) return status;                                           \
+    return tl__exec_end(exec, unary_fresh_impl(exec, OP, x, out));                \
   }
 
 TL__UNARY_ROUTES(neg, TL_OP_NEG)
