@@ -33,7 +33,11 @@ tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg, i
                     "(the session's own thread, or a lane or ticket entry)",
                     (unsigned long long)ticket->owner);
   tl_status status = tl__child_enter(&ctx->arbiter, ticket->owner, ticket->session_generation);
-  if (status != TL_OK) return status;
+  if (status != TL_OK) {
+    char reason[TL__MESSAGE_MAX];
+    tl__message_copy(reason);
+    return tl__fail(status, "tl_ticket_enter: the ticket outlived its session: %s", reason);
+  }
   atomic_fetch_add(&ctx->active_children, 1);
   ticket_entry entry = {ctx, NULL, 0};
   status = tl__marker_push(ctx, ticket->owner);

@@ -67,7 +67,11 @@ tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
   if (outcome == NULL) outcome = &local;
   memset(outcome, 0, sizeof *outcome);
   outcome->status = TL_OK;
-  if (fn == NULL) return outcome->status = tl__fail(TL_E_INVALID, "tl_phase_map: fn is NULL");
+  if (fn == NULL) {
+    outcome->status = tl__fail(TL_E_INVALID, "tl_phase_map: fn is NULL");
+    memcpy(outcome->message, tl_last_message(), sizeof outcome->message);
+    return outcome->status;
+  }
   map_state state;
   state.fn = fn;
   state.arg = arg;
@@ -132,10 +136,13 @@ tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
   memset(outcome, 0, sizeof *outcome);
   map_call call = {count, fn, arg, outcome, TL_OK};
   tl_status status = tl_session_phase(session, map_in_phase, &call);
-  if (status != TL_OK) return outcome->status = status;
+  if (status != TL_OK) {
+    memcpy(outcome->message, tl_last_message(), sizeof outcome->message);
+    return outcome->status = status;
+  }
   if (call.status != TL_OK) {
     /* tl_session_phase's own success must not hide the map's message. */
-    tl__fail(call.status, "%s", outcome->message[0] ? outcome->message : "tl_map failed");
+    tl__fail(call.status, "tl_map: %s", outcome->message);
   }
   return call.status;
 }

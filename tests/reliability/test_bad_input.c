@@ -245,16 +245,20 @@ static int lane_wide_team(tl_lane *lane, int lane_index, void *arg) {
   bad_fx *fx = arg;
   tl_exec *exec = tl_lane_exec(lane);
   TL_CHECK_OK(tl_exec_set_team(exec, 2));
+  (void)lane_index;
   tl_status status =
       tl_gemm_into(exec, tl_scalar_real(1), &fx->a, &fx->b, tl_scalar_real(0), &fx->c);
-  if (lane_index == 0) snprintf(fx->message, sizeof fx->message, "%s", tl_exec_message(exec));
-  return (int)status;
+  if (status == TL_OK) return 0;
+  /* Whichever lane reports (a peer may skip entry once the first one failed), the outcome
+   * carries the route's own message. */
+  return tl_lane_fail(lane, (int)status, "%s", tl_exec_message(exec));
 }
 static void run_wide_team(tl_phase *phase, void *arg) {
   bad_fx *fx = arg;
   tl_phase_outcome outcome;
   tl_phase_run(phase, lane_wide_team, fx, &outcome);
   fx->phase_status = (tl_status)outcome.lane_code;
+  snprintf(fx->message, sizeof fx->message, "%s", outcome.message);
 }
 static tl_status lane_team_unavailable(bad_fx *fx) {
   TL_CHECK_OK(tl_session_phase(fx->held.session, run_wide_team, fx));
@@ -427,15 +431,12 @@ static const bad_row rows[] = {
     ROW(ticket_null_out, TL_E_INVALID, "out"),
     ROW(ticket_null, TL_E_INVALID, "ticket"),
     ROW(ticket_on_holder, TL_E_REENTERED, "owner"),
-    KNOWN(ticket_stale, TL_E_STALE, "ticket",
-          "the arbiter's message speaks of a child entry and a session, not of the ticket"),
+    ROW(ticket_stale, TL_E_STALE, "ticket"),
     ROW(phase_null_session, TL_E_INVALID, "session"),
     ROW(phase_wrong_thread, TL_E_WRONG_THREAD, "session"),
     ROW(phase_stale, TL_E_STALE, "phase"),
     ROW(phase_null_lane_fn, TL_E_INVALID, "lane_fn"),
-    KNOWN(map_null_fn, TL_E_INVALID, "fn",
-          "tl_map replaces tl_phase_map's message with \"tl_map failed\" when the phase map "
-          "refuses its arguments (src/map/map.c does not copy the message to the outcome)"),
+    ROW(map_null_fn, TL_E_INVALID, "fn"),
     ROW(root_surface_parked, TL_E_PHASE_ACTIVE, "surface"),
     ROW(lane_team_unavailable, TL_E_UNAVAILABLE, "team"),
     ROW(set_team_negative, TL_E_INVALID, "team"),
