@@ -47,8 +47,8 @@ static int line_count;
 static void rate_line(const char *name, double value, const char *unit, double anchor,
                       const char *anchor_name) {
   if (line_count < MAX_LINES)
-    snprintf(lines[line_count++], sizeof lines[0], "%-40s | %8.2f %-7s | %-28s %8.2f | %.3f",
-             name, value, unit, anchor_name, anchor, anchor > 0 ? value / anchor : 0.0);
+    snprintf(lines[line_count++], sizeof lines[0], "%-40s | %8.2f %-7s | %-28s %8.2f | %.3f", name,
+             value, unit, anchor_name, anchor, anchor > 0 ? value / anchor : 0.0);
 }
 
 static char name_pool[128][96];
@@ -150,7 +150,8 @@ static void run_gemm_direct(void *arg) {
 
 static void run_gemm_session(void *arg) {
   gemm_case *g = arg;
-  tl_status status = tl_gemm_into(g->exec, tl_scalar_real(1), &g->a, &g->b, tl_scalar_real(0), &g->c);
+  tl_status status =
+      tl_gemm_into(g->exec, tl_scalar_real(1), &g->a, &g->b, tl_scalar_real(0), &g->c);
   if (status != TL_OK) die("tl_gemm_into", status);
 }
 
@@ -183,9 +184,10 @@ static void bench_gemm(tl_bench_table *table, const tl_bench_options *opt, int t
     tl_bench_options local = sized(opt, run_gemm_direct1, &g, 5e7);
     /* The anchor at 2 threads is the better of the best 1-thread call and two OpenMP
      * threads each calling the provider on half of C (small n gains nothing from 2). */
-    tl_bench_contestant c[3] = {{"direct", threads == 1 ? run_gemm_direct1 : run_gemm_direct, &g, {0, 0, 0}},
-                                {"session", run_gemm_session, &g, {0, 0, 0}},
-                                {"direct 1t", run_gemm_direct1, &g, {0, 0, 0}}};
+    tl_bench_contestant c[3] = {
+        {"direct", threads == 1 ? run_gemm_direct1 : run_gemm_direct, &g, {0, 0, 0}},
+        {"session", run_gemm_session, &g, {0, 0, 0}},
+        {"direct 1t", run_gemm_direct1, &g, {0, 0, 0}}};
     if (tl_bench_alternate(c, threads == 1 ? 2 : 3, &local) != 0) exit(1);
     int one_better = threads > 1 && c[2].stats.median_ns < c[0].stats.median_ns;
     if (one_better) c[0].stats = c[2].stats;
@@ -279,7 +281,8 @@ static void bench_permute(tl_bench_table *table, const tl_bench_options *opt, tl
   m.exec = exec;
   int64_t oshape[TL_MAX_RANK];
   size_t count = 1;
-  for (int k = 0; k < rank; k++) oshape[k] = shape[perm[k]], count *= (size_t)shape[k], m.perm[k] = perm[k];
+  for (int k = 0; k < rank; k++)
+    oshape[k] = shape[perm[k]], count *= (size_t)shape[k], m.perm[k] = perm[k];
   m.count = count;
   m.src = big_array(count);
   m.dst = big_array(count);
@@ -289,7 +292,8 @@ static void bench_permute(tl_bench_table *table, const tl_bench_options *opt, tl
   tl_bench_contestant c[2] = {{"copy", run_copy, &m, {0, 0, 0}},
                               {"permute", run_permute, &m, {0, 0, 0}}};
   if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
-  const char *anchor = name_of("copy %s (%lld MB) 2t", (long long)(intptr_t)label, (long long)(count * 8 >> 20));
+  const char *anchor =
+      name_of("copy %s (%lld MB) 2t", (long long)(intptr_t)label, (long long)(count * 8 >> 20));
   (void)anchor;
   char *an = name_pool[name_used++ % 128];
   snprintf(an, sizeof name_pool[0], "copy same bytes as %s 2t", label);
@@ -298,7 +302,8 @@ static void bench_permute(tl_bench_table *table, const tl_bench_options *opt, tl
   tl_bench_table_add(table, an, c[0].stats, NULL, NULL);
   tl_bench_table_add(table, mine, c[1].stats, an, &c[0].stats);
   double bytes = 2.0 * (double)count * 8.0; /* read + write */
-  rate_line(mine, bytes / c[1].stats.median_ns, "GB/s", bytes / c[0].stats.median_ns, "copy (memcpy, 2 threads)");
+  rate_line(mine, bytes / c[1].stats.median_ns, "GB/s", bytes / c[0].stats.median_ns,
+            "copy (memcpy, 2 threads)");
   free(m.src), free(m.dst);
 }
 
@@ -310,7 +315,8 @@ static void bench_streams(tl_bench_table *table, const tl_bench_options *opt, tl
   memset(&m, 0, sizeof m);
   m.exec = exec;
   double *bx = big_array(base_count), *by = big_array(base_count);
-  int64_t shape[2] = {rows, cols}, strides[2] = {1, 2 * rows}, rshape0[1] = {cols}, rshape1[1] = {rows};
+  int64_t shape[2] = {rows, cols}, strides[2] = {1, 2 * rows}, rshape0[1] = {cols},
+          rshape1[1] = {rows};
   tl_tensor_wrap(TL_F64, 2, shape, strides, bx, 0, &m.x);
   tl_tensor_wrap(TL_F64, 2, shape, strides, by, 0, &m.y);
   m.count = (size_t)rows * (size_t)cols; /* the anchors touch the same number of doubles */
@@ -378,8 +384,10 @@ static void bench_tiny(tl_bench_table *table, const tl_bench_options *opt, tl_ex
     tl_bench_contestant c[2] = {{"libxsmm", run_tiny_direct, &t, {0, 0, 0}},
                                 {"contract", run_tiny, &t, {0, 0, 0}}};
     if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
-    const char *anchor = name_of("libxsmm %lldx%lld kernel call (cached)", (long long)n, (long long)n);
-    const char *mine = name_of("tl_contract_into %lldx%lld f64 held session", (long long)n, (long long)n);
+    const char *anchor =
+        name_of("libxsmm %lldx%lld kernel call (cached)", (long long)n, (long long)n);
+    const char *mine =
+        name_of("tl_contract_into %lldx%lld f64 held session", (long long)n, (long long)n);
     tl_bench_table_add(table, anchor, c[0].stats, NULL, NULL);
     tl_bench_table_add(table, mine, c[1].stats, anchor, &c[0].stats);
     rate_line(mine, c[1].stats.median_ns, "ns", 300.0, "aim (ns)");
@@ -420,18 +428,21 @@ int main(int argc, char **argv) {
   held_open(&h2, cpu_count > 1 ? 2 : 1);
   int64_t s2a[2] = {8192, 8192}, s2b[2] = {8200, 8200}, s3[3] = {512, 512, 256};
   int64_t s6[6] = {16, 16, 16, 16, 16, 16};
-  if (quick) s2a[0] = s2a[1] = 1024, s2b[0] = s2b[1] = 1032, s3[0] = s3[1] = 128, s3[2] = 64, s6[0] = s6[1] = 8;
+  if (quick)
+    s2a[0] = s2a[1] = 1024, s2b[0] = s2b[1] = 1032, s3[0] = s3[1] = 128, s3[2] = 64,
+    s6[0] = s6[1] = 8;
   int p2[2] = {1, 0};
   if (wanted("permute")) {
-  bench_permute(&table, &opt, h2.exec, quick ? "2-D 1024^2" : "2-D 8192^2", 2, s2a, p2);
-  bench_permute(&table, &opt, h2.exec, quick ? "2-D 1032^2" : "2-D 8200^2", 2, s2b, p2);
-  int orders[5][3] = {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-  const char *order_names[5] = {"3-D 512x512x256 (0,2,1)", "3-D 512x512x256 (1,0,2)",
-                                "3-D 512x512x256 (1,2,0)", "3-D 512x512x256 (2,0,1)",
-                                "3-D 512x512x256 (2,1,0)"};
-  for (int o = 0; o < 5; o++) bench_permute(&table, &opt, h2.exec, order_names[o], 3, s3, orders[o]);
-  int p6[6] = {5, 3, 1, 4, 2, 0};
-  bench_permute(&table, &opt, h2.exec, "6-D 16^6 (5,3,1,4,2,0)", 6, s6, p6);
+    bench_permute(&table, &opt, h2.exec, quick ? "2-D 1024^2" : "2-D 8192^2", 2, s2a, p2);
+    bench_permute(&table, &opt, h2.exec, quick ? "2-D 1032^2" : "2-D 8200^2", 2, s2b, p2);
+    int orders[5][3] = {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    const char *order_names[5] = {"3-D 512x512x256 (0,2,1)", "3-D 512x512x256 (1,0,2)",
+                                  "3-D 512x512x256 (1,2,0)", "3-D 512x512x256 (2,0,1)",
+                                  "3-D 512x512x256 (2,1,0)"};
+    for (int o = 0; o < 5; o++)
+      bench_permute(&table, &opt, h2.exec, order_names[o], 3, s3, orders[o]);
+    int p6[6] = {5, 3, 1, 4, 2, 0};
+    bench_permute(&table, &opt, h2.exec, "6-D 16^6 (5,3,1,4,2,0)", 6, s6, p6);
   }
   if (!quick && wanted("stream")) bench_streams(&table, &opt, h2.exec);
   held_close(&h2);

@@ -47,7 +47,12 @@ static inline tl_scalar tl_scalar_real(double re) {
  * of lower rank is padded with trailing extent-1 axes (column-major convention, as in
  * Julia). The fresh form's output extent on each axis is the larger of the inputs'. */
 
-typedef enum tl_binary_op { TL_OP_ADD = 0, TL_OP_SUB = 1, TL_OP_MUL = 2, TL_OP_DIV = 3 } tl_binary_op;
+typedef enum tl_binary_op {
+  TL_OP_ADD = 0,
+  TL_OP_SUB = 1,
+  TL_OP_MUL = 2,
+  TL_OP_DIV = 3
+} tl_binary_op;
 
 tl_status tl_binary_into(tl_exec *exec, tl_binary_op op, const tl_tensor *a, const tl_tensor *b,
                          tl_tensor *out);
@@ -123,8 +128,8 @@ tl_status tl_reshape_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
 typedef enum tl_reduce_op {
   TL_REDUCE_SUM = 0,
   TL_REDUCE_PROD = 1,
-  TL_REDUCE_MAX = 2, /* real dtypes only */
-  TL_REDUCE_MIN = 3, /* real dtypes only */
+  TL_REDUCE_MAX = 2,  /* real dtypes only */
+  TL_REDUCE_MIN = 3,  /* real dtypes only */
   TL_REDUCE_NORM2 = 4 /* sqrt(sum |x|^2); complex input gives the real dtype */
 } tl_reduce_op;
 

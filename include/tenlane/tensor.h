@@ -115,8 +115,8 @@ int tl_strides_row_major(int rank, const int64_t *shape, int64_t *strides);
 /* Axis `axis` restricted to start, start+step, ... while < stop (step > 0) or > stop
  * (step < 0). start/stop are clamped like Python slices after negative indices wrap.
  * Errors: TL_E_INVALID (NULL, axis out of range, step 0). */
-tl_status tl_tensor_slice(const tl_tensor *src, int axis, int64_t start, int64_t stop,
-                          int64_t step, tl_tensor *out);
+tl_status tl_tensor_slice(const tl_tensor *src, int axis, int64_t start, int64_t stop, int64_t step,
+                          tl_tensor *out);
 /* The view whose axis k is src's axis perm[k]. Errors: TL_E_INVALID (not a permutation). */
 tl_status tl_tensor_permute_view(const tl_tensor *src, const int *perm, tl_tensor *out);
 /* Swap two axes. */

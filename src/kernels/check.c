@@ -39,8 +39,9 @@ tl_status tl__broadcast_to(const tl_tensor *x, const char *x_name, const tl_tens
     /* Extra trailing axes of x are allowed when they have extent 1. */
     for (int k = out->rank; k < x->rank; k++) {
       if (x->shape[k] != 1)
-        return tl__fail(TL_E_SHAPE, "%s has rank %d, output rank %d, and its axis %d has extent %lld",
-                        x_name, x->rank, out->rank, k, (long long)x->shape[k]);
+        return tl__fail(TL_E_SHAPE,
+                        "%s has rank %d, output rank %d, and its axis %d has extent %lld", x_name,
+                        x->rank, out->rank, k, (long long)x->shape[k]);
     }
   }
   tl_tensor t = *x;

@@ -108,7 +108,8 @@ static tl_status classify(contraction *x) {
                       "a_labels[%d] = %d is in neither b nor c (sum that axis out first)", i,
                       al[i]);
     if (b->shape[pb] != a->shape[i])
-      return tl__fail(TL_E_SHAPE, "contracted label %d has extent %lld in a (axis %d) but %lld in b (axis %d)",
+      return tl__fail(TL_E_SHAPE,
+                      "contracted label %d has extent %lld in a (axis %d) but %lld in b (axis %d)",
                       al[i], (long long)a->shape[i], i, (long long)b->shape[pb], pb);
     x->extent_k *= a->shape[i];
     if (a->shape[i] > 1) group_add(x, &x->k, al[i], OP_A);
@@ -215,9 +216,9 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
     tl__loop loop;
     tl__loop_plan(&loop, beta_zero ? 1 : 2, ts);
     tl__ew_params params = {beta, beta};
-    return tl__loop_execute(exec, team, &loop,
-                            beta_zero ? tl__ew_fill_kernel(c->dtype) : tl__ew_scale_kernel(c->dtype),
-                            &params);
+    return tl__loop_execute(
+        exec, team, &loop, beta_zero ? tl__ew_fill_kernel(c->dtype) : tl__ew_scale_kernel(c->dtype),
+        &params);
   }
   tl__providers_init();
   tl__gemm_batch g;
@@ -238,13 +239,13 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
   for (int op = 0; op < 2; op++) {
     if (!operand_fits(x, op, rows_of[op], cols_of[op], extent_rows[op], extent_cols[op], &rs[op],
                       &cs[op])) {
-      status = pack_operand(exec, team, x, op, rows_of[op], cols_of[op], &packed[op],
-                            packed_labels[op]);
+      status =
+          pack_operand(exec, team, x, op, rows_of[op], cols_of[op], &packed[op], packed_labels[op]);
       if (status != TL_OK) return status;
       x->t[op] = &packed[op];
       x->labels[op] = packed_labels[op];
-      if (!operand_fits(x, op, rows_of[op], cols_of[op], extent_rows[op], extent_cols[op],
-                        &rs[op], &cs[op]))
+      if (!operand_fits(x, op, rows_of[op], cols_of[op], extent_rows[op], extent_cols[op], &rs[op],
+                        &cs[op]))
         return tl__fail(TL_E_PROVIDER, "internal: a packed operand does not fit GEMM form");
     }
   }
@@ -352,8 +353,8 @@ tl_status tl_contract_into(tl_exec *exec, const tl_tensor *a, const int *a_label
                            const int *c_labels) {
   tl_status status = tl__exec_begin(exec, "tl_contract_into");
   if (status != TL_OK) return status;
-  return tl__exec_end(exec, contract_into_impl(exec, tl_scalar_real(1.0), a, a_labels, b,
-                                               b_labels, tl_scalar_real(0.0), c, c_labels));
+  return tl__exec_end(exec, contract_into_impl(exec, tl_scalar_real(1.0), a, a_labels, b, b_labels,
+                                               tl_scalar_real(0.0), c, c_labels));
 }
 
 tl_status tl_contract_ex_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
@@ -361,8 +362,8 @@ tl_status tl_contract_ex_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a
                               tl_scalar beta, tl_tensor *c, const int *c_labels) {
   tl_status status = tl__exec_begin(exec, "tl_contract_ex_into");
   if (status != TL_OK) return status;
-  return tl__exec_end(
-      exec, contract_into_impl(exec, alpha, a, a_labels, b, b_labels, beta, c, c_labels));
+  return tl__exec_end(exec,
+                      contract_into_impl(exec, alpha, a, a_labels, b, b_labels, beta, c, c_labels));
 }
 
 tl_status tl_contract(tl_exec *exec, const tl_tensor *a, const int *a_labels, const tl_tensor *b,
@@ -375,8 +376,8 @@ tl_status tl_contract(tl_exec *exec, const tl_tensor *a, const int *a_labels, co
   if ((status = check_labels(a, a_labels, "a")) != TL_OK) return tl__exec_end(exec, status);
   if ((status = check_labels(b, b_labels, "b")) != TL_OK) return tl__exec_end(exec, status);
   if (c_rank < 0 || c_rank > TL_MAX_RANK)
-    return tl__exec_end(exec, tl__fail(TL_E_INVALID, "c_rank %d outside [0, %d]", c_rank,
-                                       TL_MAX_RANK));
+    return tl__exec_end(exec,
+                        tl__fail(TL_E_INVALID, "c_rank %d outside [0, %d]", c_rank, TL_MAX_RANK));
   if (c_rank > 0 && c_labels == NULL)
     return tl__exec_end(exec, tl__fail(TL_E_INVALID, "c_labels is NULL"));
   int64_t shape[TL_MAX_RANK];
@@ -384,8 +385,8 @@ tl_status tl_contract(tl_exec *exec, const tl_tensor *a, const int *a_labels, co
     int pa = find_label(a_labels, a->rank, c_labels[i]);
     int pb = find_label(b_labels, b->rank, c_labels[i]);
     if (pa < 0 && pb < 0)
-      return tl__exec_end(exec, tl__fail(TL_E_INVALID, "c_labels[%d] = %d is in neither a nor b",
-                                         i, c_labels[i]));
+      return tl__exec_end(
+          exec, tl__fail(TL_E_INVALID, "c_labels[%d] = %d is in neither a nor b", i, c_labels[i]));
     shape[i] = pa >= 0 ? a->shape[pa] : b->shape[pb];
   }
   tl_tensor fresh;

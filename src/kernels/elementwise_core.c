@@ -16,19 +16,21 @@ TL__HOT_FILE
 typedef float _Complex tl__c64;
 typedef double _Complex tl__c128;
 
-/* C11 lays a complex out as two reals (6.2.5p13), so this builds one without CMPLX,
+/* C11 lays a complex out as two reals (6.2.5p13), so a union builds one without CMPLX,
  * which clang's use of glibc's <complex.h> lacks. */
 static inline tl__c64 make_c64(float re, float im) {
-  tl__c64 z;
-  ((float *)&z)[0] = re;
-  ((float *)&z)[1] = im;
-  return z;
+  union {
+    tl__c64 z;
+    float parts[2];
+  } u = {.parts = {re, im}};
+  return u.z;
 }
 static inline tl__c128 make_c128(double re, double im) {
-  tl__c128 z;
-  ((double *)&z)[0] = re;
-  ((double *)&z)[1] = im;
-  return z;
+  union {
+    tl__c128 z;
+    double parts[2];
+  } u = {.parts = {re, im}};
+  return u.z;
 }
 
 /* Per-dtype helpers: multiply, scalar from tl_scalar. */
@@ -48,42 +50,42 @@ static inline tl__c64 scal_c64(tl_scalar s) { return make_c64((float)s.re, (floa
 static inline tl__c128 scal_c128(tl_scalar s) { return make_c128(s.re, s.im); }
 
 /* ---- binary: o = a OP b --------------------------------------------------------------- */
-#define TL__BINARY(NAME, T, EXPR)                                                        \
-  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *params) {   \
-    (void)params;                                                                        \
-    T *restrict o = (T *)p[0];                                                           \
-    const T *restrict a = (const T *)p[1];                                               \
-    const T *restrict b = (const T *)p[2];                                               \
-    const int64_t so = s[0], sa = s[1], sb = s[2];                                       \
-    if (so == 1 && sa == 1 && sb == 1) {                                                 \
-      for (int64_t i = 0; i < n; i++) {                                                  \
-        T x = a[i], y = b[i];                                                            \
-        o[i] = EXPR;                                                                     \
-      }                                                                                  \
-    } else if (so == 1 && sa == 1 && sb == 0) {                                          \
-      const T y = b[0];                                                                  \
-      for (int64_t i = 0; i < n; i++) {                                                  \
-        T x = a[i];                                                                      \
-        o[i] = EXPR;                                                                     \
-      }                                                                                  \
-    } else if (so == 1 && sa == 0 && sb == 1) {                                          \
-      const T x = a[0];                                                                  \
-      for (int64_t i = 0; i < n; i++) {                                                  \
-        T y = b[i];                                                                      \
-        o[i] = EXPR;                                                                     \
-      }                                                                                  \
-    } else {                                                                             \
-      for (int64_t i = 0; i < n; i++) {                                                  \
-        T x = a[i * sa], y = b[i * sb];                                                  \
-        o[i * so] = EXPR;                                                                \
-      }                                                                                  \
-    }                                                                                    \
+#define TL__BINARY(NAME, T, EXPR)                                                     \
+  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *params) { \
+    (void)params;                                                                     \
+    T *restrict o = (T *)p[0];                                                        \
+    const T *restrict a = (const T *)p[1];                                            \
+    const T *restrict b = (const T *)p[2];                                            \
+    const int64_t so = s[0], sa = s[1], sb = s[2];                                    \
+    if (so == 1 && sa == 1 && sb == 1) {                                              \
+      for (int64_t i = 0; i < n; i++) {                                               \
+        T x = a[i], y = b[i];                                                         \
+        o[i] = EXPR;                                                                  \
+      }                                                                               \
+    } else if (so == 1 && sa == 1 && sb == 0) {                                       \
+      const T y = b[0];                                                               \
+      for (int64_t i = 0; i < n; i++) {                                               \
+        T x = a[i];                                                                   \
+        o[i] = EXPR;                                                                  \
+      }                                                                               \
+    } else if (so == 1 && sa == 0 && sb == 1) {                                       \
+      const T x = a[0];                                                               \
+      for (int64_t i = 0; i < n; i++) {                                               \
+        T y = b[i];                                                                   \
+        o[i] = EXPR;                                                                  \
+      }                                                                               \
+    } else {                                                                          \
+      for (int64_t i = 0; i < n; i++) {                                               \
+        T x = a[i * sa], y = b[i * sb];                                               \
+        o[i * so] = EXPR;                                                             \
+      }                                                                               \
+    }                                                                                 \
   }
 
-#define TL__BINARY_ALL(SUFFIX, T)                          \
-  TL__BINARY(add_##SUFFIX, T, x + y)                       \
-  TL__BINARY(sub_##SUFFIX, T, x - y)                       \
-  TL__BINARY(mul_k_##SUFFIX, T, mul_##SUFFIX(x, y))        \
+#define TL__BINARY_ALL(SUFFIX, T)                   \
+  TL__BINARY(add_##SUFFIX, T, x + y)                \
+  TL__BINARY(sub_##SUFFIX, T, x - y)                \
+  TL__BINARY(mul_k_##SUFFIX, T, mul_##SUFFIX(x, y)) \
   TL__BINARY(div_##SUFFIX, T, x / y)
 
 TL__BINARY_ALL(f32, float)
@@ -103,23 +105,23 @@ tl__row_fn tl__ew_binary_kernel(tl_binary_op op, tl_dtype dtype) {
 }
 
 /* ---- unary: o = f(x); O may differ from T (abs of complex) ----------------------------- */
-#define TL__UNARY(NAME, T, O, EXPR)                                                     \
-  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *params) {  \
-    (void)params;                                                                       \
-    O *restrict o = (O *)p[0];                                                          \
-    const T *restrict a = (const T *)p[1];                                              \
-    const int64_t so = s[0], sa = s[1];                                                 \
-    if (so == 1 && sa == 1) {                                                           \
-      for (int64_t i = 0; i < n; i++) {                                                 \
-        T x = a[i];                                                                     \
-        o[i] = EXPR;                                                                    \
-      }                                                                                 \
-    } else {                                                                            \
-      for (int64_t i = 0; i < n; i++) {                                                 \
-        T x = a[i * sa];                                                                \
-        o[i * so] = EXPR;                                                               \
-      }                                                                                 \
-    }                                                                                   \
+#define TL__UNARY(NAME, T, O, EXPR)                                                   \
+  static void NAME(int64_t n, char *const *p, const int64_t *s, const void *params) { \
+    (void)params;                                                                     \
+    O *restrict o = (O *)p[0];                                                        \
+    const T *restrict a = (const T *)p[1];                                            \
+    const int64_t so = s[0], sa = s[1];                                               \
+    if (so == 1 && sa == 1) {                                                         \
+      for (int64_t i = 0; i < n; i++) {                                               \
+        T x = a[i];                                                                   \
+        o[i] = EXPR;                                                                  \
+      }                                                                               \
+    } else {                                                                          \
+      for (int64_t i = 0; i < n; i++) {                                               \
+        T x = a[i * sa];                                                              \
+        o[i * so] = EXPR;                                                             \
+      }                                                                               \
+    }                                                                                 \
   }
 
 TL__UNARY(neg_f32, float, float, -x)
@@ -161,46 +163,43 @@ tl__row_fn tl__ew_unary_kernel(tl_unary_op op, tl_dtype dtype) {
 }
 
 /* ---- scale, axpby, fill ------------------------------------------------------------- */
-#define TL__SCALE(SUFFIX, T)                                                                \
-  static void scale_##SUFFIX(int64_t n, char *const *p, const int64_t *s,                   \
-                             const void *params) {                                          \
-    const tl__ew_params *prm = (const tl__ew_params *)params;                               \
-    const T alpha = scal_##SUFFIX(prm->alpha);                                              \
-    T *restrict o = (T *)p[0];                                                              \
-    const T *restrict x = (const T *)p[1];                                                  \
-    const int64_t so = s[0], sx = s[1];                                                     \
-    if (so == 1 && sx == 1) {                                                               \
-      for (int64_t i = 0; i < n; i++) o[i] = mul_##SUFFIX(alpha, x[i]);                     \
-    } else {                                                                                \
-      for (int64_t i = 0; i < n; i++) o[i * so] = mul_##SUFFIX(alpha, x[i * sx]);           \
-    }                                                                                       \
-  }                                                                                         \
-  static void axpby_##SUFFIX(int64_t n, char *const *p, const int64_t *s,                   \
-                             const void *params) {                                          \
-    const tl__ew_params *prm = (const tl__ew_params *)params;                               \
-    const T alpha = scal_##SUFFIX(prm->alpha), beta = scal_##SUFFIX(prm->beta);             \
-    T *o = (T *)p[0];                                                                       \
-    const T *x = (const T *)p[1];                                                           \
-    const T *y = (const T *)p[2];                                                           \
-    const int64_t so = s[0], sx = s[1], sy = s[2];                                          \
-    if (so == 1 && sx == 1 && sy == 1) {                                                    \
-      for (int64_t i = 0; i < n; i++)                                                       \
-        o[i] = mul_##SUFFIX(alpha, x[i]) + mul_##SUFFIX(beta, y[i]);                        \
-    } else {                                                                                \
-      for (int64_t i = 0; i < n; i++)                                                       \
-        o[i * so] = mul_##SUFFIX(alpha, x[i * sx]) + mul_##SUFFIX(beta, y[i * sy]);         \
-    }                                                                                       \
-  }                                                                                         \
-  static void fill_##SUFFIX(int64_t n, char *const *p, const int64_t *s, const void *params) { \
-    const tl__ew_params *prm = (const tl__ew_params *)params;                               \
-    const T alpha = scal_##SUFFIX(prm->alpha);                                              \
-    T *restrict o = (T *)p[0];                                                              \
-    const int64_t so = s[0];                                                                \
-    if (so == 1) {                                                                          \
-      for (int64_t i = 0; i < n; i++) o[i] = alpha;                                         \
-    } else {                                                                                \
-      for (int64_t i = 0; i < n; i++) o[i * so] = alpha;                                    \
-    }                                                                                       \
+#define TL__SCALE(SUFFIX, T)                                                                       \
+  static void scale_##SUFFIX(int64_t n, char *const *p, const int64_t *s, const void *params) {    \
+    const tl__ew_params *prm = (const tl__ew_params *)params;                                      \
+    const T alpha = scal_##SUFFIX(prm->alpha);                                                     \
+    T *restrict o = (T *)p[0];                                                                     \
+    const T *restrict x = (const T *)p[1];                                                         \
+    const int64_t so = s[0], sx = s[1];                                                            \
+    if (so == 1 && sx == 1) {                                                                      \
+      for (int64_t i = 0; i < n; i++) o[i] = mul_##SUFFIX(alpha, x[i]);                            \
+    } else {                                                                                       \
+      for (int64_t i = 0; i < n; i++) o[i * so] = mul_##SUFFIX(alpha, x[i * sx]);                  \
+    }                                                                                              \
+  }                                                                                                \
+  static void axpby_##SUFFIX(int64_t n, char *const *p, const int64_t *s, const void *params) {    \
+    const tl__ew_params *prm = (const tl__ew_params *)params;                                      \
+    const T alpha = scal_##SUFFIX(prm->alpha), beta = scal_##SUFFIX(prm->beta);                    \
+    T *o = (T *)p[0];                                                                              \
+    const T *x = (const T *)p[1];                                                                  \
+    const T *y = (const T *)p[2];                                                                  \
+    const int64_t so = s[0], sx = s[1], sy = s[2];                                                 \
+    if (so == 1 && sx == 1 && sy == 1) {                                                           \
+      for (int64_t i = 0; i < n; i++) o[i] = mul_##SUFFIX(alpha, x[i]) + mul_##SUFFIX(beta, y[i]); \
+    } else {                                                                                       \
+      for (int64_t i = 0; i < n; i++)                                                              \
+        o[i * so] = mul_##SUFFIX(alpha, x[i * sx]) + mul_##SUFFIX(beta, y[i * sy]);                \
+    }                                                                                              \
+  }                                                                                                \
+  static void fill_##SUFFIX(int64_t n, char *const *p, const int64_t *s, const void *params) {     \
+    const tl__ew_params *prm = (const tl__ew_params *)params;                                      \
+    const T alpha = scal_##SUFFIX(prm->alpha);                                                     \
+    T *restrict o = (T *)p[0];                                                                     \
+    const int64_t so = s[0];                                                                       \
+    if (so == 1) {                                                                                 \
+      for (int64_t i = 0; i < n; i++) o[i] = alpha;                                                \
+    } else {                                                                                       \
+      for (int64_t i = 0; i < n; i++) o[i * so] = alpha;                                           \
+    }                                                                                              \
   }
 
 TL__SCALE(f32, float)

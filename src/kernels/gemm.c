@@ -69,8 +69,8 @@ static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, i
     c += begin * g->csc * es;
     n = len;
   }
-  tl__gemm_serial(g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb, g->csb, g->beta,
-                  c, g->rsc, g->csc);
+  tl__gemm_serial(g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb, g->csb, g->beta, c,
+                  g->rsc, g->csc);
 }
 
 static void gemm_chunk(void *arg, size_t begin, size_t end, int worker_index) {
@@ -101,15 +101,16 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   job.split_rows = g->m > g->n;
   job.block_len = job.split_rows ? g->m : g->n;
   atomic_init(&job.cancelled, 0);
-  double flops = 2.0 * (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) *
-                 (double)g->batches;
+  double flops =
+      2.0 * (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) * (double)g->batches;
   if (team > 1 && flops >= 2.0 * 48 * 48 * 48 * 4) {
     if (g->batches < (int64_t)team * 4) {
       /* Cut each GEMM into blocks of C: enough blocks for every worker (twice over, so an
        * unequal pair of CPUs balances), in multiples of 96 (a multiple of the micro-tiles). */
       int64_t dim = job.block_len;
       int64_t want = (int64_t)team * 2;
-      if (want * g->batches > (int64_t)team * 4) want = ((int64_t)team * 4 + g->batches - 1) / g->batches;
+      if (want * g->batches > (int64_t)team * 4)
+        want = ((int64_t)team * 4 + g->batches - 1) / g->batches;
       int64_t len = (dim + want - 1) / want;
       len = (len + 95) / 96 * 96;
       if (len < 96) len = 96;
@@ -235,10 +236,9 @@ tl_status tl__gemm_tensors(tl_exec *exec, int team, tl_scalar alpha, const tl_te
     const tl_tensor *ts[2] = {c, c};
     tl__ew_params params = {beta, beta};
     tl__loop_plan(&loop, beta.re == 0.0 && beta.im == 0.0 ? 1 : 2, ts);
-    return tl__loop_execute(exec, team, &loop,
-                            loop.ops == 1 ? tl__ew_fill_kernel(c->dtype)
-                                          : tl__ew_scale_kernel(c->dtype),
-                            &params);
+    return tl__loop_execute(
+        exec, team, &loop,
+        loop.ops == 1 ? tl__ew_fill_kernel(c->dtype) : tl__ew_scale_kernel(c->dtype), &params);
   }
   tl_status status;
   g.a = (const char *)a->data + a->offset * es;
@@ -260,8 +260,7 @@ tl_status tl__gemm_tensors(tl_exec *exec, int team, tl_scalar alpha, const tl_te
   /* C's layout does not fit (negative strides): compute alpha*A*B into scratch, then
    * c = tmp + beta * c elementwise. */
   void *buffer;
-  if ((status = tl__exec_scratch(exec, (size_t)(m * n * es), 64, &buffer)) != TL_OK)
-    return status;
+  if ((status = tl__exec_scratch(exec, (size_t)(m * n * es), 64, &buffer)) != TL_OK) return status;
   g.c = (char *)buffer;
   g.rsc = 1;
   g.csc = m;

@@ -62,9 +62,9 @@ typedef struct tl__ew_params {
 /* The row kernel for a binary op / unary op / scale / axpby on `dtype`, or NULL. */
 tl__row_fn tl__ew_binary_kernel(tl_binary_op op, tl_dtype dtype);
 tl__row_fn tl__ew_unary_kernel(tl_unary_op op, tl_dtype dtype);
-tl__row_fn tl__ew_scale_kernel(tl_dtype dtype); /* p0 = alpha * p1 */
+tl__row_fn tl__ew_scale_kernel(tl_dtype dtype);                /* p0 = alpha * p1 */
 tl__row_fn tl__ew_axpby_kernel(tl_dtype dtype, int beta_zero); /* p0 = alpha p1 + beta p2 */
-tl__row_fn tl__ew_fill_kernel(tl_dtype dtype); /* p0 = alpha */
+tl__row_fn tl__ew_fill_kernel(tl_dtype dtype);                 /* p0 = alpha */
 
 /* ---- Permute core (permute_core.c) ---------------------------------------------------
  * dst[i] = src[i] over a loop plan of two operands (dst first). When src's fastest axis
@@ -85,8 +85,8 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
 void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end);
 /* Transpose one r x c tile of elements of `esize` bytes: dst(j, i) = src(i, j), where
  * src(i, j) = src + (i + j * ss) * esize and dst(j, i) = dst + (j + i * ds) * esize. */
-void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, int64_t ss,
-                        char *dst, int64_t ds);
+void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, int64_t ss, char *dst,
+                        int64_t ds);
 
 /* ---- Providers (provider.c) ---------------------------------------------------------- */
 /* One single-threaded GEMM call: C = alpha * A * B + beta * C with general element strides
@@ -96,9 +96,9 @@ void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar 
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc);
 /* The same, forcing BLIS (used by the benchmark's direct-provider anchor). */
-void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
-                   const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
-                   int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
+                   int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
+                   tl_scalar beta, void *c, int64_t rsc, int64_t csc);
 /* Initialise providers once (thread-safe; cheap after the first call). */
 void tl__providers_init(void);
 

@@ -64,17 +64,17 @@ TL__TILE_SCALAR(tile_scalar16, tl__b16)
 #if defined(__x86_64__) && defined(__GNUC__)
 
 /* dst(j.., i..) = src(i.., j..) for a 4 x 4 block of doubles. */
-#define TL__T4X4_PD(NAME, STORE)                                                           \
-  __attribute__((target("avx2"), always_inline)) static inline void NAME(                  \
-      const double *s, int64_t ss, double *d, int64_t ds) {                                \
-    __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ss);                         \
-    __m256d r2 = _mm256_loadu_pd(s + 2 * ss), r3 = _mm256_loadu_pd(s + 3 * ss);            \
-    __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);              \
-    __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);              \
-    STORE(d, _mm256_permute2f128_pd(t0, t2, 0x20));                                        \
-    STORE(d + ds, _mm256_permute2f128_pd(t1, t3, 0x20));                                   \
-    STORE(d + 2 * ds, _mm256_permute2f128_pd(t0, t2, 0x31));                               \
-    STORE(d + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));                               \
+#define TL__T4X4_PD(NAME, STORE)                                                \
+  __attribute__((target("avx2"), always_inline)) static inline void NAME(       \
+      const double *s, int64_t ss, double *d, int64_t ds) {                     \
+    __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ss);              \
+    __m256d r2 = _mm256_loadu_pd(s + 2 * ss), r3 = _mm256_loadu_pd(s + 3 * ss); \
+    __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);   \
+    __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);   \
+    STORE(d, _mm256_permute2f128_pd(t0, t2, 0x20));                             \
+    STORE(d + ds, _mm256_permute2f128_pd(t1, t3, 0x20));                        \
+    STORE(d + 2 * ds, _mm256_permute2f128_pd(t0, t2, 0x31));                    \
+    STORE(d + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));                    \
   }
 TL__T4X4_PD(t4x4_pd_nt, _mm256_stream_pd)
 
@@ -118,43 +118,42 @@ __attribute__((target("avx2"), always_inline)) static inline void t8x8_ps(const 
 }
 
 /* The same for a 2 x 2 block of 16-byte elements (as pairs of doubles). */
-#define TL__T2X2_C(NAME, STORE)                                                            \
-  __attribute__((target("avx2"), always_inline)) static inline void NAME(                  \
-      const double *s, int64_t ss2, double *d, int64_t ds2) {                              \
-    __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ss2);                        \
-    STORE(d, _mm256_permute2f128_pd(r0, r1, 0x20));                                        \
-    STORE(d + ds2, _mm256_permute2f128_pd(r0, r1, 0x31));                                  \
+#define TL__T2X2_C(NAME, STORE)                                           \
+  __attribute__((target("avx2"), always_inline)) static inline void NAME( \
+      const double *s, int64_t ss2, double *d, int64_t ds2) {             \
+    __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ss2);       \
+    STORE(d, _mm256_permute2f128_pd(r0, r1, 0x20));                       \
+    STORE(d + ds2, _mm256_permute2f128_pd(r0, r1, 0x31));                 \
   }
 TL__T2X2_C(t2x2_c, _mm256_storeu_pd)
 TL__T2X2_C(t2x2_c_nt, _mm256_stream_pd)
 
 /* Generic line-by-line driver: L x L micro-tiles made of B x B blocks. T is the element
  * type in units the block kernel indexes (double for 16-byte elements: 2 units each). */
-#define TL__TILE_AVX2(NAME, T, L, B, BLOCK, UNITS, SCALAR)                                   \
-  __attribute__((target("avx2"))) static void NAME(int64_t r, int64_t c,                    \
-                                                   const char *src_bytes, int64_t ss,       \
-                                                   char *dst_bytes, int64_t ds) {           \
-    const T *src = (const T *)src_bytes;                                                    \
-    T *dst = (T *)dst_bytes;                                                                \
-    const int64_t uss = ss * (UNITS), uds = ds * (UNITS);                                   \
-    const int64_t r_full = r / (L) * (L), c_full = c / (L) * (L);                           \
-    for (int64_t j = 0; j < c_full; j += (L)) {                                             \
-      const T *s_row = src + j * uss;                                                       \
-      T *d_col = dst + j * (UNITS);                                                         \
-      for (int64_t i = 0; i < r_full; i += (L)) {                                           \
-        const T *s = s_row + i * (UNITS);                                                   \
-        T *d = d_col + i * uds;                                                             \
-        for (int64_t bj = 0; bj < (L); bj += (B))                                           \
-          for (int64_t bi = 0; bi < (L); bi += (B))                                         \
-            BLOCK(s + bi * (UNITS) + bj * uss, uss, d + bj * (UNITS) + bi * uds, uds);      \
-      }                                                                                     \
-      if (r_full < r)                                                                       \
-        SCALAR(r - r_full, (L), (const char *)(s_row + r_full * (UNITS)), ss,               \
-               (char *)(d_col + r_full * uds), ds);                                         \
-    }                                                                                       \
-    if (c_full < c)                                                                         \
-      SCALAR(r, c - c_full, (const char *)(src + c_full * uss), ss,                         \
-             (char *)(dst + c_full * (UNITS)), ds);                                         \
+#define TL__TILE_AVX2(NAME, T, L, B, BLOCK, UNITS, SCALAR)                                      \
+  __attribute__((target("avx2"))) static void NAME(int64_t r, int64_t c, const char *src_bytes, \
+                                                   int64_t ss, char *dst_bytes, int64_t ds) {   \
+    const T *src = (const T *)src_bytes;                                                        \
+    T *dst = (T *)dst_bytes;                                                                    \
+    const int64_t uss = ss * (UNITS), uds = ds * (UNITS);                                       \
+    const int64_t r_full = r / (L) * (L), c_full = c / (L) * (L);                               \
+    for (int64_t j = 0; j < c_full; j += (L)) {                                                 \
+      const T *s_row = src + j * uss;                                                           \
+      T *d_col = dst + j * (UNITS);                                                             \
+      for (int64_t i = 0; i < r_full; i += (L)) {                                               \
+        const T *s = s_row + i * (UNITS);                                                       \
+        T *d = d_col + i * uds;                                                                 \
+        for (int64_t bj = 0; bj < (L); bj += (B))                                               \
+          for (int64_t bi = 0; bi < (L); bi += (B))                                             \
+            BLOCK(s + bi * (UNITS) + bj * uss, uss, d + bj * (UNITS) + bi * uds, uds);          \
+      }                                                                                         \
+      if (r_full < r)                                                                           \
+        SCALAR(r - r_full, (L), (const char *)(s_row + r_full * (UNITS)), ss,                   \
+               (char *)(d_col + r_full * uds), ds);                                             \
+    }                                                                                           \
+    if (c_full < c)                                                                             \
+      SCALAR(r, c - c_full, (const char *)(src + c_full * uss), ss,                             \
+             (char *)(dst + c_full * (UNITS)), ds);                                             \
   }
 
 TL__TILE_AVX2(tile8_avx2, double, 8, 4, t4x4_pd, 1, tile_scalar8)
@@ -200,8 +199,8 @@ static tile_fn tile_kernel(int64_t esize) {
   return esize == 4 ? tile_scalar4 : esize == 8 ? tile_scalar8 : tile_scalar16;
 }
 
-void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, int64_t ss,
-                        char *dst, int64_t ds) {
+void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, int64_t ss, char *dst,
+                        int64_t ds) {
   tile_kernel(esize)(r, c, src, ss, dst, ds);
 }
 
@@ -254,8 +253,7 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
   uintptr_t base = (uintptr_t)loop->base[0];
   plan->stream = out_bytes >= ((int64_t)16 << 20) && tile_kernel(loop->esize[0]) != NULL &&
                  tile_kernel_nt(loop->esize[0]) != NULL && loop->strides[0][0] == 1 &&
-                 base % 32 == 0 && (loop->strides[0][p] * loop->esize[0]) % 32 == 0 &&
-                 have_avx2();
+                 base % 32 == 0 && (loop->strides[0][p] * loop->esize[0]) % 32 == 0 && have_avx2();
 }
 
 static void copy_row(int64_t n, char *const *p, const int64_t *s, const void *params) {

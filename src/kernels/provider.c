@@ -70,9 +70,9 @@ const char *tl_kernels_provider(void) {
   return provider_name;
 }
 
-void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
-                   const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
-                   int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
+void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
+                   int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
+                   tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
   tl__providers_init();
   if (m == 0 || n == 0) return;
   /* BLIS wants non-zero strides even for extent-1 dimensions. */
@@ -156,9 +156,9 @@ static xsmm_void_fn xsmm_kernel(const xsmm_key *key) {
 /* libxsmm's reach: column-major A, B, C (unit row strides), alpha 1, beta 0 or 1. */
 #define XSMM_MAX_MNK (64 * 64 * 64)
 
-static int try_xsmm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
-                    const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
-                    int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
+static int try_xsmm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
+                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
+                    tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
   if (dtype != TL_F64 && dtype != TL_F32) return 0;
   if (alpha.re != 1.0 || (beta.re != 0.0 && beta.re != 1.0)) return 0;
   if (m * n * k > XSMM_MAX_MNK || m > 256 || n > 256 || k > 256) return 0;

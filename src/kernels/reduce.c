@@ -41,8 +41,8 @@ typedef struct reduce_plan {
   int64_t chunks;    /* outer mode: chunks along kept axis 0 */
   int64_t r_rows;    /* reduced rows walked per item (inner: excluding axis 0) */
   int64_t parts, part_len;
-  int empty; /* a reduced axis has extent 0: every output is the identity */
-  double *partials; /* [item][part][2] (inner) or [item][part][2 * CHUNK] (outer) */
+  int empty;         /* a reduced axis has extent 0: every output is the identity */
+  double *partials;  /* [item][part][2] (inner) or [item][part][2 * CHUNK] (outer) */
   double *acc_slots; /* outer mode: one 2 * CHUNK accumulator block per worker (+1) */
   tl_exec *exec;
   atomic_int cancelled;
@@ -50,10 +50,14 @@ typedef struct reduce_plan {
 
 static double identity(tl_reduce_op op) {
   switch (op) {
-    case TL_REDUCE_PROD: return 1.0;
-    case TL_REDUCE_MAX: return -INFINITY;
-    case TL_REDUCE_MIN: return INFINITY;
-    default: return 0.0;
+    case TL_REDUCE_PROD:
+      return 1.0;
+    case TL_REDUCE_MAX:
+      return -INFINITY;
+    case TL_REDUCE_MIN:
+      return INFINITY;
+    default:
+      return 0.0;
   }
 }
 
@@ -63,10 +67,18 @@ static inline double min_nan(double acc, double v) { return (v < acc || v != v) 
 /* Load element i of a run as (re, im). */
 static inline void load(tl_dtype dtype, const char *p, double *re, double *im) {
   switch (dtype) {
-    case TL_F32: *re = *(const float *)p, *im = 0; break;
-    case TL_F64: *re = *(const double *)p, *im = 0; break;
-    case TL_C64: *re = ((const float *)p)[0], *im = ((const float *)p)[1]; break;
-    default: *re = ((const double *)p)[0], *im = ((const double *)p)[1]; break;
+    case TL_F32:
+      *re = *(const float *)p, *im = 0;
+      break;
+    case TL_F64:
+      *re = *(const double *)p, *im = 0;
+      break;
+    case TL_C64:
+      *re = ((const float *)p)[0], *im = ((const float *)p)[1];
+      break;
+    default:
+      *re = ((const double *)p)[0], *im = ((const double *)p)[1];
+      break;
   }
 }
 
@@ -112,15 +124,23 @@ static void run_into_scalar(const reduce_plan *pl, const char *p, int64_t n, int
     double re, im;
     load(pl->dtype, p, &re, &im);
     switch (op) {
-      case TL_REDUCE_SUM: a0 += re, a1 += im; break;
-      case TL_REDUCE_NORM2: a0 += re * re + im * im; break;
+      case TL_REDUCE_SUM:
+        a0 += re, a1 += im;
+        break;
+      case TL_REDUCE_NORM2:
+        a0 += re * re + im * im;
+        break;
       case TL_REDUCE_PROD: {
         double r = a0 * re - a1 * im, m = a0 * im + a1 * re;
         a0 = r, a1 = m;
         break;
       }
-      case TL_REDUCE_MAX: a0 = max_nan(a0, re); break;
-      case TL_REDUCE_MIN: a0 = min_nan(a0, re); break;
+      case TL_REDUCE_MAX:
+        a0 = max_nan(a0, re);
+        break;
+      case TL_REDUCE_MIN:
+        a0 = min_nan(a0, re);
+        break;
     }
   }
   acc[0] = a0, acc[1] = a1;
@@ -152,22 +172,37 @@ static void run_into_vector(const reduce_plan *pl, const char *p, int64_t n, int
     if (pl->complex_in) {
       double *a = acc + 2 * i;
       switch (op) {
-        case TL_REDUCE_SUM: a[0] += re, a[1] += im; break;
-        case TL_REDUCE_NORM2: acc[i] += re * re + im * im; break; /* real accumulators */
+        case TL_REDUCE_SUM:
+          a[0] += re, a[1] += im;
+          break;
+        case TL_REDUCE_NORM2:
+          acc[i] += re * re + im * im;
+          break; /* real accumulators */
         case TL_REDUCE_PROD: {
           double r = a[0] * re - a[1] * im, m = a[0] * im + a[1] * re;
           a[0] = r, a[1] = m;
           break;
         }
-        default: break;
+        default:
+          break;
       }
     } else {
       switch (op) {
-        case TL_REDUCE_SUM: acc[i] += re; break;
-        case TL_REDUCE_NORM2: acc[i] += re * re; break;
-        case TL_REDUCE_PROD: acc[i] *= re; break;
-        case TL_REDUCE_MAX: acc[i] = max_nan(acc[i], re); break;
-        case TL_REDUCE_MIN: acc[i] = min_nan(acc[i], re); break;
+        case TL_REDUCE_SUM:
+          acc[i] += re;
+          break;
+        case TL_REDUCE_NORM2:
+          acc[i] += re * re;
+          break;
+        case TL_REDUCE_PROD:
+          acc[i] *= re;
+          break;
+        case TL_REDUCE_MAX:
+          acc[i] = max_nan(acc[i], re);
+          break;
+        case TL_REDUCE_MIN:
+          acc[i] = min_nan(acc[i], re);
+          break;
       }
     }
   }
@@ -194,8 +229,12 @@ static void merge(tl_reduce_op op, double *into, const double *from, int width) 
         into[0] *= from[0];
       }
       break;
-    case TL_REDUCE_MAX: into[0] = max_nan(into[0], from[0]); break;
-    case TL_REDUCE_MIN: into[0] = min_nan(into[0], from[0]); break;
+    case TL_REDUCE_MAX:
+      into[0] = max_nan(into[0], from[0]);
+      break;
+    case TL_REDUCE_MIN:
+      into[0] = min_nan(into[0], from[0]);
+      break;
   }
 }
 
@@ -203,34 +242,42 @@ static void store(const reduce_plan *pl, const double *acc, int width, char *dst
   double re = acc[0], im = width == 2 ? acc[1] : 0.0;
   if (pl->op == TL_REDUCE_NORM2) re = sqrt(re), im = 0.0;
   switch (pl->out_dtype) {
-    case TL_F32: *(float *)dst = (float)re; break;
-    case TL_F64: *(double *)dst = re; break;
-    case TL_C64: ((float *)dst)[0] = (float)re, ((float *)dst)[1] = (float)im; break;
-    default: ((double *)dst)[0] = re, ((double *)dst)[1] = im; break;
+    case TL_F32:
+      *(float *)dst = (float)re;
+      break;
+    case TL_F64:
+      *(double *)dst = re;
+      break;
+    case TL_C64:
+      ((float *)dst)[0] = (float)re, ((float *)dst)[1] = (float)im;
+      break;
+    default:
+      ((double *)dst)[0] = re, ((double *)dst)[1] = im;
+      break;
   }
 }
 
 /* Walk reduced rows [r0, r1) over axes [first, nr), calling fn per row pointer. */
-#define WALK_ROWS(PL, FIRST, BASE, R0, R1, BODY)                          \
-  do {                                                                    \
-    int64_t idx_[TL_MAX_RANK];                                            \
-    int64_t rem_ = (R0);                                                  \
-    const char *rp_ = (BASE);                                             \
-    for (int k_ = (FIRST); k_ < (PL)->nr; k_++) {                         \
-      idx_[k_] = rem_ % (PL)->re[k_];                                     \
-      rem_ /= (PL)->re[k_];                                               \
-      rp_ += idx_[k_] * (PL)->rx[k_] * (PL)->xes;                         \
-    }                                                                     \
-    for (int64_t row_ = (R0); row_ < (R1); row_++) {                      \
-      const char *row_ptr = rp_;                                          \
-      BODY;                                                               \
-      for (int k_ = (FIRST); k_ < (PL)->nr; k_++) {                       \
-        rp_ += (PL)->rx[k_] * (PL)->xes;                                  \
-        if (++idx_[k_] < (PL)->re[k_]) break;                             \
-        rp_ -= (PL)->re[k_] * (PL)->rx[k_] * (PL)->xes;                   \
-        idx_[k_] = 0;                                                     \
-      }                                                                   \
-    }                                                                     \
+#define WALK_ROWS(PL, FIRST, BASE, R0, R1, BODY)        \
+  do {                                                  \
+    int64_t idx_[TL_MAX_RANK];                          \
+    int64_t rem_ = (R0);                                \
+    const char *rp_ = (BASE);                           \
+    for (int k_ = (FIRST); k_ < (PL)->nr; k_++) {       \
+      idx_[k_] = rem_ % (PL)->re[k_];                   \
+      rem_ /= (PL)->re[k_];                             \
+      rp_ += idx_[k_] * (PL)->rx[k_] * (PL)->xes;       \
+    }                                                   \
+    for (int64_t row_ = (R0); row_ < (R1); row_++) {    \
+      const char *row_ptr = rp_;                        \
+      BODY;                                             \
+      for (int k_ = (FIRST); k_ < (PL)->nr; k_++) {     \
+        rp_ += (PL)->rx[k_] * (PL)->xes;                \
+        if (++idx_[k_] < (PL)->re[k_]) break;           \
+        rp_ -= (PL)->re[k_] * (PL)->rx[k_] * (PL)->xes; \
+        idx_[k_] = 0;                                   \
+      }                                                 \
+    }                                                   \
   } while (0)
 
 static void item_pointers(const reduce_plan *pl, int64_t item, int first_kept, const char **xp,
@@ -284,7 +331,8 @@ static void run_item(reduce_plan *pl, int64_t item, int64_t part, int slot) {
   const int64_t s0 = pl->kx[0];
   WALK_ROWS(pl, 0, x, r0, r1, run_into_vector(pl, row_ptr, len, s0, acc));
   if (pl->parts == 1) {
-    for (int64_t i = 0; i < len; i++) store(pl, acc + i * width, width, o + i * pl->ko[0] * pl->oes);
+    for (int64_t i = 0; i < len; i++)
+      store(pl, acc + i * width, width, o + i * pl->ko[0] * pl->oes);
   }
 }
 

@@ -11,20 +11,28 @@
 
 size_t tl_dtype_size(tl_dtype dtype) {
   switch (dtype) {
-    case TL_F32: return 4;
-    case TL_F64: return 8;
-    case TL_C64: return 8;
-    case TL_C128: return 16;
+    case TL_F32:
+      return 4;
+    case TL_F64:
+      return 8;
+    case TL_C64:
+      return 8;
+    case TL_C128:
+      return 16;
   }
   return 0;
 }
 
 const char *tl_dtype_name(tl_dtype dtype) {
   switch (dtype) {
-    case TL_F32: return "f32";
-    case TL_F64: return "f64";
-    case TL_C64: return "c64";
-    case TL_C128: return "c128";
+    case TL_F32:
+      return "f32";
+    case TL_F64:
+      return "f64";
+    case TL_C64:
+      return "c64";
+    case TL_C128:
+      return "c128";
   }
   return "?";
 }
@@ -68,7 +76,8 @@ int64_t tl_tensor_numel(const tl_tensor *t) {
 }
 
 int tl_tensor_extent_range(const tl_tensor *t, int64_t *lo, int64_t *hi) {
-  int64_t low = t->offset, high = t->offset;
+  int64_t low = t->offset;
+  int64_t high = low;
   for (int k = 0; k < t->rank; k++) {
     if (t->shape[k] == 0) {
       *lo = 1;
@@ -127,8 +136,8 @@ tl_status tl_tensor_validate(const tl_tensor *t, const char *name) {
   /* The span must also be addressable from data without wrapping the address space. */
   uintptr_t base = (uintptr_t)t->data;
   if (lo_bytes < 0 && (uintptr_t)(-(lo_bytes + 1)) >= base)
-    return tl__fail(TL_E_SHAPE, "%s: offset %lld and negative strides reach below address 0",
-                    name, (long long)t->offset);
+    return tl__fail(TL_E_SHAPE, "%s: offset %lld and negative strides reach below address 0", name,
+                    (long long)t->offset);
   if (hi_bytes > 0 && (uintptr_t)hi_bytes > UINTPTR_MAX - base)
     return tl__fail(TL_E_SHAPE, "%s: the strides reach past the end of the address space", name);
   return TL_OK;
@@ -304,8 +313,8 @@ static tl_status check_src(const tl_tensor *src, tl_tensor *out) {
 
 static void as_view(tl_tensor *t) { t->owned = NULL; }
 
-tl_status tl_tensor_slice(const tl_tensor *src, int axis, int64_t start, int64_t stop,
-                          int64_t step, tl_tensor *out) {
+tl_status tl_tensor_slice(const tl_tensor *src, int axis, int64_t start, int64_t stop, int64_t step,
+                          tl_tensor *out) {
   tl_status status = check_src(src, out);
   if (status != TL_OK) return status;
   if (axis < 0 || axis >= src->rank)
@@ -415,8 +424,7 @@ tl_status tl_tensor_unsqueeze(const tl_tensor *src, int axis, tl_tensor *out) {
   tl_status status = check_src(src, out);
   if (status != TL_OK) return status;
   if (src->rank >= TL_MAX_RANK)
-    return tl__fail(TL_E_INVALID, "src: rank %d is already the maximum %d", src->rank,
-                    TL_MAX_RANK);
+    return tl__fail(TL_E_INVALID, "src: rank %d is already the maximum %d", src->rank, TL_MAX_RANK);
   if (axis < 0 || axis > src->rank)
     return tl__fail(TL_E_INVALID, "axis %d outside [0, %d]", axis, src->rank);
   tl_tensor t = *src;

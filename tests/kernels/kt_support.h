@@ -48,20 +48,32 @@ static inline double kt_uniform(void) { /* [-1, 1) */
 static inline double complex kt_get(const tl_tensor *t, const int64_t *idx) {
   const void *p = tl_tensor_element(t, idx);
   switch (t->dtype) {
-    case TL_F32: return *(const float *)p;
-    case TL_F64: return *(const double *)p;
-    case TL_C64: return ((const float *)p)[0] + I * ((const float *)p)[1];
-    default: return ((const double *)p)[0] + I * ((const double *)p)[1];
+    case TL_F32:
+      return *(const float *)p;
+    case TL_F64:
+      return *(const double *)p;
+    case TL_C64:
+      return ((const float *)p)[0] + I * ((const float *)p)[1];
+    default:
+      return ((const double *)p)[0] + I * ((const double *)p)[1];
   }
 }
 
 static inline void kt_set(const tl_tensor *t, const int64_t *idx, double complex v) {
   void *p = tl_tensor_element(t, idx);
   switch (t->dtype) {
-    case TL_F32: *(float *)p = (float)creal(v); break;
-    case TL_F64: *(double *)p = creal(v); break;
-    case TL_C64: ((float *)p)[0] = (float)creal(v), ((float *)p)[1] = (float)cimag(v); break;
-    default: ((double *)p)[0] = creal(v), ((double *)p)[1] = cimag(v); break;
+    case TL_F32:
+      *(float *)p = (float)creal(v);
+      break;
+    case TL_F64:
+      *(double *)p = creal(v);
+      break;
+    case TL_C64:
+      ((float *)p)[0] = (float)creal(v), ((float *)p)[1] = (float)cimag(v);
+      break;
+    default:
+      ((double *)p)[0] = creal(v), ((double *)p)[1] = cimag(v);
+      break;
   }
 }
 
@@ -81,7 +93,7 @@ static inline int64_t kt_numel(int rank, const int64_t *shape) {
 }
 
 /* Visit every index of a shape in column-major order. */
-#define KT_FOR_EACH(IDX, RANK, SHAPE)                                              \
+#define KT_FOR_EACH(IDX, RANK, SHAPE)                                                  \
   for (int64_t IDX[TL_MAX_RANK] = {0}, IDX##_go = kt_numel(RANK, SHAPE) > 0; IDX##_go; \
        IDX##_go = kt_next(RANK, SHAPE, IDX))
 
@@ -94,7 +106,8 @@ typedef enum kt_layout {
   KT_LAYOUTS = 5
 } kt_layout;
 
-static const char *const kt_layout_name[] __attribute__((unused)) = {"column", "row", "general", "negative", "permuted"};
+static const char *const kt_layout_name[]
+    __attribute__((unused)) = {"column", "row", "general", "negative", "permuted"};
 
 /* A tensor of `shape` in `layout`, over a buffer it owns through `backing` (release that).
  * Filled with random values (complex parts too), the gaps with NaN so a read of a gap
@@ -163,8 +176,7 @@ static inline double kt_tolerance(tl_dtype dtype) {
 /* |got - want| <= tol * (scale + |want|), with NaN equal to NaN. */
 static inline int kt_close_enough(double complex got, double complex want, double tol,
                                   double scale) {
-  if (isnan(creal(want)) || isnan(cimag(want)))
-    return isnan(creal(got)) || isnan(cimag(got));
+  if (isnan(creal(want)) || isnan(cimag(want))) return isnan(creal(got)) || isnan(cimag(got));
   if (isinf(creal(want)) && creal(want) == creal(got)) return 1;
   return cabs(got - want) <= tol * (scale + cabs(want));
 }

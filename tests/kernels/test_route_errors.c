@@ -60,26 +60,26 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
     tl_status got;
   } rows[64];
   int n = 0;
-#define BAD(EXPECTED, CALL)                                                               \
-  do {                                                                                    \
-    kt_image before_out = kt_snapshot(&out.backing), before_b = kt_snapshot(&b.backing); \
+#define BAD(EXPECTED, CALL)                                                                   \
+  do {                                                                                        \
+    kt_image before_out = kt_snapshot(&out.backing), before_b = kt_snapshot(&b.backing);      \
     kt_image before_big = kt_snapshot(&big.backing), before_33 = kt_snapshot(&out33.backing); \
-    rows[n].name = #CALL;                                                                 \
-    rows[n].expected = EXPECTED;                                                          \
-    rows[n].got = (CALL);                                                                 \
-    if (rows[n].got != rows[n].expected) {                                                \
-      char text[600];                                                                     \
-      snprintf(text, sizeof text, "%s returned %s, expected %s (%s)", #CALL,              \
-               tl_status_name(rows[n].got), tl_status_name(EXPECTED), tl_last_message()); \
-      tl_test_fail_at(__FILE__, __LINE__, text);                                          \
-    }                                                                                     \
-    TL_CHECK(tl_last_message()[0] != '\0');                                               \
-    TL_CHECK(kt_unchanged(&before_out, &out.backing));                                    \
-    TL_CHECK(kt_unchanged(&before_b, &b.backing));                                        \
-    TL_CHECK(kt_unchanged(&before_big, &big.backing));                                    \
-    TL_CHECK(kt_unchanged(&before_33, &out33.backing));                                   \
-    TL_CHECK(memcmp(&fresh, &fresh_before, sizeof fresh) == 0);                           \
-    n++;                                                                                  \
+    rows[n].name = #CALL;                                                                     \
+    rows[n].expected = EXPECTED;                                                              \
+    rows[n].got = (CALL);                                                                     \
+    if (rows[n].got != rows[n].expected) {                                                    \
+      char text[600];                                                                         \
+      snprintf(text, sizeof text, "%s returned %s, expected %s (%s)", #CALL,                  \
+               tl_status_name(rows[n].got), tl_status_name(EXPECTED), tl_last_message());     \
+      tl_test_fail_at(__FILE__, __LINE__, text);                                              \
+    }                                                                                         \
+    TL_CHECK(tl_last_message()[0] != '\0');                                                   \
+    TL_CHECK(kt_unchanged(&before_out, &out.backing));                                        \
+    TL_CHECK(kt_unchanged(&before_b, &b.backing));                                            \
+    TL_CHECK(kt_unchanged(&before_big, &big.backing));                                        \
+    TL_CHECK(kt_unchanged(&before_33, &out33.backing));                                       \
+    TL_CHECK(memcmp(&fresh, &fresh_before, sizeof fresh) == 0);                               \
+    n++;                                                                                      \
   } while (0)
 
   /* null and malformed arguments */
@@ -183,7 +183,8 @@ static void run_workload(tl_exec *exec, workload *w) {
   TL_CHECK_OK(tl_contract_into(exec, &w->tiny_a.t, ij, &w->tiny_b.t, jk, &w->tiny_c.t, ik));
   tl_tensor bt, bigv;
   TL_CHECK_OK(tl_tensor_transpose_view(&w->b.t, 0, 1, &bt)); /* 200 x 300, negative strides */
-  TL_CHECK_OK(tl_gemm_into(exec, tl_scalar_real(1), &w->a.t, &bt, tl_scalar_real(0.5), &w->c_neg.t));
+  TL_CHECK_OK(
+      tl_gemm_into(exec, tl_scalar_real(1), &w->a.t, &bt, tl_scalar_real(0.5), &w->c_neg.t));
   TL_CHECK_OK(tl_contract_into(exec, &w->x3.t, x3l, &w->y3.t, y3l, &w->c3.t, c3l));
   TL_CHECK_OK(tl_tensor_transpose_view(&w->big.t, 0, 1, &bigv));
   TL_CHECK_OK(tl_copy_into(exec, &bigv, &w->bigt.t));

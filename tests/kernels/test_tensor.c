@@ -16,7 +16,8 @@ static void tensor_create_wrap_release_and_strides(void) {
   tl_tensor_release(&t); /* twice is harmless */
   tl_tensor_release(NULL);
   TL_CHECK_OK(tl_tensor_create_row_major(TL_F32, 3, shape, &t));
-  TL_CHECK(t.strides[2] == 1 && t.strides[1] == 4 && t.strides[0] == 12 && tl_tensor_is_row_major(&t));
+  TL_CHECK(t.strides[2] == 1 && t.strides[1] == 4 && t.strides[0] == 12 &&
+           tl_tensor_is_row_major(&t));
   tl_tensor_release(&t);
   double buffer[24];
   TL_CHECK_OK(tl_tensor_wrap(TL_F64, 3, shape, NULL, buffer, 0, &t));
