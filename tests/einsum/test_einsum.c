@@ -18,98 +18,30 @@
 #include "tenlane/einsum.h"
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
+#include "tl_fixtures.h"
+#include "tl_numeric.h"
 #include "tl_test.h"
-
-/* ---- A held session for the cases ---------------------------------------------------- */
-
-typedef struct held {
-  tl_context *ctx;
-  tl_session *session;
-  tl_exec *exec;
-} held;
-
-static void held_open(held *h, int threads) {
-  tl_context_config config;
-  tl_context_config_init(&config);
-  config.threads = threads;
-  TL_CHECK_OK(tl_context_create(&config, &h->ctx));
-  TL_CHECK_OK(tl_session_open(h->ctx, tl_owner_new(), TL_NOWAIT, &h->session));
-  h->exec = tl_session_exec(h->session);
-}
-
-static void held_close(held *h) {
-  TL_CHECK_OK(tl_session_close(h->session));
-  TL_CHECK_OK(tl_context_destroy(h->ctx));
-}
 
 /* ---- Data ---------------------------------------------------------------------------- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double rng_uniform(void) {
-  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-  return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
-
-static double complex element_get(const tl_tensor *t, const int64_t *idx) {
-  const void *p = tl_tensor_element(t, idx);
-  switch (t->dtype) {
-    case TL_F32:
-      return *(const float *)p;
-    case TL_F64:
-      return *(const double *)p;
-    case TL_C64:
-      return *(const float complex *)p;
-    case TL_C128:
-      return *(const double complex *)p;
-  }
-  return 0;
-}
-
-static void element_set(const tl_tensor *t, const int64_t *idx, double complex v) {
-  void *p = tl_tensor_element(t, idx);
-  switch (t->dtype) {
-    case TL_F32:
-      *(float *)p = (float)creal(v);
-      break;
-    case TL_F64:
-      *(double *)p = creal(v);
-      break;
-    case TL_C64:
-      *(float complex *)p = (float complex)v;
-      break;
-    case TL_C128:
-      *(double complex *)p = v;
-      break;
-  }
-}
+static double rng_uniform(void) { return tl_num_uniform(&rng_state); }
 
 /* Visit every index of t in column-major order; fn(t, idx, arg). */
 static void for_each_index(const tl_tensor *t,
                            void (*fn)(const tl_tensor *, const int64_t *, void *), void *arg) {
-  int64_t idx[TL_MAX_RANK] = {0};
-  for (int k = 0; k < t->rank; k++) {
-    if (t->shape[k] == 0) return;
-  }
-  for (;;) {
-    fn(t, idx, arg);
-    int k = 0;
-    for (; k < t->rank; k++) {
-      if (++idx[k] < t->shape[k]) break;
-      idx[k] = 0;
-    }
-    if (k == t->rank) return;
-  }
+  TL_NUM_FOR_EACH(idx, t->rank, t->shape) fn(t, idx, arg);
 }
 
 static void fill_random_at(const tl_tensor *t, const int64_t *idx, void *arg) {
   (void)arg;
   double re = rng_uniform();
   double im = tl_dtype_is_complex(t->dtype) ? rng_uniform() : 0.0;
-  element_set(t, idx, re + im * I);
+  tl_num_set(t, idx, re + im * I);
 }
 
 static void fill_value_at(const tl_tensor *t, const int64_t *idx, void *arg) {
-  element_set(t, idx, *(const double *)arg);
+  tl_num_set(t, idx, *(const double *)arg);
 }
 
 /* Operand layouts: 0 column-major, 1 row-major, 2 column-major with axis 0 reversed
@@ -281,7 +213,7 @@ static void naive_eval(const char *spec, int n, const tl_tensor *const *ops, int
       for (int a = 0; a < s.rank[i]; a++) {
         at[a] = ops[i]->shape[a] == 1 ? 0 : idx[op_axis_label[i][a]];
       }
-      double complex v = element_get(ops[i], at);
+      double complex v = tl_num_get(ops[i], at);
       term *= v;
       term_mag *= cabs(v);
     }
@@ -404,10 +336,6 @@ static int parse_shapes(const char *text, int *ranks, int64_t shapes[][TL_MAX_RA
   return n;
 }
 
-static double dtype_tolerance(tl_dtype dtype) {
-  return (dtype == TL_F32 || dtype == TL_C64) ? 2e-5 : 1e-12;
-}
-
 static int run_case(tl_exec *exec, const spec_case *c, tl_dtype dtype, int layout, int fresh,
                     tl_einsum_path_kind kind) {
   int ranks[TL_EINSUM_MAX_OPERANDS];
@@ -444,14 +372,14 @@ static int run_case(tl_exec *exec, const spec_case *c, tl_dtype dtype, int layou
     int64_t idx[TL_MAX_RANK] = {0};
     int64_t count = 1;
     for (int k = 0; k < out_rank; k++) count *= out_shape[k];
-    double tol = dtype_tolerance(dtype);
+    double tol = tl_num_tolerance(dtype);
     for (int64_t pos = 0; pos < count && ok; pos++) {
       int64_t rest = pos;
       for (int k = 0; k < out_rank; k++) {
         idx[k] = rest % out_shape[k];
         rest /= out_shape[k];
       }
-      double complex got = element_get(&out, idx);
+      double complex got = tl_num_get(&out, idx);
       double err = cabs(got - ref[pos]);
       if (!(err <= tol * (1.0 + mag[pos]))) {
         fprintf(stderr, "  %s [%s] %s layout %d: element %lld is %g%+gi, expected %g%+gi\n",
@@ -471,8 +399,8 @@ static int run_case(tl_exec *exec, const spec_case *c, tl_dtype dtype, int layou
 
 static void einsum_spec_table_matches_naive_evaluation(void) {
   TL_CHECK(SPEC_COUNT >= 40);
-  held h;
-  held_open(&h, 2);
+  tl_held h;
+  tl_held_open(&h, 2);
   int failures = 0;
   for (size_t c = 0; c < SPEC_COUNT; c++) {
     for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
@@ -483,12 +411,12 @@ static void einsum_spec_table_matches_naive_evaluation(void) {
     }
   }
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 static void einsum_fresh_form_and_every_path_kind_match_naive(void) {
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int failures = 0;
   for (size_t c = 0; c < SPEC_COUNT; c++) {
     failures += !run_case(h.exec, &spec_table[c], TL_F64, 0, 1, TL_EINSUM_PATH_AUTO);
@@ -496,7 +424,7 @@ static void einsum_fresh_form_and_every_path_kind_match_naive(void) {
     failures += !run_case(h.exec, &spec_table[c], TL_F64, 1, 0, TL_EINSUM_PATH_OPTIMAL);
   }
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- Paths ---------------------------------------------------------------------------- */
@@ -625,8 +553,8 @@ static void einsum_exact_path_matches_brute_force_on_random_networks(void) {
 /* ---- Plan cache and allocation --------------------------------------------------------- */
 
 static void einsum_repeated_into_makes_no_heap_allocation(void) {
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   const char *spec = "abc,asd,bste,ctf->def";
   int ranks[4];
   int64_t shapes[4][TL_MAX_RANK];
@@ -650,7 +578,7 @@ static void einsum_repeated_into_makes_no_heap_allocation(void) {
   TL_CHECK(after == before);
   tl_tensor_release(&out);
   for (int i = 0; i < n; i++) tl_tensor_release(&ops[i].storage);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- Bad input ------------------------------------------------------------------------ */
@@ -786,7 +714,7 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
       idx[k] = rest % out.shape[k];
       rest /= out.shape[k];
     }
-    intact &= creal(element_get(&out, idx)) == 77.0;
+    intact &= creal(tl_num_get(&out, idx)) == 77.0;
   }
   if (!intact) fprintf(stderr, "  bad case \"%s\": the output was written\n", c->what);
   /* The fresh form rejects the same calls (those about out's own shape aside). */
@@ -809,14 +737,14 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
 
 static void einsum_bad_input_table_fails_typed_and_writes_nothing(void) {
   TL_CHECK(BAD_COUNT >= 30);
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int failures = 0;
   for (size_t c = 0; c < BAD_COUNT; c++) failures += !run_bad(h.exec, &bad_table[c]);
   /* The session surface still works after all that. */
   failures += !run_case(h.exec, &spec_table[0], TL_F64, 0, 0, TL_EINSUM_PATH_AUTO);
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 static void einsum_path_rejects_bad_arguments(void) {

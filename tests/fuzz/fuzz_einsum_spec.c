@@ -22,25 +22,15 @@
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
 
+#include "fuzz_common.h"
+
 #define MAX_OPS 6
 #define SPEC_CUT 1100
-
-static tl_context *ctx;
-static tl_session *session;
 
 static void finding(const char *what, const char *spec, tl_status a, tl_status b) {
   fprintf(stderr, "FINDING: %s (spec \"%s\": %s vs %s; message \"%s\")\n", what, spec,
           tl_status_name(a), tl_status_name(b), tl_last_message());
   abort();
-}
-
-static void setup(void) {
-  if (ctx != NULL) return;
-  tl_context_config config;
-  tl_context_config_init(&config);
-  config.threads = 1;
-  if (tl_context_create(&config, &ctx) != TL_OK) abort();
-  if (tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session) != TL_OK) abort();
 }
 
 static void fill(tl_tensor *t, uint64_t seed) {
@@ -61,7 +51,7 @@ static int same(const tl_tensor *x, const tl_tensor *y) {
 int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
-  setup();
+  tl_session *session = fuzz_session();
   size_t at = 0;
 #define NEXT() (at < size ? bytes[at++] : 0)
   int n = 1 + NEXT() % MAX_OPS;

@@ -24,10 +24,9 @@
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
 
-#define MAX_ELEMENTS 4096
+#include "fuzz_common.h"
 
-static tl_context *ctx;
-static tl_session *session;
+#define MAX_ELEMENTS 4096
 
 static void finding(const char *what, const tl_tensor *t) {
   fprintf(stderr, "FINDING: %s (dtype %d rank %d offset %lld", what, (int)t->dtype, t->rank,
@@ -36,15 +35,6 @@ static void finding(const char *what, const tl_tensor *t) {
     fprintf(stderr, " [%lld:%lld]", (long long)t->shape[k], (long long)t->strides[k]);
   fprintf(stderr, "; message \"%s\")\n", tl_last_message());
   abort();
-}
-
-static void setup(void) {
-  if (ctx != NULL) return;
-  tl_context_config config;
-  tl_context_config_init(&config);
-  config.threads = 1;
-  if (tl_context_create(&config, &ctx) != TL_OK) abort();
-  if (tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session) != TL_OK) abort();
 }
 
 typedef struct reader {
@@ -138,7 +128,7 @@ static void check_one(const tl_tensor *t, const int64_t *idx, void *p, void *arg
 int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
-  setup();
+  tl_session *session = fuzz_session();
   reader r = {bytes, size, 0};
   tl_tensor t;
   memset(&t, 0, sizeof t);

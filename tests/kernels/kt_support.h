@@ -1,7 +1,7 @@
-/* tests/kernels/kt_support.h: shared helpers of the kernel tests: a held session, random
- * data, the five layouts (column, row, general stride, negative stride, permuted view),
- * element access as double complex, and comparison with a per-dtype tolerance.
- * Header-only (static functions) so each test binary stays one file. */
+/* tests/kernels/kt_support.h: helpers of the kernel tests on top of tests/support (held
+ * session, element access, index walks and tolerances live there): the kernel tests' random
+ * data, the five layouts (column, row, general stride, negative stride, permuted view) and
+ * byte images of outputs. Header-only (static functions) so each test binary stays one file. */
 #ifndef KT_SUPPORT_H
 #define KT_SUPPORT_H
 
@@ -17,85 +17,12 @@
 #include "tenlane/ops.h"
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
+#include "tl_fixtures.h"
+#include "tl_numeric.h"
 #include "tl_test.h"
 
-typedef struct kt_held {
-  tl_context *ctx;
-  tl_session *session;
-  tl_exec *exec;
-} kt_held;
-
-static inline void kt_open(kt_held *h, int threads) {
-  tl_context_config config;
-  tl_context_config_init(&config);
-  config.threads = threads;
-  TL_CHECK_OK(tl_context_create(&config, &h->ctx));
-  TL_CHECK_OK(tl_session_open(h->ctx, tl_owner_new(), TL_NOWAIT, &h->session));
-  h->exec = tl_session_exec(h->session);
-}
-
-static inline void kt_close(kt_held *h) {
-  TL_CHECK_OK(tl_session_close(h->session));
-  TL_CHECK_OK(tl_context_destroy(h->ctx));
-}
-
 static uint64_t kt_rng = 0x9e3779b97f4a7c15ull;
-static inline double kt_uniform(void) { /* [-1, 1) */
-  kt_rng = kt_rng * 6364136223846793005ull + 1442695040888963407ull;
-  return (double)(kt_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
-
-static inline double complex kt_get(const tl_tensor *t, const int64_t *idx) {
-  const void *p = tl_tensor_element(t, idx);
-  switch (t->dtype) {
-    case TL_F32:
-      return *(const float *)p;
-    case TL_F64:
-      return *(const double *)p;
-    case TL_C64:
-      return ((const float *)p)[0] + I * ((const float *)p)[1];
-    default:
-      return ((const double *)p)[0] + I * ((const double *)p)[1];
-  }
-}
-
-static inline void kt_set(const tl_tensor *t, const int64_t *idx, double complex v) {
-  void *p = tl_tensor_element(t, idx);
-  switch (t->dtype) {
-    case TL_F32:
-      *(float *)p = (float)creal(v);
-      break;
-    case TL_F64:
-      *(double *)p = creal(v);
-      break;
-    case TL_C64:
-      ((float *)p)[0] = (float)creal(v), ((float *)p)[1] = (float)cimag(v);
-      break;
-    default:
-      ((double *)p)[0] = creal(v), ((double *)p)[1] = cimag(v);
-      break;
-  }
-}
-
-/* Advance a column-major multi-index; returns 0 after the last. */
-static inline int kt_next(int rank, const int64_t *shape, int64_t *idx) {
-  for (int k = 0; k < rank; k++) {
-    if (++idx[k] < shape[k]) return 1;
-    idx[k] = 0;
-  }
-  return 0;
-}
-
-static inline int64_t kt_numel(int rank, const int64_t *shape) {
-  int64_t n = 1;
-  for (int k = 0; k < rank; k++) n *= shape[k];
-  return n;
-}
-
-/* Visit every index of a shape in column-major order. */
-#define KT_FOR_EACH(IDX, RANK, SHAPE)                                                  \
-  for (int64_t IDX[TL_MAX_RANK] = {0}, IDX##_go = kt_numel(RANK, SHAPE) > 0; IDX##_go; \
-       IDX##_go = kt_next(RANK, SHAPE, IDX))
+static inline double kt_uniform(void) { return tl_num_uniform(&kt_rng); } /* [-1, 1) */
 
 typedef enum kt_layout {
   KT_COL = 0,
@@ -123,7 +50,7 @@ static inline void kt_make(kt_tensor *kt, tl_dtype dtype, int rank, const int64_
   int64_t span = 1, offset = 0;
   if (layout == KT_ROW) {
     tl_strides_row_major(rank, shape, strides);
-    span = kt_numel(rank, shape);
+    span = tl_num_numel(rank, shape);
   } else if (layout == KT_GENERAL) {
     int64_t step = 2;
     for (int k = 0; k < rank; k++) {
@@ -143,7 +70,7 @@ static inline void kt_make(kt_tensor *kt, tl_dtype dtype, int rank, const int64_
     span = step;
   } else {
     tl_strides_col_major(rank, shape, strides);
-    span = kt_numel(rank, shape);
+    span = tl_num_numel(rank, shape);
     if (layout == KT_NEGATIVE && rank > 0) {
       int axes[2] = {0, rank - 1};
       for (int i = 0; i < (rank > 1 ? 2 : 1); i++) {
@@ -153,33 +80,21 @@ static inline void kt_make(kt_tensor *kt, tl_dtype dtype, int rank, const int64_
       }
     }
   }
-  if (kt_numel(rank, shape) == 0) span = 1, offset = 0;
+  if (tl_num_numel(rank, shape) == 0) span = 1, offset = 0;
   int64_t bshape[1] = {span};
   TL_CHECK_OK(tl_tensor_create(dtype, 1, bshape, &kt->backing));
   /* NaN everywhere, then values at the tensor's elements */
   int64_t i0[1] = {0};
-  for (i0[0] = 0; i0[0] < span; i0[0]++) kt_set(&kt->backing, i0, NAN + I * NAN);
+  for (i0[0] = 0; i0[0] < span; i0[0]++) tl_num_set(&kt->backing, i0, NAN + I * NAN);
   TL_CHECK_OK(tl_tensor_wrap(dtype, rank, shape, strides, kt->backing.data, offset, &kt->t));
-  KT_FOR_EACH(idx, rank, shape) {
+  TL_NUM_FOR_EACH(idx, rank, shape) {
     double re = kt_uniform(), im = kt_uniform();
     if (positive) re = 1.0 + 0.5 * re, im = 0.25 * im;
-    kt_set(&kt->t, idx, re + I * (tl_dtype_is_complex(dtype) ? im : 0.0));
+    tl_num_set(&kt->t, idx, re + I * (tl_dtype_is_complex(dtype) ? im : 0.0));
   }
 }
 
 static inline void kt_free(kt_tensor *kt) { tl_tensor_release(&kt->backing); }
-
-static inline double kt_tolerance(tl_dtype dtype) {
-  return dtype == TL_F32 || dtype == TL_C64 ? 2e-5 : 1e-12;
-}
-
-/* |got - want| <= tol * (scale + |want|), with NaN equal to NaN. */
-static inline int kt_close_enough(double complex got, double complex want, double tol,
-                                  double scale) {
-  if (isnan(creal(want)) || isnan(cimag(want))) return isnan(creal(got)) || isnan(cimag(got));
-  if (isinf(creal(want)) && creal(want) == creal(got)) return 1;
-  return cabs(got - want) <= tol * (scale + cabs(want));
-}
 
 /* Byte image of a tensor's backing store, to show that a failing call wrote nothing. */
 typedef struct kt_image {

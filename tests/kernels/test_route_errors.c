@@ -6,8 +6,8 @@
 #include "kt_support.h"
 
 static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int64_t s34[2] = {3, 4}, s35[2] = {3, 5}, s43[2] = {4, 3}, s3[1] = {3}, s344[3] = {3, 4, 4};
   kt_tensor a, b, out, b35, bf32, c128, a3, big;
   kt_make(&a, TL_F64, 2, s34, KT_COL, 0);
@@ -146,7 +146,7 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
   TL_CHECK(n >= 30);
   /* the surface keeps the last failure's message too */
   TL_CHECK(tl_exec_message(h.exec)[0] != '\0');
-  kt_close(&h);
+  tl_held_close(&h);
   kt_free(&a), kt_free(&b), kt_free(&out), kt_free(&b35), kt_free(&bf32), kt_free(&c128);
   kt_free(&a3), kt_free(&big), kt_free(&red4), kt_free(&flat12), kt_free(&mat3_4);
   kt_free(&out33);
@@ -194,8 +194,8 @@ static void routes_make_no_heap_allocation_in_steady_state(void) {
   tl_allocator hooks = {counting_alloc, counting_free, NULL};
   tl_allocator_set(&hooks);
   for (int threads = 1; threads <= 2; threads++) {
-    kt_held h;
-    kt_open(&h, threads);
+    tl_held h;
+    tl_held_open(&h, threads);
     workload w;
     int64_t s[2] = {300, 200}, sb[2] = {400, 300}, sbt[2] = {300, 400}, sr[1] = {400};
     int64_t s2[2] = {2, 2}, sx[3] = {20, 30, 40}, sy[3] = {40, 30, 50}, sc[2] = {50, 20};
@@ -225,7 +225,7 @@ static void routes_make_no_heap_allocation_in_steady_state(void) {
                after - before, threads);
       tl_test_fail_at(__FILE__, __LINE__, text);
     }
-    kt_close(&h);
+    tl_held_close(&h);
     kt_free(&w.a), kt_free(&w.b), kt_free(&w.out), kt_free(&w.big), kt_free(&w.bigt);
     kt_free(&w.red), kt_free(&w.tiny_a), kt_free(&w.tiny_b), kt_free(&w.tiny_c);
     kt_free(&w.c_neg), kt_free(&w.x3), kt_free(&w.y3), kt_free(&w.c3);

@@ -46,8 +46,8 @@ static double complex naive_binary(tl_binary_op op, double complex x, double com
 }
 
 static void elementwise_binary_table_matches_naive(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++)
       for (int lo = 0; lo < KT_LAYOUTS; lo++)
@@ -59,21 +59,21 @@ static void elementwise_binary_table_matches_naive(void) {
             kt_make(&b, dtypes[di], sc->rank, sc->shape, (kt_layout)((li + 2) % KT_LAYOUTS), 1);
             kt_make(&out, dtypes[di], sc->rank, sc->shape, (kt_layout)lo, 0);
             TL_CHECK_OK(tl_binary_into(h.exec, (tl_binary_op)op, &a.t, &b.t, &out.t));
-            KT_FOR_EACH(idx, sc->rank, sc->shape) {
+            TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
               double complex want =
-                  naive_binary((tl_binary_op)op, kt_get(&a.t, idx), kt_get(&b.t, idx));
-              double complex got = kt_get(&out.t, idx);
-              if (!kt_close_enough(got, want, kt_tolerance(dtypes[di]), 1.0))
+                  naive_binary((tl_binary_op)op, tl_num_get(&a.t, idx), tl_num_get(&b.t, idx));
+              double complex got = tl_num_get(&out.t, idx);
+              if (!tl_num_close_enough(got, want, tl_num_tolerance(dtypes[di]), 1.0))
                 fail_at("binary", dtypes[di], lo, si, got, want);
             }
             kt_free(&a), kt_free(&b), kt_free(&out);
           }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 static void elementwise_broadcasts_extent_one_axes(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   for (int di = 0; di < 4; di++) {
     int64_t so[3] = {4, 3, 5}, sa[3] = {4, 1, 5}, sb[2] = {1, 3}; /* b padded with a trailing 1 */
     kt_tensor a, b, out;
@@ -81,27 +81,27 @@ static void elementwise_broadcasts_extent_one_axes(void) {
     kt_make(&b, dtypes[di], 2, sb, KT_NEGATIVE, 1);
     kt_make(&out, dtypes[di], 3, so, KT_ROW, 0);
     TL_CHECK_OK(tl_mul_into(h.exec, &a.t, &b.t, &out.t));
-    KT_FOR_EACH(idx, 3, so) {
+    TL_NUM_FOR_EACH(idx, 3, so) {
       int64_t ia[3] = {idx[0], 0, idx[2]}, ib[2] = {0, idx[1]};
-      double complex want = kt_get(&a.t, ia) * kt_get(&b.t, ib);
-      if (!kt_close_enough(kt_get(&out.t, idx), want, kt_tolerance(dtypes[di]), 1.0))
-        fail_at("broadcast mul", dtypes[di], -1, 0, kt_get(&out.t, idx), want);
+      double complex want = tl_num_get(&a.t, ia) * tl_num_get(&b.t, ib);
+      if (!tl_num_close_enough(tl_num_get(&out.t, idx), want, tl_num_tolerance(dtypes[di]), 1.0))
+        fail_at("broadcast mul", dtypes[di], -1, 0, tl_num_get(&out.t, idx), want);
     }
     /* the fresh form takes the larger extent on each axis */
     tl_tensor fresh;
     TL_CHECK_OK(tl_sub(h.exec, &a.t, &b.t, &fresh));
     TL_CHECK(fresh.rank == 3 && fresh.shape[0] == 4 && fresh.shape[1] == 3 && fresh.shape[2] == 5);
     TL_CHECK(fresh.owned != NULL && tl_tensor_is_col_major(&fresh));
-    KT_FOR_EACH(idx, 3, so) {
+    TL_NUM_FOR_EACH(idx, 3, so) {
       int64_t ia[3] = {idx[0], 0, idx[2]}, ib[2] = {0, idx[1]};
-      double complex want = kt_get(&a.t, ia) - kt_get(&b.t, ib);
-      if (!kt_close_enough(kt_get(&fresh, idx), want, kt_tolerance(dtypes[di]), 1.0))
-        fail_at("broadcast sub", dtypes[di], -1, 0, kt_get(&fresh, idx), want);
+      double complex want = tl_num_get(&a.t, ia) - tl_num_get(&b.t, ib);
+      if (!tl_num_close_enough(tl_num_get(&fresh, idx), want, tl_num_tolerance(dtypes[di]), 1.0))
+        fail_at("broadcast sub", dtypes[di], -1, 0, tl_num_get(&fresh, idx), want);
     }
     tl_tensor_release(&fresh);
     kt_free(&a), kt_free(&b), kt_free(&out);
   }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 static double complex naive_unary(tl_unary_op op, double complex x, int is_complex) {
@@ -124,8 +124,8 @@ static double complex naive_unary(tl_unary_op op, double complex x, int is_compl
 }
 
 static void elementwise_unary_table_matches_naive(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++)
       for (int lo = 0; lo < KT_LAYOUTS; lo++)
@@ -137,11 +137,11 @@ static void elementwise_unary_table_matches_naive(void) {
           kt_make(&x, dt, sc->rank, sc->shape, (kt_layout)((lo + 1) % KT_LAYOUTS), 1);
           kt_make(&out, odt, sc->rank, sc->shape, (kt_layout)lo, 0);
           TL_CHECK_OK(tl_unary_into(h.exec, (tl_unary_op)op, &x.t, &out.t));
-          KT_FOR_EACH(idx, sc->rank, sc->shape) {
+          TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
             double complex want =
-                naive_unary((tl_unary_op)op, kt_get(&x.t, idx), tl_dtype_is_complex(dt));
-            if (!kt_close_enough(kt_get(&out.t, idx), want, kt_tolerance(dt), 1.0))
-              fail_at("unary", dt, lo, si, kt_get(&out.t, idx), want);
+                naive_unary((tl_unary_op)op, tl_num_get(&x.t, idx), tl_dtype_is_complex(dt));
+            if (!tl_num_close_enough(tl_num_get(&out.t, idx), want, tl_num_tolerance(dt), 1.0))
+              fail_at("unary", dt, lo, si, tl_num_get(&out.t, idx), want);
           }
           kt_free(&x), kt_free(&out);
           /* fresh form */
@@ -149,21 +149,21 @@ static void elementwise_unary_table_matches_naive(void) {
           kt_make(&x, dt, sc->rank, sc->shape, KT_GENERAL, 1);
           TL_CHECK_OK(tl_unary(h.exec, (tl_unary_op)op, &x.t, &fresh));
           TL_CHECK(fresh.dtype == odt);
-          KT_FOR_EACH(idx, sc->rank, sc->shape) {
+          TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
             double complex want =
-                naive_unary((tl_unary_op)op, kt_get(&x.t, idx), tl_dtype_is_complex(dt));
-            if (!kt_close_enough(kt_get(&fresh, idx), want, kt_tolerance(dt), 1.0))
-              fail_at("unary fresh", dt, -1, si, kt_get(&fresh, idx), want);
+                naive_unary((tl_unary_op)op, tl_num_get(&x.t, idx), tl_dtype_is_complex(dt));
+            if (!tl_num_close_enough(tl_num_get(&fresh, idx), want, tl_num_tolerance(dt), 1.0))
+              fail_at("unary fresh", dt, -1, si, tl_num_get(&fresh, idx), want);
           }
           tl_tensor_release(&fresh);
           kt_free(&x);
         }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 static void scale_axpby_fill_match_naive(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++)
       for (int lo = 0; lo < KT_LAYOUTS; lo++) {
@@ -176,42 +176,42 @@ static void scale_axpby_fill_match_naive(void) {
         kt_make(&x, dt, sc->rank, sc->shape, (kt_layout)((lo + 3) % KT_LAYOUTS), 0);
         kt_make(&y, dt, sc->rank, sc->shape, (kt_layout)lo, 0);
         kt_make(&y0, dt, sc->rank, sc->shape, KT_COL, 0);
-        KT_FOR_EACH(idx, sc->rank, sc->shape) kt_set(&y0.t, idx, kt_get(&y.t, idx));
+        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) tl_num_set(&y0.t, idx, tl_num_get(&y.t, idx));
         kt_make(&out, dt, sc->rank, sc->shape, (kt_layout)((lo + 1) % KT_LAYOUTS), 0);
         TL_CHECK_OK(tl_axpby_into(h.exec, alpha, &x.t, beta, &y.t, &out.t));
-        KT_FOR_EACH(idx, sc->rank, sc->shape) {
-          double complex want = al * kt_get(&x.t, idx) + be * kt_get(&y.t, idx);
-          if (!kt_close_enough(kt_get(&out.t, idx), want, kt_tolerance(dt), 1.0))
-            fail_at("axpby_into", dt, lo, si, kt_get(&out.t, idx), want);
+        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * tl_num_get(&x.t, idx) + be * tl_num_get(&y.t, idx);
+          if (!tl_num_close_enough(tl_num_get(&out.t, idx), want, tl_num_tolerance(dt), 1.0))
+            fail_at("axpby_into", dt, lo, si, tl_num_get(&out.t, idx), want);
         }
         TL_CHECK_OK(tl_axpby(h.exec, alpha, &x.t, beta, &y.t)); /* in place */
-        KT_FOR_EACH(idx, sc->rank, sc->shape) {
-          double complex want = al * kt_get(&x.t, idx) + be * kt_get(&y0.t, idx);
-          if (!kt_close_enough(kt_get(&y.t, idx), want, kt_tolerance(dt), 1.0))
-            fail_at("axpby", dt, lo, si, kt_get(&y.t, idx), want);
+        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * tl_num_get(&x.t, idx) + be * tl_num_get(&y0.t, idx);
+          if (!tl_num_close_enough(tl_num_get(&y.t, idx), want, tl_num_tolerance(dt), 1.0))
+            fail_at("axpby", dt, lo, si, tl_num_get(&y.t, idx), want);
         }
         TL_CHECK_OK(tl_scale_into(h.exec, alpha, &x.t, &out.t));
-        KT_FOR_EACH(idx, sc->rank, sc->shape) {
-          double complex want = al * kt_get(&x.t, idx);
-          if (!kt_close_enough(kt_get(&out.t, idx), want, kt_tolerance(dt), 1.0))
-            fail_at("scale", dt, lo, si, kt_get(&out.t, idx), want);
+        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * tl_num_get(&x.t, idx);
+          if (!tl_num_close_enough(tl_num_get(&out.t, idx), want, tl_num_tolerance(dt), 1.0))
+            fail_at("scale", dt, lo, si, tl_num_get(&out.t, idx), want);
         }
         TL_CHECK_OK(tl_fill(h.exec, &out.t, beta));
-        KT_FOR_EACH(idx, sc->rank, sc->shape) {
-          if (!kt_close_enough(kt_get(&out.t, idx), be, kt_tolerance(dt), 1.0))
-            fail_at("fill", dt, lo, si, kt_get(&out.t, idx), be);
+        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          if (!tl_num_close_enough(tl_num_get(&out.t, idx), be, tl_num_tolerance(dt), 1.0))
+            fail_at("fill", dt, lo, si, tl_num_get(&out.t, idx), be);
         }
         /* beta = 0 does not read y: NaN in y must not reach out */
-        KT_FOR_EACH(idx, sc->rank, sc->shape) kt_set(&y.t, idx, NAN);
+        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) tl_num_set(&y.t, idx, NAN);
         TL_CHECK_OK(tl_axpby(h.exec, alpha, &x.t, tl_scalar_real(0.0), &y.t));
-        KT_FOR_EACH(idx, sc->rank, sc->shape) {
-          double complex want = al * kt_get(&x.t, idx);
-          if (!kt_close_enough(kt_get(&y.t, idx), want, kt_tolerance(dt), 1.0))
-            fail_at("axpby beta 0", dt, lo, si, kt_get(&y.t, idx), want);
+        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * tl_num_get(&x.t, idx);
+          if (!tl_num_close_enough(tl_num_get(&y.t, idx), want, tl_num_tolerance(dt), 1.0))
+            fail_at("axpby beta 0", dt, lo, si, tl_num_get(&y.t, idx), want);
         }
         kt_free(&x), kt_free(&y), kt_free(&y0), kt_free(&out);
       }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- permute, copy, reshape ----------------------------------------------------------- */
@@ -224,10 +224,10 @@ static void check_permute(tl_exec *exec, tl_dtype dt, int rank, const int64_t *s
   kt_make(&x, dt, rank, shape, lx, 0);
   kt_make(&out, dt, rank, oshape, lo, 0);
   TL_CHECK_OK(tl_permute_into(exec, &x.t, perm, &out.t));
-  KT_FOR_EACH(idx, rank, oshape) {
+  TL_NUM_FOR_EACH(idx, rank, oshape) {
     int64_t src[TL_MAX_RANK];
     for (int k = 0; k < rank; k++) src[perm[k]] = idx[k];
-    double complex want = kt_get(&x.t, src), got = kt_get(&out.t, idx);
+    double complex want = tl_num_get(&x.t, src), got = tl_num_get(&out.t, idx);
     if (memcmp(&want, &got, sizeof want) != 0 && !(want == got))
       fail_at("permute", dt, lo, si, got, want);
   }
@@ -235,8 +235,8 @@ static void check_permute(tl_exec *exec, tl_dtype dt, int rank, const int64_t *s
 }
 
 static void permute_table_matches_naive(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++)
       for (int lx = 0; lx < KT_LAYOUTS; lx++)
@@ -264,12 +264,12 @@ static void permute_table_matches_naive(void) {
     for (int o = 0; o < 5; o++)
       check_permute(h.exec, dtypes[di], 3, s3, orders[o], KT_COL, KT_COL, 300 + o);
   }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 static void copy_into_and_fresh_permute_match_naive(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++) {
       const shape_case *sc = &shapes[si];
@@ -277,26 +277,27 @@ static void copy_into_and_fresh_permute_match_naive(void) {
       kt_make(&x, dtypes[di], sc->rank, sc->shape, KT_PERMUTED, 0);
       kt_make(&out, dtypes[di], sc->rank, sc->shape, KT_NEGATIVE, 0);
       TL_CHECK_OK(tl_copy_into(h.exec, &x.t, &out.t));
-      KT_FOR_EACH(idx, sc->rank, sc->shape) TL_CHECK(kt_get(&x.t, idx) == kt_get(&out.t, idx));
+      TL_NUM_FOR_EACH(idx, sc->rank, sc->shape)
+      TL_CHECK(tl_num_get(&x.t, idx) == tl_num_get(&out.t, idx));
       int perm[4];
       for (int k = 0; k < sc->rank; k++) perm[k] = sc->rank - 1 - k;
       tl_tensor fresh;
       TL_CHECK_OK(tl_permute(h.exec, &x.t, perm, &fresh));
       TL_CHECK(tl_tensor_is_col_major(&fresh));
-      KT_FOR_EACH(idx, sc->rank, fresh.shape) {
+      TL_NUM_FOR_EACH(idx, sc->rank, fresh.shape) {
         int64_t src[TL_MAX_RANK];
         for (int k = 0; k < sc->rank; k++) src[perm[k]] = idx[k];
-        TL_CHECK(kt_get(&x.t, src) == kt_get(&fresh, idx));
+        TL_CHECK(tl_num_get(&x.t, src) == tl_num_get(&fresh, idx));
       }
       tl_tensor_release(&fresh);
       kt_free(&x), kt_free(&out);
     }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 static void reshape_is_a_view_when_strides_allow_else_a_copy(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   for (int di = 0; di < 4; di++) {
     int64_t shape[3] = {4, 3, 5}, flat[2] = {12, 5}, other[3] = {2, 30, 1};
     kt_tensor x;
@@ -304,9 +305,9 @@ static void reshape_is_a_view_when_strides_allow_else_a_copy(void) {
     tl_tensor r;
     TL_CHECK_OK(tl_reshape(h.exec, &x.t, 2, flat, &r));
     TL_CHECK(r.owned == NULL && r.data == x.t.data); /* a view */
-    KT_FOR_EACH(idx, 3, shape) {
+    TL_NUM_FOR_EACH(idx, 3, shape) {
       int64_t j[2] = {idx[0] + 4 * idx[1], idx[2]};
-      TL_CHECK(kt_get(&x.t, idx) == kt_get(&r, j));
+      TL_CHECK(tl_num_get(&x.t, idx) == tl_num_get(&r, j));
     }
     kt_free(&x);
     /* row-major source: merging axes 0 and 1 in column-major order needs a copy */
@@ -314,9 +315,9 @@ static void reshape_is_a_view_when_strides_allow_else_a_copy(void) {
     TL_CHECK_OK(tl_reshape(h.exec, &x.t, 3, other, &r));
     TL_CHECK(r.owned != NULL);
     int64_t n = 0;
-    KT_FOR_EACH(idx, 3, shape) {
+    TL_NUM_FOR_EACH(idx, 3, shape) {
       int64_t j[3] = {n % 2, n / 2, 0};
-      TL_CHECK(kt_get(&x.t, idx) == kt_get(&r, j));
+      TL_CHECK(tl_num_get(&x.t, idx) == tl_num_get(&r, j));
       n++;
     }
     tl_tensor_release(&r);
@@ -325,14 +326,14 @@ static void reshape_is_a_view_when_strides_allow_else_a_copy(void) {
     kt_make(&out, dtypes[di], 2, flat, KT_NEGATIVE, 0);
     TL_CHECK_OK(tl_reshape_into(h.exec, &x.t, &out.t));
     n = 0;
-    KT_FOR_EACH(idx, 3, shape) {
+    TL_NUM_FOR_EACH(idx, 3, shape) {
       int64_t j[2] = {n % 12, n / 12};
-      TL_CHECK(kt_get(&x.t, idx) == kt_get(&out.t, j));
+      TL_CHECK(tl_num_get(&x.t, idx) == tl_num_get(&out.t, j));
       n++;
     }
     kt_free(&x), kt_free(&out);
   }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- reduce ---------------------------------------------------------------------------- */
@@ -345,13 +346,13 @@ static double complex naive_reduce(tl_reduce_op op, const tl_tensor *x, unsigned
                        : op == TL_REDUCE_MIN ? INFINITY
                                              : 0;
   *empty = 1;
-  KT_FOR_EACH(idx, x->rank, x->shape) {
+  TL_NUM_FOR_EACH(idx, x->rank, x->shape) {
     int match = 1;
     for (int k = 0; k < x->rank; k++)
       if (!((mask >> k) & 1) && idx[k] != kept_idx[k]) match = 0;
     if (!match) continue;
     *empty = 0;
-    double complex v = kt_get(x, idx);
+    double complex v = tl_num_get(x, idx);
     switch (op) {
       case TL_REDUCE_SUM:
         acc += v;
@@ -375,8 +376,8 @@ static double complex naive_reduce(tl_reduce_op op, const tl_tensor *x, unsigned
 }
 
 static void reduce_table_matches_naive(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++)
       for (int lx = 0; lx < KT_LAYOUTS; lx++)
@@ -402,7 +403,7 @@ static void reduce_table_matches_naive(void) {
               tl_dtype odt = op == TL_REDUCE_NORM2 ? tl_dtype_real(dt) : dt;
               kt_make(&out, odt, orank, oshape, (kt_layout)((lx + 1) % KT_LAYOUTS), 0);
               TL_CHECK_OK(tl_reduce_into(h.exec, (tl_reduce_op)op, &x.t, n_axes, axes, &out.t));
-              KT_FOR_EACH(oidx, orank, oshape) {
+              TL_NUM_FOR_EACH(oidx, orank, oshape) {
                 int64_t kept[4] = {0};
                 for (int k = 0, o = 0; k < sc->rank; k++) {
                   if ((mask >> k) & 1) {
@@ -413,20 +414,20 @@ static void reduce_table_matches_naive(void) {
                 }
                 int empty;
                 double complex want = naive_reduce((tl_reduce_op)op, &x.t, mask, kept, &empty);
-                double complex got = kt_get(&out.t, oidx);
-                if (!kt_close_enough(got, want, kt_tolerance(dt) * 10, 1.0))
+                double complex got = tl_num_get(&out.t, oidx);
+                if (!tl_num_close_enough(got, want, tl_num_tolerance(dt) * 10, 1.0))
                   fail_at("reduce", dt, lx, si * 100 + op * 10 + (int)mask, got, want);
               }
               kt_free(&x), kt_free(&out);
             }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- gemm and contraction -------------------------------------------------------------- */
 
 static void gemm_table_matches_naive(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int64_t sizes[][3] = {{0, 3, 2}, {3, 0, 2}, {3, 2, 0},    {1, 1, 1},    {2, 2, 2},
                         {7, 5, 3}, {8, 8, 8}, {33, 17, 40}, {64, 64, 64}, {97, 70, 45}};
   for (int di = 0; di < 4; di++)
@@ -444,27 +445,28 @@ static void gemm_table_matches_naive(void) {
             kt_make(&b, dt, 2, sb, (kt_layout)((la + 1) % KT_LAYOUTS), 0);
             kt_make(&c, dt, 2, sc2, (kt_layout)lc, 0);
             kt_make(&c0, dt, 2, sc2, KT_COL, 0);
-            KT_FOR_EACH(idx, 2, sc2) kt_set(&c0.t, idx, kt_get(&c.t, idx));
+            TL_NUM_FOR_EACH(idx, 2, sc2) tl_num_set(&c0.t, idx, tl_num_get(&c.t, idx));
             int cplx = tl_dtype_is_complex(dt);
             tl_scalar alpha = ab ? (tl_scalar){1.0, 0.0} : (tl_scalar){0.5, cplx ? 0.25 : 0.0};
             tl_scalar beta = ab ? (tl_scalar){0.0, 0.0} : (tl_scalar){-1.5, cplx ? 1.0 : 0.0};
             TL_CHECK_OK(tl_gemm_into(h.exec, alpha, &a.t, &b.t, beta, &c.t));
             double complex al = alpha.re + I * alpha.im, be = beta.re + I * beta.im;
-            KT_FOR_EACH(idx, 2, sc2) {
+            TL_NUM_FOR_EACH(idx, 2, sc2) {
               double complex s = 0;
               double scale = 0;
               for (int64_t p = 0; p < k; p++) {
                 int64_t ia[2] = {idx[0], p}, ib[2] = {p, idx[1]};
-                s += kt_get(&a.t, ia) * kt_get(&b.t, ib);
-                scale += cabs(kt_get(&a.t, ia) * kt_get(&b.t, ib));
+                s += tl_num_get(&a.t, ia) * tl_num_get(&b.t, ib);
+                scale += cabs(tl_num_get(&a.t, ia) * tl_num_get(&b.t, ib));
               }
-              double complex want = al * s + (ab ? 0 : be * kt_get(&c0.t, idx));
-              if (!kt_close_enough(kt_get(&c.t, idx), want, kt_tolerance(dt) * 4, scale + 1.0))
-                fail_at("gemm", dt, la, zi, kt_get(&c.t, idx), want);
+              double complex want = al * s + (ab ? 0 : be * tl_num_get(&c0.t, idx));
+              if (!tl_num_close_enough(tl_num_get(&c.t, idx), want, tl_num_tolerance(dt) * 4,
+                                       scale + 1.0))
+                fail_at("gemm", dt, la, zi, tl_num_get(&c.t, idx), want);
             }
             kt_free(&a), kt_free(&b), kt_free(&c), kt_free(&c0);
           }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 typedef struct contract_case {
@@ -501,8 +503,8 @@ static void labels_of(const char *s, int *labels, int64_t *shape, const int64_t 
 }
 
 static void contract_table_matches_naive(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int ncases = (int)(sizeof contract_cases / sizeof contract_cases[0]);
   for (int ci = 0; ci < ncases; ci++)
     for (int di = 0; di < 4; di++)
@@ -535,37 +537,37 @@ static void contract_table_matches_naive(void) {
               for (int j = 0; j < nall; j++) seen |= all[j] == l;
               if (!seen) all[nall] = l, ext[nall] = cc->extent[l], nall++;
             }
-          int64_t ncell = kt_numel(rc, sc2);
+          int64_t ncell = tl_num_numel(rc, sc2);
           double complex *ref = calloc((size_t)(ncell + 1), sizeof *ref);
           double *scale = calloc((size_t)(ncell + 1), sizeof *scale);
-          KT_FOR_EACH(v, nall, ext) {
+          TL_NUM_FOR_EACH(v, nall, ext) {
             int64_t val[26];
             for (int j = 0; j < nall; j++) val[all[j]] = v[j];
             int64_t ia[8], ib[8], cell = 0, step = 1;
             for (int i = 0; i < ra; i++) ia[i] = val[al[i]];
             for (int i = 0; i < rb; i++) ib[i] = val[bl[i]];
             for (int i = 0; i < rc; i++) cell += val[cl[i]] * step, step *= sc2[i];
-            double complex p = kt_get(&a.t, ia) * kt_get(&b.t, ib);
+            double complex p = tl_num_get(&a.t, ia) * tl_num_get(&b.t, ib);
             ref[cell] += p;
             scale[cell] += cabs(p);
           }
           int64_t cell = 0;
-          KT_FOR_EACH(cidx, rc, sc2) {
-            if (!kt_close_enough(kt_get(&c.t, cidx), ref[cell], kt_tolerance(dt) * 4,
-                                 scale[cell] + 1.0))
-              fail_at(cc->c[0] ? cc->c : "(scalar)", dt, la, ci, kt_get(&c.t, cidx), ref[cell]);
+          TL_NUM_FOR_EACH(cidx, rc, sc2) {
+            if (!tl_num_close_enough(tl_num_get(&c.t, cidx), ref[cell], tl_num_tolerance(dt) * 4,
+                                     scale[cell] + 1.0))
+              fail_at(cc->c[0] ? cc->c : "(scalar)", dt, la, ci, tl_num_get(&c.t, cidx), ref[cell]);
             cell++;
           }
           free(ref), free(scale);
           kt_free(&a), kt_free(&b), kt_free(&c);
         }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 /* C = A B checked by C x = A (B x) for random x (Freivalds), for sizes too big for naive. */
 static void contract_randomized_residual_is_small(void) {
-  kt_held h;
-  kt_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int64_t sizes[][4] = {{300, 257, 190, 1}, {64, 512, 96, 3}, {1000, 40, 30, 2}};
   for (int di = 0; di < 4; di++)
     for (int zi = 0; zi < 3; zi++) {
@@ -585,7 +587,7 @@ static void contract_randomized_residual_is_small(void) {
           bx[p] = 0;
           for (int64_t j = 0; j < n; j++) {
             int64_t ib[3] = {j, p, batch};
-            bx[p] += kt_get(&b.t, ib) * x[j];
+            bx[p] += tl_num_get(&b.t, ib) * x[j];
           }
         }
         double worst = 0;
@@ -593,16 +595,16 @@ static void contract_randomized_residual_is_small(void) {
           double complex lhs = 0, rhs = 0;
           for (int64_t j = 0; j < n; j++) {
             int64_t ic[3] = {i, batch, j};
-            lhs += kt_get(&c.t, ic) * x[j];
+            lhs += tl_num_get(&c.t, ic) * x[j];
           }
           for (int64_t p = 0; p < k; p++) {
             int64_t ia[3] = {batch, p, i};
-            rhs += kt_get(&a.t, ia) * bx[p];
+            rhs += tl_num_get(&a.t, ia) * bx[p];
           }
           double r = cabs(lhs - rhs) / (sqrt((double)(n * k)) + cabs(rhs));
           if (r > worst) worst = r;
         }
-        if (worst > kt_tolerance(dt) * 10) {
+        if (worst > tl_num_tolerance(dt) * 10) {
           char text[200];
           snprintf(text, sizeof text, "residual %g for %s m=%lld n=%lld k=%lld", worst,
                    tl_dtype_name(dt), (long long)m, (long long)n, (long long)k);
@@ -612,14 +614,14 @@ static void contract_randomized_residual_is_small(void) {
       free(x), free(bx);
       kt_free(&a), kt_free(&b), kt_free(&c);
     }
-  kt_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- threading ------------------------------------------------------------------------- */
 
 static void root_team_results_match_one_thread(void) {
-  kt_held h2, h1;
-  kt_open(&h2, 2);
+  tl_held h2, h1;
+  tl_held_open(&h2, 2);
   int64_t m = 700, n = 650, k = 300;
   int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc2[2] = {m, n};
   kt_tensor a, b, c1, c2;
@@ -639,22 +641,22 @@ static void root_team_results_match_one_thread(void) {
   int axis1[1] = {1}, axis0[1] = {0};
   TL_CHECK_OK(tl_reduce(h2.exec, TL_REDUCE_SUM, &t2.t, 1, axis1, &r2));
   TL_CHECK_OK(tl_reduce(h2.exec, TL_REDUCE_NORM2, &t2.t, 1, axis0, &s2));
-  kt_close(&h2);
-  kt_open(&h1, 1);
+  tl_held_close(&h2);
+  tl_held_open(&h1, 1);
   TL_CHECK_OK(tl_gemm_into(h1.exec, tl_scalar_real(1), &a.t, &b.t, tl_scalar_real(0), &c1.t));
   /* The same input as the split permute: a permute is exact, so the two must agree bit for
    * bit (the GEMMs agree only to rounding: which provider kernel runs a block can differ). */
   TL_CHECK_OK(tl_permute_into(h1.exec, &c2.t, perm, &t1.t));
   TL_CHECK_OK(tl_reduce(h1.exec, TL_REDUCE_SUM, &t1.t, 1, axis1, &r1));
   TL_CHECK_OK(tl_reduce(h1.exec, TL_REDUCE_NORM2, &t1.t, 1, axis0, &s1));
-  kt_close(&h1);
-  KT_FOR_EACH(idx, 2, sc2)
-  TL_CHECK(kt_close_enough(kt_get(&c1.t, idx), kt_get(&c2.t, idx), 1e-12, 1.0));
-  KT_FOR_EACH(idx, 2, st) TL_CHECK(kt_get(&t1.t, idx) == kt_get(&t2.t, idx));
-  KT_FOR_EACH(idx, 1, r1.shape)
-  TL_CHECK(kt_close_enough(kt_get(&r1, idx), kt_get(&r2, idx), 1e-12, 1.0));
-  KT_FOR_EACH(idx, 1, s1.shape)
-  TL_CHECK(kt_close_enough(kt_get(&s1, idx), kt_get(&s2, idx), 1e-12, 1.0));
+  tl_held_close(&h1);
+  TL_NUM_FOR_EACH(idx, 2, sc2)
+  TL_CHECK(tl_num_close_enough(tl_num_get(&c1.t, idx), tl_num_get(&c2.t, idx), 1e-12, 1.0));
+  TL_NUM_FOR_EACH(idx, 2, st) TL_CHECK(tl_num_get(&t1.t, idx) == tl_num_get(&t2.t, idx));
+  TL_NUM_FOR_EACH(idx, 1, r1.shape)
+  TL_CHECK(tl_num_close_enough(tl_num_get(&r1, idx), tl_num_get(&r2, idx), 1e-12, 1.0));
+  TL_NUM_FOR_EACH(idx, 1, s1.shape)
+  TL_CHECK(tl_num_close_enough(tl_num_get(&s1, idx), tl_num_get(&s2, idx), 1e-12, 1.0));
   tl_tensor_release(&r1), tl_tensor_release(&r2), tl_tensor_release(&s1), tl_tensor_release(&s2);
   kt_free(&a), kt_free(&b), kt_free(&c1), kt_free(&c2), kt_free(&t1), kt_free(&t2);
 }
@@ -682,8 +684,8 @@ static void *ticket_thread(void *arg_) {
 }
 
 static void team_wider_than_one_on_child_surface_is_unavailable(void) {
-  kt_held h;
-  kt_open(&h, 2);
+  tl_held h;
+  tl_held_open(&h, 2);
   int64_t s[2] = {64, 64};
   kt_tensor a, b, out;
   kt_make(&a, TL_F64, 2, s, KT_COL, 0);
@@ -702,7 +704,7 @@ static void team_wider_than_one_on_child_surface_is_unavailable(void) {
   TL_CHECK_STATUS(arg.add_status, TL_E_UNAVAILABLE);
   TL_CHECK_STATUS(arg.gemm_status, TL_E_UNAVAILABLE);
   TL_CHECK(kt_unchanged(&before, &out.backing));
-  kt_close(&h);
+  tl_held_close(&h);
   kt_free(&a), kt_free(&b), kt_free(&out);
 }
 
@@ -724,8 +726,8 @@ static int on_lane(tl_lane *lane, int lane_index, void *arg_) {
 static void on_phase(tl_phase *phase, void *arg) { tl_phase_run(phase, on_lane, arg, NULL); }
 
 static void cancelled_lane_route_returns_cancelled_and_writes_nothing(void) {
-  kt_held h;
-  kt_open(&h, 2);
+  tl_held h;
+  tl_held_open(&h, 2);
   int64_t s[2] = {50, 40};
   kt_tensor a, b, outs[8];
   kt_make(&a, TL_F64, 2, s, KT_COL, 0);
@@ -750,7 +752,7 @@ static void cancelled_lane_route_returns_cancelled_and_writes_nothing(void) {
     TL_CHECK(kt_unchanged(&before[i], &outs[i].backing));
   }
   TL_CHECK(ran >= 1);
-  kt_close(&h);
+  tl_held_close(&h);
   kt_free(&a), kt_free(&b);
   for (int i = 0; i < 8; i++) kt_free(&outs[i]);
 }

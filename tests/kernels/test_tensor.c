@@ -162,7 +162,7 @@ static void kernel_core_loop_plan_merges_and_visits_every_index(void) {
   tl__permute_plan plan;
   tl__permute_plan_make(&plan, &a, &b);
   tl__permute_run(&plan, 0, plan.blocks);
-  KT_FOR_EACH(idx, 3, shape) TL_CHECK(kt_get(&a, idx) == kt_get(&b, idx));
+  TL_NUM_FOR_EACH(idx, 3, shape) TL_CHECK(tl_num_get(&a, idx) == tl_num_get(&b, idx));
 }
 
 static void kernel_core_transpose_tile_moves_bits_exactly(void) {

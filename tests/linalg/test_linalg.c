@@ -16,33 +16,12 @@
 #include "tenlane/linalg.h"
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
+#include "tl_fixtures.h"
+#include "tl_numeric.h"
 #include "tl_test.h"
 
-typedef struct held {
-  tl_context *ctx;
-  tl_session *session;
-  tl_exec *exec;
-} held;
-
-static void held_open(held *h, int threads) {
-  tl_context_config config;
-  tl_context_config_init(&config);
-  config.threads = threads;
-  TL_CHECK_OK(tl_context_create(&config, &h->ctx));
-  TL_CHECK_OK(tl_session_open(h->ctx, tl_owner_new(), TL_NOWAIT, &h->session));
-  h->exec = tl_session_exec(h->session);
-}
-
-static void held_close(held *h) {
-  TL_CHECK_OK(tl_session_close(h->session));
-  TL_CHECK_OK(tl_context_destroy(h->ctx));
-}
-
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static double rng_uniform(void) {
-  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-  return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
+static double rng_uniform(void) { return tl_num_uniform(&rng_state); }
 
 /* ---- Matrix access in double complex ----------------------------------------------- */
 
@@ -51,37 +30,12 @@ static int64_t cols_of(const tl_tensor *t) { return t->rank == 2 ? t->shape[1] :
 
 static double complex get(const tl_tensor *t, int64_t i, int64_t j) {
   int64_t idx[2] = {i, j};
-  const void *p = tl_tensor_element(t, idx);
-  switch (t->dtype) {
-    case TL_F32:
-      return *(const float *)p;
-    case TL_F64:
-      return *(const double *)p;
-    case TL_C64:
-      return *(const float complex *)p;
-    case TL_C128:
-      return *(const double complex *)p;
-  }
-  return 0;
+  return tl_num_get(t, idx);
 }
 
 static void set(const tl_tensor *t, int64_t i, int64_t j, double complex v) {
   int64_t idx[2] = {i, j};
-  void *p = tl_tensor_element(t, idx);
-  switch (t->dtype) {
-    case TL_F32:
-      *(float *)p = (float)creal(v);
-      break;
-    case TL_F64:
-      *(double *)p = creal(v);
-      break;
-    case TL_C64:
-      *(float complex *)p = (float complex)v;
-      break;
-    case TL_C128:
-      *(double complex *)p = v;
-      break;
-  }
+  tl_num_set(t, idx, v);
 }
 
 static double tol_of(tl_dtype dtype) { return (dtype == TL_F32 || dtype == TL_C64) ? 1e-5 : 1e-13; }
@@ -210,8 +164,8 @@ static int report(int ok, const char *what, tl_dtype dtype, int64_t m, int64_t n
 /* ---- QR -------------------------------------------------------------------------------- */
 
 static void linalg_qr_reconstructs_with_orthonormal_q(void) {
-  held h;
-  held_open(&h, 2);
+  tl_held h;
+  tl_held_open(&h, 2);
   int failures = 0;
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     for (size_t s = 0; s < SHAPES; s++) {
@@ -254,7 +208,7 @@ static void linalg_qr_reconstructs_with_orthonormal_q(void) {
     }
   }
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 /* A rank-r m x n matrix: (m x r random) (r x n random). */
@@ -280,8 +234,8 @@ static void low_rank(const tl_tensor *a, int64_t r) {
 }
 
 static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int failures = 0;
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     for (int layout = 0; layout < LAYOUTS; layout++) {
@@ -361,14 +315,14 @@ static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
     mat_free(&a);
   }
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- SVD ------------------------------------------------------------------------------- */
 
 static void linalg_svd_reconstructs_with_orthonormal_factors(void) {
-  held h;
-  held_open(&h, 2);
+  tl_held h;
+  tl_held_open(&h, 2);
   int failures = 0;
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     tl_dtype real = tl_dtype_real((tl_dtype)dtype);
@@ -437,12 +391,12 @@ static void linalg_svd_reconstructs_with_orthonormal_factors(void) {
     }
   }
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 static void linalg_svd_truncates_by_rank_and_tolerance(void) {
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int failures = 0;
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     tl_dtype real = tl_dtype_real((tl_dtype)dtype);
@@ -518,14 +472,14 @@ static void linalg_svd_truncates_by_rank_and_tolerance(void) {
     mat_free(&a);
   }
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- LU and solves ---------------------------------------------------------------------- */
 
 static void linalg_lu_reconstructs_and_solves(void) {
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int failures = 0;
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     for (size_t s = 0; s < SHAPES; s++) {
@@ -606,12 +560,12 @@ static void linalg_lu_reconstructs_and_solves(void) {
     }
   }
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 static void linalg_triangular_solve_reads_one_triangle(void) {
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int failures = 0;
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     for (int combo = 0; combo < 24; combo++) {
@@ -667,14 +621,14 @@ static void linalg_triangular_solve_reads_one_triangle(void) {
     }
   }
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- eigh ------------------------------------------------------------------------------- */
 
 static void linalg_eigh_reconstructs_hermitian_matrices(void) {
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int failures = 0;
   static const int64_t sizes[] = {0, 1, 2, 5, 24};
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
@@ -735,14 +689,14 @@ static void linalg_eigh_reconstructs_hermitian_matrices(void) {
     }
   }
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- Steady state --------------------------------------------------------------------- */
 
 static void linalg_repeated_into_makes_no_heap_allocation(void) {
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int64_t n = 12;
   mat a, q, r, u, s, vt, lu, x, b, w;
   mat_make(&a, TL_F64, 2, n, n, COL);
@@ -780,7 +734,7 @@ static void linalg_repeated_into_makes_no_heap_allocation(void) {
   TL_CHECK(after == before);
   mat *all[] = {&a, &q, &r, &u, &s, &vt, &lu, &x, &b, &w};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mat_free(all[i]);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 /* ---- Bad input ------------------------------------------------------------------------- */
@@ -984,17 +938,17 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
 
 static void linalg_bad_input_table_fails_typed_and_writes_nothing(void) {
   TL_CHECK(BAD_COUNT >= 30);
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   int failures = 0;
   for (size_t c = 0; c < BAD_COUNT; c++) failures += !run_bad(h.exec, &bad_table[c]);
   TL_CHECK(failures == 0);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 static void linalg_wider_team_on_one_thread_is_unavailable(void) {
-  held h;
-  held_open(&h, 1);
+  tl_held h;
+  tl_held_open(&h, 1);
   mat a, q, r;
   mat_make(&a, TL_F64, 2, 3, 3, COL);
   mat_random(&a.view);
@@ -1010,7 +964,7 @@ static void linalg_wider_team_on_one_thread_is_unavailable(void) {
   mat_free(&a);
   mat_free(&q);
   mat_free(&r);
-  held_close(&h);
+  tl_held_close(&h);
 }
 
 TL_TEST_MAIN(TL_CASE(linalg_qr_reconstructs_with_orthonormal_q),

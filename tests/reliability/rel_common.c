@@ -3,25 +3,10 @@
 
 #include <string.h>
 
+#include "tl_numeric.h"
 #include "tl_test.h"
 
 #define SENTINEL_BYTE 0x5a
-
-void rel_held_open(rel_held *held, int budget, size_t scratch_limit) {
-  tl_context_config config;
-  tl_context_config_init(&config);
-  config.threads = budget;
-  config.scratch_limit = scratch_limit;
-  TL_CHECK_OK(tl_context_create(&config, &held->ctx));
-  TL_CHECK_OK(tl_session_open(held->ctx, tl_owner_new(), TL_NOWAIT, &held->session));
-  held->exec = tl_session_exec(held->session);
-}
-
-void rel_held_close(rel_held *held) {
-  TL_CHECK_OK(tl_session_close(held->session));
-  TL_CHECK_OK(tl_context_destroy(held->ctx));
-  memset(held, 0, sizeof *held);
-}
 
 void rel_message_reset(void) {
   /* Any cheap failing call names its argument; this one names ours. */
@@ -84,30 +69,10 @@ uint32_t rel_rand_below(uint64_t *state, uint32_t n) {
 }
 
 void rel_fill(tl_tensor *t, uint64_t seed, double diag) {
-  int64_t numel = tl_tensor_numel(t);
-  int64_t idx[TL_MAX_RANK] = {0};
-  for (int64_t e = 0; e < numel; e++) {
-    double re = (double)(rel_rand_next(&seed) >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-    double im = (double)(rel_rand_next(&seed) >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+  TL_NUM_FOR_EACH(idx, t->rank, t->shape) {
+    double re = tl_num_from_bits(rel_rand_next(&seed));
+    double im = tl_num_from_bits(rel_rand_next(&seed));
     if (t->rank == 2 && idx[0] == idx[1]) re += diag;
-    void *p = tl_tensor_element(t, idx);
-    switch (t->dtype) {
-      case TL_F32:
-        *(float *)p = (float)re;
-        break;
-      case TL_F64:
-        *(double *)p = re;
-        break;
-      case TL_C64:
-        ((float *)p)[0] = (float)re, ((float *)p)[1] = (float)im;
-        break;
-      case TL_C128:
-        ((double *)p)[0] = re, ((double *)p)[1] = im;
-        break;
-    }
-    for (int k = 0; k < t->rank; k++) { /* column-major odometer */
-      if (++idx[k] < t->shape[k]) break;
-      idx[k] = 0;
-    }
+    tl_num_set_parts(t, idx, re, im);
   }
 }

@@ -1,5 +1,5 @@
-/* tests/reliability/rel_common.h: small helpers the reliability binaries share: a held
- * context (context + session + root surface), a message sentinel (so a test can tell a fresh
+/* tests/reliability/rel_common.h: small helpers the reliability binaries share (the held
+ * session is tl_held, tests/support/tl_fixtures.h): a message sentinel (so a test can tell a fresh
  * failure message from one left by an earlier call), watched output regions (filled with a
  * sentinel before a call, compared after it) and the idle-session check. */
 #ifndef REL_COMMON_H
@@ -11,17 +11,7 @@
 #include "tenlane/context.h"
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
-
-typedef struct rel_held {
-  tl_context *ctx;
-  tl_session *session;
-  tl_exec *exec;
-} rel_held;
-
-/* Create a context of `budget` threads (scratch_limit 0 = default) and open a session on
- * it on the calling thread. Fails the test on error. */
-void rel_held_open(rel_held *held, int budget, size_t scratch_limit);
-void rel_held_close(rel_held *held);
+#include "tl_fixtures.h"
 
 /* Leave a known message in the calling thread's slot (it names REL_SENTINEL). */
 void rel_message_reset(void);

@@ -24,7 +24,7 @@
 #include "tl_test.h"
 
 typedef struct bad_fx {
-  rel_held held;
+  tl_held held;
   tl_context *small; /* a context whose scratch limit is 4 KiB, with its session */
   tl_session *small_session;
   tl_tensor a, b, c, a32, q, r, s, big[3], big_out; /* a 4x3, b 3x5, c 4x5 (output), ... */
@@ -49,7 +49,7 @@ static void make(tl_tensor *t, tl_dtype dtype, int64_t d0, int64_t d1) {
 
 static void fx_open(bad_fx *fx) {
   memset(fx, 0, sizeof *fx);
-  rel_held_open(&fx->held, 2, 0);
+  tl_held_open(&fx->held, 2);
   tl_context_config config;
   tl_context_config_init(&config);
   config.threads = 1;

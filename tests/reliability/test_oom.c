@@ -43,7 +43,7 @@ static void figure(const char *name, long points) {
 /* ---- numerical routes on a root surface ------------------------------------------------ */
 
 typedef struct route_fx {
-  rel_held held;
+  tl_held held;
   tl_dtype dtype;
   tl_tensor in[4];
   int n_in;
@@ -308,7 +308,7 @@ static void route_teardown(route_fx *fx, int success) {
   if (success) {
     for (int i = 0; i < fx->n_out; i++) tl_tensor_release(&fx->out[i]);
   }
-  rel_held_close(&fx->held);
+  tl_held_close(&fx->held);
 }
 
 /* Step one route for one dtype on a context of `budget`. Returns the failure points. */
@@ -321,7 +321,7 @@ static long step_route(const route_case *rc, tl_dtype dtype, int budget) {
     route_fx *fx = calloc(1, sizeof *fx);
     fx->dtype = dtype;
     rel_watch_init(&fx->watch);
-    rel_held_open(&fx->held, budget, 0);
+    tl_held_open(&fx->held, budget);
     rc->prepare(fx);
     rel_message_reset();
     rel_alloc_fail_nth(n);
@@ -511,8 +511,8 @@ static void oom_ticket_entry(void) {
   long base = rel_alloc_live();
   long points = 0;
   for (long n = 1; n <= MAX_STEPS; n++) {
-    rel_held held;
-    rel_held_open(&held, 2, 0);
+    tl_held held;
+    tl_held_open(&held, 2);
     ticket_fx *fx = calloc(1, sizeof *fx);
     TL_CHECK_OK(tl_session_ticket(held.session, &fx->ticket));
     static const int64_t shapes[3][2] = {{4, 5}, {5, 6}, {6, 3}};
@@ -548,7 +548,7 @@ static void oom_ticket_entry(void) {
     for (int i = 0; i < 3; i++) tl_tensor_release(&fx->in[i]);
     tl_tensor_release(&fx->out);
     free(fx);
-    rel_held_close(&held);
+    tl_held_close(&held);
     if (rel_alloc_live() != base) fail_step("tl_ticket_enter", n, status, "leaked");
     if (!fired) break;
   }
@@ -618,8 +618,8 @@ static void step_phase(int budget, int use_map, long *points) {
   long base = rel_alloc_live();
   const char *what = use_map ? "tl_map + einsum items" : "tl_phase_run + einsum lanes";
   for (long n = 1; n <= MAX_STEPS; n++) {
-    rel_held held;
-    rel_held_open(&held, budget, 0);
+    tl_held held;
+    tl_held_open(&held, budget);
     phase_fx *fx = calloc(1, sizeof *fx);
     fx->use_map = use_map;
     static const int64_t shapes[3][2] = {{4, 5}, {5, 6}, {6, 3}};
@@ -662,7 +662,7 @@ static void step_phase(int budget, int use_map, long *points) {
     for (int i = 0; i < MAP_ITEMS; i++) tl_tensor_release(&fx->lane_out[i]);
     tl_tensor_release(&fx->result);
     free(fx);
-    rel_held_close(&held);
+    tl_held_close(&held);
     if (rel_alloc_live() != base) fail_step(what, n, status, "leaked");
     if (!fired) return;
   }

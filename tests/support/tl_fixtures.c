@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,18 @@ tl_context *tl_make_context_on(int threads, const int *cpus, int cpu_count) {
 }
 
 tl_context *tl_make_context(int threads) { return tl_make_context_on(threads, NULL, 0); }
+
+void tl_held_open(tl_held *held, int threads) {
+  held->ctx = tl_make_context(threads);
+  TL_CHECK_OK(tl_session_open(held->ctx, tl_owner_new(), TL_NOWAIT, &held->session));
+  held->exec = tl_session_exec(held->session);
+}
+
+void tl_held_close(tl_held *held) {
+  TL_CHECK_OK(tl_session_close(held->session));
+  TL_CHECK_OK(tl_context_destroy(held->ctx));
+  memset(held, 0, sizeof *held);
+}
 
 int tl_thread_count(void) {
   DIR *dir = opendir("/proc/self/task");

@@ -1,5 +1,6 @@
 /* tests/support/tl_fixtures.h: helpers shared by the suite: bounded waits, contexts of a
- * given budget, small f64 vectors, threads that run a function, the process thread count. */
+ * given budget, a held session, small f64 vectors, threads that run a function, the process
+ * thread count. */
 #ifndef TL_FIXTURES_H
 #define TL_FIXTURES_H
 
@@ -7,6 +8,7 @@
 #include <stdint.h>
 
 #include "tenlane/context.h"
+#include "tenlane/session.h"
 #include "tenlane/tensor.h"
 
 /* Poll pred(arg) every 50 us until it holds (1) or `ms` milliseconds pass (0). */
@@ -15,6 +17,17 @@ int tl_wait_until(int (*pred)(void *arg), void *arg, unsigned ms);
 /* A context with the given budget (and optional CPU set); fails the test on error. */
 tl_context *tl_make_context(int threads);
 tl_context *tl_make_context_on(int threads, const int *cpus, int cpu_count);
+
+/* A context of `threads` threads with a session opened on it by the calling thread, and that
+ * session's root surface. tl_held_open fails the test on error; tl_held_close closes the
+ * session, destroys the context (failing the test on error) and zeroes *held. */
+typedef struct tl_held {
+  tl_context *ctx;
+  tl_session *session;
+  tl_exec *exec;
+} tl_held;
+void tl_held_open(tl_held *held, int threads);
+void tl_held_close(tl_held *held);
 
 /* The number of threads of this process (entries of /proc/self/task). */
 int tl_thread_count(void);
