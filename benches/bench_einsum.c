@@ -13,14 +13,12 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_session.h"
 #include "kernels/kernels.h"
 #include "tenlane/einsum.h"
 #include "tenlane/session.h"
 
-static void die(const char *what, tl_status status) {
-  fprintf(stderr, "bench_einsum: %s: %s (%s)\n", what, tl_status_name(status), tl_last_message());
-  exit(1);
-}
+static void die(const char *what, tl_status status) { tl_bench_die("bench_einsum", what, status); }
 
 static const char *spec = "pi,qj,ijkl,rk,sl->pqrs";
 
@@ -83,25 +81,15 @@ static void make(tl_tensor *t, int rank, int64_t n) {
 }
 
 int main(int argc, char **argv) {
-  tl_bench_options opt;
-  if (tl_bench_options_parse(argc, argv, &opt) != 0) return 2;
-  int cpus[2];
-  int cpu_count = tl_bench_cpus(cpus, 2);
-  tl_bench_stats round_trip = tl_bench_round_trip(cpus[0], cpu_count > 1 ? cpus[1] : cpus[0], 200);
-  if (cpu_count > 0) tl_bench_pin_self(cpus[0]);
-  tl_context_config config;
-  tl_context_config_init(&config);
-  config.threads = 1;
-  config.scratch_limit = (size_t)1 << 30;
-  tl_context *ctx;
-  tl_session *session;
-  tl_status status = tl_context_create(&config, &ctx);
-  if (status != TL_OK) die("tl_context_create", status);
-  status = tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session);
-  if (status != TL_OK) die("tl_session_open", status);
+  tl_bench_env env;
+  if (tl_bench_env_init(argc, argv, &env) != 0) return 2;
+  if (env.cpu_count > 0) tl_bench_pin_self(env.cpus[0]);
+  tl_bench_held held;
+  tl_bench_held_open(&held, "bench_einsum", 1, (size_t)1 << 30, TL_NOWAIT);
 
   tl_bench_table table;
-  tl_bench_table_init(&table, "einsum pi,qj,ijkl,rk,sl->pqrs f64 1 thread", round_trip, &opt);
+  tl_bench_table_init(&table, "einsum pi,qj,ijkl,rk,sl->pqrs f64 1 thread", env.round_trip,
+                      &env.opt);
   static const int64_t sizes[3] = {10, 24, 48};
   static char names[3][4][96];
   char flop_lines[3][256];
@@ -109,7 +97,7 @@ int main(int argc, char **argv) {
     problem pr;
     memset(&pr, 0, sizeof pr);
     pr.n = sizes[z];
-    pr.exec = tl_session_exec(session);
+    pr.exec = held.exec;
     make(&pr.p, 2, pr.n);
     make(&pr.q, 2, pr.n);
     make(&pr.x, 4, pr.n);
@@ -137,7 +125,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     /* Per-call work differs by 10^4 between sizes: size the timed blocks to ~50 ms. */
-    tl_bench_options local = opt;
+    tl_bench_options local = env.opt;
     uint64_t t0 = tl_bench_now_ns();
     run_hand(&pr);
     double call_ns = (double)(tl_bench_now_ns() - t0);
@@ -150,7 +138,7 @@ int main(int argc, char **argv) {
         {"tl_einsum_into", run_einsum, &pr, {0, 0, 0}},
     };
     if (tl_bench_alternate(timing, 2, &local) != 0) return 1;
-    tl_bench_options path_opt = opt;
+    tl_bench_options path_opt = env.opt;
     if (path_opt.per_round > 500) path_opt.per_round = 500;
     path_opt.settle_ms = 1;
     tl_bench_contestant path[1] = {{"path", run_path, &pr, {0, 0, 0}}};
@@ -182,7 +170,6 @@ int main(int argc, char **argv) {
   tl_bench_table_print(&table, stdout);
   printf("# name | value | anchor | ratio\n");
   for (int z = 0; z < 3; z++) printf("# %s\n", flop_lines[z]);
-  tl_session_close(session);
-  tl_context_destroy(ctx);
+  tl_bench_held_close(&held);
   return 0;
 }

@@ -29,16 +29,14 @@
 #pragma GCC diagnostic pop
 
 #include "bench.h"
+#include "bench_session.h"
 #include "tenlane/context.h"
 #include "tenlane/ops.h"
 #include "tenlane/session.h"
 
 extern cntx_t **bli_gks_lookup_id(arch_t id) __attribute__((weak));
 
-static void die(const char *what, tl_status status) {
-  fprintf(stderr, "bench_kernels: %s: %s (%s)\n", what, tl_status_name(status), tl_last_message());
-  exit(1);
-}
+static void die(const char *what, tl_status status) { tl_bench_die("bench_kernels", what, status); }
 
 /* ---- rate lines --------------------------------------------------------------------- */
 #define MAX_LINES 64
@@ -57,29 +55,6 @@ static const char *name_of(const char *fmt, long long a, long long b) {
   char *s = name_pool[name_used++ % 128];
   snprintf(s, sizeof name_pool[0], fmt, a, b);
   return s;
-}
-
-/* ---- held sessions ------------------------------------------------------------------ */
-typedef struct held {
-  tl_context *ctx;
-  tl_session *session;
-  tl_exec *exec;
-} held;
-
-static void held_open(held *h, int threads) {
-  tl_context_config config;
-  tl_context_config_init(&config);
-  config.threads = threads;
-  tl_status status = tl_context_create(&config, &h->ctx);
-  if (status != TL_OK) die("tl_context_create", status);
-  status = tl_session_open(h->ctx, tl_owner_new(), TL_WAIT, &h->session);
-  if (status != TL_OK) die("tl_session_open", status);
-  h->exec = tl_session_exec(h->session);
-}
-
-static void held_close(held *h) {
-  tl_session_close(h->session);
-  tl_context_destroy(h->ctx);
 }
 
 /* Size a contestant's timed block to ~target ns per round. */
@@ -157,10 +132,10 @@ static void run_gemm_session(void *arg) {
 
 static void bench_gemm(tl_bench_table *table, const tl_bench_options *opt, int threads,
                        const int *cpus, int cpu_count) {
-  held h;
+  tl_bench_held h;
   if (threads == 1 && cpu_count > 0) tl_bench_pin_self(cpus[0]);
   if (threads > 1) tl_bench_unpin_self();
-  held_open(&h, threads);
+  tl_bench_held_open(&h, "bench_kernels", threads, 0, TL_WAIT);
   int64_t sizes[4] = {64, 256, 1024, 2048};
   for (int z = 0; z < (g_quick ? 2 : 4); z++) {
     gemm_case g;
@@ -205,7 +180,7 @@ static void bench_gemm(tl_bench_table *table, const tl_bench_options *opt, int t
                            : (one_better ? "best direct (1 thread)" : "blis direct x2 (omp)"));
     tl_tensor_release(&g.a), tl_tensor_release(&g.b), tl_tensor_release(&g.c);
   }
-  held_close(&h);
+  tl_bench_held_close(&h);
 }
 
 /* ---- memory-bound routes (2 threads) --------------------------------------------------- */
@@ -402,11 +377,8 @@ static int wanted(const char *group) {
 }
 
 int main(int argc, char **argv) {
-  tl_bench_options opt;
-  if (tl_bench_options_parse(argc, argv, &opt) != 0) return 2;
-  int cpus[2];
-  int cpu_count = tl_bench_cpus(cpus, 2);
-  tl_bench_stats round_trip = tl_bench_round_trip(cpus[0], cpu_count > 1 ? cpus[1] : cpus[0], 200);
+  tl_bench_env env;
+  if (tl_bench_env_init(argc, argv, &env) != 0) return 2;
   bli_init();
   blis_cntx = bli_gks_query_cntx();
   if (bli_gks_lookup_id != NULL && __builtin_cpu_supports("avx512f")) {
@@ -415,17 +387,18 @@ int main(int argc, char **argv) {
   }
   bli_rntm_init(&blis_rntm);
   bli_rntm_set_num_threads(1, &blis_rntm);
-  int quick = opt.rounds <= 2 && opt.per_round <= 200; /* --quick: small shapes, a smoke run */
+  /* --quick: small shapes, a smoke run */
+  int quick = env.opt.rounds <= 2 && env.opt.per_round <= 200;
   g_quick = quick;
 
   tl_bench_table table;
-  tl_bench_table_init(&table, "kernels (provider: see below)", round_trip, &opt);
-  if (wanted("gemm")) bench_gemm(&table, &opt, 1, cpus, cpu_count);
-  if (wanted("gemm") && cpu_count > 1) bench_gemm(&table, &opt, 2, cpus, cpu_count);
+  tl_bench_table_init(&table, "kernels (provider: see below)", env.round_trip, &env.opt);
+  if (wanted("gemm")) bench_gemm(&table, &env.opt, 1, env.cpus, env.cpu_count);
+  if (wanted("gemm") && env.cpu_count > 1) bench_gemm(&table, &env.opt, 2, env.cpus, env.cpu_count);
 
   tl_bench_unpin_self();
-  held h2;
-  held_open(&h2, cpu_count > 1 ? 2 : 1);
+  tl_bench_held h2;
+  tl_bench_held_open(&h2, "bench_kernels", env.cpu_count > 1 ? 2 : 1, 0, TL_WAIT);
   int64_t s2a[2] = {8192, 8192}, s2b[2] = {8200, 8200}, s3[3] = {512, 512, 256};
   int64_t s6[6] = {16, 16, 16, 16, 16, 16};
   if (quick)
@@ -433,25 +406,25 @@ int main(int argc, char **argv) {
     s6[0] = s6[1] = 8;
   int p2[2] = {1, 0};
   if (wanted("permute")) {
-    bench_permute(&table, &opt, h2.exec, quick ? "2-D 1024^2" : "2-D 8192^2", 2, s2a, p2);
-    bench_permute(&table, &opt, h2.exec, quick ? "2-D 1032^2" : "2-D 8200^2", 2, s2b, p2);
+    bench_permute(&table, &env.opt, h2.exec, quick ? "2-D 1024^2" : "2-D 8192^2", 2, s2a, p2);
+    bench_permute(&table, &env.opt, h2.exec, quick ? "2-D 1032^2" : "2-D 8200^2", 2, s2b, p2);
     int orders[5][3] = {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
     const char *order_names[5] = {"3-D 512x512x256 (0,2,1)", "3-D 512x512x256 (1,0,2)",
                                   "3-D 512x512x256 (1,2,0)", "3-D 512x512x256 (2,0,1)",
                                   "3-D 512x512x256 (2,1,0)"};
     for (int o = 0; o < 5; o++)
-      bench_permute(&table, &opt, h2.exec, order_names[o], 3, s3, orders[o]);
+      bench_permute(&table, &env.opt, h2.exec, order_names[o], 3, s3, orders[o]);
     int p6[6] = {5, 3, 1, 4, 2, 0};
-    bench_permute(&table, &opt, h2.exec, "6-D 16^6 (5,3,1,4,2,0)", 6, s6, p6);
+    bench_permute(&table, &env.opt, h2.exec, "6-D 16^6 (5,3,1,4,2,0)", 6, s6, p6);
   }
-  if (!quick && wanted("stream")) bench_streams(&table, &opt, h2.exec);
-  held_close(&h2);
+  if (!quick && wanted("stream")) bench_streams(&table, &env.opt, h2.exec);
+  tl_bench_held_close(&h2);
 
-  if (cpu_count > 0) tl_bench_pin_self(cpus[0]);
-  held hs;
-  held_open(&hs, cpu_count > 1 ? 2 : 1);
-  if (wanted("tiny")) bench_tiny(&table, &opt, hs.exec);
-  held_close(&hs);
+  if (env.cpu_count > 0) tl_bench_pin_self(env.cpus[0]);
+  tl_bench_held hs;
+  tl_bench_held_open(&hs, "bench_kernels", env.cpu_count > 1 ? 2 : 1, 0, TL_WAIT);
+  if (wanted("tiny")) bench_tiny(&table, &env.opt, hs.exec);
+  tl_bench_held_close(&hs);
 
   tl_bench_table_print(&table, stdout);
   printf("\nprovider: %s\n", tl_kernels_provider());

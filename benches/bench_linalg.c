@@ -11,13 +11,11 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_session.h"
 #include "tenlane/linalg.h"
 #include "tenlane/session.h"
 
-static void die(const char *what, tl_status status) {
-  fprintf(stderr, "bench_linalg: %s: %s (%s)\n", what, tl_status_name(status), tl_last_message());
-  exit(1);
-}
+static void die(const char *what, tl_status status) { tl_bench_die("bench_linalg", what, status); }
 
 typedef struct problem {
   int n;
@@ -67,30 +65,21 @@ static void lapacke_svd_run(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  tl_bench_options opt;
-  if (tl_bench_options_parse(argc, argv, &opt) != 0) return 2;
-  int cpus[2];
-  int cpu_count = tl_bench_cpus(cpus, 2);
-  tl_bench_stats round_trip = tl_bench_round_trip(cpus[0], cpu_count > 1 ? cpus[1] : cpus[0], 200);
-  if (cpu_count > 0) tl_bench_pin_self(cpus[0]);
-  tl_context_config config;
-  tl_context_config_init(&config);
-  config.threads = 1;
-  tl_context *ctx;
-  tl_session *session;
-  tl_status status = tl_context_create(&config, &ctx);
-  if (status != TL_OK) die("tl_context_create", status);
-  status = tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session);
-  if (status != TL_OK) die("tl_session_open", status);
+  tl_bench_env env;
+  if (tl_bench_env_init(argc, argv, &env) != 0) return 2;
+  if (env.cpu_count > 0) tl_bench_pin_self(env.cpus[0]);
+  tl_bench_held held;
+  tl_bench_held_open(&held, "bench_linalg", 1, 0, TL_NOWAIT);
+  tl_status status;
   tl_bench_table table;
-  tl_bench_table_init(&table, "linalg f64 n x n, 1 thread", round_trip, &opt);
+  tl_bench_table_init(&table, "linalg f64 n x n, 1 thread", env.round_trip, &env.opt);
   static const int sizes[] = {16, 32, 64, 128, 256};
   static char names[5][6][64];
   for (int z = 0; z < 5; z++) {
     problem p;
     memset(&p, 0, sizeof p);
     p.n = sizes[z];
-    p.exec = tl_session_exec(session);
+    p.exec = held.exec;
     int64_t shape[2] = {p.n, p.n};
     if ((status = tl_tensor_create(TL_F64, 2, shape, &p.a)) != TL_OK ||
         (status = tl_tensor_create(TL_F64, 2, shape, &p.out1)) != TL_OK ||
@@ -108,7 +97,7 @@ int main(int argc, char **argv) {
     p.sv = malloc(sizeof(double) * (size_t)p.n);
     p.u = malloc(bytes);
     p.vt = malloc(bytes);
-    tl_bench_options local = opt;
+    tl_bench_options local = env.opt;
     /* ~30 ms of timed calls per contestant per round, at most the configured count. */
     uint64_t t0 = tl_bench_now_ns();
     lapacke_svd_run(&p);
@@ -152,7 +141,6 @@ int main(int argc, char **argv) {
     free(p.vt);
   }
   tl_bench_table_print(&table, stdout);
-  tl_session_close(session);
-  tl_context_destroy(ctx);
+  tl_bench_held_close(&held);
   return 0;
 }

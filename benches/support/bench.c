@@ -319,3 +319,12 @@ void tl_bench_table_print(const tl_bench_table *table, FILE *out) {
     print_cells(out, cells, widths);
   }
 }
+
+int tl_bench_env_init(int argc, char **argv, tl_bench_env *env) {
+  if (tl_bench_options_parse(argc, argv, &env->opt) != 0) return -1;
+  env->cpus[0] = env->cpus[1] = 0;
+  env->cpu_count = tl_bench_cpus(env->cpus, 2);
+  env->round_trip =
+      tl_bench_round_trip(env->cpus[0], env->cpu_count > 1 ? env->cpus[1] : env->cpus[0], 200);
+  return 0;
+}

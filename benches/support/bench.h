@@ -68,6 +68,20 @@ typedef struct tl_bench_options {
  * usage message to stderr on an unknown or malformed argument. */
 int tl_bench_options_parse(int argc, char **argv, tl_bench_options *opt);
 
+/* What every bench binary does first, in this order: parse its command line, find the first
+ * two CPUs of the process's set, and probe the round trip between them (the first CPU with
+ * itself when the set has one). */
+typedef struct tl_bench_env {
+  tl_bench_options opt;
+  int cpus[2];               /* 0 where the set has no such CPU */
+  int cpu_count;             /* as tl_bench_cpus returns: may exceed 2, or be -1 */
+  tl_bench_stats round_trip; /* 200 batches */
+} tl_bench_env;
+
+/* Fill *env as above. Returns 0, or -1 after tl_bench_options_parse printed its usage
+ * message (the bench then exits with status 2). Call from main, before any pinning. */
+int tl_bench_env_init(int argc, char **argv, tl_bench_env *env);
+
 /* One contestant: `run(arg)` is one timed call. */
 typedef struct tl_bench_contestant {
   const char *name;
