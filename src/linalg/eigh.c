@@ -46,11 +46,8 @@ static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a,
       return tl__fail(TL_E_SHAPE, "%s: LAPACK workspace too large", route);
     }
     void *work, *rwork, *iwork;
-    if ((status = tl__la_scratch(exec, sizes.work, esize, &work)) != TL_OK ||
-        (status = tl__la_scratch(exec, sizes.rwork, rsize, &rwork)) != TL_OK ||
-        (status = tl__la_scratch(exec, sizes.iwork, sizeof(lapack_int), &iwork)) != TL_OK) {
-      return status;
-    }
+    status = tl__la_workspace(exec, &sizes, esize, rsize, &work, &rwork, &iwork);
+    if (status != TL_OK) return status;
     tl__la_gather(a, work_a, lda);
     info = tl__lapack_heevd(dtype, jobz, uplo_char, (lapack_int)n, work_a, lda, w_buf, work,
                             (lapack_int)sizes.work, rwork, (lapack_int)sizes.rwork, iwork,

@@ -35,9 +35,18 @@ static int64_t size_from(tl_dtype dtype, const void *q) {
 
 static int64_t isize_from(lapack_int q) { return q > 1 ? (int64_t)q : 1; }
 
+/* The end of every *_query: record the sizes and pass LAPACK's info through. */
+static lapack_int queried(tl__la_work *sizes, int64_t work, int64_t rwork, int64_t iwork,
+                          lapack_int info) {
+  sizes->work = work;
+  sizes->rwork = rwork;
+  sizes->iwork = iwork;
+  return info;
+}
+
 lapack_int tl__lapack_geqrf_query(tl_dtype dtype, lapack_int m, lapack_int n, tl__la_work *sizes) {
   double complex q = 0;
-  lapack_int lda = m > 1 ? m : 1, info = 0;
+  lapack_int lda = tl__la_ld(m), info = 0;
   switch (dtype) {
     case TL_F32:
       info = LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1);
@@ -52,10 +61,7 @@ lapack_int tl__lapack_geqrf_query(tl_dtype dtype, lapack_int m, lapack_int n, tl
       info = LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1);
       break;
   }
-  sizes->work = size_from(dtype, &q);
-  sizes->rwork = 0;
-  sizes->iwork = 0;
-  return info;
+  return queried(sizes, size_from(dtype, &q), 0, 0, info);
 }
 
 lapack_int tl__lapack_geqrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
@@ -76,7 +82,7 @@ lapack_int tl__lapack_geqrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a,
 lapack_int tl__lapack_ungqr_query(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k,
                                   tl__la_work *sizes) {
   double complex q = 0;
-  lapack_int lda = m > 1 ? m : 1, info = 0;
+  lapack_int lda = tl__la_ld(m), info = 0;
   switch (dtype) {
     case TL_F32:
       info = LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1);
@@ -91,10 +97,7 @@ lapack_int tl__lapack_ungqr_query(tl_dtype dtype, lapack_int m, lapack_int n, la
       info = LAPACKE_zungqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1);
       break;
   }
-  sizes->work = size_from(dtype, &q);
-  sizes->rwork = 0;
-  sizes->iwork = 0;
-  return info;
+  return queried(sizes, size_from(dtype, &q), 0, 0, info);
 }
 
 lapack_int tl__lapack_ungqr(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k, void *a,
@@ -114,7 +117,7 @@ lapack_int tl__lapack_ungqr(tl_dtype dtype, lapack_int m, lapack_int n, lapack_i
 
 lapack_int tl__lapack_geqp3_query(tl_dtype dtype, lapack_int m, lapack_int n, tl__la_work *sizes) {
   double complex q = 0;
-  lapack_int lda = m > 1 ? m : 1, info = 0;
+  lapack_int lda = tl__la_ld(m), info = 0;
   switch (dtype) {
     case TL_F32:
       info = LAPACKE_sgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1);
@@ -131,10 +134,8 @@ lapack_int tl__lapack_geqp3_query(tl_dtype dtype, lapack_int m, lapack_int n, tl
           LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1, NULL);
       break;
   }
-  sizes->work = size_from(dtype, &q);
-  sizes->rwork = tl_dtype_is_complex(dtype) ? 2 * (int64_t)n + 1 : 0;
-  sizes->iwork = 0;
-  return info;
+  return queried(sizes, size_from(dtype, &q), tl_dtype_is_complex(dtype) ? 2 * (int64_t)n + 1 : 0,
+                 0, info);
 }
 
 lapack_int tl__lapack_geqp3(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
@@ -156,9 +157,9 @@ lapack_int tl__lapack_geqp3(tl_dtype dtype, lapack_int m, lapack_int n, void *a,
 lapack_int tl__lapack_gesdd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
                                   tl__la_work *sizes) {
   double complex q = 0;
-  lapack_int lda = m > 1 ? m : 1, info = 0;
+  lapack_int lda = tl__la_ld(m), info = 0;
   lapack_int mn = m < n ? m : n, mx = m < n ? n : m;
-  lapack_int ldu = lda, ldvt = mn > 1 ? mn : 1;
+  lapack_int ldu = lda, ldvt = tl__la_ld(mn);
   switch (dtype) {
     case TL_F32:
       info = LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL,
@@ -177,14 +178,12 @@ lapack_int tl__lapack_gesdd_query(tl_dtype dtype, char jobz, lapack_int m, lapac
                                  ldvt, (void *)&q, -1, NULL, NULL);
       break;
   }
-  sizes->work = size_from(dtype, &q);
   /* LAPACK 3.7+ bounds for the complex rwork (not returned by the query). */
   int64_t a5 = 5 * (int64_t)mn + 7, b2 = 2 * (int64_t)mx + 2 * (int64_t)mn + 1;
-  sizes->rwork = !tl_dtype_is_complex(dtype) ? 0
-                 : jobz == 'N'               ? 7 * (int64_t)mn + 1
-                                             : (int64_t)mn * (a5 > b2 ? a5 : b2) + 1;
-  sizes->iwork = 8 * (int64_t)mn + 1;
-  return info;
+  int64_t rwork = !tl_dtype_is_complex(dtype) ? 0
+                  : jobz == 'N'               ? 7 * (int64_t)mn + 1
+                                              : (int64_t)mn * (a5 > b2 ? a5 : b2) + 1;
+  return queried(sizes, size_from(dtype, &q), rwork, 8 * (int64_t)mn + 1, info);
 }
 
 lapack_int tl__lapack_gesdd(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
@@ -211,9 +210,9 @@ lapack_int tl__lapack_gesdd(tl_dtype dtype, char jobz, lapack_int m, lapack_int 
 lapack_int tl__lapack_gesvd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
                                   tl__la_work *sizes) {
   double complex q = 0;
-  lapack_int lda = m > 1 ? m : 1, info = 0;
+  lapack_int lda = tl__la_ld(m), info = 0;
   lapack_int mn = m < n ? m : n;
-  lapack_int ldu = lda, ldvt = mn > 1 ? mn : 1;
+  lapack_int ldu = lda, ldvt = tl__la_ld(mn);
   switch (dtype) {
     case TL_F32:
       info = LAPACKE_sgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL, ldu,
@@ -232,10 +231,8 @@ lapack_int tl__lapack_gesvd_query(tl_dtype dtype, char jobz, lapack_int m, lapac
                                  NULL, ldvt, (void *)&q, -1, NULL);
       break;
   }
-  sizes->work = size_from(dtype, &q);
-  sizes->rwork = tl_dtype_is_complex(dtype) ? 5 * (int64_t)mn + 1 : 0;
-  sizes->iwork = 0;
-  return info;
+  return queried(sizes, size_from(dtype, &q), tl_dtype_is_complex(dtype) ? 5 * (int64_t)mn + 1 : 0,
+                 0, info);
 }
 
 lapack_int tl__lapack_gesvd(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
@@ -293,7 +290,7 @@ lapack_int tl__lapack_heevd_query(tl_dtype dtype, char jobz, char uplo, lapack_i
                                   tl__la_work *sizes) {
   double complex q = 0;
   double rq = 0;
-  lapack_int iq = 0, lda = n > 1 ? n : 1, info = 0;
+  lapack_int iq = 0, lda = tl__la_ld(n), info = 0;
   switch (dtype) {
     case TL_F32:
       info = LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL, (void *)&q, -1,
@@ -312,10 +309,8 @@ lapack_int tl__lapack_heevd_query(tl_dtype dtype, char jobz, char uplo, lapack_i
                                  (void *)&rq, -1, &iq, -1);
       break;
   }
-  sizes->work = size_from(dtype, &q);
-  sizes->rwork = tl_dtype_is_complex(dtype) ? size_from(dtype, &rq) : 0;
-  sizes->iwork = isize_from(iq);
-  return info;
+  return queried(sizes, size_from(dtype, &q),
+                 tl_dtype_is_complex(dtype) ? size_from(dtype, &rq) : 0, isize_from(iq), info);
 }
 
 lapack_int tl__lapack_heevd(tl_dtype dtype, char jobz, char uplo, lapack_int n, void *a,

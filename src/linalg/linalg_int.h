@@ -88,6 +88,11 @@ tl_status tl__la_disjoint(const tl_tensor *out, const char *out_name, const tl_t
  * pointer). TL_E_SHAPE on overflow. */
 tl_status tl__la_scratch(tl_exec *exec, int64_t count, size_t esize, void **out);
 
+/* The three workspaces a query sized, from the arena: sizes->work elements of esize bytes,
+ * sizes->rwork of rsize (the real dtype) and sizes->iwork lapack_ints. */
+tl_status tl__la_workspace(tl_exec *exec, const tl__la_work *sizes, size_t esize, size_t rsize,
+                           void **work, void **rwork, void **iwork);
+
 /* Copy matrix t (rows x cols; a vector is rows x 1) into column-major buf with leading
  * dimension ld. */
 void tl__la_gather(const tl_tensor *t, void *buf, int64_t ld);

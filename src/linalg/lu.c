@@ -35,6 +35,15 @@ static int64_t zero_diagonal(tl_dtype dtype, const void *u, int64_t ld, int64_t 
   return -1;
 }
 
+/* Scratch for a factorization of `cols` columns with leading dimension ld (in *buf) and its
+ * `count` pivots (in *ipiv). */
+static tl_status factor_scratch(tl_exec *exec, tl_dtype dtype, lapack_int ld, int64_t cols,
+                                int64_t count, char **buf, lapack_int **ipiv) {
+  tl_status status = tl__la_scratch(exec, (int64_t)ld * cols, tl_dtype_size(dtype), (void **)buf);
+  if (status != TL_OK) return status;
+  return tl__la_scratch(exec, count, sizeof(lapack_int), (void **)ipiv);
+}
+
 static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, tl_tensor *lu,
                          int64_t *pivots, int fresh) {
   int64_t m, n;
@@ -53,11 +62,7 @@ static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
   lapack_int lda = tl__la_ld(m);
   char *work_a;
   lapack_int *ipiv;
-  if ((status = tl__la_scratch(exec, (int64_t)lda * n, tl_dtype_size(dtype), (void **)&work_a)) !=
-          TL_OK ||
-      (status = tl__la_scratch(exec, k, sizeof(lapack_int), (void **)&ipiv)) != TL_OK) {
-    return status;
-  }
+  if ((status = factor_scratch(exec, dtype, lda, n, k, &work_a, &ipiv)) != TL_OK) return status;
   if (k > 0) {
     tl__la_gather(a, work_a, lda);
     lapack_int info = tl__lapack_getrf(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, ipiv);
@@ -163,11 +168,7 @@ static tl_status lu_solve_impl(tl_exec *exec, const char *route, const tl_tensor
   lapack_int ld = tl__la_ld(n);
   char *lu_buf;
   lapack_int *ipiv;
-  if ((status = tl__la_scratch(exec, (int64_t)ld * n, tl_dtype_size(dtype), (void **)&lu_buf)) !=
-          TL_OK ||
-      (status = tl__la_scratch(exec, n, sizeof(lapack_int), (void **)&ipiv)) != TL_OK) {
-    return status;
-  }
+  if ((status = factor_scratch(exec, dtype, ld, n, n, &lu_buf, &ipiv)) != TL_OK) return status;
   tl__la_gather(lu, lu_buf, ld);
   int64_t zero = zero_diagonal(dtype, lu_buf, ld, n);
   if (zero >= 0) {
@@ -205,11 +206,7 @@ static tl_status solve_impl(tl_exec *exec, const char *route, const tl_tensor *a
   lapack_int ld = tl__la_ld(n);
   char *lu_buf;
   lapack_int *ipiv;
-  if ((status = tl__la_scratch(exec, (int64_t)ld * n, tl_dtype_size(dtype), (void **)&lu_buf)) !=
-          TL_OK ||
-      (status = tl__la_scratch(exec, n, sizeof(lapack_int), (void **)&ipiv)) != TL_OK) {
-    return status;
-  }
+  if ((status = factor_scratch(exec, dtype, ld, n, n, &lu_buf, &ipiv)) != TL_OK) return status;
   if (n > 0) {
     tl__la_gather(a, lu_buf, ld);
     lapack_int info = tl__lapack_getrf(dtype, (lapack_int)n, (lapack_int)n, lu_buf, ld, ipiv);

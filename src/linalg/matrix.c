@@ -95,6 +95,14 @@ tl_status tl__la_scratch(tl_exec *exec, int64_t count, size_t esize, void **out)
   return tl__exec_scratch(exec, bytes > 0 ? bytes : 1, 64, out);
 }
 
+tl_status tl__la_workspace(tl_exec *exec, const tl__la_work *sizes, size_t esize, size_t rsize,
+                           void **work, void **rwork, void **iwork) {
+  tl_status status = tl__la_scratch(exec, sizes->work, esize, work);
+  if (status == TL_OK) status = tl__la_scratch(exec, sizes->rwork, rsize, rwork);
+  if (status == TL_OK) status = tl__la_scratch(exec, sizes->iwork, sizeof(lapack_int), iwork);
+  return status;
+}
+
 /* Element copies of a fixed size, so the compiler moves them as words. */
 #define TL__COPY_BLOCK(T)                                           \
   for (int64_t j = 0; j < cols; j++) {                              \

@@ -34,6 +34,45 @@ static tl_status workspace(tl_exec *exec, const char *route, tl_dtype dtype, tl_
   return tl__la_scratch(exec, size, tl_dtype_size(dtype), work);
 }
 
+/* The `_into` outputs of both routes: q (m x width) and r (width x n) of the input's dtype,
+ * apart from a and from each other. */
+static tl_status check_outputs(const tl_tensor *a, const tl_tensor *q, const tl_tensor *r,
+                               int64_t m, int64_t n, int64_t width) {
+  tl_status status;
+  if ((status = tl__la_output(q, "q", a->dtype, 2, m, width)) != TL_OK) return status;
+  if ((status = tl__la_output(r, "r", a->dtype, 2, width, n)) != TL_OK) return status;
+  if ((status = tl__la_disjoint(q, "q", a, "a")) != TL_OK) return status;
+  if ((status = tl__la_disjoint(r, "r", a, "a")) != TL_OK) return status;
+  return tl__la_disjoint(q, "q", r, "r");
+}
+
+/* Write Q (the first `width` columns of the factored matrix work_a) and R (width x n in r_buf)
+ * into q and r, creating them first when fresh; nothing is written when a creation fails. */
+static tl_status write_outputs(tl_dtype dtype, int64_t m, int64_t n, int64_t width,
+                               const char *work_a, lapack_int lda, const char *r_buf, tl_tensor *q,
+                               tl_tensor *r, int fresh) {
+  tl_tensor q_new, r_new;
+  if (fresh) {
+    int64_t q_shape[2] = {m, width}, r_shape[2] = {width, n};
+    tl_status status;
+    if ((status = tl_tensor_create(dtype, 2, q_shape, &q_new)) != TL_OK) return status;
+    if ((status = tl_tensor_create(dtype, 2, r_shape, &r_new)) != TL_OK) {
+      tl_tensor_release(&q_new);
+      return status;
+    }
+  } else {
+    q_new = *q;
+    r_new = *r;
+  }
+  tl__la_scatter(work_a, lda, m, width, &q_new);
+  tl__la_scatter(r_buf, width > 0 ? width : 1, width, n, &r_new);
+  if (fresh) {
+    *q = q_new;
+    *r = r_new;
+  }
+  return TL_OK;
+}
+
 static tl_status qr_impl(tl_exec *exec, const char *route, const tl_tensor *a, tl_tensor *q,
                          tl_tensor *r, int fresh) {
   int64_t m, n;
@@ -46,13 +85,7 @@ static tl_status qr_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
   int64_t k = m < n ? m : n;
   tl_dtype dtype = a->dtype;
   size_t esize = tl_dtype_size(dtype);
-  if (!fresh) {
-    if ((status = tl__la_output(q, "q", dtype, 2, m, k)) != TL_OK) return status;
-    if ((status = tl__la_output(r, "r", dtype, 2, k, n)) != TL_OK) return status;
-    if ((status = tl__la_disjoint(q, "q", a, "a")) != TL_OK) return status;
-    if ((status = tl__la_disjoint(r, "r", a, "a")) != TL_OK) return status;
-    if ((status = tl__la_disjoint(q, "q", r, "r")) != TL_OK) return status;
-  }
+  if (!fresh && (status = check_outputs(a, q, r, m, n, k)) != TL_OK) return status;
   lapack_int lda = tl__la_ld(m);
   char *work_a = NULL, *tau = NULL, *r_buf = NULL;
   void *work = NULL;
@@ -76,25 +109,7 @@ static tl_status qr_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
                             work, lwork);
     if (info != 0) return tl__la_provider_fail(route, "ungqr", info);
   }
-  tl_tensor q_new, r_new;
-  if (fresh) {
-    int64_t q_shape[2] = {m, k}, r_shape[2] = {k, n};
-    if ((status = tl_tensor_create(dtype, 2, q_shape, &q_new)) != TL_OK) return status;
-    if ((status = tl_tensor_create(dtype, 2, r_shape, &r_new)) != TL_OK) {
-      tl_tensor_release(&q_new);
-      return status;
-    }
-  } else {
-    q_new = *q;
-    r_new = *r;
-  }
-  tl__la_scatter(work_a, lda, m, k, &q_new);
-  tl__la_scatter(r_buf, k > 0 ? k : 1, k, n, &r_new);
-  if (fresh) {
-    *q = q_new;
-    *r = r_new;
-  }
-  return TL_OK;
+  return write_outputs(dtype, m, n, k, work_a, lda, r_buf, q, r, fresh);
 }
 
 tl_status tl_qr_into(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tensor *r) {
@@ -148,13 +163,7 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   }
   tl_dtype dtype = a->dtype, real = tl_dtype_real(dtype);
   size_t esize = tl_dtype_size(dtype);
-  if (!fresh) {
-    if ((status = tl__la_output(q, "q", dtype, 2, m, cap)) != TL_OK) return status;
-    if ((status = tl__la_output(r, "r", dtype, 2, cap, n)) != TL_OK) return status;
-    if ((status = tl__la_disjoint(q, "q", a, "a")) != TL_OK) return status;
-    if ((status = tl__la_disjoint(r, "r", a, "a")) != TL_OK) return status;
-    if ((status = tl__la_disjoint(q, "q", r, "r")) != TL_OK) return status;
-  }
+  if (!fresh && (status = check_outputs(a, q, r, m, n, cap)) != TL_OK) return status;
   lapack_int lda = tl__la_ld(m);
   char *work_a = NULL, *tau = NULL, *r_buf = NULL;
   void *work = NULL, *rwork = NULL, *diag = NULL;
@@ -191,26 +200,10 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
                             tau, work, lwork);
     if (info != 0) return tl__la_provider_fail(route, "ungqr", info);
   }
-  tl_tensor q_new, r_new;
-  if (fresh) {
-    int64_t q_shape[2] = {m, rank}, r_shape[2] = {rank, n};
-    if ((status = tl_tensor_create(dtype, 2, q_shape, &q_new)) != TL_OK) return status;
-    if ((status = tl_tensor_create(dtype, 2, r_shape, &r_new)) != TL_OK) {
-      tl_tensor_release(&q_new);
-      return status;
-    }
-  } else {
-    q_new = *q;
-    r_new = *r;
-  }
-  tl__la_scatter(work_a, lda, m, rank, &q_new);
-  tl__la_scatter(r_buf, rank > 0 ? rank : 1, rank, n, &r_new);
+  status = write_outputs(dtype, m, n, rank, work_a, lda, r_buf, q, r, fresh);
+  if (status != TL_OK) return status;
   for (int64_t j = 0; j < n; j++) perm[j] = (int64_t)jpvt[j] - 1;
   *rank_out = rank;
-  if (fresh) {
-    *q = q_new;
-    *r = r_new;
-  }
   return TL_OK;
 }
 

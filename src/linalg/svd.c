@@ -90,11 +90,8 @@ static tl_status svd_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     if (sizes.work > INT32_MAX)
       return tl__fail(TL_E_SHAPE, "%s: LAPACK workspace too large", route);
     void *work, *rwork, *iwork;
-    if ((status = tl__la_scratch(exec, sizes.work, esize, &work)) != TL_OK ||
-        (status = tl__la_scratch(exec, sizes.rwork, rsize, &rwork)) != TL_OK ||
-        (status = tl__la_scratch(exec, sizes.iwork, sizeof(lapack_int), &iwork)) != TL_OK) {
-      return status;
-    }
+    status = tl__la_workspace(exec, &sizes, esize, rsize, &work, &rwork, &iwork);
+    if (status != TL_OK) return status;
     tl__la_gather(a, b.a, b.lda);
     info = tl__lapack_gesdd(dtype, jobz, (lapack_int)m, (lapack_int)n, b.a, b.lda, b.s, b.u, b.ldu,
                             b.vt, b.ldvt, work, (lapack_int)sizes.work, rwork, iwork);
