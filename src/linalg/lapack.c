@@ -154,6 +154,43 @@ lapack_int tl__lapack_geqp3(tl_dtype dtype, lapack_int m, lapack_int n, void *a,
   return -1;
 }
 
+/* LAPACK's blocked step of QR with column pivoting (the step geqp3 loops over) and the
+ * column norms it starts from; LAPACKE wraps neither. */
+extern void dlaqps_(const lapack_int *m, const lapack_int *n, const lapack_int *offset,
+                    const lapack_int *nb, lapack_int *kb, double *a, const lapack_int *lda,
+                    lapack_int *jpvt, double *tau, double *vn1, double *vn2, double *auxv,
+                    double *f, const lapack_int *ldf);
+extern void slaqps_(const lapack_int *m, const lapack_int *n, const lapack_int *offset,
+                    const lapack_int *nb, lapack_int *kb, float *a, const lapack_int *lda,
+                    lapack_int *jpvt, float *tau, float *vn1, float *vn2, float *auxv, float *f,
+                    const lapack_int *ldf);
+extern double dnrm2_(const lapack_int *n, const double *x, const lapack_int *incx);
+extern float snrm2_(const lapack_int *n, const float *x, const lapack_int *incx);
+
+lapack_int tl__lapack_laqps(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int offset,
+                            lapack_int nb, void *a, lapack_int lda, lapack_int *jpvt, void *tau,
+                            void *vn1, void *vn2, void *auxv, void *f, lapack_int ldf) {
+  lapack_int kb = 0;
+  if (dtype == TL_F64) {
+    dlaqps_(&m, &n, &offset, &nb, &kb, a, &lda, jpvt, tau, vn1, vn2, auxv, f, &ldf);
+  } else {
+    slaqps_(&m, &n, &offset, &nb, &kb, a, &lda, jpvt, tau, vn1, vn2, auxv, f, &ldf);
+  }
+  return kb;
+}
+
+void tl__lapack_column_norms(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
+                             lapack_int lda, void *norms) {
+  const lapack_int one = 1;
+  for (lapack_int j = 0; j < n; j++) {
+    if (dtype == TL_F64) {
+      ((double *)norms)[j] = dnrm2_(&m, (const double *)a + (int64_t)j * lda, &one);
+    } else {
+      ((float *)norms)[j] = snrm2_(&m, (const float *)a + (int64_t)j * lda, &one);
+    }
+  }
+}
+
 lapack_int tl__lapack_gesdd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
                                   tl__la_work *sizes) {
   double complex q = 0;

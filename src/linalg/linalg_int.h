@@ -108,6 +108,16 @@ int64_t tl__la_truncate(tl_dtype real, const void *values, int64_t k,
 tl_status tl__la_check_truncation(const tl_truncation *truncation, const char *route);
 
 /* LAPACK's leading dimension for a matrix of `rows` rows. */
+/* One blocked step of pivoted QR on the real dtypes (LAPACK laqps): at most nb columns,
+ * starting `offset` rows down; returns how many steps it did. vn1/vn2 hold the partial and
+ * exact norms of columns offset.. (updated), auxv nb scalars, f (ldf x nb). */
+lapack_int tl__lapack_laqps(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int offset,
+                            lapack_int nb, void *a, lapack_int lda, lapack_int *jpvt, void *tau,
+                            void *vn1, void *vn2, void *auxv, void *f, lapack_int ldf);
+/* The 2-norms of the n columns of a (m x n, lda), real dtypes. */
+void tl__lapack_column_norms(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
+                             lapack_int lda, void *norms);
+
 static inline lapack_int tl__la_ld(int64_t rows) { return rows > 1 ? (lapack_int)rows : 1; }
 
 /* A LAPACK info that is not zero, as TL_E_PROVIDER with the routine's name. */

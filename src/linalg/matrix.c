@@ -142,9 +142,16 @@ void tl__la_scatter(const void *buf, int64_t ld, int64_t rows, int64_t cols, con
   char *base = (char *)t->data + t->offset * (int64_t)esize;
   int64_t srow = t->strides[0], scol = t->rank == 2 ? t->strides[1] : 0;
   if (rows > 0 && cols > 0) copy_block(esize, rows, cols, buf, 1, ld, base, srow, scol);
-  /* Zero what lies outside the block: rows below it in its columns, then whole columns. */
+  /* Zero what lies outside the block: rows below it in its columns, then whole columns;
+   * one memset per column when the column is contiguous. */
   for (int64_t j = 0; j < t_cols; j++) {
-    for (int64_t i = (j < cols ? rows : 0); i < t_rows; i++) {
+    int64_t first = j < cols ? rows : 0;
+    if (first >= t_rows) continue;
+    if (srow == 1) {
+      memset(base + (first + j * scol) * (int64_t)esize, 0, (size_t)(t_rows - first) * esize);
+      continue;
+    }
+    for (int64_t i = first; i < t_rows; i++) {
       memset(base + (i * srow + j * scol) * (int64_t)esize, 0, esize);
     }
   }

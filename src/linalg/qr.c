@@ -145,6 +145,56 @@ static void r_diagonal(tl_dtype dtype, const void *a, int64_t lda, int64_t k, vo
   }
 }
 
+/* Columns one blocked step of the truncated factorization takes (what geqp3 loops over). */
+#define TL__QRCP_BLOCK 8
+
+/* Pivoted QR of a (m x n, lda; real dtypes) that stops as soon as the truncation is decided:
+ * after each blocked step it looks at the last diagonal entry, and once that has fallen to
+ * the cut (or `cap` steps are done) the remaining steps could only be thrown away. With
+ * column pivoting the diagonal does not grow down the factorization, so the entries kept
+ * are the ones the full factorization would keep; a low-rank input costs rank/min(m, n) of
+ * the full work. On return *steps columns are factored: their rows of R are final (the
+ * blocked step updates the whole trailing block, those rows included), tau[0..steps) and
+ * jpvt (1-based, every column) are set. */
+static tl_status qrcp_until_cut(tl_exec *exec, tl_dtype dtype, int64_t m, int64_t n, void *a,
+                                lapack_int lda, lapack_int *jpvt, void *tau,
+                                const tl_truncation *truncation, int64_t cap, int64_t *steps) {
+  size_t esize = tl_dtype_size(dtype);
+  int64_t k = m < n ? m : n;
+  void *vn1, *vn2, *auxv, *f;
+  tl_status status;
+  if ((status = tl__la_scratch(exec, n, esize, &vn1)) != TL_OK ||
+      (status = tl__la_scratch(exec, n, esize, &vn2)) != TL_OK ||
+      (status = tl__la_scratch(exec, TL__QRCP_BLOCK, esize, &auxv)) != TL_OK ||
+      (status = tl__la_scratch(exec, n * TL__QRCP_BLOCK, esize, &f)) != TL_OK)
+    return status;
+  for (int64_t j = 0; j < n; j++) jpvt[j] = (lapack_int)(j + 1);
+  tl__lapack_column_norms(dtype, (lapack_int)m, (lapack_int)n, a, lda, vn1);
+  memcpy(vn2, vn1, (size_t)n * esize);
+  double cut = -1.0;
+  int64_t done = 0;
+  while (done < k && done < cap) {
+    int64_t block = k - done < TL__QRCP_BLOCK ? k - done : TL__QRCP_BLOCK;
+    lapack_int taken = tl__lapack_laqps(
+        dtype, (lapack_int)m, (lapack_int)(n - done), (lapack_int)done, (lapack_int)block,
+        (char *)a + (size_t)done * (size_t)lda * esize, lda, jpvt + done,
+        (char *)tau + (size_t)done * esize, (char *)vn1 + (size_t)done * esize,
+        (char *)vn2 + (size_t)done * esize, auxv, f, (lapack_int)(n - done));
+    if (taken <= 0) break; /* cannot happen with block >= 1; never loop forever */
+    done += taken;
+    double first = dtype == TL_F64 ? fabs(((const double *)a)[0]) : fabs(((const float *)a)[0]);
+    if (cut < 0)
+      cut =
+          truncation->rtol * first > truncation->atol ? truncation->rtol * first : truncation->atol;
+    int64_t last = done - 1;
+    double entry = dtype == TL_F64 ? fabs(((const double *)a)[last + last * (int64_t)lda])
+                                   : fabs(((const float *)a)[last + last * (int64_t)lda]);
+    if (!(entry > cut)) break;
+  }
+  *steps = done;
+  return TL_OK;
+}
+
 static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
                            const tl_truncation *truncation, tl_tensor *q, tl_tensor *r,
                            int64_t *perm, int64_t *rank_out, int fresh) {
@@ -183,7 +233,14 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   }
   int64_t rank = 0;
   for (int64_t j = 0; j < n; j++) jpvt[j] = 0; /* every column free to move */
-  if (k > 0) {
+  if (k > 0 && truncation != NULL && (dtype == TL_F32 || dtype == TL_F64)) {
+    tl__la_gather(a, work_a, lda);
+    int64_t steps = 0;
+    status = qrcp_until_cut(exec, dtype, m, n, work_a, lda, jpvt, tau, truncation, cap, &steps);
+    if (status != TL_OK) return status;
+    r_diagonal(dtype, work_a, lda, steps, diag);
+    rank = tl__la_truncate(real, diag, steps, truncation);
+  } else if (k > 0) {
     tl__la_gather(a, work_a, lda);
     info = tl__lapack_geqp3(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, jpvt, tau, work,
                             lwork, rwork);
