@@ -68,9 +68,10 @@ typedef struct bench_state {
   tl_bench_stats held, scoped;
 } bench_state;
 
-/* With TL_BENCH_PHASE_CSV=FILE set, also write every single fork-join sample (kind,
- * latency_ns) for scripts/bench-plot's latency distribution; the four kinds alternate
- * call by call so that they see the same machine. */
+/* With TL_BENCH_PHASE_CSV=FILE set, also write single fork-join samples (kind,latency_ns)
+ * for scripts/bench-plot's latency distribution. Measured the way the table is: in rounds,
+ * each kind in turn, first untimed for 30 ms (so the previous kind's threads have gone
+ * idle and this kind's are awake), then 500 timed calls. */
 static void write_latency_csv(const char *path, tl_bench_contestant *contestants, int count) {
   FILE *out = fopen(path, "w");
   if (out == NULL) {
@@ -80,11 +81,19 @@ static void write_latency_csv(const char *path, tl_bench_contestant *contestants
   fprintf(out, "kind,latency_ns\n");
   static const char *kinds[] = {"omp_parallel", "spin_futex_floor", "tl_pool_broadcast",
                                 "tl_phase_run"};
-  for (int i = 0; i < 5000; i++) {
+  enum { ROUNDS = 10, PER_ROUND = 500 };
+  static uint64_t samples[PER_ROUND];
+  for (int round = 0; round < ROUNDS; round++) {
     for (int k = 0; k < count; k++) {
-      uint64_t start = tl_bench_now_ns();
-      contestants[k].run(contestants[k].arg);
-      fprintf(out, "%s,%llu\n", kinds[k], (unsigned long long)(tl_bench_now_ns() - start));
+      uint64_t settle_end = tl_bench_now_ns() + 30000000u;
+      while (tl_bench_now_ns() < settle_end) contestants[k].run(contestants[k].arg);
+      for (int i = 0; i < PER_ROUND; i++) {
+        uint64_t start = tl_bench_now_ns();
+        contestants[k].run(contestants[k].arg);
+        samples[i] = tl_bench_now_ns() - start;
+      }
+      for (int i = 0; i < PER_ROUND; i++)
+        fprintf(out, "%s,%llu\n", kinds[k], (unsigned long long)samples[i]);
     }
   }
   fclose(out);
