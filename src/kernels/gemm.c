@@ -105,15 +105,18 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
       2.0 * (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) * (double)g->batches;
   if (team > 1 && flops >= 2.0 * 48 * 48 * 48 * 4) {
     if (g->batches < (int64_t)team * 4) {
-      /* Cut each GEMM into blocks of C: enough blocks for every worker (twice over, so an
-       * unequal pair of CPUs balances), in multiples of 96 (a multiple of the micro-tiles). */
+      /* Cut each GEMM into blocks of C: one per worker while blocks are small (every block
+       * packs the whole shared operand again, which small blocks cannot amortise), twice
+       * that when they are large, so an unequal pair of CPUs balances. */
       int64_t dim = job.block_len;
-      int64_t want = (int64_t)team * 2;
+      int64_t want = dim >= (int64_t)team * 512 ? (int64_t)team * 2 : (int64_t)team;
       if (want * g->batches > (int64_t)team * 4)
         want = ((int64_t)team * 4 + g->batches - 1) / g->batches;
+      /* Equal blocks, a whole number per worker, each a multiple of 16 (the micro-tiles'
+       * common factor): 3 blocks on 2 workers would leave one idle for a third of the time. */
       int64_t len = (dim + want - 1) / want;
-      len = (len + 95) / 96 * 96;
-      if (len < 96) len = 96;
+      len = (len + 15) / 16 * 16;
+      if (len < 48) len = 48;
       if (len < dim) {
         job.block_len = len;
         job.blocks = (dim + len - 1) / len;
