@@ -135,7 +135,15 @@ static void bench_gemm(tl_bench_table *table, const tl_bench_options *opt, int t
   tl_bench_held h;
   if (threads == 1 && cpu_count > 0) tl_bench_pin_self(cpus[0]);
   if (threads > 1) tl_bench_unpin_self();
-  tl_bench_held_open(&h, "bench_kernels", threads, 0, TL_WAIT);
+  if (threads > 1 && cpu_count >= threads) {
+    /* Both 2-thread contestants on the same two CPUs, one thread each: the context's workers
+     * and the OpenMP team (libgomp keeps the threads a region pinned for later regions). */
+    tl_bench_held_open_pinned(&h, "bench_kernels", threads, cpus, threads, TL_WAIT);
+#pragma omp parallel num_threads(2)
+    tl_bench_pin_self(cpus[omp_get_thread_num()]);
+  } else {
+    tl_bench_held_open(&h, "bench_kernels", threads, 0, TL_WAIT);
+  }
   int64_t sizes[4] = {64, 256, 1024, 2048};
   for (int z = 0; z < (g_quick ? 2 : 4); z++) {
     gemm_case g;

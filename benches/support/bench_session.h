@@ -25,6 +25,9 @@ typedef struct tl_bench_held {
  * tl_bench_die(bench, ...). */
 void tl_bench_held_open(tl_bench_held *held, const char *bench, int threads, size_t scratch_limit,
                         tl_wait_mode mode);
+/* The same with the context's workers pinned, one per CPU of cpus[0..cpu_count). */
+void tl_bench_held_open_pinned(tl_bench_held *held, const char *bench, int threads, const int *cpus,
+                               int cpu_count, tl_wait_mode mode);
 /* Close the session and destroy the context (statuses ignored: the bench is ending). Call
  * from the thread that opened it. */
 void tl_bench_held_close(tl_bench_held *held);

@@ -109,7 +109,7 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
        * packs the whole shared operand again, which small blocks cannot amortise), twice
        * that when they are large, so an unequal pair of CPUs balances. */
       int64_t dim = job.block_len;
-      int64_t want = dim >= (int64_t)team * 512 ? (int64_t)team * 2 : (int64_t)team;
+      int64_t want = dim >= (int64_t)team * 1024 ? (int64_t)team * 2 : (int64_t)team;
       if (want * g->batches > (int64_t)team * 4)
         want = ((int64_t)team * 4 + g->batches - 1) / g->batches;
       /* Equal blocks, a whole number per worker, each a multiple of 16 (the micro-tiles'
