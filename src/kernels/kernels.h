@@ -76,6 +76,8 @@ typedef struct tl__permute_plan {
   int src_axis;   /* loop axis along which src is fastest (tiled only) */
   int64_t tiles0; /* tiles along loop axis 0 (dst fastest) */
   int64_t tiles1; /* tiles along src_axis */
+  int64_t tile0;  /* tile extent along loop axis 0 (elements) */
+  int64_t tile1;  /* tile extent along src_axis (elements) */
   int64_t blocks; /* independent work blocks: tiles0 * tiles1 * other rows */
   int stream;     /* 1: streaming (non-temporal) stores for a large aligned output */
 } tl__permute_plan;

