@@ -63,3 +63,10 @@ tl_status tl__broadcast_to(const tl_tensor *x, const char *x_name, const tl_tens
   *view = t;
   return TL_OK;
 }
+
+tl_status tl__check_scalar(const char *name, tl_scalar s, tl_dtype dtype) {
+  if (!tl_dtype_is_complex(dtype) && s.im != 0.0)
+    return tl__fail(TL_E_DTYPE, "%s has imaginary part %g but the dtype %s is real", name, s.im,
+                    tl_dtype_name(dtype));
+  return TL_OK;
+}

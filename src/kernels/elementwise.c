@@ -79,13 +79,6 @@ tl_status tl__loop_execute(tl_exec *exec, int team, const tl__loop *loop, tl__ro
   return TL_OK;
 }
 
-static tl_status check_scalar(const char *name, tl_scalar s, tl_dtype dtype) {
-  if (!tl_dtype_is_complex(dtype) && s.im != 0.0)
-    return tl__fail(TL_E_DTYPE, "%s has imaginary part %g but the dtype %s is real", name, s.im,
-                    tl_dtype_name(dtype));
-  return TL_OK;
-}
-
 /* ---- binary ------------------------------------------------------------------------- */
 
 /* Elements below which a dense call stays on the calling thread (below the size where
@@ -339,7 +332,7 @@ tl_status tl_copy_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out) {
 static tl_status fill_impl(tl_exec *exec, tl_tensor *out, tl_scalar value) {
   tl_status status;
   if ((status = tl__check_output(out, "out")) != TL_OK) return status;
-  if ((status = check_scalar("value", value, out->dtype)) != TL_OK) return status;
+  if ((status = tl__check_scalar("value", value, out->dtype)) != TL_OK) return status;
   int team;
   if ((status = tl__exec_team(exec, &team)) != TL_OK) return status;
   const tl_tensor *ts[1] = {out};
@@ -366,8 +359,8 @@ static tl_status axpby_impl(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, 
   if ((status = tl__check_dtype(out, out_name, x->dtype)) != TL_OK) return status;
   if (!in_place && y != NULL && (status = tl__check_dtype(y, "y", x->dtype)) != TL_OK)
     return status;
-  if ((status = check_scalar("alpha", alpha, x->dtype)) != TL_OK) return status;
-  if ((status = check_scalar("beta", beta, x->dtype)) != TL_OK) return status;
+  if ((status = tl__check_scalar("alpha", alpha, x->dtype)) != TL_OK) return status;
+  if ((status = tl__check_scalar("beta", beta, x->dtype)) != TL_OK) return status;
   tl_tensor xv, yv;
   if ((status = tl__broadcast_to(x, "x", out, &xv)) != TL_OK) return status;
   if (!in_place && y != NULL && (status = tl__broadcast_to(y, "y", out, &yv)) != TL_OK)

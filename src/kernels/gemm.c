@@ -181,13 +181,6 @@ tl_status tl__gemm_operand(tl_exec *exec, const tl_tensor *t, int64_t rows, int6
 
 /* ---- tl_gemm_into --------------------------------------------------------------------- */
 
-static tl_status check_scalar(const char *name, tl_scalar s, tl_dtype dtype) {
-  if (!tl_dtype_is_complex(dtype) && s.im != 0.0)
-    return tl__fail(TL_E_DTYPE, "%s has imaginary part %g but the dtype %s is real", name, s.im,
-                    tl_dtype_name(dtype));
-  return TL_OK;
-}
-
 static tl_status gemm_into_impl(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
                                 const tl_tensor *b, tl_scalar beta, tl_tensor *c) {
   tl_status status;
@@ -208,8 +201,8 @@ static tl_status gemm_into_impl(tl_exec *exec, tl_scalar alpha, const tl_tensor 
   if (c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1])
     return tl__fail(TL_E_SHAPE, "c is %lld x %lld, a * b is %lld x %lld", (long long)c->shape[0],
                     (long long)c->shape[1], (long long)a->shape[0], (long long)b->shape[1]);
-  if ((status = check_scalar("alpha", alpha, a->dtype)) != TL_OK) return status;
-  if ((status = check_scalar("beta", beta, a->dtype)) != TL_OK) return status;
+  if ((status = tl__check_scalar("alpha", alpha, a->dtype)) != TL_OK) return status;
+  if ((status = tl__check_scalar("beta", beta, a->dtype)) != TL_OK) return status;
   if ((status = tl__check_no_overlap(c, "c", a, "a")) != TL_OK) return status;
   if ((status = tl__check_no_overlap(c, "c", b, "b")) != TL_OK) return status;
   int team;

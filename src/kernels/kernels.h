@@ -141,6 +141,8 @@ tl_status tl__check_no_overlap(const tl_tensor *out, const char *out_name, const
                                const char *in_name);
 /* dtype of t must be `dtype` (TL_E_DTYPE). */
 tl_status tl__check_dtype(const tl_tensor *t, const char *name, tl_dtype dtype);
+/* TL_E_DTYPE when a scalar for a real dtype has an imaginary part. */
+tl_status tl__check_scalar(const char *name, tl_scalar s, tl_dtype dtype);
 /* x broadcast to out's shape (trailing extent-1 padding), as a read-only view in *view.
  * TL_E_SHAPE with a message naming x_name when an extent fits neither way. */
 tl_status tl__broadcast_to(const tl_tensor *x, const char *x_name, const tl_tensor *out,
