@@ -80,4 +80,4 @@ format:
 	find include src tests benches examples -type f \( -name '*.c' -o -name '*.h' \) -not -path '*/fixtures/*' | xargs clang-format -i
 
 clean:
-	rm -rf build build-asan build-tsan build-lint
+	rm -rf build build-asan build-tsan build-lint build-fuzz build-valgrind
