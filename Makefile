@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
-.PHONY: all deps build demo test test-asan test-tsan bench bench-plot install format format-check lint clean \
+.PHONY: all deps build build-clang demo test test-asan test-tsan bench bench-plot install format format-check lint clean \
 	fuzz soak valgrind
 
 all: build
@@ -16,6 +16,11 @@ deps:
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
+
+# The same build with clang (the flags are -Werror under both compilers).
+build-clang: deps
+	CC=clang cmake -S . -B build-clang -G Ninja $(CMAKE_FLAGS)
+	cmake --build build-clang -j$(JOBS)
 
 demo: build
 	$(BUILD)/examples/tenlane-fanout
@@ -80,4 +85,4 @@ format:
 	find include src tests benches examples -type f \( -name '*.c' -o -name '*.h' \) -not -path '*/fixtures/*' | xargs clang-format -i
 
 clean:
-	rm -rf build build-asan build-tsan build-lint build-fuzz build-valgrind
+	rm -rf build build-clang build-asan build-tsan build-lint build-fuzz build-valgrind
