@@ -18,23 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wtype-limits"
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#pragma GCC diagnostic ignored "-Wshadow"
-#include <blis.h>
-#include <libxsmm.h>
-#pragma GCC diagnostic pop
+#include "kernels/providers.h"
 
 #include "bench.h"
 #include "bench_session.h"
 #include "tenlane/context.h"
 #include "tenlane/ops.h"
 #include "tenlane/session.h"
-
-extern cntx_t **bli_gks_lookup_id(arch_t id) __attribute__((weak));
 
 static void die(const char *what, tl_status status) { tl_bench_die("bench_kernels", what, status); }
 
@@ -387,14 +377,9 @@ static int wanted(const char *group) {
 int main(int argc, char **argv) {
   tl_bench_env env;
   if (tl_bench_env_init(argc, argv, &env) != 0) return 2;
-  bli_init();
-  blis_cntx = bli_gks_query_cntx();
-  if (bli_gks_lookup_id != NULL && __builtin_cpu_supports("avx512f")) {
-    cntx_t **entry = bli_gks_lookup_id(BLIS_ARCH_SKX);
-    if (entry != NULL && entry[BLIS_NAT] != NULL) blis_cntx = entry[BLIS_NAT];
-  }
-  bli_rntm_init(&blis_rntm);
-  bli_rntm_set_num_threads(1, &blis_rntm);
+  /* The anchors call BLIS with the same context and one-thread runtime tenlane uses. */
+  blis_cntx = tl__blis_context();
+  blis_rntm = tl__blis_runtime();
   /* --quick: small shapes, a smoke run */
   int quick = env.opt.rounds <= 2 && env.opt.per_round <= 200;
   g_quick = quick;

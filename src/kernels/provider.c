@@ -14,20 +14,11 @@
  *
  * bli_gks_lookup_id is internal to BLIS: a shared libblis does not export it, the static
  * archive does, which is why tenlane links BLIS from its archive (cmake/Providers.cmake). */
-/* The providers' headers are not warning-clean under our flags; they are not our code. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wtype-limits"
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#pragma GCC diagnostic ignored "-Wshadow"
-#include <blis.h>
-#include <libxsmm.h>
-#pragma GCC diagnostic pop
 #include <pthread.h>
 #include <string.h>
 
 #include "kernels.h"
+#include "providers.h"
 
 extern cntx_t **bli_gks_lookup_id(arch_t id);
 
@@ -64,6 +55,16 @@ static void providers_init_once(void) {
 }
 
 void tl__providers_init(void) { pthread_once(&providers_once, providers_init_once); }
+
+cntx_t *tl__blis_context(void) {
+  tl__providers_init();
+  return blis_cntx;
+}
+
+rntm_t tl__blis_runtime(void) {
+  tl__providers_init();
+  return blis_rntm;
+}
 
 const char *tl_kernels_provider(void) {
   tl__providers_init();
