@@ -101,8 +101,33 @@ void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar 
 void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
                    tl_scalar beta, void *c, int64_t rsc, int64_t csc);
-/* Initialise providers once (thread-safe; cheap after the first call). */
+/* Initialise providers once (thread-safe; cheap after the first call). Every route that
+ * reaches BLIS or LAPACK calls it first (it also sets the context LAPACK's BLAS calls get). */
 void tl__providers_init(void);
+
+/* The CPU features the provider choice looks at (a description, so tests can feed any). */
+typedef struct tl__cpu_features {
+  int avx2, fma, avx512f, avx512dq, avx512cd, avx512bw, avx512vl;
+} tl__cpu_features;
+
+enum {
+  TL__BLIS_DETECTED = 0, /* the context BLIS's own CPU detection picked */
+  TL__BLIS_SKX = 1,      /* BLIS's AVX-512 context */
+  TL__BLIS_HASWELL = 2   /* BLIS's AVX2+FMA context */
+};
+enum { TL__SMALL_COMPLEX_PORTABLE = 0, TL__SMALL_COMPLEX_AVX2 = 1 };
+
+typedef struct tl__provider_choice {
+  int blis;          /* TL__BLIS_* */
+  int complex_1m;    /* 1: complex GEMM through BLIS's induced method 1m on the real kernels */
+  int small_complex; /* TL__SMALL_COMPLEX_*: the tiny complex GEMM kernel */
+} tl__provider_choice;
+
+/* The choice for a CPU with `features`, where BLIS's own detection recognised the CPU
+ * (`blis_recognised` != 0) or fell back to its generic context. Pure. */
+tl__provider_choice tl__provider_choose(const tl__cpu_features *features, int blis_recognised);
+/* The choice made for this process (after falling back where a context is missing). */
+tl__provider_choice tl__provider_current(void);
 
 /* ---- Batched GEMM over a surface (gemm.c) --------------------------------------------
  * batches GEMMs C_i = alpha A_i B_i + beta C_i, batch i's element offsets given by its

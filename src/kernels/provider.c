@@ -2,18 +2,27 @@
  *
  * Measured on the project's Zen 5 (AVX-512) machine: Debian's BLIS 0.9 does not recognise
  * the CPU and runs its generic kernels (~16 GFLOP/s f64) unless its AVX-512 `skx` context
- * is selected (~60-100 GFLOP/s); libxsmm's JIT kernels are the fastest for small shapes
+ * is selected (~60-120 GFLOP/s); libxsmm's JIT kernels are the fastest for small shapes
  * (8x8x8 in ~15 ns, 64^3 at ~110 GFLOP/s) while BLIS costs microseconds per call there.
- * So: at first use pick BLIS's best context for the CPU's features (skx with AVX-512F,
- * else zen3/haswell with AVX2+FMA, else what BLIS picked itself), and send small
- * unit-stride f32/f64 GEMMs to libxsmm, with its kernels cached per thread.
+ * So: at first use pick BLIS's best context for the CPU's features (tl__provider_choose,
+ * a pure function of a feature description), and send small unit-stride f32/f64 GEMMs to
+ * libxsmm, with its kernels cached per thread.
+ *
+ * The chosen context is also made BLIS's process-wide one: tenlane links reference LAPACK
+ * and BLIS from their archives, so LAPACK's internal BLAS calls (which pass no context and
+ * get the one BLIS detected itself) land in this BLIS; overwriting the detected context's
+ * contents with the chosen one's gives them the same kernels. BLIS 0.9's skx context has
+ * real kernels only, so complex GEMM runs BLIS's induced method 1m (complex products as real
+ * ones of twice the size, on the skx kernels): ~120 GFLOP/s c128 at n=256 here, against
+ * ~17 with the reference complex kernels.
  *
  * Invariants: every provider call here is single-threaded (serial BLIS, rntm with one
  * thread; libxsmm never threads), so the only numerical threads are the pool's workers
  * and the callers; and the calls never fail (shapes were checked by the route).
  *
- * bli_gks_lookup_id is internal to BLIS: a shared libblis does not export it, the static
- * archive does, which is why tenlane links BLIS from its archive (cmake/Providers.cmake). */
+ * bli_gks_lookup_id and the contexts' init functions are internal to BLIS: a shared libblis
+ * does not export them, the static archive does, which is why tenlane links BLIS from its
+ * archive (cmake/Providers.cmake). */
 #include <pthread.h>
 #include <string.h>
 
@@ -21,44 +30,124 @@
 #include "providers.h"
 
 extern cntx_t **bli_gks_lookup_id(arch_t id);
+/* Turns a copy of the skx native context into its induced-method one (BLIS 0.9). */
+extern void bli_cntx_init_skx_ind(ind_t method, cntx_t *cntx);
 
 static pthread_once_t providers_once = PTHREAD_ONCE_INIT;
-static cntx_t *blis_cntx;
+static cntx_t *blis_cntx;         /* real dtypes */
+static cntx_t *blis_cntx_complex; /* complex dtypes: blis_cntx, or its 1m form */
+static cntx_t skx_1m;
 static rntm_t blis_rntm;
+static tl__provider_choice provider_choice;
 static char provider_name[64];
+
+tl__provider_choice tl__provider_choose(const tl__cpu_features *f, int blis_recognised) {
+  tl__provider_choice choice;
+  memset(&choice, 0, sizeof choice);
+  choice.small_complex = f->avx2 && f->fma ? TL__SMALL_COMPLEX_AVX2 : TL__SMALL_COMPLEX_PORTABLE;
+  if (blis_recognised) {
+    /* BLIS's own detection knows the CPU: keep its context and its induced-method choice. */
+    choice.blis = TL__BLIS_DETECTED;
+    return choice;
+  }
+  /* BLIS's skx configuration needs the same AVX-512 subsets its own detection asks for. */
+  if (f->avx512f && f->avx512dq && f->avx512cd && f->avx512bw && f->avx512vl && f->fma) {
+    choice.blis = TL__BLIS_SKX;
+    choice.complex_1m = 1; /* skx has no complex micro-kernels in BLIS 0.9 */
+  } else if (f->avx2 && f->fma) {
+    choice.blis = TL__BLIS_HASWELL; /* with its own complex micro-kernels */
+  } else {
+    choice.blis = TL__BLIS_DETECTED; /* generic: nothing better to offer */
+  }
+  return choice;
+}
+
+static tl__cpu_features cpu_features(void) {
+  tl__cpu_features f;
+  memset(&f, 0, sizeof f);
+  __builtin_cpu_init();
+  f.avx2 = __builtin_cpu_supports("avx2") != 0;
+  f.fma = __builtin_cpu_supports("fma") != 0;
+  f.avx512f = __builtin_cpu_supports("avx512f") != 0;
+  f.avx512dq = __builtin_cpu_supports("avx512dq") != 0;
+  f.avx512cd = __builtin_cpu_supports("avx512cd") != 0;
+  f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
+  f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
+  return f;
+}
 
 static cntx_t *lookup_arch(arch_t id) {
   cntx_t **entry = bli_gks_lookup_id(id);
   return entry != NULL ? entry[BLIS_NAT] : NULL;
 }
 
+/* Make `chosen` BLIS's process-wide context (the one calls without a context get, which is
+ * how LAPACK's BLAS calls reach BLIS), with 1m for complex when `complex_1m`. Runs once,
+ * before any other BLIS call of tenlane's (BLIS is private to libtenlane). */
+static void make_process_wide(arch_t native, const cntx_t *chosen, int complex_1m) {
+  cntx_t **detected = bli_gks_lookup_id(native);
+  if (detected == NULL || detected[BLIS_NAT] == NULL) return;
+  *detected[BLIS_NAT] = *chosen;
+  if (!complex_1m) return;
+  bli_ind_enable_dt(BLIS_1M, BLIS_SCOMPLEX);
+  bli_ind_enable_dt(BLIS_1M, BLIS_DCOMPLEX);
+  /* The detected architecture's 1m context, made now from the overwritten native one, then
+   * given the chosen architecture's 1m contents. */
+  cntx_t *induced = bli_gks_query_ind_cntx(BLIS_1M, BLIS_DCOMPLEX);
+  if (induced != NULL && induced != detected[BLIS_NAT]) *induced = skx_1m;
+}
+
 static void providers_init_once(void) {
   bli_init();
   arch_t native = bli_arch_query_id();
+  tl__cpu_features features = cpu_features();
+  tl__provider_choice choice = tl__provider_choose(&features, native != BLIS_ARCH_GENERIC);
   const char *arch = bli_arch_string(native);
   cntx_t *chosen = NULL;
-  __builtin_cpu_init();
-  if (native == BLIS_ARCH_GENERIC) {
-    /* BLIS did not recognise the CPU: pick by features. */
-    if (__builtin_cpu_supports("avx512f") && (chosen = lookup_arch(BLIS_ARCH_SKX)) != NULL) {
-      arch = "skx";
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               (chosen = lookup_arch(BLIS_ARCH_HASWELL)) != NULL) {
-      arch = "haswell";
-    }
+  if (choice.blis == TL__BLIS_SKX && (chosen = lookup_arch(BLIS_ARCH_SKX)) != NULL) {
+    arch = "skx";
+  } else if (choice.blis == TL__BLIS_HASWELL && (chosen = lookup_arch(BLIS_ARCH_HASWELL)) != NULL) {
+    arch = "haswell";
+    choice.complex_1m = 0;
+  } else {
+    choice.blis = TL__BLIS_DETECTED;
+    choice.complex_1m = 0;
   }
-  if (chosen == NULL) chosen = bli_gks_query_cntx();
-  blis_cntx = chosen;
+  blis_cntx_complex = NULL;
+  if (chosen != NULL) {
+    if (choice.complex_1m) {
+      skx_1m = *chosen;
+      bli_cntx_init_skx_ind(BLIS_1M, &skx_1m);
+      blis_cntx_complex = &skx_1m;
+    }
+    make_process_wide(native, chosen, choice.complex_1m);
+    blis_cntx = chosen;
+  } else {
+    blis_cntx = bli_gks_query_cntx();
+  }
+  if (blis_cntx_complex == NULL) blis_cntx_complex = blis_cntx;
+  provider_choice = choice;
   bli_rntm_init(&blis_rntm);
   bli_rntm_set_num_threads(1, &blis_rntm);
-  snprintf(provider_name, sizeof provider_name, "blis:%s+libxsmm", arch);
+  snprintf(provider_name, sizeof provider_name, "blis:%s%s+libxsmm", arch,
+           choice.complex_1m ? "(1m)" : "");
 }
 
 void tl__providers_init(void) { pthread_once(&providers_once, providers_init_once); }
 
+tl__provider_choice tl__provider_current(void) {
+  tl__providers_init();
+  return provider_choice;
+}
+
 cntx_t *tl__blis_context(void) {
   tl__providers_init();
   return blis_cntx;
+}
+
+cntx_t *tl__blis_context_complex(void) {
+  tl__providers_init();
+  return blis_cntx_complex;
 }
 
 rntm_t tl__blis_runtime(void) {
@@ -98,13 +187,13 @@ void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar al
     case TL_C64: {
       scomplex al = {(float)alpha.re, (float)alpha.im}, be = {(float)beta.re, (float)beta.im};
       bli_cgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &al, (scomplex *)a, rsa, csa,
-                   (scomplex *)b, rsb, csb, &be, (scomplex *)c, rsc, csc, blis_cntx, &rntm);
+                   (scomplex *)b, rsb, csb, &be, (scomplex *)c, rsc, csc, blis_cntx_complex, &rntm);
       break;
     }
     case TL_C128: {
       dcomplex al = {alpha.re, alpha.im}, be = {beta.re, beta.im};
       bli_zgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &al, (dcomplex *)a, rsa, csa,
-                   (dcomplex *)b, rsb, csb, &be, (dcomplex *)c, rsc, csc, blis_cntx, &rntm);
+                   (dcomplex *)b, rsb, csb, &be, (dcomplex *)c, rsc, csc, blis_cntx_complex, &rntm);
       break;
     }
   }

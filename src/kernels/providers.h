@@ -18,6 +18,8 @@
 /* The BLIS context every tenlane GEMM uses (skx/haswell kernels picked by CPU features when
  * BLIS does not recognise the CPU), initialising the providers on first call. Any thread. */
 cntx_t *tl__blis_context(void);
+/* The context for complex dtypes: the same, or its induced-method (1m) form. Any thread. */
+cntx_t *tl__blis_context_complex(void);
 /* A copy of the one-thread BLIS runtime tenlane passes with it. */
 rntm_t tl__blis_runtime(void);
 

@@ -10,11 +10,14 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "kernels/kernels.h"
 #include "linalg_int.h"
 
 tl_status tl__la_begin(tl_exec *exec, const char *route) {
   tl_status status = tl__exec_begin(exec, route);
   if (status != TL_OK) return status;
+  /* LAPACK's BLAS calls get the context tenlane chose only once it is set. */
+  tl__providers_init();
   int team;
   status = tl__exec_team(exec, &team);
   if (status == TL_OK && tl__exec_cancelled(exec)) {

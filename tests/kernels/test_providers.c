@@ -1,0 +1,165 @@
+/* tests/kernels/test_providers.c: the provider choice (a pure function of a CPU feature
+ * description, fed every feature set it distinguishes), the choice this process made, and
+ * the no-provider-thread invariant across complex GEMM, contraction and LAPACK calls. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "tenlane/tenlane.h"
+#include "tl_fixtures.h"
+#include "tl_test.h"
+
+static tl__cpu_features features(int avx2, int fma, int avx512) {
+  tl__cpu_features f;
+  memset(&f, 0, sizeof f);
+  f.avx2 = avx2;
+  f.fma = fma;
+  f.avx512f = f.avx512dq = f.avx512cd = f.avx512bw = f.avx512vl = avx512;
+  return f;
+}
+
+static void provider_choice_covers_each_feature_set(void) {
+  /* Full AVX-512 on a CPU BLIS does not recognise: skx, complex through 1m. */
+  tl__cpu_features f = features(1, 1, 1);
+  tl__provider_choice c = tl__provider_choose(&f, 0);
+  TL_CHECK(c.blis == TL__BLIS_SKX && c.complex_1m == 1);
+  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2);
+  /* AVX-512F without BW (or any other subset skx needs): haswell, its complex kernels. */
+  f.avx512bw = 0;
+  c = tl__provider_choose(&f, 0);
+  TL_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
+  f = features(1, 1, 1);
+  f.avx512vl = 0;
+  TL_CHECK(tl__provider_choose(&f, 0).blis == TL__BLIS_HASWELL);
+  /* AVX-512 without FMA reported cannot take skx's FMA kernels. */
+  f = features(1, 0, 1);
+  c = tl__provider_choose(&f, 0);
+  TL_CHECK(c.blis == TL__BLIS_DETECTED && c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
+  /* AVX2 + FMA only. */
+  f = features(1, 1, 0);
+  c = tl__provider_choose(&f, 0);
+  TL_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
+  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2);
+  /* AVX2 without FMA, and nothing at all: BLIS's own context, portable tiny kernel. */
+  f = features(1, 0, 0);
+  c = tl__provider_choose(&f, 0);
+  TL_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
+  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
+  f = features(0, 0, 0);
+  c = tl__provider_choose(&f, 0);
+  TL_CHECK(c.blis == TL__BLIS_DETECTED && c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
+  /* A CPU BLIS recognised keeps BLIS's choice whatever the features. */
+  f = features(1, 1, 1);
+  c = tl__provider_choose(&f, 1);
+  TL_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
+  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2);
+}
+
+/* The choice made here agrees with the pure function on this CPU's own features, and the
+ * provider string names it. */
+static void provider_choice_of_this_process_follows_its_features(void) {
+  __builtin_cpu_init();
+  tl__cpu_features f;
+  memset(&f, 0, sizeof f);
+  f.avx2 = __builtin_cpu_supports("avx2") != 0;
+  f.fma = __builtin_cpu_supports("fma") != 0;
+  f.avx512f = __builtin_cpu_supports("avx512f") != 0;
+  f.avx512dq = __builtin_cpu_supports("avx512dq") != 0;
+  f.avx512cd = __builtin_cpu_supports("avx512cd") != 0;
+  f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
+  f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
+  tl__provider_choice now = tl__provider_current();
+  const char *name = tl_kernels_provider();
+  TL_CHECK(strncmp(name, "blis:", 5) == 0);
+  TL_CHECK(now.small_complex == tl__provider_choose(&f, 0).small_complex);
+  if (now.blis == TL__BLIS_SKX) {
+    TL_CHECK(strstr(name, "skx") != NULL);
+    TL_CHECK(now.complex_1m == 1 && strstr(name, "(1m)") != NULL);
+  }
+  if (now.blis == TL__BLIS_HASWELL) TL_CHECK(strstr(name, "haswell") != NULL);
+  if (now.blis != TL__BLIS_DETECTED) {
+    /* Only chosen over BLIS's own detection when that detection fell back to generic. */
+    tl__provider_choice pure = tl__provider_choose(&f, 0);
+    TL_CHECK(pure.blis == now.blis);
+  }
+}
+
+/* ---- no provider thread --------------------------------------------------------------- */
+typedef struct watcher {
+  atomic_int stop;
+  atomic_int most;
+} watcher;
+
+static void *watch_threads(void *arg) {
+  watcher *w = arg;
+  while (!atomic_load(&w->stop)) {
+    int n = tl_thread_count();
+    if (n > atomic_load(&w->most)) atomic_store(&w->most, n);
+  }
+  return NULL;
+}
+
+static void fill(tl_tensor *t, double seed) {
+  int64_t count = tl_tensor_numel(t);
+  size_t per = tl_dtype_is_complex(t->dtype) ? 2 : 1;
+  for (int64_t i = 0; i < count * (int64_t)per; i++) {
+    double v = (double)((i * 7919 + (int64_t)(seed * 131)) % 97) / 97.0 - 0.5 + (i % 13 == 0);
+    if (t->dtype == TL_F32 || t->dtype == TL_C64)
+      ((float *)t->data)[i] = (float)v;
+    else
+      ((double *)t->data)[i] = v;
+  }
+}
+
+static void complex_and_lapack_calls(tl_exec *exec) {
+  const tl_dtype dtypes[] = {TL_C64, TL_C128, TL_F64};
+  const int64_t sizes[] = {4, 16, 96};
+  for (int di = 0; di < 3; di++)
+    for (int si = 0; si < 3; si++) {
+      int64_t n = sizes[si], shape[2] = {n, n};
+      tl_tensor a, b, c, q, r, u, s, vt, lu;
+      TL_CHECK_OK(tl_tensor_create(dtypes[di], 2, shape, &a));
+      TL_CHECK_OK(tl_tensor_create(dtypes[di], 2, shape, &b));
+      fill(&a, 1.0);
+      fill(&b, 2.0);
+      TL_CHECK_OK(tl_gemm(exec, &a, &b, &c));
+      tl_tensor_release(&c);
+      const int la[2] = {0, 1}, lb[2] = {1, 2}, lc[2] = {0, 2};
+      TL_CHECK_OK(tl_contract(exec, &a, la, &b, lb, 2, lc, &c));
+      tl_tensor_release(&c);
+      TL_CHECK_OK(tl_qr(exec, &a, &q, &r));
+      int64_t rank = 0;
+      TL_CHECK_OK(tl_svd(exec, &a, NULL, &u, &s, &vt, &rank));
+      int64_t pivots[96];
+      TL_CHECK_OK(tl_lu(exec, &a, &lu, pivots));
+      tl_tensor_release(&q), tl_tensor_release(&r), tl_tensor_release(&u);
+      tl_tensor_release(&s), tl_tensor_release(&vt), tl_tensor_release(&lu);
+      tl_tensor_release(&a), tl_tensor_release(&b);
+    }
+}
+
+static void no_provider_thread_during_complex_and_lapack_calls(void) {
+  tl_held h;
+  tl_held_open(&h, 1);
+  watcher w;
+  atomic_init(&w.stop, 0);
+  atomic_init(&w.most, 0);
+  tl_thread t;
+  tl_thread_start(&t, watch_threads, &w);
+  int before = tl_thread_count(); /* the pool's, the caller, the watcher */
+  for (int round = 0; round < 3; round++) complex_and_lapack_calls(h.exec);
+  int after = tl_thread_count();
+  atomic_store(&w.stop, 1);
+  tl_thread_join(&t, 5000);
+  if (atomic_load(&w.most) > before || after != before) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "threads: %d before, at most %d during, %d after", before,
+             atomic_load(&w.most), after);
+    tl_test_fail_at(__FILE__, __LINE__, buf);
+  }
+  tl_held_close(&h);
+}
+
+TL_TEST_MAIN(TL_CASE(provider_choice_covers_each_feature_set),
+             TL_CASE(provider_choice_of_this_process_follows_its_features),
+             TL_CASE(no_provider_thread_during_complex_and_lapack_calls))
