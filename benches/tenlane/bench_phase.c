@@ -24,7 +24,7 @@ static void die(const char *what, tl_status status) {
   exit(1);
 }
 
-static void empty_worker(void *arg, int worker_index) { (void)arg, (void)worker_index; }
+static void empty_worker(int worker_index, void *arg) { (void)arg, (void)worker_index; }
 
 static void run_broadcast(void *arg) { tl_pool_broadcast(arg, empty_worker, NULL); }
 
@@ -47,12 +47,12 @@ static void run_inline_phase(void *arg) {
   tl_phase_run(current_inline_phase, empty_lane, NULL, NULL);
 }
 
-static void (*volatile omp_task)(void *, int) = empty_worker;
+static void (*volatile omp_task)(int, void *) = empty_worker;
 
 static void run_omp(void *arg) {
   (void)arg;
 #pragma omp parallel num_threads(2)
-  omp_task(NULL, omp_get_thread_num());
+  omp_task(omp_get_thread_num(), NULL);
 }
 
 typedef struct bench_state {
@@ -180,7 +180,7 @@ static void run_surface_only(void *arg) {
 
 static void run_scoped(void *arg) {
   (void)arg;
-  tl_context_with_session(scoped_ctx, scoped_owner, TL_NOWAIT, trivial_op, NULL, NULL);
+  tl_session_with(scoped_ctx, scoped_owner, TL_NOWAIT, trivial_op, NULL, NULL);
 }
 
 int main(int argc, char **argv) {

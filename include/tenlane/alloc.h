@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tenlane/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -18,20 +20,20 @@ extern "C" {
 typedef struct tl_allocator {
   /* Return at least `size` bytes aligned to `align` (a power of two, at most 4096),
    * or NULL. Called from any thread, concurrently. */
-  void *(*alloc)(void *user, size_t size, size_t align);
+  void *(*alloc)(size_t size, size_t align, void *user);
   /* Free a pointer returned by alloc (never NULL). Called from any thread. */
-  void (*free)(void *user, void *ptr);
+  void (*free)(void *ptr, void *user);
   void *user;
 } tl_allocator;
 
 /* Install `allocator` (copied), or the default (aligned_alloc/free) when NULL.
  * Only call it while no tenlane object exists: memory must be freed by the
  * allocator that made it. Not thread-safe with respect to other tenlane calls. */
-void tl_allocator_set(const tl_allocator *allocator);
+TL_API void tl_allocator_set(const tl_allocator *allocator);
 
 /* Number of successful heap allocations made through the hooks since the process
  * started (relaxed counter; exact once the threads that allocate have joined). */
-uint64_t tl_allocation_count(void);
+TL_API uint64_t tl_allocation_count(void);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tenlane/export.h"
 #include "tenlane/pool.h"
 #include "tenlane/status.h"
 
@@ -23,7 +24,7 @@ typedef struct tl_context tl_context;
 typedef uint64_t tl_owner;
 
 /* A process-wide fresh owner identity. Thread-safe, never fails, never returns 0. */
-tl_owner tl_owner_new(void);
+TL_API tl_owner tl_owner_new(void);
 
 typedef struct tl_context_config {
   int threads;          /* thread budget; 0 = one per CPU of the CPU set (or of the process) */
@@ -34,24 +35,24 @@ typedef struct tl_context_config {
 } tl_context_config;
 
 /* Fill `config` with the defaults: budget = CPUs available, no CPU set, default limits. */
-void tl_context_config_init(tl_context_config *config);
+TL_API void tl_context_config_init(tl_context_config *config);
 
 /* Create a context. *out owns it; destroy it with tl_context_destroy. With a budget of
  * 1 no pool and no thread is made. Errors: TL_E_INVALID (NULL, negative budget, a CPU
  * the machine does not have), TL_E_NOMEM, TL_E_THREAD, TL_E_AFFINITY. Any thread. */
-tl_status tl_context_create(const tl_context_config *config, tl_context **out);
+TL_API tl_status tl_context_create(const tl_context_config *config, tl_context **out);
 
 /* Destroy a context with no open session. NULL is ignored (TL_OK). Returns TL_E_BUSY
  * and destroys nothing while a session is open or an opener waits; TL_E_TARGET_POOL_CALLER
  * from one of its own workers. */
-tl_status tl_context_destroy(tl_context *ctx);
+TL_API tl_status tl_context_destroy(tl_context *ctx);
 
 /* The thread budget (>= 1): the number of lanes a phase runs. */
-int tl_context_budget(const tl_context *ctx);
+TL_API int tl_context_budget(const tl_context *ctx);
 
 /* The context's pool, borrowed (valid until the context is destroyed), or NULL when
  * the budget is 1. Work may be run on it directly; it is the pool phases run on. */
-tl_pool *tl_context_pool(tl_context *ctx);
+TL_API tl_pool *tl_context_pool(tl_context *ctx);
 
 typedef struct tl_context_stats {
   int budget;                /* thread budget */
@@ -69,7 +70,7 @@ typedef struct tl_context_stats {
 
 /* A snapshot of the context's state. Never blocks, from any thread, also while a
  * session or phase is running. Errors: TL_E_INVALID (NULL). */
-tl_status tl_context_stats_get(const tl_context *ctx, tl_context_stats *out);
+TL_API tl_status tl_context_stats_get(const tl_context *ctx, tl_context_stats *out);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 
 #include <stdint.h>
 
+#include "tenlane/export.h"
 #include "tenlane/session.h"
 #include "tenlane/status.h"
 #include "tenlane/tensor.h"
@@ -59,20 +60,20 @@ typedef enum tl_einsum_path_kind {
  * was asked for where one thread runs), TL_E_CANCELLED (the lane's run was cancelled
  * before the output was written), TL_E_SCRATCH_LIMIT, TL_E_NOMEM, and any status the
  * binary contraction returns. */
-tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
-                         const tl_tensor *const *operands, tl_tensor *out);
+TL_API tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
+                                const tl_tensor *const *operands, tl_tensor *out);
 
 /* The same with an explicit path kind. TL_E_INVALID also for an unknown kind and for
  * TL_EINSUM_PATH_OPTIMAL with more than TL_EINSUM_OPTIMAL_MAX operands. */
-tl_status tl_einsum_into_using(tl_exec *exec, const char *spec, int n_operands,
-                               const tl_tensor *const *operands, tl_einsum_path_kind kind,
-                               tl_tensor *out);
+TL_API tl_status tl_einsum_ex_into(tl_exec *exec, const char *spec, int n_operands,
+                                   const tl_tensor *const *operands, tl_einsum_path_kind kind,
+                                   tl_tensor *out);
 
 /* Fresh form: *out becomes a new owned column-major tensor holding the result (release it
  * with tl_tensor_release). On failure *out is untouched. Errors as tl_einsum_into, less
  * the ones about out's shape and aliasing. */
-tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,
-                    const tl_tensor *const *operands, tl_tensor *out);
+TL_API tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,
+                           const tl_tensor *const *operands, tl_tensor *out);
 
 /* A contraction path, as tl_einsum_path reports it. Slots 0..n_operands-1 are the
  * operands; step k contracts slots pairs[k][0] and pairs[k][1] into slot n_operands + k. */
@@ -91,9 +92,9 @@ typedef struct tl_einsum_path_info {
  * (shapes[i] holds ranks[i] extents) without data or a surface. Fills *out. Allocates
  * only through the allocator hooks and frees before returning. Any thread.
  * Errors: those of tl_einsum_into about the spec and shapes, and TL_E_NOMEM. */
-tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,
-                         const int64_t *const *shapes, tl_einsum_path_kind kind,
-                         tl_einsum_path_info *out);
+TL_API tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,
+                                const int64_t *const *shapes, tl_einsum_path_kind kind,
+                                tl_einsum_path_info *out);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,7 @@
 
 #include <stdint.h>
 
+#include "tenlane/export.h"
 #include "tenlane/session.h"
 #include "tenlane/status.h"
 #include "tenlane/tensor.h"
@@ -55,8 +56,8 @@ typedef struct tl_truncation {
 
 /* Thin QR: a (m x n) = q (m x k) r (k x n), k = min(m, n); q has orthonormal columns, r is
  * upper trapezoidal. The `_into` form takes q and r of exactly those shapes. */
-tl_status tl_qr_into(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tensor *r);
-tl_status tl_qr(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tensor *r);
+TL_API tl_status tl_qr_into(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tensor *r);
+TL_API tl_status tl_qr(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tensor *r);
 
 /* QR with column pivoting, truncated: a[:, perm] ~= q (m x rank) r (rank x n), with
  * |r(0,0)| >= |r(1,1)| >= ...; rank is the number of |r(i,i)| kept by `truncation` (NULL:
@@ -64,10 +65,10 @@ tl_status tl_qr(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tensor *r);
  * *rank the rank. The `_into` form takes q (m x c) and r (c x n) with
  * c = min(m, n, max_rank if set) and writes the first `rank` columns of q and rows of r,
  * zeroing the rest. The fresh form makes q and r of exactly rank columns / rows. */
-tl_status tl_qrcp_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                       tl_tensor *q, tl_tensor *r, int64_t *perm, int64_t *rank);
-tl_status tl_qrcp(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation, tl_tensor *q,
-                  tl_tensor *r, int64_t *perm, int64_t *rank);
+TL_API tl_status tl_qrcp_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                              tl_tensor *q, tl_tensor *r, int64_t *perm, int64_t *rank);
+TL_API tl_status tl_qrcp(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                         tl_tensor *q, tl_tensor *r, int64_t *perm, int64_t *rank);
 
 /* ---- SVD ----------------------------------------------------------------------------- */
 
@@ -76,10 +77,10 @@ tl_status tl_qrcp(tl_exec *exec, const tl_tensor *a, const tl_truncation *trunca
  * *rank (may be NULL). u and vt are both given or both NULL (singular values only). The
  * `_into` form takes u (m x c), s (c), vt (c x n), c = min(m, n, max_rank if set), writes
  * the first `rank` and zeroes the rest; the fresh form makes them of exactly rank. */
-tl_status tl_svd_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                      tl_tensor *u, tl_tensor *s, tl_tensor *vt, int64_t *rank);
-tl_status tl_svd(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation, tl_tensor *u,
-                 tl_tensor *s, tl_tensor *vt, int64_t *rank);
+TL_API tl_status tl_svd_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                             tl_tensor *u, tl_tensor *s, tl_tensor *vt, int64_t *rank);
+TL_API tl_status tl_svd(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                        tl_tensor *u, tl_tensor *s, tl_tensor *vt, int64_t *rank);
 
 /* ---- LU and solves --------------------------------------------------------------------- */
 
@@ -87,37 +88,40 @@ tl_status tl_svd(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncat
  * lower triangle below the diagonal, u on and above it. pivots (min(m, n) entries, caller
  * memory): row i was swapped with row pivots[i] (0-based), in order. A singular a is not an
  * error here (u has a zero on its diagonal; tl_lu_solve reports it). */
-tl_status tl_lu_into(tl_exec *exec, const tl_tensor *a, tl_tensor *lu, int64_t *pivots);
-tl_status tl_lu(tl_exec *exec, const tl_tensor *a, tl_tensor *lu, int64_t *pivots);
+TL_API tl_status tl_lu_into(tl_exec *exec, const tl_tensor *a, tl_tensor *lu, int64_t *pivots);
+TL_API tl_status tl_lu(tl_exec *exec, const tl_tensor *a, tl_tensor *lu, int64_t *pivots);
 
 /* Solve op(A) x = b from tl_lu's square factorization (lu n x n, its pivots). b is n x r or
  * a vector of n; x has b's shape. TL_E_INVALID when u has an exact zero on its diagonal
  * (the message names the index) or a pivot is out of range. */
-tl_status tl_lu_solve_into(tl_exec *exec, const tl_tensor *lu, const int64_t *pivots,
-                           tl_trans trans, const tl_tensor *b, tl_tensor *x);
+TL_API tl_status tl_lu_solve_into(tl_exec *exec, const tl_tensor *lu, const int64_t *pivots,
+                                  tl_trans trans, const tl_tensor *b, tl_tensor *x);
 
 /* Solve a x = b for square a (LU with partial pivoting inside). b n x r or n; x as b.
  * TL_E_INVALID for an exactly singular a. */
-tl_status tl_solve_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *x);
-tl_status tl_solve(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *x);
+TL_API tl_status tl_solve_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *x);
+TL_API tl_status tl_solve(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *x);
 
 /* Triangular solve with the triangle `uplo` of square t (the other triangle is not read):
  * side TL_LEFT: op(t) x = b; TL_RIGHT: x op(t) = b. b is m x r (left: t is m x m) or
  * r x n (right: t is n x n), or a vector for TL_LEFT; x has b's shape. diag TL_UNIT takes
  * t's diagonal as ones. TL_E_INVALID when a non-unit diagonal has an exact zero. */
-tl_status tl_triangular_solve_into(tl_exec *exec, tl_side side, tl_uplo uplo, tl_trans trans,
-                                   tl_diag diag, const tl_tensor *t, const tl_tensor *b,
-                                   tl_tensor *x);
-tl_status tl_triangular_solve(tl_exec *exec, tl_side side, tl_uplo uplo, tl_trans trans,
-                              tl_diag diag, const tl_tensor *t, const tl_tensor *b, tl_tensor *x);
+TL_API tl_status tl_triangular_solve_into(tl_exec *exec, tl_side side, tl_uplo uplo, tl_trans trans,
+                                          tl_diag diag, const tl_tensor *t, const tl_tensor *b,
+                                          tl_tensor *x);
+TL_API tl_status tl_triangular_solve(tl_exec *exec, tl_side side, tl_uplo uplo, tl_trans trans,
+                                     tl_diag diag, const tl_tensor *t, const tl_tensor *b,
+                                     tl_tensor *x);
 
 /* ---- Symmetric / Hermitian eigenproblem --------------------------------------------------- */
 
 /* a (n x n) = v diag(w) v^H with w ascending (real dtype) and v unitary; only the triangle
  * `uplo` of a is read. v may be NULL (eigenvalues only). The `_into` form takes w (n) and
  * v (n x n). */
-tl_status tl_eigh_into(tl_exec *exec, const tl_tensor *a, tl_uplo uplo, tl_tensor *w, tl_tensor *v);
-tl_status tl_eigh(tl_exec *exec, const tl_tensor *a, tl_uplo uplo, tl_tensor *w, tl_tensor *v);
+TL_API tl_status tl_eigh_into(tl_exec *exec, const tl_tensor *a, tl_uplo uplo, tl_tensor *w,
+                              tl_tensor *v);
+TL_API tl_status tl_eigh(tl_exec *exec, const tl_tensor *a, tl_uplo uplo, tl_tensor *w,
+                         tl_tensor *v);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "tenlane/export.h"
 #include "tenlane/phase.h"
 
 #ifdef __cplusplus
@@ -27,18 +28,18 @@ typedef struct tl_map_outcome {
   size_t failed_item; /* the lowest failing item, when failed and it was an item */
   int code;           /* that item's return value */
   tl_status status;   /* TL_OK, TL_E_LANE for an item failure, or the entry failure */
-  char message[256];
+  char message[TL_MESSAGE_CAPACITY];
 } tl_map_outcome;
 
 /* Run fn over items 0..count-1 in a phase of its own on `session`. Returns TL_OK, TL_E_LANE
  * when an item failed (see *outcome), or any error of tl_session_phase / tl_phase_run.
  * *outcome may be NULL. Session's thread only. */
-tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
-                 tl_map_outcome *outcome);
+TL_API tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
+                        tl_map_outcome *outcome);
 
 /* The same inside an open phase (one tl_phase_run). */
-tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
-                       tl_map_outcome *outcome);
+TL_API tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
+                              tl_map_outcome *outcome);
 
 #ifdef __cplusplus
 }

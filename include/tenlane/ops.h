@@ -24,6 +24,7 @@
 #ifndef TENLANE_OPS_H
 #define TENLANE_OPS_H
 
+#include "tenlane/export.h"
 #include "tenlane/session.h"
 #include "tenlane/status.h"
 #include "tenlane/tensor.h"
@@ -54,19 +55,19 @@ typedef enum tl_binary_op {
   TL_OP_DIV = 3
 } tl_binary_op;
 
-tl_status tl_binary_into(tl_exec *exec, tl_binary_op op, const tl_tensor *a, const tl_tensor *b,
-                         tl_tensor *out);
-tl_status tl_binary(tl_exec *exec, tl_binary_op op, const tl_tensor *a, const tl_tensor *b,
-                    tl_tensor *out);
+TL_API tl_status tl_binary_into(tl_exec *exec, tl_binary_op op, const tl_tensor *a,
+                                const tl_tensor *b, tl_tensor *out);
+TL_API tl_status tl_binary(tl_exec *exec, tl_binary_op op, const tl_tensor *a, const tl_tensor *b,
+                           tl_tensor *out);
 
-tl_status tl_add_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
-tl_status tl_sub_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
-tl_status tl_mul_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
-tl_status tl_div_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
-tl_status tl_add(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
-tl_status tl_sub(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
-tl_status tl_mul(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
-tl_status tl_div(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
+TL_API tl_status tl_add_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
+TL_API tl_status tl_sub_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
+TL_API tl_status tl_mul_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
+TL_API tl_status tl_div_into(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
+TL_API tl_status tl_add(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
+TL_API tl_status tl_sub(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
+TL_API tl_status tl_mul(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
+TL_API tl_status tl_div(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
 
 typedef enum tl_unary_op {
   TL_OP_NEG = 0,
@@ -78,50 +79,51 @@ typedef enum tl_unary_op {
   TL_OP_COPY = 6
 } tl_unary_op;
 
-tl_status tl_unary_into(tl_exec *exec, tl_unary_op op, const tl_tensor *x, tl_tensor *out);
-tl_status tl_unary(tl_exec *exec, tl_unary_op op, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_unary_into(tl_exec *exec, tl_unary_op op, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_unary(tl_exec *exec, tl_unary_op op, const tl_tensor *x, tl_tensor *out);
 
-tl_status tl_neg_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_conj_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_abs_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_exp_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_log_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_sqrt_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_neg(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_conj(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_abs(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_exp(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_log(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-tl_status tl_sqrt(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_neg_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_conj_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_abs_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_exp_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_log_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_sqrt_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_neg(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_conj(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_abs(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_exp(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_log(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_sqrt(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
 
 /* Copy x into out of the same shape (any strides; x may broadcast). */
-tl_status tl_copy_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_copy_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
 /* Set every element of out to value. */
-tl_status tl_fill(tl_exec *exec, tl_tensor *out, tl_scalar value);
+TL_API tl_status tl_fill_into(tl_exec *exec, tl_scalar value, tl_tensor *out);
 
 /* out = alpha * x (x may broadcast into out). */
-tl_status tl_scale_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_tensor *out);
-tl_status tl_scale(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_scale_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_scale(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_tensor *out);
 /* y = alpha * x + beta * y, in place on y (BLAS axpby). x may broadcast into y; x must
  * not overlap y (TL_E_ALIAS). beta = 0 does not read y (NaNs in y do not propagate). */
-tl_status tl_axpby(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_scalar beta,
-                   tl_tensor *y);
+TL_API tl_status tl_axpby(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_scalar beta,
+                          tl_tensor *y);
 /* out = alpha * x + beta * y. */
-tl_status tl_axpby_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_scalar beta,
-                        const tl_tensor *y, tl_tensor *out);
+TL_API tl_status tl_axpby_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_scalar beta,
+                               const tl_tensor *y, tl_tensor *out);
 
 /* ---- Permute and reshape ------------------------------------------------------------- */
 
 /* out axis k = x axis perm[k]: out's shape must be x's shape permuted. Cache-blocked. */
-tl_status tl_permute_into(tl_exec *exec, const tl_tensor *x, const int *perm, tl_tensor *out);
-tl_status tl_permute(tl_exec *exec, const tl_tensor *x, const int *perm, tl_tensor *out);
+TL_API tl_status tl_permute_into(tl_exec *exec, const tl_tensor *x, const int *perm,
+                                 tl_tensor *out);
+TL_API tl_status tl_permute(tl_exec *exec, const tl_tensor *x, const int *perm, tl_tensor *out);
 
 /* x with a new shape (same element count, column-major element order). *out is a view of
  * x (out->owned NULL) when x's strides allow, else a fresh owned copy. */
-tl_status tl_reshape(tl_exec *exec, const tl_tensor *x, int rank, const int64_t *shape,
-                     tl_tensor *out);
+TL_API tl_status tl_reshape(tl_exec *exec, const tl_tensor *x, int rank, const int64_t *shape,
+                            tl_tensor *out);
 /* Copy x's elements, in column-major order, into out (same element count, any shape). */
-tl_status tl_reshape_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+TL_API tl_status tl_reshape_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
 
 /* ---- Reduce -------------------------------------------------------------------------- */
 
@@ -136,11 +138,11 @@ typedef enum tl_reduce_op {
 /* Reduce x over the `axis_count` distinct axes in `axes`. out either drops those axes
  * (rank - axis_count) or keeps them with extent 1 (same rank). Reducing over an empty
  * axis gives the identity (0, 1, -inf, +inf, 0). */
-tl_status tl_reduce_into(tl_exec *exec, tl_reduce_op op, const tl_tensor *x, int axis_count,
-                         const int *axes, tl_tensor *out);
+TL_API tl_status tl_reduce_into(tl_exec *exec, tl_reduce_op op, const tl_tensor *x, int axis_count,
+                                const int *axes, tl_tensor *out);
 /* Fresh form: out drops the reduced axes. */
-tl_status tl_reduce(tl_exec *exec, tl_reduce_op op, const tl_tensor *x, int axis_count,
-                    const int *axes, tl_tensor *out);
+TL_API tl_status tl_reduce(tl_exec *exec, tl_reduce_op op, const tl_tensor *x, int axis_count,
+                           const int *axes, tl_tensor *out);
 
 /* ---- Contraction and GEMM ------------------------------------------------------------ */
 
@@ -149,26 +151,27 @@ tl_status tl_reduce(tl_exec *exec, tl_reduce_op op, const tl_tensor *x, int axis
  * (einsum handles traces/diagonals itself); a label only in one input and not in c is
  * TL_E_INVALID (sum it first). c = contraction of a and b (c's old contents ignored).
  * Operands are permuted into GEMM form only when their strides do not already fit. */
-tl_status tl_contract_into(tl_exec *exec, const tl_tensor *a, const int *a_labels,
-                           const tl_tensor *b, const int *b_labels, tl_tensor *c,
-                           const int *c_labels);
-tl_status tl_contract(tl_exec *exec, const tl_tensor *a, const int *a_labels, const tl_tensor *b,
-                      const int *b_labels, int c_rank, const int *c_labels, tl_tensor *out);
+TL_API tl_status tl_contract_into(tl_exec *exec, const tl_tensor *a, const int *a_labels,
+                                  const tl_tensor *b, const int *b_labels, tl_tensor *c,
+                                  const int *c_labels);
+TL_API tl_status tl_contract(tl_exec *exec, const tl_tensor *a, const int *a_labels,
+                             const tl_tensor *b, const int *b_labels, int c_rank,
+                             const int *c_labels, tl_tensor *out);
 /* The same with c = alpha * contraction + beta * c (beta 0: c not read). */
-tl_status tl_contract_ex_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
-                              const int *a_labels, const tl_tensor *b, const int *b_labels,
-                              tl_scalar beta, tl_tensor *c, const int *c_labels);
+TL_API tl_status tl_contract_ex_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
+                                     const int *a_labels, const tl_tensor *b, const int *b_labels,
+                                     tl_scalar beta, tl_tensor *c, const int *c_labels);
 
 /* c = alpha * a * b + beta * c for rank-2 a (m x k), b (k x n), c (m x n), any strides
  * (pass a tl_tensor_transpose_view for a transpose). beta 0: c not read. */
-tl_status tl_gemm_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a, const tl_tensor *b,
-                       tl_scalar beta, tl_tensor *c);
+TL_API tl_status tl_gemm_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
+                              const tl_tensor *b, tl_scalar beta, tl_tensor *c);
 /* Fresh c = a * b. */
-tl_status tl_gemm(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
+TL_API tl_status tl_gemm(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
 
 /* Which provider the library picked at first use, for benchmarks and logs:
  * e.g. "blis:skx+libxsmm" or "blis:generic". Static. */
-const char *tl_kernels_provider(void);
+TL_API const char *tl_kernels_provider(void);
 
 #ifdef __cplusplus
 }

@@ -13,31 +13,31 @@
 #ifndef TENLANE_PANIC_H
 #define TENLANE_PANIC_H
 
+#include "tenlane/export.h"
 #include "tenlane/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define TL_PANIC_MESSAGE_MAX 256
-
 typedef struct tl_panic_info {
-  char message[TL_PANIC_MESSAGE_MAX]; /* the panic's message, truncated */
+  char message[TL_MESSAGE_CAPACITY]; /* the panic's message, truncated */
 } tl_panic_info;
 
 /* Raise a panic with a printf-style message. Never returns. Any thread. */
 #if defined(__GNUC__)
 __attribute__((noreturn, format(printf, 1, 2)))
 #endif
-void tl_panic(const char *format, ...);
+TL_API void
+tl_panic(const char *format, ...);
 
 /* Run fn(arg) in a catch scope on the calling thread. Returns TL_OK when fn returned,
  * TL_E_PANICKED when a panic unwound to this scope (the message goes to *info, which may
  * be NULL). Scopes nest. fn must not return by longjmp of its own past this scope. */
-tl_status tl_catch(void (*fn)(void *arg), void *arg, tl_panic_info *info);
+TL_API tl_status tl_catch(void (*fn)(void *arg), void *arg, tl_panic_info *info);
 
 /* 1 while the calling thread is inside at least one tl_catch scope. */
-int tl_catch_active(void);
+TL_API int tl_catch_active(void);
 
 #ifdef __cplusplus
 }

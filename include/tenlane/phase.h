@@ -14,6 +14,7 @@
 #ifndef TENLANE_PHASE_H
 #define TENLANE_PHASE_H
 
+#include "tenlane/export.h"
 #include "tenlane/session.h"
 #include "tenlane/status.h"
 
@@ -35,10 +36,10 @@ typedef void (*tl_phase_fn)(tl_phase *phase, void *arg);
  *   any wait).
  * A panic raised inside fn (including one re-raised by tl_phase_run) ends the phase and
  * leaves the session idle before it unwinds further. */
-tl_status tl_session_phase(tl_session *session, tl_phase_fn fn, void *arg);
+TL_API tl_status tl_session_phase(tl_session *session, tl_phase_fn fn, void *arg);
 
 /* Lanes a run drives: the context's thread budget, at least 1. 0 for a NULL or stale phase. */
-int tl_phase_lanes(const tl_phase *phase);
+TL_API int tl_phase_lanes(const tl_phase *phase);
 
 /* A lane callback returns 0 on success, or a non-zero code it chooses; it may describe the
  * failure with tl_lane_fail. Returning TL_E_CANCELLED (as an int) says "stopped because
@@ -54,12 +55,12 @@ typedef enum tl_phase_outcome_kind {
 
 typedef struct tl_phase_outcome {
   tl_phase_outcome_kind kind;
-  int lane_index;    /* the reported lane, -1 when kind is OK or NOT_RUN */
-  int lane_code;     /* the lane's return value (kind LANE) */
-  tl_status status;  /* TL_E_LANE, or the entry/cleanup failure (kind SESSION) */
-  int lanes_entered; /* lanes that opened their child surface */
-  int lanes_skipped; /* lanes that saw cancellation before entry and skipped it */
-  char message[256]; /* what failed, in words */
+  int lane_index;                    /* the reported lane, -1 when kind is OK or NOT_RUN */
+  int lane_code;                     /* the lane's return value (kind LANE) */
+  tl_status status;                  /* TL_E_LANE, or the entry/cleanup failure (kind SESSION) */
+  int lanes_entered;                 /* lanes that opened their child surface */
+  int lanes_skipped;                 /* lanes that saw cancellation before entry and skipped it */
+  char message[TL_MESSAGE_CAPACITY]; /* what failed, in words */
 } tl_phase_outcome;
 
 /* Run lane_fn on every lane and return after every lane has returned.
@@ -73,23 +74,25 @@ typedef struct tl_phase_outcome {
  * TL_E_INVALID, TL_E_STALE (phase used outside its callback), TL_E_WRONG_THREAD.
  * If a lane panicked, the panic is raised again on the calling thread after the join
  * (this call then does not return). */
-tl_status tl_phase_run(tl_phase *phase, tl_lane_fn lane_fn, void *arg, tl_phase_outcome *outcome);
+TL_API tl_status tl_phase_run(tl_phase *phase, tl_lane_fn lane_fn, void *arg,
+                              tl_phase_outcome *outcome);
 
 /* The lane's child surface, valid for the lane callback's duration. */
-tl_exec *tl_lane_exec(tl_lane *lane);
+TL_API tl_exec *tl_lane_exec(tl_lane *lane);
 
 /* 1 once the run's cancellation flag is set. Cheap (one relaxed atomic load). */
-int tl_lane_cancelled(const tl_lane *lane);
+TL_API int tl_lane_cancelled(const tl_lane *lane);
 
 /* Set the run's cancellation flag (peers see it) without failing this lane. */
-void tl_lane_cancel(tl_lane *lane);
+TL_API void tl_lane_cancel(tl_lane *lane);
 
 /* Record a printf-style message for this lane's failure and return `code`, for
  * `return tl_lane_fail(lane, 3, "item %zu diverged", i);`. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-int tl_lane_fail(tl_lane *lane, int code, const char *format, ...);
+TL_API int
+tl_lane_fail(tl_lane *lane, int code, const char *format, ...);
 
 #ifdef __cplusplus
 }

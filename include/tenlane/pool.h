@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "tenlane/export.h"
 #include "tenlane/status.h"
 
 #ifdef __cplusplus
@@ -30,44 +31,44 @@ typedef struct tl_pool_config {
 } tl_pool_config;
 
 /* Fill `config` with defaults: 1 worker, no pinning, the default spin window. */
-void tl_pool_config_init(tl_pool_config *config);
+TL_API void tl_pool_config_init(tl_pool_config *config);
 
 /* Create a pool and start its workers. On success *out owns the pool; destroy it with
  * tl_pool_destroy. Errors: TL_E_INVALID (NULL, workers < 1, a CPU out of range),
  * TL_E_NOMEM, TL_E_THREAD (a worker could not be started), TL_E_AFFINITY (pinning
  * failed or the mask read back differs). Any thread may call it. */
-tl_status tl_pool_create(const tl_pool_config *config, tl_pool **out);
+TL_API tl_status tl_pool_create(const tl_pool_config *config, tl_pool **out);
 
 /* Stop and join the workers and free the pool. NULL is ignored. Must not be called
  * from one of the pool's own workers or while a broadcast or loop on it is running. */
-void tl_pool_destroy(tl_pool *pool);
+TL_API void tl_pool_destroy(tl_pool *pool);
 
 /* Number of workers. */
-int tl_pool_workers(const tl_pool *pool);
+TL_API int tl_pool_workers(const tl_pool *pool);
 
 /* The calling thread's worker index in `pool`, or -1 when it is not one of its workers. */
-int tl_pool_current_index(const tl_pool *pool);
+TL_API int tl_pool_current_index(const tl_pool *pool);
 
 /* The calling thread's own pool when it is a worker of some pool, else NULL. */
-tl_pool *tl_pool_current(void);
+TL_API tl_pool *tl_pool_current(void);
 
-typedef void (*tl_pool_fn)(void *arg, int worker_index);
+typedef void (*tl_pool_fn)(int worker_index, void *arg);
 
-/* Run fn(arg, i) exactly once on each worker i and return after all have returned.
+/* Run fn(i, arg) exactly once on each worker i and return after all have returned.
  * Broadcasts to one pool from several threads run one after another.
  * Errors: TL_E_INVALID (NULL), TL_E_TARGET_POOL_CALLER when called from one of the
  * pool's own workers (nothing runs). fn must not call tl_panic without its own tl_catch. */
-tl_status tl_pool_broadcast(tl_pool *pool, tl_pool_fn fn, void *arg);
+TL_API tl_status tl_pool_broadcast(tl_pool *pool, tl_pool_fn fn, void *arg);
 
-typedef void (*tl_pool_range_fn)(void *arg, size_t begin, size_t end, int worker_index);
+typedef void (*tl_pool_range_fn)(size_t begin, size_t end, int worker_index, void *arg);
 
 /* Split [0, count) into chunks of at most `grain` indices (grain 0 picks one) and run
  * fn on each chunk on the pool's workers; return once every chunk is done.
  * worker_index is the index of the worker running the chunk, or -1 when the calling
  * thread ran it itself (a worker of this same pool helps with its own loop).
  * Errors: TL_E_INVALID (NULL pool or fn). count 0 returns TL_OK at once. */
-tl_status tl_pool_parallel_for(tl_pool *pool, size_t count, size_t grain, tl_pool_range_fn fn,
-                               void *arg);
+TL_API tl_status tl_pool_parallel_for(tl_pool *pool, size_t count, size_t grain,
+                                      tl_pool_range_fn fn, void *arg);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "tenlane/export.h"
 #include "tenlane/context.h"
 #include "tenlane/status.h"
 
@@ -44,7 +45,8 @@ typedef enum tl_wait_mode {
  *   TL_E_NOMEM.
  * If a tl_catch scope is active on this thread, the session is registered on it, so a
  * panic that unwinds that scope closes the session. */
-tl_status tl_session_open(tl_context *ctx, tl_owner owner, tl_wait_mode mode, tl_session **out);
+TL_API tl_status tl_session_open(tl_context *ctx, tl_owner owner, tl_wait_mode mode,
+                                 tl_session **out);
 
 /* Close the session: return the root resources, clear the thread's marker, restore the
  * thread's CPU affinity, release admission and wake the next queued opener, in that order.
@@ -52,17 +54,17 @@ tl_status tl_session_open(tl_context *ctx, tl_owner owner, tl_wait_mode mode, tl
  * released even when the affinity cannot be restored; that failure (TL_E_AFFINITY) is
  * then what close returns. Errors: TL_E_INVALID (NULL), TL_E_WRONG_THREAD (another
  * thread; nothing changes), TL_E_PHASE_ACTIVE (called inside its own phase). */
-tl_status tl_session_close(tl_session *session);
+TL_API tl_status tl_session_close(tl_session *session);
 
 /* The session's root operation surface, borrowed for the session's life. NULL for NULL. */
-tl_exec *tl_session_exec(tl_session *session);
+TL_API tl_exec *tl_session_exec(tl_session *session);
 
 /* The owner that holds the session. */
-tl_owner tl_session_owner(const tl_session *session);
+TL_API tl_owner tl_session_owner(const tl_session *session);
 
 /* The message of the last failing call made through this session (or ""). Valid until
  * the next call on the session. Opening thread only. */
-const char *tl_session_message(const tl_session *session);
+TL_API const char *tl_session_message(const tl_session *session);
 
 typedef int (*tl_session_fn)(tl_exec *exec, void *arg);
 
@@ -70,8 +72,8 @@ typedef int (*tl_session_fn)(tl_exec *exec, void *arg);
  * open error, else the close error if closing failed (a restoration failure replaces the
  * callback's result), else TL_OK; the callback's own return value goes to *fn_result
  * (may be NULL). */
-tl_status tl_context_with_session(tl_context *ctx, tl_owner owner, tl_wait_mode mode,
-                                  tl_session_fn fn, void *arg, int *fn_result);
+TL_API tl_status tl_session_with(tl_context *ctx, tl_owner owner, tl_wait_mode mode,
+                                 tl_session_fn fn, void *arg, int *fn_result);
 
 /* A ticket lets other threads enter child work under the session's owner while the
  * session is held. It is a plain value: copy it freely; it holds nothing. */
@@ -83,7 +85,7 @@ typedef struct tl_ticket {
 
 /* Make a ticket for the held session. Opening thread only.
  * Errors: TL_E_INVALID (NULL), TL_E_WRONG_THREAD. */
-tl_status tl_session_ticket(tl_session *session, tl_ticket *out);
+TL_API tl_status tl_session_ticket(tl_session *session, tl_ticket *out);
 
 typedef int (*tl_ticket_fn)(tl_exec *exec, void *arg);
 
@@ -93,7 +95,8 @@ typedef int (*tl_ticket_fn)(tl_exec *exec, void *arg);
  * closing), TL_E_REENTERED (the calling thread already executes for this context, e.g.
  * the session's own thread), TL_E_NOMEM. Otherwise TL_OK and fn's value in *fn_result
  * (may be NULL). Any thread. */
-tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg, int *fn_result);
+TL_API tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg,
+                                 int *fn_result);
 
 /* Introspection of a surface, mainly for tests and tools. */
 typedef enum tl_exec_kind {
@@ -103,23 +106,23 @@ typedef enum tl_exec_kind {
   TL_EXEC_INLINE = 3  /* the budget-1 inline lane on the driver; one thread */
 } tl_exec_kind;
 
-tl_exec_kind tl_exec_kind_of(const tl_exec *exec);
+TL_API tl_exec_kind tl_exec_kind_of(const tl_exec *exec);
 
 /* The widest team a route on this surface uses: the pool size for a root surface of a
  * context with a pool, else 1. */
-int tl_exec_team(const tl_exec *exec);
+TL_API int tl_exec_team(const tl_exec *exec);
 
 /* Ask routes on this surface for a team of `team` threads (0 = the default: the whole
  * pool from a root surface, one thread on a child surface). A later route call that
  * cannot honour a request above 1 (a child surface, or a caller on a pool worker)
  * returns TL_E_UNAVAILABLE and writes nothing. Errors: TL_E_INVALID (NULL, team < 0). */
-tl_status tl_exec_set_team(tl_exec *exec, int team);
+TL_API tl_status tl_exec_set_team(tl_exec *exec, int team);
 
 /* The message of the last failing call made on this surface (or ""). */
-const char *tl_exec_message(const tl_exec *exec);
+TL_API const char *tl_exec_message(const tl_exec *exec);
 
 /* An opaque identity of the surface's private scratch arena (tests compare them). */
-const void *tl_exec_scratch_id(const tl_exec *exec);
+TL_API const void *tl_exec_scratch_id(const tl_exec *exec);
 
 #ifdef __cplusplus
 }

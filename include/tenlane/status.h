@@ -8,9 +8,15 @@
 #ifndef TENLANE_STATUS_H
 #define TENLANE_STATUS_H
 
+#include "tenlane/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Bytes of every public message buffer (tl_phase_outcome, tl_map_outcome, tl_panic_info),
+ * the terminating NUL included; longer messages are truncated. */
+#define TL_MESSAGE_CAPACITY 256
 
 /* The one list of statuses: X(SUFFIX, text). The enum, tl_status_name() and
  * tl_status_str() are all generated from it, so none can fall behind. */
@@ -44,14 +50,14 @@ typedef enum tl_status {
 } tl_status;
 
 /* "TL_E_BUSY" for TL_E_BUSY; "TL_E_?" for a value outside the list. Static, never NULL. */
-const char *tl_status_name(tl_status status);
+TL_API const char *tl_status_name(tl_status status);
 
 /* A short English text for the status. Static, never NULL. */
-const char *tl_status_str(tl_status status);
+TL_API const char *tl_status_str(tl_status status);
 
 /* The message of the last failing tenlane call on the calling thread, or "" if none
  * failed yet. The text stays valid until the next tenlane call on this thread. */
-const char *tl_last_message(void);
+TL_API const char *tl_last_message(void);
 
 #ifdef __cplusplus
 }

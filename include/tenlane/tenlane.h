@@ -7,6 +7,7 @@
 #include "tenlane/alloc.h"
 #include "tenlane/context.h"
 #include "tenlane/einsum.h"
+#include "tenlane/export.h"
 #include "tenlane/linalg.h"
 #include "tenlane/map.h"
 #include "tenlane/ops.h"

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tenlane/export.h"
 #include "tenlane/status.h"
 
 #ifdef __cplusplus
@@ -41,13 +42,13 @@ typedef struct tl_tensor {
 } tl_tensor;
 
 /* Bytes per element: 4, 8, 8, 16; 0 for an unknown dtype. */
-size_t tl_dtype_size(tl_dtype dtype);
+TL_API size_t tl_dtype_size(tl_dtype dtype);
 /* "f32", "f64", "c64", "c128", or "?" for an unknown dtype. Static. */
-const char *tl_dtype_name(tl_dtype dtype);
+TL_API const char *tl_dtype_name(tl_dtype dtype);
 /* 1 for c64 and c128. */
-int tl_dtype_is_complex(tl_dtype dtype);
+TL_API int tl_dtype_is_complex(tl_dtype dtype);
 /* The real dtype of the same precision (c64 -> f32, c128 -> f64; real ones map to themselves). */
-tl_dtype tl_dtype_real(tl_dtype dtype);
+TL_API tl_dtype tl_dtype_real(tl_dtype dtype);
 
 /* ---- Creation and release ------------------------------------------------------------ */
 
@@ -55,88 +56,89 @@ tl_dtype tl_dtype_real(tl_dtype dtype);
  * allocator hooks). shape may be NULL when rank is 0. Errors: TL_E_INVALID (NULL out,
  * rank outside [0, TL_MAX_RANK], NULL shape), TL_E_DTYPE, TL_E_SHAPE (negative extent,
  * size overflow), TL_E_NOMEM. On failure *out is untouched. */
-tl_status tl_tensor_create(tl_dtype dtype, int rank, const int64_t *shape, tl_tensor *out);
+TL_API tl_status tl_tensor_create(tl_dtype dtype, int rank, const int64_t *shape, tl_tensor *out);
 /* The same with row-major (C order) strides. */
-tl_status tl_tensor_create_row_major(tl_dtype dtype, int rank, const int64_t *shape,
-                                     tl_tensor *out);
+TL_API tl_status tl_tensor_create_row_major(tl_dtype dtype, int rank, const int64_t *shape,
+                                            tl_tensor *out);
 /* A fresh owned column-major tensor with the shape and dtype of `like` (zeroed). */
-tl_status tl_tensor_create_like(const tl_tensor *like, tl_tensor *out);
+TL_API tl_status tl_tensor_create_like(const tl_tensor *like, tl_tensor *out);
 
 /* A borrowed tensor over caller memory. strides NULL = column-major. The result is
  * validated (see above). Errors: TL_E_INVALID, TL_E_DTYPE, TL_E_SHAPE. */
-tl_status tl_tensor_wrap(tl_dtype dtype, int rank, const int64_t *shape, const int64_t *strides,
-                         void *data, int64_t offset, tl_tensor *out);
+TL_API tl_status tl_tensor_wrap(tl_dtype dtype, int rank, const int64_t *shape,
+                                const int64_t *strides, void *data, int64_t offset, tl_tensor *out);
 /* A borrowed row-major (C order) tensor over caller memory. */
-tl_status tl_tensor_wrap_row_major(tl_dtype dtype, int rank, const int64_t *shape, void *data,
-                                   tl_tensor *out);
+TL_API tl_status tl_tensor_wrap_row_major(tl_dtype dtype, int rank, const int64_t *shape,
+                                          void *data, tl_tensor *out);
 
 /* Free the owned buffer (if any) and clear the tensor to rank 0, no data. NULL is ignored.
  * Safe on a zero-initialised tensor and on a released one. */
-void tl_tensor_release(tl_tensor *t);
+TL_API void tl_tensor_release(tl_tensor *t);
 
 /* ---- Queries ------------------------------------------------------------------------- */
 
 /* Product of the extents (1 for rank 0); -1 when t is NULL or the product overflows. */
-int64_t tl_tensor_numel(const tl_tensor *t);
+TL_API int64_t tl_tensor_numel(const tl_tensor *t);
 
 /* Check the invariants above. `name` names the argument in the message ("a", "out").
  * Errors: TL_E_INVALID (NULL, rank out of range, NULL data with elements), TL_E_DTYPE,
  * TL_E_SHAPE (negative extent, span overflow). */
-tl_status tl_tensor_validate(const tl_tensor *t, const char *name);
+TL_API tl_status tl_tensor_validate(const tl_tensor *t, const char *name);
 
 /* The element range [*lo, *hi] (element offsets from data) the tensor touches; an empty
  * tensor gives lo = 1, hi = 0. Returns 0 on overflow. */
-int tl_tensor_extent_range(const tl_tensor *t, int64_t *lo, int64_t *hi);
+TL_API int tl_tensor_extent_range(const tl_tensor *t, int64_t *lo, int64_t *hi);
 
 /* 1 when the memory a and b may touch overlaps (byte ranges of non-empty tensors over
  * intersecting spans). Conservative: interleaved but disjoint views count as overlapping. */
-int tl_tensor_overlap(const tl_tensor *a, const tl_tensor *b);
+TL_API int tl_tensor_overlap(const tl_tensor *a, const tl_tensor *b);
 
 /* 1 when some two distinct indices map to the same element (a zero stride on an extent
  * > 1, or strides that collide). Such a tensor can be read but never written. Exact for
  * zero strides and for strides that sort into a nested (non-interleaved) order;
  * otherwise conservative (reports 1). */
-int tl_tensor_self_overlap(const tl_tensor *t);
+TL_API int tl_tensor_self_overlap(const tl_tensor *t);
 
 /* 1 when the strides are exactly column-major (resp. row-major) for the shape
  * (axes of extent 1 may have any stride). */
-int tl_tensor_is_col_major(const tl_tensor *t);
-int tl_tensor_is_row_major(const tl_tensor *t);
+TL_API int tl_tensor_is_col_major(const tl_tensor *t);
+TL_API int tl_tensor_is_row_major(const tl_tensor *t);
 
 /* Pointer to element idx[0..rank-1] (no bounds check; idx may be NULL for rank 0). */
-void *tl_tensor_element(const tl_tensor *t, const int64_t *idx);
+TL_API void *tl_tensor_element(const tl_tensor *t, const int64_t *idx);
 
 /* Column-major / row-major strides for a shape. Returns 0 on overflow. */
-int tl_strides_col_major(int rank, const int64_t *shape, int64_t *strides);
-int tl_strides_row_major(int rank, const int64_t *shape, int64_t *strides);
+TL_API int tl_strides_col_major(int rank, const int64_t *shape, int64_t *strides);
+TL_API int tl_strides_row_major(int rank, const int64_t *shape, int64_t *strides);
 
 /* ---- Views (borrow src's memory; `owned` is NULL) ------------------------------------ */
 
 /* Axis `axis` restricted to start, start+step, ... while < stop (step > 0) or > stop
  * (step < 0). start/stop are clamped like Python slices after negative indices wrap.
  * Errors: TL_E_INVALID (NULL, axis out of range, step 0). */
-tl_status tl_tensor_slice(const tl_tensor *src, int axis, int64_t start, int64_t stop, int64_t step,
-                          tl_tensor *out);
+TL_API tl_status tl_tensor_slice(const tl_tensor *src, int axis, int64_t start, int64_t stop,
+                                 int64_t step, tl_tensor *out);
 /* The view whose axis k is src's axis perm[k]. Errors: TL_E_INVALID (not a permutation). */
-tl_status tl_tensor_permute_view(const tl_tensor *src, const int *perm, tl_tensor *out);
+TL_API tl_status tl_tensor_permute_view(const tl_tensor *src, const int *perm, tl_tensor *out);
 /* Swap two axes. */
-tl_status tl_tensor_transpose_view(const tl_tensor *src, int axis0, int axis1, tl_tensor *out);
+TL_API tl_status tl_tensor_transpose_view(const tl_tensor *src, int axis0, int axis1,
+                                          tl_tensor *out);
 /* Reverse all axes (a matrix transpose for rank 2; column-major becomes row-major). */
-tl_status tl_tensor_reverse_view(const tl_tensor *src, tl_tensor *out);
+TL_API tl_status tl_tensor_reverse_view(const tl_tensor *src, tl_tensor *out);
 /* Fix axis `axis` at `index` and drop it (rank - 1). */
-tl_status tl_tensor_select(const tl_tensor *src, int axis, int64_t index, tl_tensor *out);
+TL_API tl_status tl_tensor_select(const tl_tensor *src, int axis, int64_t index, tl_tensor *out);
 /* Insert a size-1 axis at position `axis` (0..rank). */
-tl_status tl_tensor_unsqueeze(const tl_tensor *src, int axis, tl_tensor *out);
+TL_API tl_status tl_tensor_unsqueeze(const tl_tensor *src, int axis, tl_tensor *out);
 /* Broadcast view to `rank` axes of `shape`: src's axes align to the leading axes (src
  * must have rank <= rank); an axis of extent 1 stretches with stride 0. Read-only.
  * Errors: TL_E_SHAPE when an extent neither matches nor is 1. */
-tl_status tl_tensor_broadcast_view(const tl_tensor *src, int rank, const int64_t *shape,
-                                   tl_tensor *out);
+TL_API tl_status tl_tensor_broadcast_view(const tl_tensor *src, int rank, const int64_t *shape,
+                                          tl_tensor *out);
 /* A view with a new shape sharing src's memory when the strides allow it (column-major
  * element order, as reshape in Fortran/Julia). Errors: TL_E_SHAPE (element counts differ),
  * TL_E_UNAVAILABLE when no view exists (use tl_reshape, which copies). */
-tl_status tl_tensor_reshape_view(const tl_tensor *src, int rank, const int64_t *shape,
-                                 tl_tensor *out);
+TL_API tl_status tl_tensor_reshape_view(const tl_tensor *src, int rank, const int64_t *shape,
+                                        tl_tensor *out);
 
 #ifdef __cplusplus
 }

@@ -34,7 +34,7 @@ tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg, i
                     (unsigned long long)ticket->owner);
   tl_status status = tl__child_enter(&ctx->arbiter, ticket->owner, ticket->session_generation);
   if (status != TL_OK) {
-    char reason[TL__MESSAGE_MAX];
+    char reason[TL_MESSAGE_CAPACITY];
     tl__message_copy(reason);
     return tl__fail(status, "tl_ticket_enter: the ticket outlived its session: %s", reason);
   }

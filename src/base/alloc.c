@@ -7,14 +7,14 @@
 
 #include "base.h"
 
-static void *default_alloc(void *user, size_t size, size_t align) {
+static void *default_alloc(size_t size, size_t align, void *user) {
   (void)user;
   if (align < sizeof(void *)) align = sizeof(void *);
   size_t rounded = (size + align - 1) & ~(align - 1);
   return aligned_alloc(align, rounded);
 }
 
-static void default_free(void *user, void *ptr) {
+static void default_free(void *ptr, void *user) {
   (void)user;
   free(ptr);
 }
@@ -40,7 +40,7 @@ void *tl__alloc(size_t size, size_t align) {
   if (size == 0) size = 1;
   if (align == 0) align = sizeof(void *);
   if (size > SIZE_MAX - 4096) return NULL;
-  void *ptr = current.alloc(current.user, size, align);
+  void *ptr = current.alloc(size, align, current.user);
   if (ptr != NULL) atomic_fetch_add_explicit(&allocation_count, 1, memory_order_relaxed);
   return ptr;
 }
@@ -54,5 +54,5 @@ void *tl__calloc(size_t count, size_t size, size_t align) {
 }
 
 void tl__free(void *ptr) {
-  if (ptr != NULL) current.free(current.user, ptr);
+  if (ptr != NULL) current.free(ptr, current.user);
 }

@@ -10,8 +10,6 @@
 #include "tenlane/alloc.h"
 #include "tenlane/status.h"
 
-#define TL__MESSAGE_MAX 256
-
 #if defined(__GNUC__)
 #define TL__PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
 #define TL__LIKELY(x) __builtin_expect(!!(x), 1)
@@ -30,10 +28,10 @@
 tl_status tl__fail(tl_status status, const char *format, ...) TL__PRINTF(2, 3);
 tl_status tl__failv(tl_status status, const char *format, va_list args) TL__PRINTF(2, 0);
 
-/* The calling thread's message slot (TL__MESSAGE_MAX bytes). */
+/* The calling thread's message slot (TL_MESSAGE_CAPACITY bytes). */
 char *tl__message_slot(void);
 
-/* Copy the thread's current message into `dst` (TL__MESSAGE_MAX bytes). */
+/* Copy the thread's current message into `dst` (TL_MESSAGE_CAPACITY bytes). */
 void tl__message_copy(char *dst);
 
 /* Allocation through the installed hooks. Return NULL on failure (callers report

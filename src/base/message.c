@@ -6,13 +6,13 @@
 
 #include "base.h"
 
-static _Thread_local char thread_message[TL__MESSAGE_MAX];
+static _Thread_local char thread_message[TL_MESSAGE_CAPACITY];
 
 char *tl__message_slot(void) { return thread_message; }
 
 const char *tl_last_message(void) { return thread_message; }
 
-void tl__message_copy(char *dst) { memcpy(dst, thread_message, TL__MESSAGE_MAX); }
+void tl__message_copy(char *dst) { memcpy(dst, thread_message, TL_MESSAGE_CAPACITY); }
 
 tl_status tl__failv(tl_status status, const char *format, va_list args) {
   if (format == NULL) {

@@ -15,7 +15,7 @@ typedef struct tl__catch_frame {
   sigjmp_buf env; /* saved without the signal mask: no system call per scope */
   struct tl__catch_frame *parent;
   tl__unwind_node *cleanups; /* newest first */
-  char message[TL_PANIC_MESSAGE_MAX];
+  char message[TL_MESSAGE_CAPACITY];
 } tl__catch_frame;
 
 static _Thread_local tl__catch_frame *innermost;
@@ -47,7 +47,7 @@ void tl__unwind_pop(tl__unwind_node *node) {
 }
 
 void tl_panic(const char *format, ...) {
-  char message[TL_PANIC_MESSAGE_MAX];
+  char message[TL_MESSAGE_CAPACITY];
   va_list args;
   va_start(args, format);
   vsnprintf(message, sizeof message, format, args);

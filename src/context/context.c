@@ -95,7 +95,7 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
     pool_config.spin_us = config->spin_us;
     tl_status status = tl_pool_create(&pool_config, &ctx->pool);
     if (status != TL_OK) {
-      char reason[TL__MESSAGE_MAX];
+      char reason[TL_MESSAGE_CAPACITY];
       tl__message_copy(reason);
       pthread_mutex_destroy(&ctx->bundle_lock);
       tl__arbiter_destroy(&ctx->arbiter);

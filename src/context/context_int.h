@@ -37,7 +37,7 @@ struct tl_session {
   int affinity_saved;
   cpu_set_t saved_mask;
   tl__unwind_node unwind; /* closes the session if a panic passes over it */
-  char message[256];
+  char message[TL_MESSAGE_CAPACITY];
 };
 
 /* One lane's report, written by its worker, read by the driver after the join. */
@@ -48,7 +48,7 @@ typedef struct tl__lane_report {
   int code;                 /* the callback's value */
   tl_status session_status; /* entry or cleanup failure */
   int panicked;
-  char message[256];
+  char message[TL_MESSAGE_CAPACITY];
 } tl__lane_report;
 
 struct tl_context {

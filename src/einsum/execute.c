@@ -282,9 +282,9 @@ static tl_status einsum_impl(tl_exec *exec, const char *spec, int n,
   return TL_OK;
 }
 
-tl_status tl_einsum_into_using(tl_exec *exec, const char *spec, int n_operands,
-                               const tl_tensor *const *operands, tl_einsum_path_kind kind,
-                               tl_tensor *out) {
+tl_status tl_einsum_ex_into(tl_exec *exec, const char *spec, int n_operands,
+                            const tl_tensor *const *operands, tl_einsum_path_kind kind,
+                            tl_tensor *out) {
   tl_status status = tl__exec_begin(exec, "tl_einsum_into");
   if (status != TL_OK) return status;
   return tl__exec_end(exec, einsum_impl(exec, spec, n_operands, operands, kind, out, 0));
@@ -292,7 +292,7 @@ tl_status tl_einsum_into_using(tl_exec *exec, const char *spec, int n_operands,
 
 tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
                          const tl_tensor *const *operands, tl_tensor *out) {
-  return tl_einsum_into_using(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, out);
+  return tl_einsum_ex_into(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, out);
 }
 
 tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,

@@ -24,7 +24,7 @@ typedef struct loop_job {
   atomic_int cancelled;
 } loop_job;
 
-static void loop_chunk(void *arg, size_t begin, size_t end, int worker_index) {
+static void loop_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   loop_job *job = (loop_job *)arg;
   (void)worker_index;
   if (tl__exec_cancelled(job->exec)) {
@@ -342,8 +342,8 @@ static tl_status fill_impl(tl_exec *exec, tl_tensor *out, tl_scalar value) {
   return tl__loop_execute(exec, team, &loop, tl__ew_fill_kernel(out->dtype), &params);
 }
 
-tl_status tl_fill(tl_exec *exec, tl_tensor *out, tl_scalar value) {
-  tl_status status = tl__exec_begin(exec, "tl_fill");
+tl_status tl_fill_into(tl_exec *exec, tl_scalar value, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_fill_into");
   if (status != TL_OK) return status;
   return tl__exec_end(exec, fill_impl(exec, out, value));
 }

@@ -73,7 +73,7 @@ static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, i
                   g->rsc, g->csc);
 }
 
-static void gemm_chunk(void *arg, size_t begin, size_t end, int worker_index) {
+static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   gemm_job *job = (gemm_job *)arg;
   (void)worker_index;
   const tl__gemm_batch *g = job->g;

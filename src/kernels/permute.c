@@ -16,7 +16,7 @@ typedef struct permute_job {
   atomic_int cancelled;
 } permute_job;
 
-static void permute_chunk(void *arg, size_t begin, size_t end, int worker_index) {
+static void permute_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   permute_job *job = (permute_job *)arg;
   (void)worker_index;
   if (tl__exec_cancelled(job->exec)) {

@@ -336,7 +336,7 @@ static void run_item(reduce_plan *pl, int64_t item, int64_t part, int slot) {
   }
 }
 
-static void reduce_chunk(void *arg, size_t begin, size_t end, int worker_index) {
+static void reduce_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   reduce_plan *pl = (reduce_plan *)arg;
   (void)worker_index;
   for (size_t w = begin; w < end; w++) {
@@ -506,7 +506,7 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
     if ((status = tl__exec_parallel_for(exec, work, (size_t)grain, reduce_chunk, pl)) != TL_OK)
       return status;
   } else {
-    reduce_chunk(pl, 0, work, -1);
+    reduce_chunk(0, work, -1, pl);
   }
   if (atomic_load_explicit(&pl->cancelled, memory_order_relaxed))
     return tl__fail(TL_E_CANCELLED, "cancelled while reducing (output partly written)");

@@ -22,7 +22,7 @@ typedef struct map_state {
   pthread_mutex_t failure_lock;
   size_t failed_item; /* SIZE_MAX: none */
   int failed_code;
-  char message[256];
+  char message[TL_MESSAGE_CAPACITY];
   size_t cancelled_item; /* lowest item that stopped with TL_E_CANCELLED; SIZE_MAX: none */
 } map_state;
 

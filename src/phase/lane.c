@@ -106,7 +106,7 @@ static void lane_body(tl__run *run, int index, int inline_lane) {
   if (marked) tl__marker_pop(ctx);
 }
 
-static void worker_lane(void *arg, int worker_index) { lane_body(arg, worker_index, 0); }
+static void worker_lane(int worker_index, void *arg) { lane_body(arg, worker_index, 0); }
 
 /* Fold the lanes' reports into one outcome: a session failure beats a lane failure, a real
  * lane failure beats a lane that only reports cancellation, and among equals the lowest

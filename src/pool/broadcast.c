@@ -55,7 +55,7 @@ static int run_broadcast(tl_pool *pool, tl__worker *self) {
   tl_pool_fn fn = pool->bc_fn;
   void *arg = pool->bc_arg;
   tl__waiter *driver = pool->bc_driver;
-  fn(arg, self->index);
+  fn(self->index, arg);
   if (atomic_fetch_sub_explicit(&pool->bc_remaining, 1, memory_order_acq_rel) == 1) {
     tl__waiter_wake(driver);
   }

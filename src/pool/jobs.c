@@ -29,7 +29,7 @@ int tl__pool_run_job_chunk(tl_pool *pool, int worker_index) {
   if (end > job->count) end = job->count;
   size_t chunks = job->chunks;
   tl__waiter *submitter = job->submitter;
-  job->fn(job->arg, begin, end, worker_index);
+  job->fn(begin, end, worker_index, job->arg);
   /* After this increment the job may be gone: touch nothing of it. */
   if (atomic_fetch_add_explicit(&job->done_chunks, 1, memory_order_acq_rel) + 1 == chunks) {
     tl__waiter_wake(submitter);
@@ -56,7 +56,7 @@ tl_status tl_pool_parallel_for(tl_pool *pool, size_t count, size_t grain, tl_poo
   int own_index = tl_pool_current_index(pool);
   if (chunks == 1) {
     /* Nothing to share: waking a worker would only add its wake-up latency. */
-    fn(arg, 0, count, own_index >= 0 ? own_index : -1);
+    fn(0, count, own_index >= 0 ? own_index : -1, arg);
     return TL_OK;
   }
   tl__job job;

@@ -90,7 +90,7 @@ tl_status tl__exec_parallel_for(tl_exec *exec, size_t count, size_t grain, tl_po
   if (grain == 0) grain = count;
   for (size_t begin = 0; begin < count; begin += grain) {
     size_t end = count - begin > grain ? begin + grain : count;
-    fn(arg, begin, end, -1);
+    fn(begin, end, -1, arg);
   }
   return TL_OK;
 }

@@ -36,7 +36,7 @@ struct tl_exec {
   tl__arena_mark marks[16];   /* arena position at each tl__exec_begin, restored at its end */
   const atomic_int *cancel;   /* the lane's run flag, or NULL */
   unsigned long thread_token; /* the thread allowed to use it (0 = any) */
-  char message[256];
+  char message[TL_MESSAGE_CAPACITY];
 };
 
 /* Start a route call named `route` on `exec`: checks exec is non-NULL, is used on its own

@@ -115,9 +115,9 @@ const char *tl_session_message(const tl_session *session) {
   return session ? session->message : "";
 }
 
-tl_status tl_context_with_session(tl_context *ctx, tl_owner owner, tl_wait_mode mode,
-                                  tl_session_fn fn, void *arg, int *fn_result) {
-  if (fn == NULL) return tl__fail(TL_E_INVALID, "tl_context_with_session: fn is NULL");
+tl_status tl_session_with(tl_context *ctx, tl_owner owner, tl_wait_mode mode, tl_session_fn fn,
+                          void *arg, int *fn_result) {
+  if (fn == NULL) return tl__fail(TL_E_INVALID, "tl_session_with: fn is NULL");
   tl_session *session;
   tl_status status = tl_session_open(ctx, owner, mode, &session);
   if (status != TL_OK) return status;

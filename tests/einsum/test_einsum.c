@@ -360,7 +360,7 @@ static int run_case(tl_exec *exec, const spec_case *c, tl_dtype dtype, int layou
     TL_CHECK_OK(tl_tensor_create(dtype, out_rank, out_shape, &out));
     double poison = 1234.5;
     for_each_index(&out, fill_value_at, &poison);
-    status = tl_einsum_into_using(exec, c->spec, n, views, kind, &out);
+    status = tl_einsum_ex_into(exec, c->spec, n, views, kind, &out);
   }
   int ok = status == TL_OK;
   if (!ok) {
@@ -697,7 +697,7 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
   tl_tensor before_target = target;
   tl_status status =
       c->variant == BAD_KIND
-          ? tl_einsum_into_using(e, c->spec, n_pass, operand_list, (tl_einsum_path_kind)7, out_arg)
+          ? tl_einsum_ex_into(e, c->spec, n_pass, operand_list, (tl_einsum_path_kind)7, out_arg)
           : tl_einsum_into(e, c->spec, n_pass, operand_list, out_arg);
   int ok = status == c->expected && tl_last_message()[0] != '\0';
   if (!ok) {

@@ -102,8 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
       tl_tensor greedy, exact;
       if (tl_tensor_create_like(&fresh, &greedy) != TL_OK) abort();
       if (tl_tensor_create_like(&fresh, &exact) != TL_OK) abort();
-      tl_status g = tl_einsum_into_using(exec, spec, n, ops, TL_EINSUM_PATH_GREEDY, &greedy);
-      tl_status e = tl_einsum_into_using(exec, spec, n, ops, TL_EINSUM_PATH_OPTIMAL, &exact);
+      tl_status g = tl_einsum_ex_into(exec, spec, n, ops, TL_EINSUM_PATH_GREEDY, &greedy);
+      tl_status e = tl_einsum_ex_into(exec, spec, n, ops, TL_EINSUM_PATH_OPTIMAL, &exact);
       if (g != TL_OK || e != TL_OK)
         finding("an _into path failed where the fresh form ran", spec, g, e);
       if (!same(&fresh, &greedy) || !same(&fresh, &exact))

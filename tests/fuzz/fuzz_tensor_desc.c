@@ -11,7 +11,7 @@
  *   - copies it into a fresh column-major tensor and compares element by element,
  *   - contracts it over its first axis with a vector of ones (tl_contract) and compares
  *     with a naive partial sum,
- *   - when it maps no two indices to one element, fills it through tl_fill (a write through
+ *   - when it maps no two indices to one element, fills it through tl_fill_into (a write through
  *     the descriptor) and checks every element it covers;
  * and stops the process on any disagreement (a finding). */
 #include <stdint.h>
@@ -206,12 +206,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
 
   /* 4. a write through the descriptor */
   if (!tl_tensor_self_overlap(&t)) {
-    if (tl_fill(exec, &t, tl_scalar_real(1.0)) != TL_OK) finding("tl_fill refused", &t);
+    if (tl_fill_into(exec, tl_scalar_real(1.0), &t) != TL_OK) finding("tl_fill_into refused", &t);
     int bad = 0;
     visit(&t, check_one, &bad);
-    if (bad) finding("tl_fill missed an element", &t);
-  } else if (tl_fill(exec, &t, tl_scalar_real(1.0)) != TL_E_ALIAS) {
-    finding("tl_fill accepted a self-overlapping output", &t);
+    if (bad) finding("tl_fill_into missed an element", &t);
+  } else if (tl_fill_into(exec, tl_scalar_real(1.0), &t) != TL_E_ALIAS) {
+    finding("tl_fill_into accepted a self-overlapping output", &t);
   }
   free(buffer);
   return 0;

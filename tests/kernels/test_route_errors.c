@@ -101,7 +101,7 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
   BAD(TL_E_DTYPE, tl_sub_into(h.exec, &a.t, &b.t, &out_c128));
   BAD(TL_E_DTYPE, tl_abs_into(h.exec, &c128.t, &out_c128));
   BAD(TL_E_DTYPE, tl_axpby(h.exec, imag, &a.t, one, &out.t));
-  BAD(TL_E_DTYPE, tl_fill(h.exec, &out.t, imag));
+  BAD(TL_E_DTYPE, tl_fill_into(h.exec, imag, &out.t));
   /* aliasing outputs */
   BAD(TL_E_ALIAS, tl_add_into(h.exec, &a.t, &b.t, &out_alias_b));
   BAD(TL_E_ALIAS, tl_div_into(h.exec, &a.t, &b.t, &out_zero_stride));
@@ -156,14 +156,14 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
 
 static atomic_long hook_allocations;
 
-static void *counting_alloc(void *user, size_t size, size_t align) {
+static void *counting_alloc(size_t size, size_t align, void *user) {
   (void)user;
   atomic_fetch_add(&hook_allocations, 1);
   if (align < sizeof(void *)) align = sizeof(void *);
   return aligned_alloc(align, (size + align - 1) & ~(align - 1));
 }
 
-static void counting_free(void *user, void *ptr) {
+static void counting_free(void *ptr, void *user) {
   (void)user;
   free(ptr);
 }

@@ -196,7 +196,7 @@ static void scale_axpby_fill_match_naive(void) {
           if (!tl_num_close_enough(tl_num_get(&out.t, idx), want, tl_num_tolerance(dt), 1.0))
             fail_at("scale", dt, lo, si, tl_num_get(&out.t, idx), want);
         }
-        TL_CHECK_OK(tl_fill(h.exec, &out.t, beta));
+        TL_CHECK_OK(tl_fill_into(h.exec, beta, &out.t));
         TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
           if (!tl_num_close_enough(tl_num_get(&out.t, idx), be, tl_num_tolerance(dt), 1.0))
             fail_at("fill", dt, lo, si, tl_num_get(&out.t, idx), be);

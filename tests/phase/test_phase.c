@@ -178,7 +178,7 @@ static void should_not_run(tl_phase *phase, void *arg) {
   atomic_store(&((own_pool_job *)arg)->callback_ran, 1);
 }
 
-static void worker_drives_phase(void *arg, int worker_index) {
+static void worker_drives_phase(int worker_index, void *arg) {
   own_pool_job *job = arg;
   if (worker_index != 0) return;
   tl_session *session;
@@ -235,7 +235,7 @@ static void foreign_phase_body(tl_phase *phase, void *arg) {
   job->lanes_entered = outcome.lanes_entered;
 }
 
-static void foreign_worker_drives(void *arg, int worker_index) {
+static void foreign_worker_drives(int worker_index, void *arg) {
   (void)worker_index;
   foreign_job *job = arg;
   tl_session *session;
@@ -250,7 +250,7 @@ static void *broadcast_on_foreign(void *arg) {
   return NULL;
 }
 
-static void mark_own_job(void *arg, size_t begin, size_t end, int worker_index) {
+static void mark_own_job(size_t begin, size_t end, int worker_index, void *arg) {
   (void)begin, (void)end, (void)worker_index;
   foreign_job *job = arg;
   if (tl_pool_current_index(job->foreign) == 0) atomic_store(&job->own_job_ran, 1);
@@ -897,7 +897,7 @@ typedef struct late_job {
 
 static int released(void *arg) { return atomic_load(&((late_job *)arg)->release); }
 
-static void block_a_worker(void *arg, size_t begin, size_t end, int worker_index) {
+static void block_a_worker(size_t begin, size_t end, int worker_index, void *arg) {
   (void)begin, (void)end, (void)worker_index;
   late_job *job = arg;
   atomic_store(&job->blocked_worker[tl_pool_current_index(tl_context_pool(job->ctx))], 1);
@@ -1052,7 +1052,7 @@ static void phase_cancellation_while_numerical_work_is_in_flight(void) {
 
 static atomic_int panic_on_big_alloc;
 
-static void *panicking_alloc(void *user, size_t size, size_t align) {
+static void *panicking_alloc(size_t size, size_t align, void *user) {
   (void)user;
   if (size >= ((size_t)1 << 20) && atomic_exchange(&panic_on_big_alloc, 0)) {
     tl_panic("allocator refuses %zu bytes while einsum grows its scratch", size);
@@ -1061,7 +1061,7 @@ static void *panicking_alloc(void *user, size_t size, size_t align) {
   return aligned_alloc(align, (size + align - 1) & ~(align - 1));
 }
 
-static void plain_free(void *user, void *ptr) {
+static void plain_free(void *ptr, void *user) {
   (void)user;
   free(ptr);
 }

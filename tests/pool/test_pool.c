@@ -28,7 +28,7 @@ typedef struct count_args {
   atomic_int index_ok;
 } count_args;
 
-static void count_calls(void *arg, int worker_index) {
+static void count_calls(int worker_index, void *arg) {
   count_args *args = arg;
   atomic_fetch_add(&args->calls[worker_index], 1);
   if (tl_pool_current_index(args->pool) == worker_index) atomic_fetch_add(&args->index_ok, 1);
@@ -56,7 +56,7 @@ typedef struct nested_args {
   atomic_int refused;
 } nested_args;
 
-static void broadcast_to_own_pool(void *arg, int worker_index) {
+static void broadcast_to_own_pool(int worker_index, void *arg) {
   (void)worker_index;
   nested_args *args = arg;
   if (tl_pool_broadcast(args->pool, broadcast_to_own_pool, arg) == TL_E_TARGET_POOL_CALLER)
@@ -76,7 +76,7 @@ typedef struct range_args {
   atomic_int *hits;
 } range_args;
 
-static void mark_range(void *arg, size_t begin, size_t end, int worker_index) {
+static void mark_range(size_t begin, size_t end, int worker_index, void *arg) {
   (void)worker_index;
   range_args *args = arg;
   for (size_t i = begin; i < end; i++) atomic_fetch_add(&args->hits[i], 1);
@@ -111,13 +111,13 @@ typedef struct cross_args {
 
 static int flag_set(void *arg) { return atomic_load(&((cross_args *)arg)->flag); }
 
-static void b_worker_waits_for_flag(void *arg, int worker_index) {
+static void b_worker_waits_for_flag(int worker_index, void *arg) {
   (void)worker_index;
   cross_args *args = arg;
   if (tl_wait_until(flag_set, args, 10000)) atomic_store(&args->b_saw_flag, 1);
 }
 
-static void a_worker_drives_b(void *arg, int worker_index) {
+static void a_worker_drives_b(int worker_index, void *arg) {
   (void)worker_index;
   cross_args *args = arg;
   TL_CHECK_OK(tl_pool_broadcast(args->b, b_worker_waits_for_flag, args));
@@ -129,7 +129,7 @@ static void *outside_broadcast_on_a(void *arg) {
   return NULL;
 }
 
-static void set_flag_chunk(void *arg, size_t begin, size_t end, int worker_index) {
+static void set_flag_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   (void)begin, (void)end;
   cross_args *args = arg;
   if (worker_index == 0 && tl_pool_current_index(args->a) == 0)
@@ -160,7 +160,7 @@ typedef struct mask_args {
   atomic_int inside;
 } mask_args;
 
-static void check_worker_mask(void *arg, int worker_index) {
+static void check_worker_mask(int worker_index, void *arg) {
   (void)worker_index;
   mask_args *args = arg;
   cpu_set_t mask;
@@ -218,7 +218,7 @@ static double process_cpu_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void noop(void *arg, int worker_index) { (void)arg, (void)worker_index; }
+static void noop(int worker_index, void *arg) { (void)arg, (void)worker_index; }
 
 static void an_idle_context_uses_no_cpu(void) {
   tl_context *ctx = tl_make_context(4);

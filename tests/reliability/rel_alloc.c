@@ -14,7 +14,7 @@ static atomic_long fail_at;
 static atomic_int fired;
 static atomic_long failed_total;
 
-static void *rel_alloc(void *user, size_t size, size_t align) {
+static void *rel_alloc(size_t size, size_t align, void *user) {
   (void)user;
   long nth = atomic_fetch_add(&attempts, 1) + 1;
   long target = atomic_load(&fail_at);
@@ -30,7 +30,7 @@ static void *rel_alloc(void *user, size_t size, size_t align) {
   return ptr;
 }
 
-static void rel_free(void *user, void *ptr) {
+static void rel_free(void *ptr, void *user) {
   (void)user;
   atomic_fetch_sub(&live, 1);
   free(ptr);

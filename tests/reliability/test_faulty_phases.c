@@ -164,7 +164,7 @@ static int ticket_work(tl_exec *exec, void *arg) {
   return (int)tl_add_into(exec, &a, &b, &c);
 }
 
-static void foreign_worker(void *arg, int worker_index) {
+static void foreign_worker(int worker_index, void *arg) {
   helper_job *job = arg;
   /* A pool worker never waits for admission, even when asked to. */
   tl_session *session;

@@ -131,8 +131,8 @@ static void prep_ring(route_fx *fx) {
 }
 static tl_status call_einsum_optimal(route_fx *fx) {
   const tl_tensor *ops[4] = {&fx->in[0], &fx->in[1], &fx->in[2], &fx->in[3]};
-  return tl_einsum_into_using(fx->held.exec, "ab,bc,cd,da->", 4, ops, TL_EINSUM_PATH_OPTIMAL,
-                              &fx->out[0]);
+  return tl_einsum_ex_into(fx->held.exec, "ab,bc,cd,da->", 4, ops, TL_EINSUM_PATH_OPTIMAL,
+                           &fx->out[0]);
 }
 static void prep_path(route_fx *fx) { rel_watch_add(&fx->watch, &fx->path, sizeof fx->path); }
 static tl_status call_einsum_path(route_fx *fx) {
@@ -372,7 +372,7 @@ static void oom_einsum_plan_and_execute(void) {
       {"tl_einsum_path", prep_path, call_einsum_path, 0, 1},
       {"tl_einsum_into", prep_chain, call_einsum_into, 0, 0},
       {"tl_einsum", prep_diag, call_einsum_fresh, 1, 0},
-      {"tl_einsum_into_using(OPTIMAL)", prep_ring, call_einsum_optimal, 0, 0},
+      {"tl_einsum_ex_into(OPTIMAL)", prep_ring, call_einsum_optimal, 0, 0},
   };
   step_routes(cases, sizeof cases / sizeof cases[0], "einsum");
 }

@@ -37,7 +37,7 @@ static void held_session_matches_the_scoped_entry(void) {
     double *scoped_bufs[3] = {a, b, scoped};
     for (int round = 0; round < 3; round++) {
       int result = -1;
-      TL_CHECK_OK(tl_context_with_session(ctx, owner, TL_NOWAIT, add_once, scoped_bufs, &result));
+      TL_CHECK_OK(tl_session_with(ctx, owner, TL_NOWAIT, add_once, scoped_bufs, &result));
       TL_CHECK(result == TL_OK);
     }
     /* Held: one open, the same operations, one close. */
@@ -241,7 +241,7 @@ typedef struct worker_open_args {
   atomic_int other;
 } worker_open_args;
 
-static void worker_tries_to_open(void *arg, int worker_index) {
+static void worker_tries_to_open(int worker_index, void *arg) {
   (void)worker_index;
   worker_open_args *args = arg;
   tl_session *session = NULL;
@@ -346,7 +346,7 @@ static int child_add(tl_exec *exec, void *arg) {
   return (int)tl_add_into(exec, &a, &b, &c);
 }
 
-static void foreign_worker_enters(void *arg, int worker_index) {
+static void foreign_worker_enters(int worker_index, void *arg) {
   foreign_child_args *args = arg;
   child_job job = {args, worker_index};
   int result = -1;
@@ -489,7 +489,7 @@ static void a_failed_affinity_restore_is_reported_and_everything_is_released(voi
   /* The scoped entry: the restoration failure replaces the callback's own result. */
   atomic_store(&tl__fault_affinity_restore, 1);
   int result = 0;
-  TL_CHECK_STATUS(tl_context_with_session(ctx, owner, TL_NOWAIT, returns_five, NULL, &result),
+  TL_CHECK_STATUS(tl_session_with(ctx, owner, TL_NOWAIT, returns_five, NULL, &result),
                   TL_E_AFFINITY);
   TL_CHECK(result == 5);
   TL_CHECK_OK(tl_session_open(ctx, owner, TL_NOWAIT, &session));
