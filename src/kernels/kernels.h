@@ -97,6 +97,32 @@ void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, in
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+/* ---- Small real GEMMs (small_gemm.c, small_gemm_core.c) ------------------------------
+ * f32/f64 with m n k <= 64^3, m, n <= 256 and k <= TL__SMALL_GEMM_MAX_K. A shape runs the
+ * hand kernel until this thread has seen it TL__SMALL_GEMM_JIT_AFTER times (or some thread
+ * had libxsmm generate it): then libxsmm's kernel, when libxsmm can take the call. */
+#define TL__SMALL_GEMM_MAX_K 256
+#define TL__SMALL_GEMM_JIT_AFTER 3
+/* 1 when (dtype, m, n, k) is in the small path's reach. */
+int tl__small_gemm_fits(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
+/* Run the call on the small path and return 1, or return 0 (out of reach; nothing done).
+ * Any strides. Single-threaded; never fails. */
+int tl__small_gemm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
+                   int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
+                   tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+/* The same with the sighting count given (1: generate at first sight; a huge count: never). */
+int tl__small_gemm_ex(int jit_after, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
+                      tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
+                      int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+/* The hand kernel alone: C = alpha A B + beta C, f32/f64, any strides, k <=
+ * TL__SMALL_GEMM_MAX_K; isa 2 = AVX-512F, 1 = AVX2+FMA, 0 = plain C, -1 = the best this CPU
+ * has (a level the CPU lacks is lowered to what it has). Pure core. */
+void tl__small_gemm_kernel(int isa, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
+                           tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
+                           int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc,
+                           int64_t csc);
+/* The best level this CPU has (2, 1 or 0, as above). */
+int tl__small_gemm_isa(void);
 /* The same, forcing BLIS (used by the benchmark's direct-provider anchor). */
 void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,

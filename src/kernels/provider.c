@@ -5,8 +5,8 @@
  * is selected (~60-120 GFLOP/s); libxsmm's JIT kernels are the fastest for small shapes
  * (8x8x8 in ~15 ns, 64^3 at ~110 GFLOP/s) while BLIS costs microseconds per call there.
  * So: at first use pick BLIS's best context for the CPU's features (tl__provider_choose,
- * a pure function of a feature description), and send small unit-stride f32/f64 GEMMs to
- * libxsmm, with its kernels cached per thread.
+ * a pure function of a feature description), and send small f32/f64 GEMMs to small_gemm.c
+ * (libxsmm once a shape has been seen a few times, a hand kernel before).
  *
  * The chosen context is also made BLIS's process-wide one: tenlane links reference LAPACK
  * and BLIS from their archives, so LAPACK's internal BLAS calls (which pass no context and
@@ -199,95 +199,11 @@ void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar al
   }
 }
 
-/* ---- libxsmm, with a per-thread kernel cache ------------------------------------------
- * libxsmm's own dispatch is a locked registry lookup (~18 ns); a direct-mapped cache per
- * thread makes a repeated shape cost a few ns and shares nothing between threads. */
-#define XSMM_CACHE_SLOTS 64
-
-typedef struct xsmm_key {
-  int32_t m, n, k, lda, ldb, ldc;
-  int32_t dtype, flags;
-} xsmm_key;
-
-typedef struct xsmm_slot {
-  xsmm_key key;
-  void (*kernel)(void);
-  int valid;
-} xsmm_slot;
-
-static _Thread_local xsmm_slot xsmm_cache[XSMM_CACHE_SLOTS];
-
-typedef void (*xsmm_void_fn)(void);
-
-static xsmm_void_fn xsmm_kernel(const xsmm_key *key) {
-  uint64_t h = 1469598103934665603ull;
-  const int32_t *words = (const int32_t *)key;
-  for (size_t i = 0; i < sizeof *key / 4; i++) h = (h ^ (uint32_t)words[i]) * 1099511628211ull;
-  xsmm_slot *slot = &xsmm_cache[(h >> 17) % XSMM_CACHE_SLOTS];
-  if (slot->valid && memcmp(&slot->key, key, sizeof *key) == 0) return slot->kernel;
-  libxsmm_blasint lda = key->lda, ldb = key->ldb, ldc = key->ldc;
-  int flags = key->flags, prefetch = LIBXSMM_PREFETCH_NONE;
-  xsmm_void_fn fn;
-  if (key->dtype == TL_F64) {
-    double al = 1.0, be = (flags & LIBXSMM_GEMM_FLAG_BETA_0) ? 0.0 : 1.0;
-    fn = (xsmm_void_fn)libxsmm_dmmdispatch(key->m, key->n, key->k, &lda, &ldb, &ldc, &al, &be,
-                                           &flags, &prefetch);
-  } else {
-    float al = 1.0f, be = (flags & LIBXSMM_GEMM_FLAG_BETA_0) ? 0.0f : 1.0f;
-    fn = (xsmm_void_fn)libxsmm_smmdispatch(key->m, key->n, key->k, &lda, &ldb, &ldc, &al, &be,
-                                           &flags, &prefetch);
-  }
-  slot->key = *key;
-  slot->kernel = fn;
-  slot->valid = 1;
-  return fn;
-}
-
-/* libxsmm's reach: column-major A, B, C (unit row strides), alpha 1, beta 0 or 1. */
-#define XSMM_MAX_MNK (64 * 64 * 64)
-
-static int try_xsmm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
-                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
-                    tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
-  if (dtype != TL_F64 && dtype != TL_F32) return 0;
-  if (alpha.re != 1.0 || (beta.re != 0.0 && beta.re != 1.0)) return 0;
-  if (m * n * k > XSMM_MAX_MNK || m > 256 || n > 256 || k > 256) return 0;
-  /* Normalise extent-1 dimensions' strides so the unit-stride test is about real layout. */
-  if (k == 1) csa = m;
-  if (m == 1) rsa = 1;
-  if (n == 1) csb = k, csc = m;
-  if (k == 1) rsb = 1;
-  if (m == 1) rsc = 1;
-  if (rsa != 1 || rsb != 1 || rsc != 1) return 0;
-  if (csa < (m > 0 ? m : 1) || csb < (k > 0 ? k : 1) || csc < (m > 0 ? m : 1)) return 0;
-  if (csa > INT32_MAX || csb > INT32_MAX || csc > INT32_MAX) return 0;
-  xsmm_key key;
-  memset(&key, 0, sizeof key);
-  key.m = (int32_t)m;
-  key.n = (int32_t)n;
-  key.k = (int32_t)k;
-  key.lda = (int32_t)csa;
-  key.ldb = (int32_t)csb;
-  key.ldc = (int32_t)csc;
-  key.dtype = dtype;
-  key.flags = beta.re == 0.0 ? LIBXSMM_GEMM_FLAG_BETA_0 : LIBXSMM_GEMM_FLAG_NONE;
-  xsmm_void_fn fn = xsmm_kernel(&key);
-  if (fn == NULL) return 0;
-  if (dtype == TL_F64)
-    ((libxsmm_dmmfunction)fn)((const double *)a, (const double *)b, (double *)c);
-  else
-    ((libxsmm_smmfunction)fn)((const float *)a, (const float *)b, (float *)c);
-  return 1;
-}
-
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
   if (m == 0 || n == 0) return;
-  if (k > 0) {
-    if (try_xsmm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc)) return;
-    /* C^T = B^T A^T: a row-major C becomes column-major. */
-    if (try_xsmm(dtype, n, m, k, alpha, b, csb, rsb, a, csa, rsa, beta, c, csc, rsc)) return;
-  }
+  /* Small real shapes: libxsmm or the hand kernel (small_gemm.c decides). */
+  if (tl__small_gemm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc)) return;
   tl__gemm_blis(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
 }

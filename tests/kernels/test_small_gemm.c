@@ -1,0 +1,243 @@
+/* tests/kernels/test_small_gemm.c: the small real GEMM path (src/kernels/small_gemm*.c):
+ * the hand kernel at every instruction-set level this CPU has against a naive reference,
+ * over random shapes and strided, negative-stride, row- and column-major operands; the
+ * JIT policy (no code generated before a shape's TL__SMALL_GEMM_JIT_AFTER-th sighting,
+ * the same answer before and after); and tl_gemm_into on never-seen shapes in every dtype
+ * through views with negative strides. */
+#include <complex.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/providers.h"
+#include "tenlane/ops.h"
+#include "tl_fixtures.h"
+#include "tl_numeric.h"
+#include "tl_test.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static int64_t draw(int64_t lo, int64_t hi) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
+}
+
+/* A matrix view of rows x cols over `buf` with the given layout: 0 column-major with a
+ * padded leading dimension, 1 row-major, 2 column-major with both strides negative, 3 every
+ * other row and column (strides 2 and 2 * rows). Returns the element offset of (0, 0). */
+static int64_t view(int layout, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs) {
+  switch (layout) {
+    case 0:
+      *rs = 1, *cs = rows + 3;
+      return 0;
+    case 1:
+      *rs = cols, *cs = 1;
+      return 0;
+    case 2:
+      *rs = -1, *cs = -rows;
+      return rows * cols - 1;
+    default:
+      *rs = 2, *cs = 2 * rows;
+      return 0;
+  }
+}
+
+static double value(uint64_t *state) { return tl_num_uniform(state) * 2.0 - 1.0; }
+
+/* One call of the hand kernel (or of the policy, when policy > 0 is its jit_after) against
+ * the naive sum, for dtype f32 or f64. */
+static void check_one(int isa, int policy, tl_dtype dt, int64_t m, int64_t n, int64_t k, int la,
+                      int lb, int lc, double alpha, double beta) {
+  static double abuf[4 * 256 * 256 + 64], bbuf[4 * 256 * 256 + 64], cbuf[4 * 256 * 256 + 64];
+  static double want[256 * 256];
+  int64_t rsa, csa, rsb, csb, rsc, csc;
+  int64_t oa = view(la, m, k, &rsa, &csa), ob = view(lb, k, n, &rsb, &csb),
+          oc = view(lc, m, n, &rsc, &csc);
+  uint64_t state = (uint64_t)(m * 131 + n * 17 + k + 1);
+  int f32 = dt == TL_F32;
+  float *af = (float *)abuf, *bf = (float *)bbuf, *cf = (float *)cbuf;
+  /* NaN everywhere outside the view, so a read outside it shows */
+  for (size_t i = 0; i < sizeof abuf / sizeof abuf[0]; i++) {
+    abuf[i] = bbuf[i] = cbuf[i] = NAN;
+  }
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t p = 0; p < k; p++) {
+      double v = value(&state);
+      if (f32)
+        af[oa + i * rsa + p * csa] = (float)v;
+      else
+        abuf[oa + i * rsa + p * csa] = v;
+    }
+  for (int64_t p = 0; p < k; p++)
+    for (int64_t j = 0; j < n; j++) {
+      double v = value(&state);
+      if (f32)
+        bf[ob + p * rsb + j * csb] = (float)v;
+      else
+        bbuf[ob + p * rsb + j * csb] = v;
+    }
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      /* beta 0 must not read C: leave NaN there */
+      double v = beta == 0.0 ? NAN : value(&state);
+      if (f32)
+        cf[oc + i * rsc + j * csc] = (float)v;
+      else
+        cbuf[oc + i * rsc + j * csc] = v;
+    }
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0;
+      for (int64_t p = 0; p < k; p++) {
+        s += f32 ? (double)af[oa + i * rsa + p * csa] * (double)bf[ob + p * rsb + j * csb]
+                 : abuf[oa + i * rsa + p * csa] * bbuf[ob + p * rsb + j * csb];
+      }
+      double c0 = f32 ? (double)cf[oc + i * rsc + j * csc] : cbuf[oc + i * rsc + j * csc];
+      want[i + j * m] = alpha * s + (beta == 0.0 ? 0.0 : beta * c0);
+    }
+  const void *a = f32 ? (const void *)(af + oa) : (const void *)(abuf + oa);
+  const void *b = f32 ? (const void *)(bf + ob) : (const void *)(bbuf + ob);
+  void *c = f32 ? (void *)(cf + oc) : (void *)(cbuf + oc);
+  tl_scalar al = tl_scalar_real(alpha), be = tl_scalar_real(beta);
+  if (policy > 0)
+    TL_CHECK(tl__small_gemm_ex(policy, dt, m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc));
+  else
+    tl__small_gemm_kernel(isa, dt, m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc);
+  double tol = (f32 ? 2e-6 : 1e-14) * (double)(k + 1);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double got = f32 ? (double)cf[oc + i * rsc + j * csc] : cbuf[oc + i * rsc + j * csc];
+      if (!(fabs(got - want[i + j * m]) <= tol * (1.0 + fabs(want[i + j * m])))) {
+        char what[256];
+        snprintf(what, sizeof what,
+                 "isa %d policy %d %s m %lld n %lld k %lld layouts %d %d %d alpha %g beta %g: "
+                 "c(%lld, %lld) = %.17g, want %.17g",
+                 isa, policy, tl_dtype_name(dt), (long long)m, (long long)n, (long long)k, la, lb,
+                 lc, alpha, beta, (long long)i, (long long)j, got, want[i + j * m]);
+        tl_test_fail_at(__FILE__, __LINE__, what);
+      }
+    }
+}
+
+static void small_gemm_kernel_matches_naive_at_every_isa(void) {
+  const double alphas[3] = {1.0, -0.75, 2.0}, betas[3] = {0.0, 1.0, -1.5};
+  for (int isa = 0; isa <= tl__small_gemm_isa(); isa++)
+    for (int dti = 0; dti < 2; dti++) {
+      tl_dtype dt = dti ? TL_F32 : TL_F64;
+      /* edges of the 2-vector x 4-column register block, then random shapes */
+      static const int64_t fixed[][3] = {{1, 1, 1},    {1, 7, 3},    {7, 1, 5},  {4, 4, 0},
+                                         {16, 4, 8},   {17, 5, 9},   {32, 8, 1}, {33, 9, 64},
+                                         {64, 64, 64}, {3, 64, 200}, {256, 4, 2}};
+      int count = (int)(sizeof fixed / sizeof fixed[0]);
+      for (int t = 0; t < count + 40; t++) {
+        int64_t m, n, k;
+        if (t < count) {
+          m = fixed[t][0], n = fixed[t][1], k = fixed[t][2];
+        } else {
+          m = draw(1, 64), n = draw(1, 64), k = draw(1, 64);
+        }
+        int la = (int)draw(0, 3), lb = (int)draw(0, 3), lc = (int)draw(0, 3);
+        if (t < 4 * 4) la = t % 4, lc = t / 4 % 4;
+        check_one(isa, 0, dt, m, n, k, la, lb, lc, alphas[t % 3], betas[t / 3 % 3]);
+      }
+    }
+}
+
+static size_t registry_size(void) {
+  libxsmm_registry_info info;
+  memset(&info, 0, sizeof info);
+  libxsmm_get_registry_info(&info);
+  return info.size;
+}
+
+static void small_gemm_generates_code_only_after_repeated_sightings(void) {
+  tl__providers_init();
+  for (int dti = 0; dti < 2; dti++) {
+    tl_dtype dt = dti ? TL_F32 : TL_F64;
+    /* shapes no other case uses (leading dimensions 7 over the rows) */
+    int64_t m = 13 + dti, n = 11, k = 9;
+    size_t before = registry_size();
+    for (int call = 1; call <= 2 * TL__SMALL_GEMM_JIT_AFTER; call++) {
+      /* layout 0: column-major, libxsmm can take it; beta 1 then 0 */
+      check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m, n, k, 0, 0, 0, 1.0, call % 2 ? 1.0 : 0.0);
+    }
+    /* beta 1 and beta 0 are two kernels: each seen at least JIT_AFTER times */
+    size_t after = registry_size();
+    TL_CHECK(after >= before + 2);
+    /* a shape seen fewer times than the threshold generates nothing */
+    before = registry_size();
+    for (int call = 1; call < TL__SMALL_GEMM_JIT_AFTER; call++)
+      check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m + 20, n, k, 0, 0, 0, 1.0, 0.0);
+    TL_CHECK(registry_size() == before);
+    /* jit_after 1 generates at first sight; a row-major C goes through C^T = B^T A^T */
+    check_one(-1, 1, dt, m + 21, n + 3, k, 1, 1, 1, 1.0, 0.0);
+    TL_CHECK(registry_size() == before + 1);
+    /* calls libxsmm cannot take (alpha 2, strided rows) never generate code */
+    for (int call = 0; call < 2 * TL__SMALL_GEMM_JIT_AFTER; call++) {
+      check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m, n, k, 0, 0, 0, 2.0, 0.0);
+      check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m, n, k, 3, 2, 3, 1.0, 1.0);
+    }
+    TL_CHECK(registry_size() == before + 1);
+  }
+  /* out of reach: complex, or too big */
+  double x[4] = {0};
+  TL_CHECK(!tl__small_gemm(TL_C128, 1, 1, 1, tl_scalar_real(1), x, 1, 1, x, 1, 1, tl_scalar_real(0),
+                           x + 2, 1, 1));
+  TL_CHECK(!tl__small_gemm_fits(TL_F64, 65, 64, 64));
+  TL_CHECK(!tl__small_gemm_fits(TL_F64, 2, 2, TL__SMALL_GEMM_MAX_K + 1));
+}
+
+/* tl_gemm_into on a stream of shapes this process has not seen, every dtype, through
+ * negative-stride views of a and b and a row-major c, called twice per shape (first
+ * call, then a repeat) and once more after the JIT threshold: every result agrees with
+ * the naive product. */
+static void gemm_new_shapes_match_naive_in_every_dtype(void) {
+  tl_held h;
+  tl_held_open(&h, 1);
+  const tl_dtype dtypes[4] = {TL_F32, TL_F64, TL_C64, TL_C128};
+  for (int di = 0; di < 4; di++)
+    for (int s = 0; s < 12; s++) {
+      tl_dtype dt = dtypes[di];
+      int64_t m = draw(1, 40), n = draw(1, 40), k = draw(1, 40);
+      int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {n, m};
+      tl_tensor a, b, ct, c;
+      TL_CHECK_OK(tl_tensor_create(dt, 2, sa, &a));
+      TL_CHECK_OK(tl_tensor_create(dt, 2, sb, &b));
+      TL_CHECK_OK(tl_tensor_create(dt, 2, sc, &ct));
+      uint64_t state = (uint64_t)s + 7;
+      TL_NUM_FOR_EACH(idx, 2, sa) tl_num_set_parts(&a, idx, value(&state), value(&state));
+      TL_NUM_FOR_EACH(idx, 2, sb) tl_num_set_parts(&b, idx, value(&state), value(&state));
+      /* a and b reversed along both axes (negative strides); c the transpose of ct */
+      tl_tensor ar = a, br = b;
+      for (int ax = 0; ax < 2; ax++) {
+        ar.offset += (ar.shape[ax] - 1) * ar.strides[ax], ar.strides[ax] = -ar.strides[ax];
+        br.offset += (br.shape[ax] - 1) * br.strides[ax], br.strides[ax] = -br.strides[ax];
+      }
+      int perm[2] = {1, 0};
+      TL_CHECK_OK(tl_tensor_permute_view(&ct, perm, &c));
+      int cplx = tl_dtype_is_complex(dt);
+      for (int call = 0; call < TL__SMALL_GEMM_JIT_AFTER + 1; call++) {
+        TL_NUM_FOR_EACH(idx, 2, sc) tl_num_set_parts(&ct, idx, NAN, NAN);
+        TL_CHECK_OK(tl_gemm_into(h.exec, tl_scalar_real(1.0), &ar, &br, tl_scalar_real(0.0), &c));
+        TL_NUM_FOR_EACH(idx, 2, sc) {
+          int64_t i = idx[1], j = idx[0];
+          double complex want = 0;
+          double scale = 1;
+          for (int64_t p = 0; p < k; p++) {
+            int64_t ia[2] = {m - 1 - i, k - 1 - p}, ib[2] = {k - 1 - p, n - 1 - j};
+            double complex x = tl_num_get(&a, ia), y = tl_num_get(&b, ib);
+            if (!cplx) x = creal(x), y = creal(y);
+            want += x * y;
+            scale += cabs(x * y);
+          }
+          TL_CHECK(
+              tl_num_close_enough(tl_num_get(&ct, idx), want, tl_num_tolerance(dt) * 4, scale));
+        }
+      }
+      tl_tensor_release(&a), tl_tensor_release(&b), tl_tensor_release(&ct);
+    }
+  tl_held_close(&h);
+}
+
+TL_TEST_MAIN(TL_CASE(small_gemm_kernel_matches_naive_at_every_isa),
+             TL_CASE(small_gemm_generates_code_only_after_repeated_sightings),
+             TL_CASE(gemm_new_shapes_match_naive_in_every_dtype))
