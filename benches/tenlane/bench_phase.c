@@ -17,7 +17,7 @@
 #include "tenlane/ops.h"
 #include "tenlane/phase.h"
 #include "tenlane/session.h"
-#include "session/exec.h"
+#include "exec/exec.h"
 
 static void die(const char *what, tl_status status) {
   fprintf(stderr, "bench_phase: %s: %s (%s)\n", what, tl_status_name(status), tl_last_message());

@@ -125,6 +125,15 @@ tl_owner tl__arbiter_holder(const tl__arbiter *arbiter) {
   return __atomic_load_n(&arbiter->holder, __ATOMIC_RELAXED);
 }
 
+int tl__arbiter_in_use(tl__arbiter *arbiter, tl_owner *holder, int *waiting) {
+  pthread_mutex_lock(&arbiter->lock);
+  *holder = arbiter->holder;
+  *waiting = arbiter->waiting;
+  int children = atomic_load(&arbiter->children);
+  pthread_mutex_unlock(&arbiter->lock);
+  return *holder != 0 || *waiting != 0 || children != 0;
+}
+
 int tl__arbiter_waiting(const tl__arbiter *arbiter) {
   return __atomic_load_n(&arbiter->waiting, __ATOMIC_RELAXED);
 }

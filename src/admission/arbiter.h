@@ -59,6 +59,11 @@ void tl__admission_close(tl__arbiter *arbiter);
 tl_status tl__child_enter(tl__arbiter *arbiter, tl_owner owner, uint64_t generation);
 void tl__child_leave(tl__arbiter *arbiter);
 
+/* 1 when an owner holds the context, an opener waits or a child entry is in flight, with
+ * the holder and the number of waiting openers in *holder and *waiting (under the lock:
+ * for destruction, which must see a settled state). */
+int tl__arbiter_in_use(tl__arbiter *arbiter, tl_owner *holder, int *waiting);
+
 /* Unlocked snapshots for stats (never block). */
 tl_owner tl__arbiter_holder(const tl__arbiter *arbiter);
 int tl__arbiter_waiting(const tl__arbiter *arbiter);

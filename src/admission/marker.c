@@ -1,4 +1,4 @@
-/* src/admission/marker.c: per-thread marks (see marker.h) and the thread token. */
+/* src/admission/marker.c: per-thread marks (see marker.h). */
 #include "marker.h"
 
 #include "base/base.h"
@@ -10,10 +10,6 @@ typedef struct mark {
 
 static _Thread_local mark marks[TL__MARKS_MAX];
 static _Thread_local int mark_count;
-static _Thread_local char token_anchor;
-
-unsigned long tl__thread_token(void) { return (unsigned long)(uintptr_t)&token_anchor; }
-
 int tl__marker_has(const tl_context *ctx) {
   for (int i = 0; i < mark_count; i++) {
     if (marks[i].ctx == ctx) return 1;

@@ -19,7 +19,4 @@ tl_status tl__marker_push(const tl_context *ctx, tl_owner owner);
 /* Remove the thread's mark for ctx (no-op when it has none). */
 void tl__marker_pop(const tl_context *ctx);
 
-/* An identity of the calling thread that is cheap to compare (never 0). */
-unsigned long tl__thread_token(void);
-
 #endif

@@ -52,7 +52,7 @@ tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg, i
     return status;
   }
   tl_exec exec;
-  tl__exec_init_child(&exec, &ctx->session, TL_EXEC_TICKET, entry.bundle, NULL);
+  tl__exec_init(&exec, TL_EXEC_TICKET, entry.bundle, NULL, 1, NULL);
   tl__unwind_node unwind;
   tl__unwind_push(&unwind, leave_on_unwind, &entry);
   int result = fn(&exec, arg);

@@ -28,11 +28,11 @@
 tl_status tl__fail(tl_status status, const char *format, ...) TL__PRINTF(2, 3);
 tl_status tl__failv(tl_status status, const char *format, va_list args) TL__PRINTF(2, 0);
 
-/* The calling thread's message slot (TL_MESSAGE_CAPACITY bytes). */
-char *tl__message_slot(void);
-
 /* Copy the thread's current message into `dst` (TL_MESSAGE_CAPACITY bytes). */
 void tl__message_copy(char *dst);
+
+/* An identity of the calling thread that is cheap to compare (never 0). */
+unsigned long tl__thread_token(void);
 
 /* Allocation through the installed hooks. Return NULL on failure (callers report
  * TL_E_NOMEM). align must be a power of two <= 4096; size 0 is treated as 1. */

@@ -1,5 +1,5 @@
-/* src/base/message.c: the per-thread failure message. Each thread owns a fixed buffer,
- * so recording a failure (out of memory included) never allocates. */
+/* src/base/message.c: the per-thread failure message and the thread token. Each thread owns
+ * a fixed message buffer, so recording a failure (out of memory included) never allocates. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -8,9 +8,11 @@
 
 static _Thread_local char thread_message[TL_MESSAGE_CAPACITY];
 
-char *tl__message_slot(void) { return thread_message; }
-
 const char *tl_last_message(void) { return thread_message; }
+
+static _Thread_local char token_anchor;
+
+unsigned long tl__thread_token(void) { return (unsigned long)(uintptr_t)&token_anchor; }
 
 void tl__message_copy(char *dst) { memcpy(dst, thread_message, TL_MESSAGE_CAPACITY); }
 

@@ -115,12 +115,9 @@ tl_status tl_context_destroy(tl_context *ctx) {
     return tl__fail(TL_E_TARGET_POOL_CALLER,
                     "tl_context_destroy: called from worker %d of the context's own pool",
                     tl_pool_current_index(ctx->pool));
-  pthread_mutex_lock(&ctx->arbiter.lock);
-  tl_owner holder = ctx->arbiter.holder;
-  int waiting = ctx->arbiter.waiting;
-  int children = atomic_load(&ctx->arbiter.children);
-  pthread_mutex_unlock(&ctx->arbiter.lock);
-  if (holder != 0 || waiting != 0 || children != 0)
+  tl_owner holder;
+  int waiting;
+  if (tl__arbiter_in_use(&ctx->arbiter, &holder, &waiting))
     return tl__fail(TL_E_BUSY,
                     "tl_context_destroy: a session is open (owner %llu) or %d opener(s) wait; "
                     "close them first",

@@ -1,5 +1,7 @@
 /* src/context/context_int.h: the context's insides, for the layers that work on it
- * (admission, session, phase). Users see only tenlane/context.h.
+ * (session, tickets, phase). Users see only tenlane/context.h. The context embeds the one
+ * session object (session/session_int.h) and one report per lane (phase/lane_report.h),
+ * made with it so that neither opening a session nor running a phase allocates them.
  *
  * Invariants:
  * - The pool exists exactly when budget > 1, and has budget workers.
@@ -16,40 +18,10 @@
 #include <stdatomic.h>
 
 #include "admission/arbiter.h"
-#include "base/unwind.h"
-#include "session/exec.h"
+#include "exec/exec.h"
+#include "phase/lane_report.h"
+#include "session/session_int.h"
 #include "tenlane/context.h"
-#include "tenlane/phase.h"
-
-typedef enum tl__session_state {
-  TL__SESSION_CLOSED = 0,
-  TL__SESSION_IDLE = 1,
-  TL__SESSION_PHASE = 2
-} tl__session_state;
-
-struct tl_session {
-  struct tl_context *ctx;
-  tl_owner owner;
-  uint64_t generation;
-  unsigned long thread_token;
-  atomic_int state; /* tl__session_state; read by stats */
-  tl_exec exec;     /* the root surface */
-  int affinity_saved;
-  cpu_set_t saved_mask;
-  tl__unwind_node unwind; /* closes the session if a panic passes over it */
-  char message[TL_MESSAGE_CAPACITY];
-};
-
-/* One lane's report, written by its worker, read by the driver after the join. */
-typedef struct tl__lane_report {
-  atomic_int active;        /* 1 while the lane is inside its child surface (read by stats) */
-  int entered;              /* opened its child surface */
-  int skipped;              /* saw cancellation before entry */
-  int code;                 /* the callback's value */
-  tl_status session_status; /* entry or cleanup failure */
-  int panicked;
-  char message[TL_MESSAGE_CAPACITY];
-} tl__lane_report;
 
 struct tl_context {
   int budget;
@@ -84,9 +56,5 @@ void tl__bundle_return(struct tl_context *ctx, tl__resources *bundle);
 void tl__bundles_release(struct tl_context *ctx);
 /* Lane `index`'s own bundle, made on first use. TL_E_NOMEM with a message. */
 tl_status tl__lane_bundle(struct tl_context *ctx, int index, tl__resources **out);
-
-/* Set up `exec` as a one-thread child surface of `session` on the calling thread. */
-void tl__exec_init_child(tl_exec *exec, tl_session *session, tl_exec_kind kind,
-                         tl__resources *resources, const atomic_int *cancel);
 
 #endif

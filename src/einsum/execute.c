@@ -15,7 +15,7 @@
 
 #include "base/base.h"
 #include "einsum_int.h"
-#include "session/exec.h"
+#include "exec/exec.h"
 #include "tenlane/ops.h"
 
 /* Key: a tag, the kind, dtype and operand count, each operand's rank, shape and strides,

@@ -14,7 +14,7 @@
 
 #include "kernels.h"
 #include "base/base.h"
-#include "session/exec.h"
+#include "exec/exec.h"
 
 #define TL__LABEL_LIMIT 256
 

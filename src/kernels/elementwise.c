@@ -10,7 +10,7 @@
 
 #include "kernels.h"
 #include "base/base.h"
-#include "session/exec.h"
+#include "exec/exec.h"
 
 /* ---- running a plan over the surface ------------------------------------------------- */
 

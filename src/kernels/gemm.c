@@ -13,7 +13,7 @@
 
 #include "kernels.h"
 #include "base/base.h"
-#include "session/exec.h"
+#include "exec/exec.h"
 
 /* 1 when BLIS accepts (rs, cs) for an m x n matrix (bli_check_matrix_strides, positive
  * strides only). Extent-1 dimensions have been given stride 1 by the caller. */

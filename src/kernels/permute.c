@@ -8,7 +8,7 @@
 
 #include "kernels.h"
 #include "base/base.h"
-#include "session/exec.h"
+#include "exec/exec.h"
 
 typedef struct permute_job {
   const tl__permute_plan *plan;

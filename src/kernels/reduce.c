@@ -20,7 +20,7 @@
 
 #include "kernels.h"
 #include "base/base.h"
-#include "session/exec.h"
+#include "exec/exec.h"
 
 TL__HOT_FILE
 
@@ -491,7 +491,7 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
   }
   if (!pl->inner_mode && pl->parts == 1) {
     /* accumulators: one block per pool worker and one for the calling thread (slot 0) */
-    size_t slots = 1 + (exec->pool != NULL ? (size_t)tl_pool_workers(exec->pool) : 0);
+    size_t slots = tl__exec_thread_slots(exec);
     size_t bytes = slots * 2 * CHUNK * sizeof(double);
     if ((status = tl__exec_scratch(exec, bytes, 64, (void **)&pl->acc_slots)) != TL_OK)
       return status;

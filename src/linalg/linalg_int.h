@@ -12,7 +12,7 @@
 #include <lapacke.h>
 #include <stdint.h>
 
-#include "session/exec.h"
+#include "exec/exec.h"
 #include "tenlane/linalg.h"
 #include "tenlane/tensor.h"
 

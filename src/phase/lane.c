@@ -44,7 +44,6 @@ static void session_failure(tl__run *run, tl__lane_report *report, tl_status sta
  * driver, which already holds the grant and the mark. */
 static void lane_body(tl__run *run, int index, int inline_lane) {
   tl_context *ctx = run->ctx;
-  tl_session *session = run->session;
   tl__lane_report *report = &ctx->lane_reports[index];
   report->entered = report->skipped = report->code = report->panicked = 0;
   report->session_status = TL_OK;
@@ -77,8 +76,8 @@ static void lane_body(tl__run *run, int index, int inline_lane) {
 
   if (!is_cancelled(run)) {
     tl_lane lane;
-    tl__exec_init_child(&lane.exec, session, inline_lane ? TL_EXEC_INLINE : TL_EXEC_LANE, bundle,
-                        &run->cancel);
+    tl__exec_init(&lane.exec, inline_lane ? TL_EXEC_INLINE : TL_EXEC_LANE, bundle, NULL, 1,
+                  &run->cancel);
     lane.run = run;
     lane.index = index;
     lane.report = report;

@@ -13,6 +13,7 @@
 #define TL_PHASE_INT_H
 
 #include "context/context_int.h"
+#include "tenlane/phase.h"
 
 typedef struct tl__phase {
   tl_session *session;

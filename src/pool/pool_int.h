@@ -46,7 +46,6 @@ struct tl_pool {
   uint64_t spin_ns;        /* idle spin window of the workers */
   uint64_t driver_spin_ns; /* how long an outside thread waiting on this pool spins first */
   tl__worker *worker;
-  pthread_t *threads;
 
   /* Broadcast: written by the one driver that holds bc_busy. */
   atomic_int bc_busy;

@@ -10,16 +10,13 @@
 #include "context/context_int.h"
 
 static void init_root_exec(tl_session *session) {
-  tl_exec *exec = &session->exec;
   tl_context *ctx = session->ctx;
-  memset(exec, 0, sizeof *exec);
-  exec->kind = TL_EXEC_ROOT;
-  exec->ctx = ctx;
-  exec->session = session;
-  exec->resources = &ctx->root;
-  exec->pool = ctx->pool;
-  exec->team = ctx->pool ? tl_pool_workers(ctx->pool) : 1;
-  exec->thread_token = session->thread_token;
+  tl_exec *exec = &session->exec;
+  tl__exec_init(exec, TL_EXEC_ROOT, &ctx->root, ctx->pool,
+                ctx->pool ? tl_pool_workers(ctx->pool) : 1, NULL);
+  exec->gate = &session->state;
+  exec->holder_message = session->message;
+  exec->reserved_out = &ctx->root_reserved;
 }
 
 static void close_on_unwind(void *arg) {

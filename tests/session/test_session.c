@@ -7,6 +7,7 @@
 #include "session/affinity.h"
 #include "tenlane/ops.h"
 #include "tenlane/panic.h"
+#include "tenlane/phase.h"
 #include "tenlane/pool.h"
 #include "tenlane/session.h"
 #include "tl_fixtures.h"

@@ -1,22 +1,19 @@
-/* src/session/exec.c: the operation surface (exec.h). Every route call passes through
+/* src/exec/exec.c: the operation surface (exec.h). Every route call passes through
  * tl__exec_begin/tl__exec_end, which enforce the surface's rules (its own thread; a root
  * surface is parked while a phase runs) and hand scratch back at the end of the call. */
 #include <stdio.h>
 #include <string.h>
 
-#include "admission/marker.h"
 #include "base/base.h"
-#include "context/context_int.h"
+#include "exec.h"
 
-void tl__exec_init_child(tl_exec *exec, tl_session *session, tl_exec_kind kind,
-                         tl__resources *resources, const atomic_int *cancel) {
+void tl__exec_init(tl_exec *exec, tl_exec_kind kind, tl__resources *resources, tl_pool *pool,
+                   int team, const atomic_int *cancel) {
   memset(exec, 0, sizeof *exec);
   exec->kind = kind;
-  exec->ctx = session->ctx;
-  exec->session = session;
   exec->resources = resources;
-  exec->pool = NULL;
-  exec->team = 1;
+  exec->pool = pool;
+  exec->team = team;
   exec->cancel = cancel;
   exec->thread_token = tl__thread_token();
 }
@@ -28,12 +25,12 @@ tl_status tl__exec_begin(tl_exec *exec, const char *route) {
                     "%s: this surface belongs to another thread (a session, lane or ticket "
                     "surface is used only on the thread it was handed to)",
                     route);
-  if (exec->kind == TL_EXEC_ROOT) {
-    int state = atomic_load_explicit(&exec->session->state, memory_order_relaxed);
-    if (TL__UNLIKELY(state != TL__SESSION_IDLE))
-      return tl__fail(state == TL__SESSION_PHASE ? TL_E_PHASE_ACTIVE : TL_E_STALE,
+  if (exec->gate != NULL) {
+    int gate = atomic_load_explicit(exec->gate, memory_order_relaxed);
+    if (TL__UNLIKELY(gate != TL__GATE_OPEN))
+      return tl__fail(gate == TL__GATE_PARKED ? TL_E_PHASE_ACTIVE : TL_E_STALE,
                       "%s: the session's root surface is %s", route,
-                      state == TL__SESSION_PHASE ? "parked while its phase runs" : "closed");
+                      gate == TL__GATE_PARKED ? "parked while its phase runs" : "closed");
   }
   if (TL__UNLIKELY(exec->depth >= 16))
     return tl__fail(TL_E_INVALID, "%s: route calls nested deeper than 16 on one surface", route);
@@ -43,23 +40,14 @@ tl_status tl__exec_begin(tl_exec *exec, const char *route) {
 
 tl_status tl__exec_end(tl_exec *exec, tl_status status) {
   tl__arena_reset_to(&exec->resources->arena, exec->marks[--exec->depth]);
-  if (exec->kind == TL_EXEC_ROOT && exec->depth == 0) {
-    atomic_store_explicit(&exec->ctx->root_reserved, exec->resources->arena.reserved,
+  if (exec->reserved_out != NULL && exec->depth == 0) {
+    atomic_store_explicit(exec->reserved_out, exec->resources->arena.reserved,
                           memory_order_relaxed);
   }
   if (status != TL_OK) {
     tl__message_copy(exec->message);
-    if (exec->kind == TL_EXEC_ROOT) tl__message_copy(exec->session->message);
+    if (exec->holder_message != NULL) tl__message_copy(exec->holder_message);
   }
-  return status;
-}
-
-tl_status tl__exec_fail(tl_exec *exec, tl_status status, const char *format, ...) {
-  (void)exec;
-  va_list args;
-  va_start(args, format);
-  tl__failv(status, format, args);
-  va_end(args);
   return status;
 }
 

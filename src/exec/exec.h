@@ -1,12 +1,17 @@
-/* src/session/exec.h: what a numerical route may ask of the surface it runs on.
+/* src/exec/exec.h: what a numerical route may ask of the surface it runs on.
+ *
+ * The execution layer sits below the context: a surface knows its resources (arena and
+ * plan cache), its pool, its thread and the gate its holder keeps, and nothing of the
+ * context, the session or the phase that made it. Those layers set a surface up through
+ * tl__exec_init and keep the gate and the message buffers the surface points at.
  *
  * Every route is written against this interface and nothing else of the execution
  * layer: it begins and ends its call (which checks the thread, parks root calls during a
  * phase and records messages), takes scratch from the surface's arena, finds plans in its
  * cache, and splits work with tl__exec_parallel_for, which uses the pool from a root
  * surface and the calling thread alone from a lane, ticket or inline surface. */
-#ifndef TL_SESSION_EXEC_H
-#define TL_SESSION_EXEC_H
+#ifndef TL_EXEC_EXEC_H
+#define TL_EXEC_EXEC_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -24,18 +29,23 @@ typedef struct tl__resources {
   struct tl__resources *next_free; /* the context's free list of child bundles */
 } tl__resources;
 
+/* The gate a root surface's holder keeps (the session's state): a route runs only while it
+ * is OPEN; PARKED while the session's phase runs, CLOSED after close. */
+typedef enum tl__gate { TL__GATE_CLOSED = 0, TL__GATE_OPEN = 1, TL__GATE_PARKED = 2 } tl__gate;
+
 struct tl_exec {
   tl_exec_kind kind;
-  struct tl_context *ctx;
-  tl_session *session;        /* the owning session (root) or the issuing one (children) */
-  tl__resources *resources;   /* scratch and plans of this surface */
-  tl_pool *pool;              /* pool routes split over (root with a pool), else NULL */
-  int team;                   /* widest team a route uses: pool size or 1 */
-  int team_request;           /* tl_exec_set_team: 0 = default */
-  int depth;                  /* nesting depth of route calls on this surface */
-  tl__arena_mark marks[16];   /* arena position at each tl__exec_begin, restored at its end */
-  const atomic_int *cancel;   /* the lane's run flag, or NULL */
-  unsigned long thread_token; /* the thread allowed to use it (0 = any) */
+  const atomic_int *gate;      /* root: the holder's tl__gate; NULL for a child surface */
+  char *holder_message;        /* root: the session's message buffer, else NULL */
+  atomic_size_t *reserved_out; /* root: where the arena's size is published, else NULL */
+  tl__resources *resources;    /* scratch and plans of this surface */
+  tl_pool *pool;               /* pool routes split over (root with a pool), else NULL */
+  int team;                    /* widest team a route uses: pool size or 1 */
+  int team_request;            /* tl_exec_set_team: 0 = default */
+  int depth;                   /* nesting depth of route calls on this surface */
+  tl__arena_mark marks[16];    /* arena position at each tl__exec_begin, restored at its end */
+  const atomic_int *cancel;    /* the lane's run flag, or NULL */
+  unsigned long thread_token;  /* the thread allowed to use it (0 = any) */
   char message[TL_MESSAGE_CAPACITY];
 };
 
@@ -49,10 +59,12 @@ tl_status tl__exec_begin(tl_exec *exec, const char *route);
  * to the surface when status is not TL_OK. */
 tl_status tl__exec_end(tl_exec *exec, tl_status status);
 
-/* Record a failure message on the thread (and, at tl__exec_end, on the surface) and
- * return status. */
-tl_status tl__exec_fail(tl_exec *exec, tl_status status, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Set up `exec` as a surface of `kind` on the calling thread, over `resources`, splitting
+ * over `pool` (NULL: the calling thread alone) with `team` threads; cancel is the lane's
+ * run flag or NULL. A root surface's holder then sets gate, holder_message and
+ * reserved_out. */
+void tl__exec_init(tl_exec *exec, tl_exec_kind kind, tl__resources *resources, tl_pool *pool,
+                   int team, const atomic_int *cancel);
 
 /* The team the current call may use. TL_E_UNAVAILABLE when the caller asked (through
  * tl_exec_set_team) for more than one thread on a surface that runs on one thread. */
@@ -66,13 +78,18 @@ tl_status tl__exec_team(tl_exec *exec, int *team);
 tl_status tl__exec_parallel_for(tl_exec *exec, size_t count, size_t grain, tl_pool_range_fn fn,
                                 void *arg);
 
+/* How many per-thread slices a route that splits with tl__exec_parallel_for needs: one for
+ * the calling thread (slot 0) and one per pool worker (slot worker_index + 1). */
+static inline size_t tl__exec_thread_slots(const tl_exec *exec) {
+  return 1 + (exec->pool != NULL ? (size_t)tl_pool_workers(exec->pool) : 0);
+}
+
 /* 1 when the surface belongs to a lane whose run has been cancelled. Routes may check it
  * between blocks and stop with TL_E_CANCELLED (writing nothing when they can). */
 static inline int tl__exec_cancelled(const tl_exec *exec) {
   return exec->cancel != NULL && atomic_load_explicit(exec->cancel, memory_order_relaxed);
 }
 
-static inline tl__arena *tl__exec_arena(tl_exec *exec) { return &exec->resources->arena; }
 static inline tl__plan_cache *tl__exec_plans(tl_exec *exec) { return &exec->resources->plans; }
 
 /* Scratch for the current call; reclaimed at tl__exec_end (a route may also reset to an

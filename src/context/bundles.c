@@ -1,4 +1,4 @@
-/* src/session/resources.c: child resource bundles. Each child surface works with a bundle of
+/* src/context/bundles.c: child resource bundles. Each child surface works with a bundle of
  * its own. A ticket entry takes one from the context's free list and returns it; a lane
  * index keeps its own bundle across runs (lane i always runs on worker i), so its scratch
  * and plans stay warm and a steady-state phase allocates nothing and takes no lock. */
