@@ -3,9 +3,8 @@
  * One context per variant (budget = --threads for (a), 1 for (b)) kept for the whole run;
  * each pass opens a held session and runs tl_map over its items: each item runs on its
  * lane's child surface, and every kernel of the patch is a tenlane route on that surface
- * (tl_gemm_into; tl_qrcp_into, tl_lu_into and tl_triangular_solve_into of linalg.h), so the
- * routes' temporaries come from the lane's private scratch arena, kept across every item
- * the lane pulls. The patch's own buffers live in a
+ * (routes.c), so the routes' temporaries come from the lane's private scratch arena, kept
+ * across every item the lane pulls. The patch's own buffers live in a
  * block per lane index, made on the lane's first item and kept across passes, the same
  * way. Results go to the caller's private array, which main publishes only after every
  * pass succeeded: a failed map may have left any of them half written.
@@ -28,81 +27,6 @@
 
 const char *fan_tenlane_kernels(void) { return tl_kernels_provider(); }
 
-/* ---- The routes as fan_ops ------------------------------------------------------------- */
-
-typedef struct lane_backend {
-  tl_exec *exec;         /* the lane's surface for the current item */
-  tl_status last_status; /* the status of the route that failed, if one did */
-} lane_backend;
-
-static int route_failed(fan_call *call, const char *route, tl_status status, int m, int n) {
-  lane_backend *self = call->backend;
-  self->last_status = status;
-  snprintf(call->why, sizeof call->why, "%s (%d x %d) failed: %s: %s", route, m, n,
-           tl_status_name(status), tl_exec_message(self->exec));
-  return 1;
-}
-
-/* A borrowed column-major m x n view of caller memory with leading dimension ld. */
-static tl_status wrap_matrix(const double *data, int m, int n, int ld, tl_tensor *out) {
-  int64_t shape[2] = {m, n};
-  int64_t strides[2] = {1, ld};
-  return tl_tensor_wrap(TL_F64, 2, shape, strides, (void *)data, 0, out);
-}
-
-static int lane_gemm(fan_call *call, int m, int n, int k, const double *a, int lda, const double *b,
-                     int ldb, double *c, int ldc) {
-  lane_backend *self = call->backend;
-  tl_tensor ta, tb, tc;
-  tl_status status = wrap_matrix(a, m, k, lda, &ta);
-  if (status == TL_OK) status = wrap_matrix(b, k, n, ldb, &tb);
-  if (status == TL_OK) status = wrap_matrix(c, m, n, ldc, &tc);
-  if (status == TL_OK)
-    status = tl_gemm_into(self->exec, tl_scalar_real(1.0), &ta, &tb, tl_scalar_real(0.0), &tc);
-  return status == TL_OK ? 0 : route_failed(call, "tl_gemm_into", status, m, n);
-}
-
-static int lane_qrcp(fan_call *call, int m, int n, const double *a, int lda, double rtol, double *q,
-                     int ldq, double *r, int ldr, int64_t *perm, int *rank) {
-  lane_backend *self = call->backend;
-  int k = m < n ? m : n;
-  tl_tensor ta, tq, tr;
-  tl_truncation truncation = {0, rtol, 0.0};
-  int64_t rank64 = 0;
-  tl_status status = wrap_matrix(a, m, n, lda, &ta);
-  if (status == TL_OK) status = wrap_matrix(q, m, k, ldq, &tq);
-  if (status == TL_OK) status = wrap_matrix(r, k, n, ldr, &tr);
-  if (status == TL_OK) status = tl_qrcp_into(self->exec, &ta, &truncation, &tq, &tr, perm, &rank64);
-  if (status != TL_OK) return route_failed(call, "tl_qrcp_into", status, m, n);
-  *rank = (int)rank64;
-  return 0;
-}
-
-static int lane_lu(fan_call *call, int m, int n, const double *a, int lda, double *lu, int ldlu,
-                   int64_t *pivots) {
-  lane_backend *self = call->backend;
-  tl_tensor ta, tlu;
-  tl_status status = wrap_matrix(a, m, n, lda, &ta);
-  if (status == TL_OK) status = wrap_matrix(lu, m, n, ldlu, &tlu);
-  if (status == TL_OK) status = tl_lu_into(self->exec, &ta, &tlu, pivots);
-  return status == TL_OK ? 0 : route_failed(call, "tl_lu_into", status, m, n);
-}
-
-static int lane_solve_right(fan_call *call, int lower, int unit, int m, int n, const double *t,
-                            int ldt, const double *b, int ldb, double *x, int ldx) {
-  lane_backend *self = call->backend;
-  tl_tensor tt, tb, tx;
-  tl_status status = wrap_matrix(t, n, n, ldt, &tt);
-  if (status == TL_OK) status = wrap_matrix(b, m, n, ldb, &tb);
-  if (status == TL_OK) status = wrap_matrix(x, m, n, ldx, &tx);
-  if (status == TL_OK)
-    status = tl_triangular_solve_into(self->exec, TL_RIGHT, lower ? TL_LOWER : TL_UPPER,
-                                      TL_NO_TRANS, unit ? TL_UNIT : TL_NON_UNIT, &tt, &tb, &tx);
-  return status == TL_OK ? 0 : route_failed(call, "tl_triangular_solve_into", status, m, n);
-}
-
-static const fan_ops lane_ops = {"tenlane", lane_gemm, lane_qrcp, lane_lu, lane_solve_right};
-
 /* ---- The map ------------------------------------------------------------------------- */
 
 typedef struct lane_slot {
@@ -116,7 +40,6 @@ typedef struct lane_slot {
 
 typedef struct tenlane_state {
   const fan_env *env;
-  int variant;
   tl_context *ctx;
   int lanes;
   lane_slot *slots;
@@ -146,13 +69,11 @@ static int fan_item(tl_exec *exec, size_t index, int lane_index, void *arg) {
     }
     fan_work_carve(ma->pb, slot->block, &slot->work);
   }
-  lane_backend backend = {exec, TL_OK};
+  fan_tenlane_backend backend;
   fan_call call;
-  call.ops = &lane_ops;
-  call.backend = &backend;
-  call.why[0] = '\0';
+  fan_tenlane_call_init(&call, ma->pb->dtype, &backend, exec);
   int rc = fan_patch_run(ma->pb, item, &call, &slot->work, &ma->pass->priv[item]);
-  if (rc && backend.last_status == TL_E_CANCELLED) {
+  if (rc && backend.last_status == (int)TL_E_CANCELLED) {
     /* A route saw the run's cancellation (a peer's item failed): this item did not fail,
      * it was stopped. Say so, so that it never outranks the real failure. */
     return (int)TL_E_CANCELLED;
@@ -170,15 +91,15 @@ static int fan_item(tl_exec *exec, size_t index, int lane_index, void *arg) {
   return 0;
 }
 
-static int tenlane_open(const fan_env *env, int variant, void **out, char *why, size_t why_size) {
+static int tenlane_open(const fan_env *env, const fan_config *which, void **out, char *why,
+                        size_t why_size) {
   tenlane_state *st = calloc(1, sizeof *st);
   if (!st) {
     snprintf(why, why_size, "out of memory");
     return 3;
   }
   st->env = env;
-  st->variant = variant;
-  int budget = variant == FAN_A ? env->opt->threads : 1;
+  int budget = which->one_thread ? 1 : env->opt->threads;
   tl_context_config config;
   tl_context_config_init(&config);
   config.threads = budget;

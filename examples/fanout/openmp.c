@@ -1,9 +1,11 @@
-/* examples/fanout/openmp.c: variants (c) and (d), an OpenMP parallel-for over the items.
+/* examples/fanout/openmp.c: variants (c), (d) and (e), an OpenMP parallel-for over the items
+ * on the direct backend (direct.c).
  *
- * (c) is the loop most code has today: every item mallocs its buffers, and every
- * factorization its scratch, through LAPACKE's allocating drivers. (d) is the careful
- * hand-written loop: each thread carves its buffers once from a block it keeps, and
- * passes LAPACK scratch and a workspace it keeps too. Both pin thread t
+ * (c) runs tenlane's algorithm with allocation per item: every item mallocs its buffers,
+ * every factorization its scratch (LAPACKE's allocating drivers). (d) is the careful
+ * hand-written loop: each thread carves its buffers once from a block it keeps, and keeps
+ * its LAPACK scratch too. (e) is the loop most code has today: malloc per item and the full
+ * geqp3, truncated afterwards. All pin thread t
  * to CPU t mod n, pull items dynamically (as tl_map's lanes do), stop pulling once an item
  * fails, and report the lowest failing item after the region's join. Results go to the
  * caller's private array, which main publishes only after the whole run succeeded. */
@@ -34,7 +36,7 @@ typedef struct omp_thread_state {
 
 typedef struct omp_state {
   const fan_env *env;
-  int variant;
+  fan_direct_style style;
   int team;
   omp_thread_state *threads;
 } omp_state;
@@ -72,13 +74,13 @@ static void run_region(omp_pass *op) {
     int tid = omp_get_thread_num();
     fan_pin_to(env->cpus[tid % env->cpu_count]);
     omp_thread_state *ts = &st->threads[tid];
+    int kept = st->style == FAN_DIRECT_KEPT;
     fan_direct per_call;
-    memset(&per_call, 0, sizeof per_call);
-    per_call.per_call = 1;
-    if (st->variant == FAN_D && !ts->ready) {
+    fan_direct_make(&per_call, st->style, pb); /* the per-call styles allocate nothing here */
+    if (kept && !ts->ready) {
       size_t bytes = (fan_work_bytes(pb) + 63) & ~(size_t)63;
       if (!ts->block) ts->block = aligned_alloc(64, bytes);
-      if (ts->block && fan_direct_make(&ts->direct, pb) == 0) {
+      if (ts->block && fan_direct_make(&ts->direct, st->style, pb) == 0) {
         fan_work_carve(pb, ts->block, &ts->work);
         ts->ready = 1;
       } else {
@@ -87,7 +89,8 @@ static void run_region(omp_pass *op) {
     }
     fan_call call;
     call.ops = &fan_direct_ops;
-    call.backend = st->variant == FAN_D ? &ts->direct : &per_call;
+    call.dtype = pb->dtype;
+    call.backend = kept ? &ts->direct : &per_call;
     call.why[0] = '\0';
 
 #pragma omp for schedule(dynamic, 1)
@@ -96,7 +99,7 @@ static void run_region(omp_pass *op) {
       size_t item = pass->first + index;
       fan_work local;
       fan_work *work = &ts->work;
-      if (st->variant == FAN_C) {
+      if (!kept) {
         if (fan_work_malloc_each(pb, &local) != 0) {
           record_failure(op, item, "out of memory for the item's buffers");
           continue;
@@ -104,7 +107,7 @@ static void run_region(omp_pass *op) {
         work = &local;
       }
       int rc = fan_patch_run(pb, item, &call, work, &pass->priv[item]);
-      if (st->variant == FAN_C) fan_work_free_each(&local);
+      if (!kept) fan_work_free_each(&local);
       if (rc) {
         record_failure(op, item, call.why);
         continue;
@@ -116,7 +119,8 @@ static void run_region(omp_pass *op) {
   if (have_saved) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
 }
 
-static int omp_open(const fan_env *env, int variant, void **out, char *why, size_t why_size) {
+static int omp_open(const fan_env *env, const fan_config *config, void **out, char *why,
+                    size_t why_size) {
   omp_state *st = calloc(1, sizeof *st);
   if (st) st->threads = calloc((size_t)env->opt->threads, sizeof *st->threads);
   if (!st || !st->threads) {
@@ -125,8 +129,8 @@ static int omp_open(const fan_env *env, int variant, void **out, char *why, size
     return 3;
   }
   st->env = env;
-  st->variant = variant;
-  st->team = env->opt->threads;
+  st->style = config->style;
+  st->team = config->one_thread ? 1 : env->opt->threads;
   *out = st;
   return 0;
 }
@@ -175,9 +179,10 @@ const fan_runner fan_openmp_runner = {omp_open, omp_pass_run, omp_lanes, omp_clo
 
 int fan_openmp_available(void) { return 0; }
 
-static int omp_open(const fan_env *env, int variant, void **out, char *why, size_t why_size) {
+static int omp_open(const fan_env *env, const fan_config *config, void **out, char *why,
+                    size_t why_size) {
   (void)env;
-  (void)variant;
+  (void)config;
   (void)out;
   snprintf(why, why_size, "built without OpenMP");
   return 3;

@@ -1,0 +1,63 @@
+/* examples/fanout/direct_blas.c: the direct backend's BLAS-level calls (direct.h): GEMM
+ * through libxsmm or BLIS with the context tenlane selected, trsm and the column norm
+ * through BLIS's BLAS interface. Apart from direct.c because BLIS's header and LAPACKE's
+ * declare some of the same Fortran symbols differently. Nothing here allocates. */
+#include "kernels/providers.h"
+
+#include "direct.h"
+
+void fan_direct_init(void) {
+  libxsmm_init();
+  (void)tl__blis_context();
+}
+
+/* ---- GEMM ------------------------------------------------------------------------------ */
+
+int fan_direct_gemm(fan_call *call, int m, int n, int k, const void *a, int lda, const void *b,
+                    int ldb, void *c, int ldc) {
+  if (call->dtype == FAN_F64 && (long long)m * n * k <= 64LL * 64 * 64 && m <= 256 && n <= 256 &&
+      k <= 256) {
+    const double alpha = 1.0, beta = 0.0;
+    const int flags = LIBXSMM_GEMM_FLAG_BETA_0;
+    const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+    const libxsmm_blasint xlda = lda, xldb = ldb, xldc = ldc;
+    libxsmm_dmmfunction kernel =
+        libxsmm_dmmdispatch(m, n, k, &xlda, &xldb, &xldc, &alpha, &beta, &flags, &prefetch);
+    if (kernel) {
+      kernel(a, b, c);
+      return 0;
+    }
+  }
+  rntm_t rntm = tl__blis_runtime();
+  cntx_t *cntx = tl__blis_context();
+  if (call->dtype == FAN_F64) {
+    double alpha = 1.0, beta = 0.0;
+    bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, (double *)a, 1, lda,
+                 (double *)b, 1, ldb, &beta, (double *)c, 1, ldc, cntx, &rntm);
+  } else {
+    dcomplex alpha = {1.0, 0.0}, beta = {0.0, 0.0};
+    bli_zgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, (dcomplex *)a, 1, lda,
+                 (dcomplex *)b, 1, ldb, &beta, (dcomplex *)c, 1, ldc, cntx, &rntm);
+  }
+  return 0;
+}
+
+/* ---- The rest ------------------------------------------------------------------------- */
+
+void fan_direct_trsm_right(fan_dtype dtype, int lower, int unit, int m, int n, const void *t,
+                           int ldt, void *x, int ldx) {
+  const char side = 'R', uplo = lower ? 'L' : 'U', trans = 'N', diag = unit ? 'U' : 'N';
+  const f77_int lm = m, ln = n, lt = ldt, lx = ldx;
+  if (dtype == FAN_F64) {
+    const double one = 1.0;
+    dtrsm_(&side, &uplo, &trans, &diag, &lm, &ln, &one, t, &lt, x, &lx);
+  } else {
+    const dcomplex one = {1.0, 0.0};
+    ztrsm_(&side, &uplo, &trans, &diag, &lm, &ln, &one, t, &lt, x, &lx);
+  }
+}
+
+double fan_direct_norm(int m, const double *x) {
+  const f77_int n = m, one = 1;
+  return dnrm2_(&n, x, &one);
+}
