@@ -11,6 +11,16 @@ void fan_direct_init(void) {
   (void)tl__blis_context();
 }
 
+/* BLIS keeps its enabled induced methods per thread: a thread that computes in complex
+ * with the 1m context tenlane chose enables 1m for itself (LAPACK's complex BLAS calls
+ * then take it too), as tenlane's own threads do. */
+void fan_direct_thread_init(void) {
+  if (tl__blis_context_complex() != tl__blis_context()) {
+    bli_ind_enable_dt(BLIS_1M, BLIS_SCOMPLEX);
+    bli_ind_enable_dt(BLIS_1M, BLIS_DCOMPLEX);
+  }
+}
+
 /* ---- GEMM ------------------------------------------------------------------------------ */
 
 int fan_direct_gemm(fan_call *call, int m, int n, int k, const void *a, int lda, const void *b,
@@ -29,12 +39,13 @@ int fan_direct_gemm(fan_call *call, int m, int n, int k, const void *a, int lda,
     }
   }
   rntm_t rntm = tl__blis_runtime();
-  cntx_t *cntx = tl__blis_context();
   if (call->dtype == FAN_F64) {
+    cntx_t *cntx = tl__blis_context();
     double alpha = 1.0, beta = 0.0;
     bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, (double *)a, 1, lda,
                  (double *)b, 1, ldb, &beta, (double *)c, 1, ldc, cntx, &rntm);
   } else {
+    cntx_t *cntx = tl__blis_context_complex();
     dcomplex alpha = {1.0, 0.0}, beta = {0.0, 0.0};
     bli_zgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, (dcomplex *)a, 1, lda,
                  (dcomplex *)b, 1, ldb, &beta, (dcomplex *)c, 1, ldc, cntx, &rntm);

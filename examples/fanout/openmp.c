@@ -73,6 +73,7 @@ static void run_region(omp_pass *op) {
   {
     int tid = omp_get_thread_num();
     fan_pin_to(env->cpus[tid % env->cpu_count]);
+    fan_direct_thread_init();
     omp_thread_state *ts = &st->threads[tid];
     int kept = st->style == FAN_DIRECT_KEPT;
     fan_direct per_call;

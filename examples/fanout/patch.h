@@ -189,7 +189,10 @@ typedef struct fan_direct {
  * grid. 0, or -1 when out of memory (nothing kept). */
 int fan_direct_make(fan_direct *d, fan_direct_style style, const fan_problem *pb);
 void fan_direct_free(fan_direct *d);
-/* Once per process, before the first direct call (libxsmm's set-up). */
+/* Once per process, before the first direct call (libxsmm's set-up, tenlane's choice of
+ * BLIS context). */
 void fan_direct_init(void);
+/* Once per thread that makes direct calls, before its first (BLIS's per-thread state). */
+void fan_direct_thread_init(void);
 
 #endif

@@ -133,7 +133,22 @@ static void providers_init_once(void) {
            choice.complex_1m ? "(1m)" : "");
 }
 
-void tl__providers_init(void) { pthread_once(&providers_once, providers_init_once); }
+/* BLIS keeps the enabled induced methods per thread (thread-local state), so enabling 1m in
+ * providers_init_once reached only the thread that ran it: every other thread (a pool
+ * worker, say) sent its complex GEMMs, and LAPACK's complex BLAS calls, down BLIS's native
+ * path instead, slower and with other rounding. Each thread enables 1m for itself on its
+ * first call here. */
+static _Thread_local int thread_ready;
+
+void tl__providers_init(void) {
+  pthread_once(&providers_once, providers_init_once);
+  if (thread_ready) return;
+  thread_ready = 1;
+  if (provider_choice.complex_1m) {
+    bli_ind_enable_dt(BLIS_1M, BLIS_SCOMPLEX);
+    bli_ind_enable_dt(BLIS_1M, BLIS_DCOMPLEX);
+  }
+}
 
 tl__provider_choice tl__provider_current(void) {
   tl__providers_init();
