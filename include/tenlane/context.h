@@ -31,7 +31,8 @@ typedef struct tl_context_config {
   const int *cpus;      /* CPU set, or NULL: nothing is pinned. Borrowed for the call. */
   int cpu_count;        /* entries in cpus */
   size_t scratch_limit; /* bytes one scratch arena may hold; 0 = the default (256 MiB) */
-  int spin_us;          /* idle spin window of the pool's workers; < 0 = the default */
+  int spin_us;          /* idle spin window of the pool's workers; < 0 = the default;
+                           at most TL_SPIN_US_MAX (10 ms) */
 } tl_context_config;
 
 /* Fill `config` with the defaults: budget = CPUs available, no CPU set, default limits. */
@@ -39,7 +40,8 @@ TL_API void tl_context_config_init(tl_context_config *config);
 
 /* Create a context. *out owns it; destroy it with tl_context_destroy. With a budget of
  * 1 no pool and no thread is made. Errors: TL_E_INVALID (NULL, negative budget, a CPU
- * the machine does not have), TL_E_NOMEM, TL_E_THREAD, TL_E_AFFINITY. Any thread. */
+ * the machine does not have, spin_us above TL_SPIN_US_MAX), TL_E_NOMEM, TL_E_THREAD,
+ * TL_E_AFFINITY. Any thread. */
 TL_API tl_status tl_context_create(const tl_context_config *config, tl_context **out);
 
 /* Destroy a context with no open session. NULL is ignored (TL_OK). Returns TL_E_BUSY

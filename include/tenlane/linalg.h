@@ -21,8 +21,13 @@
  * negative tolerance), TL_E_SHAPE (a rank or extent that does not fit, with both shapes in
  * the message), TL_E_DTYPE, TL_E_ALIAS, TL_E_UNAVAILABLE, TL_E_CANCELLED (cancelled before
  * it started), TL_E_SCRATCH_LIMIT, TL_E_NOMEM, TL_E_PROVIDER (LAPACK reported a failure,
- * e.g. an SVD or eigensolver that did not converge; the message gives the routine and its
- * info). Surface's thread only; everything is borrowed for the call. */
+ * e.g. an SVD or eigensolver that did not converge, or rejected an argument; the message
+ * gives the routine and its info or argument), TL_E_NONFINITE (an input holds NaN or
+ * infinity in an element the route would hand to LAPACK or BLAS: every route here takes
+ * finite input only; the message names the argument and the first bad element's index,
+ * column by column, and nothing is computed or written). Caller-memory outputs (pivots,
+ * perm, rank) must not overlap any tensor of the call (TL_E_ALIAS). Surface's thread
+ * only; everything is borrowed for the call. */
 #ifndef TENLANE_LINALG_H
 #define TENLANE_LINALG_H
 

@@ -27,14 +27,20 @@ typedef struct tl_pool_config {
   int workers;     /* number of worker threads, >= 1 */
   const int *cpus; /* CPUs to pin to, or NULL for no pinning; borrowed for the call */
   int cpu_count;   /* entries in cpus; workers are spread evenly over them */
-  int spin_us;     /* how long an idle worker spins before it sleeps; < 0 for the default */
+  int spin_us;     /* how long an idle worker spins before it sleeps; < 0 for the default;
+                      at most TL_SPIN_US_MAX */
 } tl_pool_config;
+
+/* The longest idle spin window a pool accepts, in microseconds (10 ms): after its last
+ * work a worker burns at most this much CPU before it sleeps. */
+#define TL_SPIN_US_MAX 10000
 
 /* Fill `config` with defaults: 1 worker, no pinning, the default spin window. */
 TL_API void tl_pool_config_init(tl_pool_config *config);
 
 /* Create a pool and start its workers. On success *out owns the pool; destroy it with
- * tl_pool_destroy. Errors: TL_E_INVALID (NULL, workers < 1, a CPU out of range),
+ * tl_pool_destroy. Errors: TL_E_INVALID (NULL, workers < 1, a CPU out of range, spin_us
+ * above TL_SPIN_US_MAX),
  * TL_E_NOMEM, TL_E_THREAD (a worker could not be started), TL_E_AFFINITY (pinning
  * failed or the mask read back differs). Any thread may call it. */
 TL_API tl_status tl_pool_create(const tl_pool_config *config, tl_pool **out);

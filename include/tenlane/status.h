@@ -40,7 +40,11 @@ extern "C" {
   X(E_PANICKED, "a panic was caught")                                              \
   X(E_LANE, "a phase lane reported an error")                                      \
   X(E_CANCELLED, "the work was cancelled")                                         \
-  X(E_THREAD, "a thread could not be created")
+  X(E_THREAD, "a thread could not be created")                                     \
+  X(E_NONFINITE, "a numerical input holds NaN or infinity")                        \
+  X(E_LIMIT, "a documented limit was reached")                                     \
+  X(E_OWNER_DEAD, "the thread that held the session ended without closing it")     \
+  X(E_FORKED, "the object was made before fork() and cannot run in this process")
 
 typedef enum tl_status {
 #define TL__STATUS_ENUM(suffix, text) TL_##suffix,

@@ -28,6 +28,10 @@
 tl_status tl__fail(tl_status status, const char *format, ...) TL__PRINTF(2, 3);
 tl_status tl__failv(tl_status status, const char *format, va_list args) TL__PRINTF(2, 0);
 
+/* A callback's return code as text: "TL_E_SHAPE (11)" when it is a tl_status other than
+ * TL_OK, the bare number otherwise. */
+void tl__code_text(int code, char *dst, size_t size);
+
 /* Copy the thread's current message into `dst` (TL_MESSAGE_CAPACITY bytes). */
 void tl__message_copy(char *dst);
 

@@ -8,8 +8,9 @@
 #include <stdatomic.h>
 
 typedef enum tl__fault_site {
-  TL__FAULT_CHILD_ENTRY = 0,   /* a lane's child entry fails (TL_E_NOMEM) */
-  TL__FAULT_CHILD_CLEANUP = 1, /* a lane's child cleanup reports a failure (TL_E_PROVIDER) */
+  TL__FAULT_CHILD_ENTRY = 0,     /* a lane's child entry fails (TL_E_NOMEM) */
+  TL__FAULT_CHILD_CLEANUP = 1,   /* a lane's child cleanup reports a failure (TL_E_PROVIDER) */
+  TL__FAULT_LAPACK_ARGUMENT = 2, /* a LAPACK core passes lda 0: LAPACK calls xerbla_ */
   TL__FAULT_SITES
 } tl__fault_site;
 

@@ -25,6 +25,9 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
   if (config->threads < 0 || config->threads > 4096)
     return tl__fail(TL_E_INVALID, "tl_context_create: threads is %d, expected 0..4096",
                     config->threads);
+  if (config->spin_us > TL_SPIN_US_MAX)
+    return tl__fail(TL_E_INVALID, "tl_context_create: spin_us is %d, above TL_SPIN_US_MAX (%d)",
+                    config->spin_us, TL_SPIN_US_MAX);
   cpu_set_t process_set;
   CPU_ZERO(&process_set);
   if (sched_getaffinity(0, sizeof process_set, &process_set) != 0)

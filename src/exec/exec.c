@@ -34,6 +34,7 @@ tl_status tl__exec_begin(tl_exec *exec, const char *route) {
   }
   if (TL__UNLIKELY(exec->depth >= 16))
     return tl__fail(TL_E_INVALID, "%s: route calls nested deeper than 16 on one surface", route);
+  if (exec->depth == 0) exec->route = route;
   exec->marks[exec->depth++] = tl__arena_mark_get(&exec->resources->arena);
   return TL_OK;
 }
@@ -45,6 +46,15 @@ tl_status tl__exec_end(tl_exec *exec, tl_status status) {
                           memory_order_relaxed);
   }
   if (status != TL_OK) {
+    if (exec->depth == 0 && exec->route != NULL) {
+      size_t length = strlen(exec->route);
+      const char *message = tl_last_message();
+      if (strncmp(message, exec->route, length) != 0 || message[length] != ':') {
+        char reason[TL_MESSAGE_CAPACITY];
+        tl__message_copy(reason);
+        tl__fail(status, "%s: %s", exec->route, reason);
+      }
+    }
     tl__message_copy(exec->message);
     if (exec->holder_message != NULL) tl__message_copy(exec->holder_message);
   }

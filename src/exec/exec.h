@@ -46,6 +46,7 @@ struct tl_exec {
   tl__arena_mark marks[16];    /* arena position at each tl__exec_begin, restored at its end */
   const atomic_int *cancel;    /* the lane's run flag, or NULL */
   unsigned long thread_token;  /* the thread allowed to use it (0 = any) */
+  const char *route;           /* the public entry point of the outermost call in progress */
   char message[TL_MESSAGE_CAPACITY];
 };
 
@@ -56,7 +57,9 @@ struct tl_exec {
  * gives back the scratch taken since the matching begin. */
 tl_status tl__exec_begin(tl_exec *exec, const char *route);
 /* End the call started by tl__exec_begin; returns `status`, copying the thread's message
- * to the surface when status is not TL_OK. */
+ * to the surface when status is not TL_OK. At the outermost level a message that does not
+ * already begin with the route's name gets it in front, so every message a user reads
+ * starts with the entry point the user called. */
 tl_status tl__exec_end(tl_exec *exec, tl_status status);
 
 /* Set up `exec` as a surface of `kind` on the calling thread, over `resources`, splitting

@@ -49,6 +49,8 @@ static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     status = tl__la_workspace(exec, &sizes, esize, rsize, &work, &rwork, &iwork);
     if (status != TL_OK) return status;
     tl__la_gather(a, work_a, lda);
+    status = tl__la_finite(route, "a", dtype, work_a, lda, n, n, uplo_char, 0, 0);
+    if (status != TL_OK) return status;
     info = tl__lapack_heevd(dtype, jobz, uplo_char, (lapack_int)n, work_a, lda, w_buf, work,
                             (lapack_int)sizes.work, rwork, (lapack_int)sizes.rwork, iwork,
                             (lapack_int)sizes.iwork);

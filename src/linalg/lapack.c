@@ -7,7 +7,21 @@
  * and the providers linked are single-threaded. */
 #include <complex.h>
 
+#include "base/fault.h"
 #include "linalg_int.h"
+
+/* LAPACK's info, unless xerbla_ fired on this thread during a call that reported success
+ * (an inner routine rejected an argument): then a failure (TL__LA_XERBLA_INFO), so that
+ * no route takes a result LAPACK computed past an argument error. */
+static lapack_int checked(lapack_int info) {
+  return info >= 0 && tl__xerbla_pending() ? TL__LA_XERBLA_INFO : info;
+}
+
+/* The injected fault TL__FAULT_LAPACK_ARGUMENT: a leading dimension of 0, which LAPACK
+ * rejects through xerbla_ (the tests use it to reach the real handler). */
+static lapack_int fault_ld(lapack_int ld) {
+  return tl__fault_hit(TL__FAULT_LAPACK_ARGUMENT) ? 0 : ld;
+}
 
 /* BLAS trsm (Fortran interface of the linked BLAS; 32-bit integers). */
 void strsm_(const char *side, const char *uplo, const char *transa, const char *diag,
@@ -49,16 +63,16 @@ lapack_int tl__lapack_geqrf_query(tl_dtype dtype, lapack_int m, lapack_int n, tl
   lapack_int lda = tl__la_ld(m), info = 0;
   switch (dtype) {
     case TL_F32:
-      info = LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1);
+      info = checked(LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1));
       break;
     case TL_F64:
-      info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1);
+      info = checked(LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1));
       break;
     case TL_C64:
-      info = LAPACKE_cgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1);
+      info = checked(LAPACKE_cgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1));
       break;
     case TL_C128:
-      info = LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1);
+      info = checked(LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1));
       break;
   }
   return queried(sizes, size_from(dtype, &q), 0, 0, info);
@@ -66,15 +80,16 @@ lapack_int tl__lapack_geqrf_query(tl_dtype dtype, lapack_int m, lapack_int n, tl
 
 lapack_int tl__lapack_geqrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
                             void *tau, void *work, lapack_int lwork) {
+  lda = fault_ld(lda);
   switch (dtype) {
     case TL_F32:
-      return LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+      return checked(LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork));
     case TL_F64:
-      return LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+      return checked(LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork));
     case TL_C64:
-      return LAPACKE_cgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+      return checked(LAPACKE_cgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork));
     case TL_C128:
-      return LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+      return checked(LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork));
   }
   return -1;
 }
@@ -85,16 +100,20 @@ lapack_int tl__lapack_ungqr_query(tl_dtype dtype, lapack_int m, lapack_int n, la
   lapack_int lda = tl__la_ld(m), info = 0;
   switch (dtype) {
     case TL_F32:
-      info = LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1);
+      info =
+          checked(LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1));
       break;
     case TL_F64:
-      info = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1);
+      info =
+          checked(LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1));
       break;
     case TL_C64:
-      info = LAPACKE_cungqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1);
+      info =
+          checked(LAPACKE_cungqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1));
       break;
     case TL_C128:
-      info = LAPACKE_zungqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1);
+      info =
+          checked(LAPACKE_zungqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1));
       break;
   }
   return queried(sizes, size_from(dtype, &q), 0, 0, info);
@@ -104,13 +123,13 @@ lapack_int tl__lapack_ungqr(tl_dtype dtype, lapack_int m, lapack_int n, lapack_i
                             lapack_int lda, const void *tau, void *work, lapack_int lwork) {
   switch (dtype) {
     case TL_F32:
-      return LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork);
+      return checked(LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork));
     case TL_F64:
-      return LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork);
+      return checked(LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork));
     case TL_C64:
-      return LAPACKE_cungqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork);
+      return checked(LAPACKE_cungqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork));
     case TL_C128:
-      return LAPACKE_zungqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork);
+      return checked(LAPACKE_zungqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork));
   }
   return -1;
 }
@@ -120,18 +139,20 @@ lapack_int tl__lapack_geqp3_query(tl_dtype dtype, lapack_int m, lapack_int n, tl
   lapack_int lda = tl__la_ld(m), info = 0;
   switch (dtype) {
     case TL_F32:
-      info = LAPACKE_sgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1);
+      info = checked(
+          LAPACKE_sgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1));
       break;
     case TL_F64:
-      info = LAPACKE_dgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1);
+      info = checked(
+          LAPACKE_dgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1));
       break;
     case TL_C64:
-      info =
-          LAPACKE_cgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1, NULL);
+      info = checked(
+          LAPACKE_cgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1, NULL));
       break;
     case TL_C128:
-      info =
-          LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1, NULL);
+      info = checked(
+          LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1, NULL));
       break;
   }
   return queried(sizes, size_from(dtype, &q), tl_dtype_is_complex(dtype) ? 2 * (int64_t)n + 1 : 0,
@@ -143,13 +164,15 @@ lapack_int tl__lapack_geqp3(tl_dtype dtype, lapack_int m, lapack_int n, void *a,
                             void *rwork) {
   switch (dtype) {
     case TL_F32:
-      return LAPACKE_sgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork);
+      return checked(LAPACKE_sgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork));
     case TL_F64:
-      return LAPACKE_dgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork);
+      return checked(LAPACKE_dgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork));
     case TL_C64:
-      return LAPACKE_cgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork, rwork);
+      return checked(
+          LAPACKE_cgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork, rwork));
     case TL_C128:
-      return LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork, rwork);
+      return checked(
+          LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork, rwork));
   }
   return -1;
 }
@@ -199,20 +222,20 @@ lapack_int tl__lapack_gesdd_query(tl_dtype dtype, char jobz, lapack_int m, lapac
   lapack_int ldu = lda, ldvt = tl__la_ld(mn);
   switch (dtype) {
     case TL_F32:
-      info = LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL,
-                                 ldvt, (void *)&q, -1, NULL);
+      info = checked(LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu,
+                                         NULL, ldvt, (void *)&q, -1, NULL));
       break;
     case TL_F64:
-      info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL,
-                                 ldvt, (void *)&q, -1, NULL);
+      info = checked(LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu,
+                                         NULL, ldvt, (void *)&q, -1, NULL));
       break;
     case TL_C64:
-      info = LAPACKE_cgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL,
-                                 ldvt, (void *)&q, -1, NULL, NULL);
+      info = checked(LAPACKE_cgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu,
+                                         NULL, ldvt, (void *)&q, -1, NULL, NULL));
       break;
     case TL_C128:
-      info = LAPACKE_zgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL,
-                                 ldvt, (void *)&q, -1, NULL, NULL);
+      info = checked(LAPACKE_zgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu,
+                                         NULL, ldvt, (void *)&q, -1, NULL, NULL));
       break;
   }
   /* LAPACK 3.7+ bounds for the complex rwork (not returned by the query). */
@@ -227,19 +250,20 @@ lapack_int tl__lapack_gesdd(tl_dtype dtype, char jobz, lapack_int m, lapack_int 
                             lapack_int lda, void *s, void *u, lapack_int ldu, void *vt,
                             lapack_int ldvt, void *work, lapack_int lwork, void *rwork,
                             lapack_int *iwork) {
+  lda = fault_ld(lda);
   switch (dtype) {
     case TL_F32:
-      return LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work,
-                                 lwork, iwork);
+      return checked(LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
+                                         work, lwork, iwork));
     case TL_F64:
-      return LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work,
-                                 lwork, iwork);
+      return checked(LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
+                                         work, lwork, iwork));
     case TL_C64:
-      return LAPACKE_cgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work,
-                                 lwork, rwork, iwork);
+      return checked(LAPACKE_cgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
+                                         work, lwork, rwork, iwork));
     case TL_C128:
-      return LAPACKE_zgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work,
-                                 lwork, rwork, iwork);
+      return checked(LAPACKE_zgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
+                                         work, lwork, rwork, iwork));
   }
   return -1;
 }
@@ -252,20 +276,20 @@ lapack_int tl__lapack_gesvd_query(tl_dtype dtype, char jobz, lapack_int m, lapac
   lapack_int ldu = lda, ldvt = tl__la_ld(mn);
   switch (dtype) {
     case TL_F32:
-      info = LAPACKE_sgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL, ldu,
-                                 NULL, ldvt, (void *)&q, -1);
+      info = checked(LAPACKE_sgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL,
+                                         ldu, NULL, ldvt, (void *)&q, -1));
       break;
     case TL_F64:
-      info = LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL, ldu,
-                                 NULL, ldvt, (void *)&q, -1);
+      info = checked(LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL,
+                                         ldu, NULL, ldvt, (void *)&q, -1));
       break;
     case TL_C64:
-      info = LAPACKE_cgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL, ldu,
-                                 NULL, ldvt, (void *)&q, -1, NULL);
+      info = checked(LAPACKE_cgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL,
+                                         ldu, NULL, ldvt, (void *)&q, -1, NULL));
       break;
     case TL_C128:
-      info = LAPACKE_zgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL, ldu,
-                                 NULL, ldvt, (void *)&q, -1, NULL);
+      info = checked(LAPACKE_zgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL,
+                                         ldu, NULL, ldvt, (void *)&q, -1, NULL));
       break;
   }
   return queried(sizes, size_from(dtype, &q), tl_dtype_is_complex(dtype) ? 5 * (int64_t)mn + 1 : 0,
@@ -277,32 +301,33 @@ lapack_int tl__lapack_gesvd(tl_dtype dtype, char jobz, lapack_int m, lapack_int 
                             lapack_int ldvt, void *work, lapack_int lwork, void *rwork) {
   switch (dtype) {
     case TL_F32:
-      return LAPACKE_sgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
-                                 work, lwork);
+      return checked(LAPACKE_sgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt,
+                                         ldvt, work, lwork));
     case TL_F64:
-      return LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
-                                 work, lwork);
+      return checked(LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt,
+                                         ldvt, work, lwork));
     case TL_C64:
-      return LAPACKE_cgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
-                                 work, lwork, rwork);
+      return checked(LAPACKE_cgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt,
+                                         ldvt, work, lwork, rwork));
     case TL_C128:
-      return LAPACKE_zgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
-                                 work, lwork, rwork);
+      return checked(LAPACKE_zgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, a, lda, s, u, ldu, vt,
+                                         ldvt, work, lwork, rwork));
   }
   return -1;
 }
 
 lapack_int tl__lapack_getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
                             lapack_int *ipiv) {
+  lda = fault_ld(lda);
   switch (dtype) {
     case TL_F32:
-      return LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+      return checked(LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv));
     case TL_F64:
-      return LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+      return checked(LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv));
     case TL_C64:
-      return LAPACKE_cgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+      return checked(LAPACKE_cgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv));
     case TL_C128:
-      return LAPACKE_zgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv);
+      return checked(LAPACKE_zgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv));
   }
   return -1;
 }
@@ -312,13 +337,13 @@ lapack_int tl__lapack_getrs(tl_dtype dtype, char trans, lapack_int n, lapack_int
                             lapack_int ldb) {
   switch (dtype) {
     case TL_F32:
-      return LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb);
+      return checked(LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb));
     case TL_F64:
-      return LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb);
+      return checked(LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb));
     case TL_C64:
-      return LAPACKE_cgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb);
+      return checked(LAPACKE_cgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb));
     case TL_C128:
-      return LAPACKE_zgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb);
+      return checked(LAPACKE_zgetrs_work(LAPACK_COL_MAJOR, trans, n, nrhs, a, lda, ipiv, b, ldb));
   }
   return -1;
 }
@@ -330,20 +355,20 @@ lapack_int tl__lapack_heevd_query(tl_dtype dtype, char jobz, char uplo, lapack_i
   lapack_int iq = 0, lda = tl__la_ld(n), info = 0;
   switch (dtype) {
     case TL_F32:
-      info = LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL, (void *)&q, -1,
-                                 &iq, -1);
+      info = checked(LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL,
+                                         (void *)&q, -1, &iq, -1));
       break;
     case TL_F64:
-      info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL, (void *)&q, -1,
-                                 &iq, -1);
+      info = checked(LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL,
+                                         (void *)&q, -1, &iq, -1));
       break;
     case TL_C64:
-      info = LAPACKE_cheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL, (void *)&q, -1,
-                                 (void *)&rq, -1, &iq, -1);
+      info = checked(LAPACKE_cheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL,
+                                         (void *)&q, -1, (void *)&rq, -1, &iq, -1));
       break;
     case TL_C128:
-      info = LAPACKE_zheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL, (void *)&q, -1,
-                                 (void *)&rq, -1, &iq, -1);
+      info = checked(LAPACKE_zheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL,
+                                         (void *)&q, -1, (void *)&rq, -1, &iq, -1));
       break;
   }
   return queried(sizes, size_from(dtype, &q),
@@ -353,19 +378,20 @@ lapack_int tl__lapack_heevd_query(tl_dtype dtype, char jobz, char uplo, lapack_i
 lapack_int tl__lapack_heevd(tl_dtype dtype, char jobz, char uplo, lapack_int n, void *a,
                             lapack_int lda, void *w, void *work, lapack_int lwork, void *rwork,
                             lapack_int lrwork, lapack_int *iwork, lapack_int liwork) {
+  lda = fault_ld(lda);
   switch (dtype) {
     case TL_F32:
-      return LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork, iwork,
-                                 liwork);
+      return checked(LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork,
+                                         iwork, liwork));
     case TL_F64:
-      return LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork, iwork,
-                                 liwork);
+      return checked(LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork,
+                                         iwork, liwork));
     case TL_C64:
-      return LAPACKE_cheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork, rwork,
-                                 lrwork, iwork, liwork);
+      return checked(LAPACKE_cheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork,
+                                         rwork, lrwork, iwork, liwork));
     case TL_C128:
-      return LAPACKE_zheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork, rwork,
-                                 lrwork, iwork, liwork);
+      return checked(LAPACKE_zheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork,
+                                         rwork, lrwork, iwork, liwork));
   }
   return -1;
 }

@@ -120,7 +120,40 @@ void tl__lapack_column_norms(tl_dtype dtype, lapack_int m, lapack_int n, const v
 
 static inline lapack_int tl__la_ld(int64_t rows) { return rows > 1 ? (lapack_int)rows : 1; }
 
-/* A LAPACK info that is not zero, as TL_E_PROVIDER with the routine's name. */
+/* A LAPACK info that is not zero, as TL_E_PROVIDER with the routine's name; when xerbla
+ * recorded an argument error on this thread, the message names the routine that raised it
+ * and the argument (and the record is taken). */
 tl_status tl__la_provider_fail(const char *route, const char *routine, lapack_int info);
+
+/* ---- Argument errors (xerbla.c) --------------------------------------------------------- */
+
+/* What the cores return when xerbla_ fired during a call that itself reported success
+ * (an inner routine rejected an argument and its caller went on): a failure, never 0. */
+#define TL__LA_XERBLA_INFO (-1000000)
+
+/* 1 and the routine's name and the argument's position when xerbla_ was called on this
+ * thread since the last take (the record is cleared); 0 otherwise. */
+int tl__xerbla_take(char routine[16], int *argument);
+/* 1 when xerbla_ was called on this thread since the last take. */
+int tl__xerbla_pending(void);
+
+/* ---- Non-finite input (matrix.c) ----------------------------------------------------- */
+
+/* TL_E_NONFINITE when the rows x cols column-major buf (leading dimension ld, dtype) holds
+ * NaN or infinity in the part a route hands to LAPACK or BLAS: part 'A' every element,
+ * 'U' / 'L' the upper / lower triangle; unit_diagonal leaves the diagonal out. The
+ * message names the route, the argument `name` and the first bad element's index (column
+ * by column). */
+tl_status tl__la_finite(const char *route, const char *name, tl_dtype dtype, const void *buf,
+                        int64_t ld, int64_t rows, int64_t cols, char part, int unit_diagonal,
+                        int vector);
+/* Gather t into buf (tl__la_gather), then tl__la_finite over every element. */
+tl_status tl__la_gather_finite(const char *route, const char *name, const tl_tensor *t, void *buf,
+                               int64_t ld);
+
+/* TL_E_ALIAS when the `count` int64_t outputs at `out` (pivots, a permutation, a rank)
+ * overlap the memory of tensor t (NULL t or count 0 passes). */
+tl_status tl__la_disjoint_ints(const char *route, const int64_t *out, int64_t count,
+                               const char *out_name, const tl_tensor *t, const char *t_name);
 
 #endif

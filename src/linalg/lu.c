@@ -59,12 +59,15 @@ static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
     if ((status = tl__la_disjoint(lu, "lu", a, "a")) != TL_OK) return status;
   }
   int64_t k = m < n ? m : n;
+  if ((status = tl__la_disjoint_ints(route, pivots, k, "pivots", a, "a")) != TL_OK ||
+      (!fresh && (status = tl__la_disjoint_ints(route, pivots, k, "pivots", lu, "lu")) != TL_OK))
+    return status;
   lapack_int lda = tl__la_ld(m);
   char *work_a;
   lapack_int *ipiv;
   if ((status = factor_scratch(exec, dtype, lda, n, k, &work_a, &ipiv)) != TL_OK) return status;
   if (k > 0) {
-    tl__la_gather(a, work_a, lda);
+    if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
     lapack_int info = tl__lapack_getrf(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, ipiv);
     if (info < 0) return tl__la_provider_fail(route, "getrf", info);
     /* info > 0: an exact zero pivot; the factorization is complete and is returned. */
@@ -123,7 +126,7 @@ static tl_status solve_with(tl_exec *exec, const char *route, tl_dtype dtype, ch
       tl__la_scratch(exec, (int64_t)ldb * rhs, tl_dtype_size(dtype), (void **)&work_b);
   if (status != TL_OK) return status;
   if (n > 0 && rhs > 0) {
-    tl__la_gather(b, work_b, ldb);
+    if ((status = tl__la_gather_finite(route, "b", b, work_b, ldb)) != TL_OK) return status;
     lapack_int info = tl__lapack_getrs(dtype, trans, (lapack_int)n, (lapack_int)rhs, lu_buf, ld,
                                        ipiv, work_b, ldb);
     if (info != 0) return tl__la_provider_fail(route, "getrs", info);
@@ -169,7 +172,7 @@ static tl_status lu_solve_impl(tl_exec *exec, const char *route, const tl_tensor
   char *lu_buf;
   lapack_int *ipiv;
   if ((status = factor_scratch(exec, dtype, ld, n, n, &lu_buf, &ipiv)) != TL_OK) return status;
-  tl__la_gather(lu, lu_buf, ld);
+  if ((status = tl__la_gather_finite(route, "lu", lu, lu_buf, ld)) != TL_OK) return status;
   int64_t zero = zero_diagonal(dtype, lu_buf, ld, n);
   if (zero >= 0) {
     return tl__fail(TL_E_INVALID, "%s: lu(%lld,%lld) is exactly zero: the matrix is singular",
@@ -208,7 +211,7 @@ static tl_status solve_impl(tl_exec *exec, const char *route, const tl_tensor *a
   lapack_int *ipiv;
   if ((status = factor_scratch(exec, dtype, ld, n, n, &lu_buf, &ipiv)) != TL_OK) return status;
   if (n > 0) {
-    tl__la_gather(a, lu_buf, ld);
+    if ((status = tl__la_gather_finite(route, "a", a, lu_buf, ld)) != TL_OK) return status;
     lapack_int info = tl__lapack_getrf(dtype, (lapack_int)n, (lapack_int)n, lu_buf, ld, ipiv);
     if (info < 0) return tl__la_provider_fail(route, "getrf", info);
     if (info > 0) {

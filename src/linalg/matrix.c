@@ -18,6 +18,9 @@ tl_status tl__la_begin(tl_exec *exec, const char *route) {
   if (status != TL_OK) return status;
   /* LAPACK's BLAS calls get the context tenlane chose only once it is set. */
   tl__providers_init();
+  char stale_routine[16];
+  int stale_argument;
+  (void)tl__xerbla_take(stale_routine, &stale_argument); /* not this call's: forget it */
   int team;
   status = tl__exec_team(exec, &team);
   if (status == TL_OK && tl__exec_cancelled(exec)) {
@@ -190,10 +193,78 @@ tl_status tl__la_check_truncation(const tl_truncation *truncation, const char *r
 }
 
 tl_status tl__la_provider_fail(const char *route, const char *routine, lapack_int info) {
+  char raised_by[16];
+  int argument;
+  if (tl__xerbla_take(raised_by, &argument)) {
+    return tl__fail(TL_E_PROVIDER,
+                    "%s: LAPACK %s: routine %s rejected its argument %d (reported through "
+                    "xerbla; a tenlane bug or an injected fault)",
+                    route, routine, raised_by, argument);
+  }
   if (info < 0) {
     return tl__fail(TL_E_PROVIDER, "%s: LAPACK %s rejected its argument %d (a tenlane bug)", route,
                     routine, (int)-info);
   }
   return tl__fail(TL_E_PROVIDER, "%s: LAPACK %s did not converge (info %d)", route, routine,
                   (int)info);
+}
+
+static const char *nonfinite_kind(double value) {
+  return value != value ? "NaN" : value > 0 ? "+inf" : "-inf";
+}
+
+tl_status tl__la_finite(const char *route, const char *name, tl_dtype dtype, const void *buf,
+                        int64_t ld, int64_t rows, int64_t cols, char part, int unit_diagonal,
+                        int vector) {
+  int parts = tl_dtype_is_complex(dtype) ? 2 : 1;
+  int single = tl_dtype_real(dtype) == TL_F32;
+  for (int64_t j = 0; j < cols; j++) {
+    int64_t first = part == 'L' ? j : 0, last = part == 'U' ? (j + 1 < rows ? j + 1 : rows) : rows;
+    for (int64_t i = first; i < last; i++) {
+      if (unit_diagonal && i == j) continue;
+      int64_t at = (j * ld + i) * parts;
+      for (int c = 0; c < parts; c++) {
+        double value =
+            single ? (double)((const float *)buf)[at + c] : ((const double *)buf)[at + c];
+        if (isfinite(value)) continue;
+        const char *what = parts == 1 ? ""
+                           : c == 0   ? " in its real part"
+                                      : " in its imaginary part";
+        if (vector) {
+          return tl__fail(TL_E_NONFINITE,
+                          "%s: %s[%lld] is %s%s; this route takes finite input only (NaN and "
+                          "infinity are refused before LAPACK sees them)",
+                          route, name, (long long)i, nonfinite_kind(value), what);
+        }
+        return tl__fail(TL_E_NONFINITE,
+                        "%s: %s[%lld, %lld] is %s%s; this route takes finite input only (NaN and "
+                        "infinity are refused before LAPACK sees them)",
+                        route, name, (long long)i, (long long)j, nonfinite_kind(value), what);
+      }
+    }
+  }
+  return TL_OK;
+}
+
+tl_status tl__la_gather_finite(const char *route, const char *name, const tl_tensor *t, void *buf,
+                               int64_t ld) {
+  tl__la_gather(t, buf, ld);
+  int64_t rows = t->shape[0], cols = t->rank == 2 ? t->shape[1] : 1;
+  return tl__la_finite(route, name, t->dtype, buf, ld, rows, cols, 'A', 0, t->rank == 1);
+}
+
+tl_status tl__la_disjoint_ints(const char *route, const int64_t *out, int64_t count,
+                               const char *out_name, const tl_tensor *t, const char *t_name) {
+  if (out == NULL || count <= 0 || t == NULL || t->data == NULL) return TL_OK;
+  int64_t lo, hi;
+  if (!tl_tensor_extent_range(t, &lo, &hi) || lo > hi) return TL_OK;
+  size_t esize = tl_dtype_size(t->dtype);
+  uintptr_t t_begin = (uintptr_t)t->data + (uintptr_t)(lo * (int64_t)esize);
+  uintptr_t t_end = (uintptr_t)t->data + (uintptr_t)((hi + 1) * (int64_t)esize);
+  uintptr_t o_begin = (uintptr_t)out, o_end = (uintptr_t)(out + count);
+  if (o_begin < t_end && t_begin < o_end) {
+    return tl__fail(TL_E_ALIAS, "%s: %s (%lld int64_t at %p) overlaps the memory of %s", route,
+                    out_name, (long long)count, (const void *)out, t_name);
+  }
+  return TL_OK;
 }

@@ -101,7 +101,7 @@ static tl_status qr_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
     if (info != 0) return tl__la_provider_fail(route, "geqrf (query)", info);
     status = workspace(exec, route, dtype, first, (lapack_int)m, (lapack_int)k, &work, &lwork);
     if (status != TL_OK) return status;
-    tl__la_gather(a, work_a, lda);
+    if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
     info = tl__lapack_geqrf(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, tau, work, lwork);
     if (info != 0) return tl__la_provider_fail(route, "geqrf", info);
     take_r(esize, work_a, lda, k, n, r_buf);
@@ -214,6 +214,17 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   tl_dtype dtype = a->dtype, real = tl_dtype_real(dtype);
   size_t esize = tl_dtype_size(dtype);
   if (!fresh && (status = check_outputs(a, q, r, m, n, cap)) != TL_OK) return status;
+  const tl_tensor *seen[3] = {a, fresh ? NULL : q, fresh ? NULL : r};
+  const char *seen_names[3] = {"a", "q", "r"};
+  for (int t = 0; t < 3; t++) {
+    if ((status = tl__la_disjoint_ints(route, perm, n, "perm", seen[t], seen_names[t])) != TL_OK ||
+        (status = tl__la_disjoint_ints(route, rank_out, 1, "rank", seen[t], seen_names[t])) !=
+            TL_OK)
+      return status;
+  }
+  if (n > 0 && rank_out >= perm && rank_out < perm + n)
+    return tl__fail(TL_E_ALIAS, "%s: rank (%p) lies inside perm (%lld int64_t at %p)", route,
+                    (void *)rank_out, (long long)n, (void *)perm);
   lapack_int lda = tl__la_ld(m);
   char *work_a = NULL, *tau = NULL, *r_buf = NULL;
   void *work = NULL, *rwork = NULL, *diag = NULL;
@@ -234,14 +245,14 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   int64_t rank = 0;
   for (int64_t j = 0; j < n; j++) jpvt[j] = 0; /* every column free to move */
   if (k > 0 && truncation != NULL && (dtype == TL_F32 || dtype == TL_F64)) {
-    tl__la_gather(a, work_a, lda);
+    if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
     int64_t steps = 0;
     status = qrcp_until_cut(exec, dtype, m, n, work_a, lda, jpvt, tau, truncation, cap, &steps);
     if (status != TL_OK) return status;
     r_diagonal(dtype, work_a, lda, steps, diag);
     rank = tl__la_truncate(real, diag, steps, truncation);
   } else if (k > 0) {
-    tl__la_gather(a, work_a, lda);
+    if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
     info = tl__lapack_geqp3(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, jpvt, tau, work,
                             lwork, rwork);
     if (info != 0) return tl__la_provider_fail(route, "geqp3", info);

@@ -35,6 +35,35 @@ static tl_status run_gesvd(tl_exec *exec, const char *route, const tl_tensor *a,
   return TL_OK;
 }
 
+/* The `_into` outputs' shapes and overlaps, and the rank's overlap with every tensor. */
+static tl_status check_outputs(const char *route, const tl_tensor *a, const tl_tensor *u,
+                               const tl_tensor *s, const tl_tensor *vt, const int64_t *rank_out,
+                               int64_t m, int64_t n, int64_t cap, int fresh) {
+  tl_status status;
+  tl_dtype real = tl_dtype_real(a->dtype);
+  int vectors = u != NULL;
+  if (!fresh) {
+    if ((status = tl__la_output(s, "s", real, 1, cap, 0)) != TL_OK) return status;
+    if ((status = tl__la_disjoint(s, "s", a, "a")) != TL_OK) return status;
+    if (vectors) {
+      if ((status = tl__la_output(u, "u", a->dtype, 2, m, cap)) != TL_OK) return status;
+      if ((status = tl__la_output(vt, "vt", a->dtype, 2, cap, n)) != TL_OK) return status;
+      if ((status = tl__la_disjoint(u, "u", a, "a")) != TL_OK) return status;
+      if ((status = tl__la_disjoint(vt, "vt", a, "a")) != TL_OK) return status;
+      if ((status = tl__la_disjoint(u, "u", vt, "vt")) != TL_OK) return status;
+      if ((status = tl__la_disjoint(u, "u", s, "s")) != TL_OK) return status;
+      if ((status = tl__la_disjoint(vt, "vt", s, "s")) != TL_OK) return status;
+    }
+  }
+  const tl_tensor *seen[4] = {a, fresh ? NULL : s, fresh ? NULL : u, fresh ? NULL : vt};
+  const char *seen_names[4] = {"a", "s", "u", "vt"};
+  for (int t = 0; t < 4; t++) {
+    status = tl__la_disjoint_ints(route, rank_out, 1, "rank", seen[t], seen_names[t]);
+    if (status != TL_OK) return status;
+  }
+  return TL_OK;
+}
+
 static tl_status svd_impl(tl_exec *exec, const char *route, const tl_tensor *a,
                           const tl_truncation *truncation, tl_tensor *u, tl_tensor *s,
                           tl_tensor *vt, int64_t *rank_out, int fresh) {
@@ -55,19 +84,8 @@ static tl_status svd_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   }
   tl_dtype dtype = a->dtype, real = tl_dtype_real(dtype);
   size_t esize = tl_dtype_size(dtype), rsize = tl_dtype_size(real);
-  if (!fresh) {
-    if ((status = tl__la_output(s, "s", real, 1, cap, 0)) != TL_OK) return status;
-    if ((status = tl__la_disjoint(s, "s", a, "a")) != TL_OK) return status;
-    if (vectors) {
-      if ((status = tl__la_output(u, "u", dtype, 2, m, cap)) != TL_OK) return status;
-      if ((status = tl__la_output(vt, "vt", dtype, 2, cap, n)) != TL_OK) return status;
-      if ((status = tl__la_disjoint(u, "u", a, "a")) != TL_OK) return status;
-      if ((status = tl__la_disjoint(vt, "vt", a, "a")) != TL_OK) return status;
-      if ((status = tl__la_disjoint(u, "u", vt, "vt")) != TL_OK) return status;
-      if ((status = tl__la_disjoint(u, "u", s, "s")) != TL_OK) return status;
-      if ((status = tl__la_disjoint(vt, "vt", s, "s")) != TL_OK) return status;
-    }
-  }
+  if ((status = check_outputs(route, a, u, s, vt, rank_out, m, n, cap, fresh)) != TL_OK)
+    return status;
   char jobz = vectors ? 'S' : 'N';
   svd_buffers b;
   b.lda = tl__la_ld(m);
@@ -92,7 +110,7 @@ static tl_status svd_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     void *work, *rwork, *iwork;
     status = tl__la_workspace(exec, &sizes, esize, rsize, &work, &rwork, &iwork);
     if (status != TL_OK) return status;
-    tl__la_gather(a, b.a, b.lda);
+    if ((status = tl__la_gather_finite(route, "a", a, b.a, b.lda)) != TL_OK) return status;
     info = tl__lapack_gesdd(dtype, jobz, (lapack_int)m, (lapack_int)n, b.a, b.lda, b.s, b.u, b.ldu,
                             b.vt, b.ldvt, work, (lapack_int)sizes.work, rwork, iwork);
     if (info > 0) {

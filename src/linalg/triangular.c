@@ -82,7 +82,10 @@ static tl_status trsolve_impl(tl_exec *exec, const char *route, tl_side side, tl
   }
   if (rows > 0 && cols > 0) {
     tl__la_gather(t, t_buf, ldt);
-    tl__la_gather(b, b_buf, ldb);
+    status = tl__la_finite(route, "t", dtype, t_buf, ldt, n, n, uplo == TL_UPPER ? 'U' : 'L',
+                           diag == TL_UNIT, 0);
+    if (status != TL_OK) return status;
+    if ((status = tl__la_gather_finite(route, "b", b, b_buf, ldb)) != TL_OK) return status;
     tl__blas_trsm(dtype, side == TL_LEFT ? 'L' : 'R', uplo == TL_UPPER ? 'U' : 'L',
                   trans == TL_NO_TRANS ? 'N'
                   : trans == TL_TRANS  ? 'T'

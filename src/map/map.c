@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "phase/phase_int.h"
 #include "tenlane/map.h"
 
 typedef struct map_state {
@@ -47,8 +48,10 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
       if (item < state->failed_item) {
         state->failed_item = item;
         state->failed_code = code;
-        snprintf(state->message, sizeof state->message, "item %zu (lane %d) returned %d: %s", item,
-                 lane_index, code, tl_exec_message(exec));
+        char code_text[48];
+        tl__code_text(code, code_text, sizeof code_text);
+        snprintf(state->message, sizeof state->message, "item %zu (lane %d) returned %s: %s", item,
+                 lane_index, code_text, tl_exec_message(exec));
       }
       pthread_mutex_unlock(&state->failure_lock);
       atomic_fetch_add_explicit(&state->done, done, memory_order_relaxed);
@@ -135,14 +138,18 @@ tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
   if (outcome == NULL) outcome = &local;
   memset(outcome, 0, sizeof *outcome);
   map_call call = {count, fn, arg, outcome, TL_OK};
-  tl_status status = tl_session_phase(session, map_in_phase, &call);
+  tl_status status = tl__session_phase_named(session, map_in_phase, &call, "tl_map");
   if (status != TL_OK) {
     memcpy(outcome->message, tl_last_message(), sizeof outcome->message);
     return outcome->status = status;
   }
   if (call.status != TL_OK) {
-    /* tl_session_phase's own success must not hide the map's message. */
-    tl__fail(call.status, "tl_map: %s", outcome->message);
+    /* tl_session_phase's own success must not hide the map's message; the session keeps
+     * it too, as it keeps a failed route's. */
+    const char *message = outcome->message;
+    if (strncmp(message, "tl_phase_map: ", 14) == 0) message += 14;
+    tl__fail(call.status, "tl_map: %s", message);
+    tl__message_copy(session->message);
   }
   return call.status;
 }

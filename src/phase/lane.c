@@ -89,8 +89,11 @@ static void lane_body(tl__run *run, int index, int inline_lane) {
       set_cancel(run);
     } else if (call.code != 0) {
       report->code = call.code;
-      if (report->message[0] == '\0')
-        snprintf(report->message, sizeof report->message, "lane %d returned %d", index, call.code);
+      if (report->message[0] == '\0') {
+        char code_text[48];
+        tl__code_text(call.code, code_text, sizeof code_text);
+        snprintf(report->message, sizeof report->message, "lane %d returned %s", index, code_text);
+      }
       set_cancel(run);
     }
   }

@@ -49,26 +49,27 @@ static void phase_end(tl__phase *phase) {
 
 static void phase_end_on_unwind(void *arg) { phase_end(arg); }
 
-tl_status tl_session_phase(tl_session *session, tl_phase_fn fn, void *arg) {
+tl_status tl__session_phase_named(tl_session *session, tl_phase_fn fn, void *arg,
+                                  const char *call) {
   if (session == NULL || fn == NULL)
-    return tl__fail(TL_E_INVALID, "tl_session_phase: session (%p) and fn must not be NULL",
+    return tl__fail(TL_E_INVALID, "%s: session (%p) and fn must not be NULL", call,
                     (void *)session);
   int state = atomic_load(&session->state);
-  if (state == TL__SESSION_CLOSED)
-    return tl__fail(TL_E_STALE, "tl_session_phase: the session was closed");
+  if (state == TL__SESSION_CLOSED) return tl__fail(TL_E_STALE, "%s: the session was closed", call);
   if (session->thread_token != tl__thread_token())
     return tl__fail(TL_E_WRONG_THREAD,
-                    "tl_session_phase: session of owner %llu used from a thread other than the "
-                    "one that opened it",
-                    (unsigned long long)session->owner);
+                    "%s: session of owner %llu used from a thread other than the one that "
+                    "opened it; another thread reaches the session through a ticket "
+                    "(tl_session_ticket, then tl_ticket_enter on that thread)",
+                    call, (unsigned long long)session->owner);
   if (state == TL__SESSION_PHASE)
-    return tl__fail(TL_E_PHASE_ACTIVE, "tl_session_phase: a phase is already open on the session");
+    return tl__fail(TL_E_PHASE_ACTIVE, "%s: a phase is already open on the session", call);
   tl_context *ctx = session->ctx;
   if (ctx->pool != NULL && tl_pool_current_index(ctx->pool) >= 0)
     return tl__fail(TL_E_TARGET_POOL_CALLER,
-                    "tl_session_phase: the caller is worker %d of the context's own pool, whose "
-                    "lanes it would wait for",
-                    tl_pool_current_index(ctx->pool));
+                    "%s: the caller is worker %d of the context's own pool, whose lanes it "
+                    "would wait for",
+                    call, tl_pool_current_index(ctx->pool));
   tl__phase phase;
   memset(&phase, 0, sizeof phase);
   phase.session = session;
@@ -84,6 +85,10 @@ tl_status tl_session_phase(tl_session *session, tl_phase_fn fn, void *arg) {
   tl__unwind_pop(&phase.unwind);
   phase_end(&phase);
   return TL_OK;
+}
+
+tl_status tl_session_phase(tl_session *session, tl_phase_fn fn, void *arg) {
+  return tl__session_phase_named(session, fn, arg, "tl_session_phase");
 }
 
 int tl_phase_lanes(const tl_phase *handle) {

@@ -45,6 +45,9 @@ struct tl_lane {
   tl__lane_report *report;
 };
 
+/* tl_session_phase, with its messages naming `call` (tl_map opens its phase through it). */
+tl_status tl__session_phase_named(tl_session *session, tl_phase_fn fn, void *arg, const char *call);
+
 /* The phase that `handle` names on the calling thread, or NULL with the refusal in *status
  * (TL_E_INVALID, TL_E_STALE or TL_E_WRONG_THREAD) and a message naming `call`. */
 tl__phase *tl__phase_resolve(const tl_phase *handle, const char *call, tl_status *status);

@@ -134,6 +134,9 @@ tl_status tl_pool_create(const tl_pool_config *config, tl_pool **out) {
                         config->cpus[i], CPU_SETSIZE - 1);
     }
   }
+  if (config->spin_us > TL_SPIN_US_MAX)
+    return tl__fail(TL_E_INVALID, "tl_pool_create: spin_us is %d, above TL_SPIN_US_MAX (%d)",
+                    config->spin_us, TL_SPIN_US_MAX);
   tl_pool *pool = tl__calloc(1, sizeof *pool, TL__CACHE_LINE);
   if (pool == NULL) return tl__fail(TL_E_NOMEM, "tl_pool_create: no memory for the pool");
   pool->worker = tl__calloc((size_t)config->workers, sizeof *pool->worker, TL__CACHE_LINE);
