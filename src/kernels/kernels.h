@@ -123,6 +123,14 @@ void tl__small_gemm_kernel(int isa, tl_dtype dtype, int64_t m, int64_t n, int64_
                            int64_t csc);
 /* The best level this CPU has (2, 1 or 0, as above). */
 int tl__small_gemm_isa(void);
+/* Tiny complex GEMM (c64, c128, m n k <= TL__SMALL_COMPLEX_MNK) by tenlane's own kernel
+ * (gemm_small_complex.c); `kernel` is a TL__SMALL_COMPLEX_* value. Returns 1 when it
+ * computed C, 0 when the shape, dtype or layout is not its (then nothing was touched). */
+#define TL__SMALL_COMPLEX_MNK (80 * 80 * 80)
+int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
+                           tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
+                           int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc,
+                           int64_t csc);
 /* The same, forcing BLIS (used by the benchmark's direct-provider anchor). */
 void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
@@ -141,7 +149,7 @@ enum {
   TL__BLIS_SKX = 1,      /* BLIS's AVX-512 context */
   TL__BLIS_HASWELL = 2   /* BLIS's AVX2+FMA context */
 };
-enum { TL__SMALL_COMPLEX_PORTABLE = 0, TL__SMALL_COMPLEX_AVX2 = 1 };
+enum { TL__SMALL_COMPLEX_PORTABLE = 0, TL__SMALL_COMPLEX_AVX2 = 1, TL__SMALL_COMPLEX_AVX512 = 2 };
 
 typedef struct tl__provider_choice {
   int blis;          /* TL__BLIS_* */

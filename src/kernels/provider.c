@@ -6,7 +6,8 @@
  * (8x8x8 in ~15 ns, 64^3 at ~110 GFLOP/s) while BLIS costs microseconds per call there.
  * So: at first use pick BLIS's best context for the CPU's features (tl__provider_choose,
  * a pure function of a feature description), and send small f32/f64 GEMMs to small_gemm.c
- * (libxsmm once a shape has been seen a few times, a hand kernel before).
+ * (libxsmm once a shape has been seen a few times, a hand kernel before), and tiny
+ * complex GEMMs to tenlane's own kernel (gemm_small_complex.c).
  *
  * The chosen context is also made BLIS's process-wide one: tenlane links reference LAPACK
  * and BLIS from their archives, so LAPACK's internal BLAS calls (which pass no context and
@@ -44,7 +45,9 @@ static char provider_name[64];
 tl__provider_choice tl__provider_choose(const tl__cpu_features *f, int blis_recognised) {
   tl__provider_choice choice;
   memset(&choice, 0, sizeof choice);
-  choice.small_complex = f->avx2 && f->fma ? TL__SMALL_COMPLEX_AVX2 : TL__SMALL_COMPLEX_PORTABLE;
+  choice.small_complex = f->avx512f && f->fma ? TL__SMALL_COMPLEX_AVX512
+                         : f->avx2 && f->fma  ? TL__SMALL_COMPLEX_AVX2
+                                              : TL__SMALL_COMPLEX_PORTABLE;
   if (blis_recognised) {
     /* BLIS's own detection knows the CPU: keep its context and its induced-method choice. */
     choice.blis = TL__BLIS_DETECTED;
@@ -218,6 +221,10 @@ void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar 
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
   if (m == 0 || n == 0) return;
+  /* Tiny complex shapes: tenlane's own kernel (gemm_small_complex.c). */
+  if (k > 0 && tl__gemm_small_complex(provider_choice.small_complex, dtype, m, n, k, alpha, a, rsa,
+                                      csa, b, rsb, csb, beta, c, rsc, csc))
+    return;
   /* Small real shapes: libxsmm or the hand kernel (small_gemm.c decides). */
   if (tl__small_gemm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc)) return;
   tl__gemm_blis(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);

@@ -1,7 +1,9 @@
 /* tests/kernels/test_providers.c: the provider choice (a pure function of a CPU feature
  * description, fed every feature set it distinguishes), the choice this process made, and
  * the no-provider-thread invariant across complex GEMM, contraction and LAPACK calls. */
+#include <complex.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -23,11 +25,12 @@ static void provider_choice_covers_each_feature_set(void) {
   tl__cpu_features f = features(1, 1, 1);
   tl__provider_choice c = tl__provider_choose(&f, 0);
   TL_CHECK(c.blis == TL__BLIS_SKX && c.complex_1m == 1);
-  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2);
+  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
   /* AVX-512F without BW (or any other subset skx needs): haswell, its complex kernels. */
   f.avx512bw = 0;
   c = tl__provider_choose(&f, 0);
   TL_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
+  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512); /* the tiny kernel needs F only */
   f = features(1, 1, 1);
   f.avx512vl = 0;
   TL_CHECK(tl__provider_choose(&f, 0).blis == TL__BLIS_HASWELL);
@@ -52,7 +55,7 @@ static void provider_choice_covers_each_feature_set(void) {
   f = features(1, 1, 1);
   c = tl__provider_choose(&f, 1);
   TL_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
-  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2);
+  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
 }
 
 /* The choice made here agrees with the pure function on this CPU's own features, and the
@@ -82,6 +85,128 @@ static void provider_choice_of_this_process_follows_its_features(void) {
     tl__provider_choice pure = tl__provider_choose(&f, 0);
     TL_CHECK(pure.blis == now.blis);
   }
+}
+
+/* ---- the tiny complex kernels against a naive product ---------------------------------- */
+/* Element (i, j) of a complex matrix with strides (rs, cs), as double complex. */
+static double complex get_c(tl_dtype dt, const void *base, int64_t i, int64_t j, int64_t rs,
+                            int64_t cs) {
+  int64_t at = 2 * (i * rs + j * cs);
+  if (dt == TL_C64) return ((const float *)base)[at] + I * ((const float *)base)[at + 1];
+  return ((const double *)base)[at] + I * ((const double *)base)[at + 1];
+}
+
+static void fill_random(tl_dtype dt, void *base, int64_t count, unsigned *seed) {
+  for (int64_t i = 0; i < 2 * count; i++) {
+    *seed = *seed * 1664525u + 1013904223u;
+    double v = (double)(*seed >> 8) / 16777216.0 - 0.5;
+    if (dt == TL_C64)
+      ((float *)base)[i] = (float)v;
+    else
+      ((double *)base)[i] = v;
+  }
+}
+
+/* Layouts: 0 column-major, 1 row-major, 2 column-major with padding, 3 strided both ways. */
+static void layout_strides(int layout, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs) {
+  switch (layout) {
+    case 0:
+      *rs = 1, *cs = rows;
+      break;
+    case 1:
+      *rs = cols, *cs = 1;
+      break;
+    case 2:
+      *rs = 1, *cs = rows + 3;
+      break;
+    default:
+      *rs = 2, *cs = 2 * rows + 1;
+      break;
+  }
+}
+
+static int kernel_available(int kernel) {
+  __builtin_cpu_init();
+  if (kernel == TL__SMALL_COMPLEX_AVX512)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  if (kernel == TL__SMALL_COMPLEX_AVX2)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return 1;
+}
+
+static void small_complex_kernels_match_naive(void) {
+  const int64_t shapes[][3] = {{1, 1, 1},  {2, 3, 4},  {3, 5, 2},   {4, 4, 4},   {5, 1, 7},
+                               {7, 9, 3},  {8, 8, 8},  {9, 2, 16},  {13, 11, 5}, {16, 16, 16},
+                               {17, 3, 9}, {1, 12, 6}, {31, 7, 33}, {80, 80, 80}};
+  const tl_scalar alphas[] = {{1.0, 0.0}, {0.5, -0.75}},
+                  betas[] = {{0.0, 0.0}, {1.0, 0.0}, {-0.5, 0.25}};
+  unsigned seed = 12345u;
+  int taken = 0;
+  for (int kernel = 0; kernel <= TL__SMALL_COMPLEX_AVX512; kernel++) {
+    if (!kernel_available(kernel)) continue;
+    for (int di = 0; di < 2; di++) {
+      tl_dtype dt = di ? TL_C128 : TL_C64;
+      double tol = dt == TL_C64 ? 1e-5 : 1e-13;
+      for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int la = 0; la < 4; la++)
+          for (int lc = 0; lc < 4; lc++)
+            for (int ab = 0; ab < 6; ab++) {
+              int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+              /* big shapes: two layouts, two scalar pairs (keeps sanitizer runs short) */
+              if (m * n * k > 4096 && (la != lc || la > 1 || (ab != 0 && ab != 5))) continue;
+              if (m * n * k > 512 && kernel == TL__SMALL_COMPLEX_PORTABLE) continue;
+              int64_t rsa, csa, rsb, csb, rsc, csc;
+              layout_strides(la, m, k, &rsa, &csa);
+              layout_strides((la + lc) % 4, k, n, &rsb, &csb);
+              layout_strides(lc, m, n, &rsc, &csc);
+              size_t es = tl_dtype_size(dt);
+              int64_t na = 2 * m * k * 2 + 8, nb = 2 * k * n * 2 + 8, nc = 2 * m * n * 2 + 8;
+              void *a = calloc((size_t)na, es), *b = calloc((size_t)nb, es);
+              void *c = calloc((size_t)nc, es), *c0 = calloc((size_t)nc, es);
+              fill_random(dt, a, na, &seed);
+              fill_random(dt, b, nb, &seed);
+              fill_random(dt, c, nc, &seed);
+              memcpy(c0, c, (size_t)nc * es);
+              tl_scalar alpha = alphas[ab % 2], beta = betas[ab / 2];
+              int done = tl__gemm_small_complex(kernel, dt, m, n, k, alpha, a, rsa, csa, b, rsb,
+                                                csb, beta, c, rsc, csc);
+              taken += done;
+              double complex al = alpha.re + I * alpha.im, be = beta.re + I * beta.im;
+              for (int64_t j = 0; j < n; j++)
+                for (int64_t i = 0; i < m; i++) {
+                  double complex sum = 0;
+                  double scale = 1.0;
+                  for (int64_t p = 0; p < k; p++) {
+                    double complex x = get_c(dt, a, i, p, rsa, csa),
+                                   y = get_c(dt, b, p, j, rsb, csb);
+                    sum += x * y;
+                    scale += cabs(x * y);
+                  }
+                  double complex old = get_c(dt, c0, i, j, rsc, csc);
+                  double complex want = done ? al * sum + be * old : old;
+                  double complex got = get_c(dt, c, i, j, rsc, csc);
+                  if (cabs(got - want) > tol * (scale + cabs(old))) {
+                    char buf[200];
+                    snprintf(buf, sizeof buf,
+                             "kernel %d %s %lldx%lldx%lld layouts %d/%d alpha/beta %d: (%lld,%lld) "
+                             "got %g%+gi want %g%+gi",
+                             kernel, tl_dtype_name(dt), (long long)m, (long long)n, (long long)k,
+                             la, lc, ab, (long long)i, (long long)j, creal(got), cimag(got),
+                             creal(want), cimag(want));
+                    tl_test_fail_at(__FILE__, __LINE__, buf);
+                  }
+                }
+              free(a), free(b), free(c), free(c0);
+            }
+    }
+  }
+  TL_CHECK(taken > 0);
+  /* Real dtypes and products over the kernel's reach are not taken. */
+  double x[4] = {0};
+  TL_CHECK(tl__gemm_small_complex(TL__SMALL_COMPLEX_PORTABLE, TL_F64, 1, 1, 1, tl_scalar_real(1), x,
+                                  1, 1, x, 1, 1, tl_scalar_real(0), x, 1, 1) == 0);
+  TL_CHECK(tl__gemm_small_complex(TL__SMALL_COMPLEX_AVX2, TL_C128, 81, 80, 80, tl_scalar_real(1), x,
+                                  1, 81, x, 1, 80, tl_scalar_real(0), x, 1, 81) == 0);
 }
 
 /* ---- no provider thread --------------------------------------------------------------- */
@@ -161,5 +286,6 @@ static void no_provider_thread_during_complex_and_lapack_calls(void) {
 }
 
 TL_TEST_MAIN(TL_CASE(provider_choice_covers_each_feature_set),
+             TL_CASE(small_complex_kernels_match_naive),
              TL_CASE(provider_choice_of_this_process_follows_its_features),
              TL_CASE(no_provider_thread_during_complex_and_lapack_calls))
