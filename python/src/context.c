@@ -1,0 +1,115 @@
+/* python/src/context.c: tenlane.Context, the engine object (tl_context). */
+#include "tlpy.h"
+
+static int context_init(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static char *keywords[] = {"threads", NULL};
+  int threads = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|i:Context", keywords, &threads)) return -1;
+  tlpy_context *c = (tlpy_context *)self;
+  if (c->ctx) {
+    tlpy_raise(TL_E_INVALID, "tenlane.Context: this context is already created");
+    return -1;
+  }
+  tl_context_config config;
+  tl_context_config_init(&config);
+  config.threads = threads;
+  tl_status status = tl_context_create(&config, &c->ctx);
+  if (status != TL_OK) {
+    c->ctx = NULL;
+    tlpy_raise_last(status);
+    return -1;
+  }
+  c->threads = tl_context_budget(c->ctx);
+  return 0;
+}
+
+static void context_dealloc(PyObject *self) {
+  tlpy_context *c = (tlpy_context *)self;
+  /* A session keeps its context alive, so none is open here; a failure would only leak. */
+  if (c->ctx) tl_context_destroy(c->ctx);
+  Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *context_session(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static char *keywords[] = {"wait", NULL};
+  int wait = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p:session", keywords, &wait)) return NULL;
+  tlpy_context *c = (tlpy_context *)self;
+  if (!c->ctx) return tlpy_raise(TL_E_STALE, "tenlane.Context.session: the context is closed");
+  tlpy_session *s = PyObject_New(tlpy_session, &tlpy_session_type);
+  if (!s) return NULL;
+  s->context = (tlpy_context *)Py_NewRef(self);
+  s->session = NULL;
+  s->exec = NULL;
+  s->thread = 0;
+  s->wait = wait;
+  return (PyObject *)s;
+}
+
+static PyObject *context_close(PyObject *self, PyObject *unused) {
+  (void)unused;
+  tlpy_context *c = (tlpy_context *)self;
+  if (c->ctx) {
+    tl_status status = tl_context_destroy(c->ctx);
+    if (status != TL_OK) return tlpy_raise_last(status);
+    c->ctx = NULL;
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject *context_enter(PyObject *self, PyObject *unused) {
+  (void)unused;
+  return Py_NewRef(self);
+}
+
+static PyObject *context_exit(PyObject *self, PyObject *args) {
+  (void)args;
+  return context_close(self, NULL);
+}
+
+static PyObject *context_threads(PyObject *self, void *unused) {
+  (void)unused;
+  return PyLong_FromLong(((tlpy_context *)self)->threads);
+}
+
+static PyObject *context_closed(PyObject *self, void *unused) {
+  (void)unused;
+  return PyBool_FromLong(((tlpy_context *)self)->ctx == NULL);
+}
+
+static PyMethodDef context_methods[] = {
+    {"session", (PyCFunction)(void (*)(void))context_session, METH_VARARGS | METH_KEYWORDS,
+     "session(wait=True) -> Session\n\n"
+     "A held session, opened by `with ctx.session() as s:` on the calling thread and closed "
+     "when the block ends. One session holds the context at a time: with wait=True a second "
+     "opener waits (the GIL is released while it waits), with wait=False it gets BusyError. "
+     "Use the session only on the thread that opened it (elsewhere: WrongThreadError)."},
+    {"close", context_close, METH_NOARGS,
+     "close(): destroy the context now (joins its workers). BusyError while a session is "
+     "open. Results made on it stay valid. Also done by `with Context() as ctx:` and when "
+     "the context is collected."},
+    {"__enter__", context_enter, METH_NOARGS, "Returns the context."},
+    {"__exit__", context_exit, METH_VARARGS, "Closes the context."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef context_getset[] = {
+    {"threads", context_threads, NULL, "The thread budget: the lanes a map runs on.", NULL},
+    {"closed", context_closed, NULL, "True once close() ran.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject tlpy_context_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tenlane.Context",
+    .tp_basicsize = sizeof(tlpy_context),
+    .tp_dealloc = context_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc =
+        "Context(threads=0)\n\n"
+        "The engine: a thread budget and a pool of threads-1 workers (0 = one thread per "
+        "CPU; 1 = no pool and no thread). Numerical work enters through a session "
+        "(ctx.session()). The context may be made and closed on any thread; it is "
+        "closed when collected. Arrays it computed own their memory and outlive it.",
+    .tp_methods = context_methods,
+    .tp_getset = context_getset,
+    .tp_init = context_init,
+    .tp_new = PyType_GenericNew,
+};

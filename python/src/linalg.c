@@ -1,0 +1,282 @@
+/* python/src/linalg.c: Session.qr, qrcp, svd, lu, solve and eigh over tenlane's LAPACK
+ * routes; the SVD and pivoted QR item functions are shared with the map_* calls (lanes.c)
+ * so a batched item computes exactly what a single call does.
+ *
+ * Truncation keywords: tol (relative to the largest value), atol (absolute) and max_rank
+ * (0 = no cap), tenlane's tl_truncation; none given keeps everything. svd returns the
+ * discarded weight, the sum of the squares of the singular values it dropped: today it
+ * is computed here from a second, values-only SVD that runs only when something was
+ * dropped (the library's tl_svd_ex report replaces it once it lands). */
+#include <string.h>
+
+#include "tlpy.h"
+
+int tlpy_truncation(PyObject *tol, PyObject *atol, PyObject *max_rank, const char *where,
+                    tl_truncation *out, int *any) {
+  memset(out, 0, sizeof *out);
+  *any = 0;
+  if (tol && tol != Py_None) {
+    out->rtol = PyFloat_AsDouble(tol);
+    if (out->rtol == -1.0 && PyErr_Occurred()) return -1;
+    *any = 1;
+  }
+  if (atol && atol != Py_None) {
+    out->atol = PyFloat_AsDouble(atol);
+    if (out->atol == -1.0 && PyErr_Occurred()) return -1;
+    *any = 1;
+  }
+  if (max_rank && max_rank != Py_None) {
+    out->max_rank = PyLong_AsLongLong(max_rank);
+    if (out->max_rank == -1 && PyErr_Occurred()) return -1;
+    *any = 1;
+  }
+  (void)where;
+  return 0;
+}
+
+static double sum_squares_from(const tl_tensor *s, int64_t first) {
+  double total = 0.0;
+  for (int64_t i = first; i < s->shape[0]; i++) {
+    const char *p =
+        (const char *)s->data + (s->offset + i * s->strides[0]) * (int64_t)tl_dtype_size(s->dtype);
+    double v = s->dtype == TL_F32 ? (double)*(const float *)p : *(const double *)p;
+    total += v * v;
+  }
+  return total;
+}
+
+tl_status tlpy_svd_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                      tlpy_svd_item *out) {
+  memset(out, 0, sizeof *out);
+  tl_status status = tl_svd(exec, a, truncation, &out->u, &out->s, &out->vt, &out->rank);
+  if (status != TL_OK) return status;
+  int64_t k = a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1];
+  if (out->rank < k) {
+    tl_tensor all;
+    status = tl_svd(exec, a, NULL, NULL, &all, NULL, NULL);
+    if (status != TL_OK) {
+      tl_tensor_release(&out->u);
+      tl_tensor_release(&out->s);
+      tl_tensor_release(&out->vt);
+      return status;
+    }
+    out->discarded = sum_squares_from(&all, out->rank);
+    tl_tensor_release(&all);
+  }
+  return TL_OK;
+}
+
+/* A tuple of results; on failure every array made so far is dropped. */
+static PyObject *pack(int n, PyObject **items) {
+  for (int i = 0; i < n; i++)
+    if (!items[i]) {
+      for (int j = 0; j < n; j++) Py_XDECREF(items[j]);
+      return NULL;
+    }
+  PyObject *t = PyTuple_New(n);
+  if (!t) {
+    for (int j = 0; j < n; j++) Py_DECREF(items[j]);
+    return NULL;
+  }
+  for (int i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, items[i]);
+  return t;
+}
+
+PyObject *tlpy_svd_tuple(tlpy_svd_item *item) {
+  PyObject *parts[4] = {tlpy_result(&item->u, NULL), tlpy_result(&item->s, NULL),
+                        tlpy_result(&item->vt, NULL), PyFloat_FromDouble(item->discarded)};
+  return pack(4, parts);
+}
+
+int tlpy_qrcp_prepare(const tl_tensor *a, tlpy_qrcp_item *item) {
+  memset(item, 0, sizeof *item);
+  npy_intp n = a->rank == 2 ? (npy_intp)a->shape[1] : 0;
+  item->perm = PyArray_SimpleNew(1, &n, NPY_INT64);
+  return item->perm ? 0 : -1;
+}
+
+tl_status tlpy_qrcp_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                       tlpy_qrcp_item *item) {
+  return tl_qrcp(exec, a, truncation, &item->q, &item->r,
+                 (int64_t *)PyArray_DATA((PyArrayObject *)item->perm), &item->rank);
+}
+
+PyObject *tlpy_qrcp_tuple(tlpy_qrcp_item *item) {
+  PyObject *parts[3] = {tlpy_result(&item->q, NULL), tlpy_result(&item->r, NULL), item->perm};
+  item->perm = NULL;
+  return pack(3, parts);
+}
+
+/* ---- the methods ------------------------------------------------------------------- */
+
+/* Reads the one matrix argument `a` of a method; returns its surface or NULL. */
+static tl_exec *one_operand(PyObject *self, PyObject *obj, const char *where, tlpy_operand *op) {
+  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
+  if (!exec || tlpy_operand_get(obj, 0, where, "a", op) < 0) return NULL;
+  return exec;
+}
+
+#define BIG(op) (tl_tensor_numel(&(op).tensor) >= TLPY_NOGIL_ELEMENTS)
+#define RUN(big, call)             \
+  do {                             \
+    if (big) {                     \
+      Py_BEGIN_ALLOW_THREADS call; \
+      Py_END_ALLOW_THREADS;        \
+    } else {                       \
+      call;                        \
+    }                              \
+  } while (0)
+
+static PyObject *session_qr(PyObject *self, PyObject *a_obj) {
+  tlpy_operand op;
+  tl_exec *exec = one_operand(self, a_obj, "tenlane.Session.qr", &op);
+  if (!exec) return NULL;
+  tl_tensor q, r;
+  tl_status status;
+  RUN(BIG(op), status = tl_qr(exec, &op.tensor, &q, &r));
+  tlpy_operand_release(&op);
+  if (status != TL_OK) return tlpy_raise_last(status);
+  PyObject *parts[2] = {tlpy_result(&q, NULL), tlpy_result(&r, NULL)};
+  return pack(2, parts);
+}
+
+static PyObject *session_qrcp(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static const char *where = "tenlane.Session.qrcp";
+  static char *keywords[] = {"a", "tol", "max_rank", "atol", NULL};
+  PyObject *a_obj, *tol = NULL, *max_rank = NULL, *atol = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO:qrcp", keywords, &a_obj, &tol, &max_rank,
+                                   &atol))
+    return NULL;
+  tl_truncation truncation;
+  int any;
+  if (tlpy_truncation(tol, atol, max_rank, where, &truncation, &any) < 0) return NULL;
+  tlpy_operand op;
+  tl_exec *exec = one_operand(self, a_obj, where, &op);
+  if (!exec) return NULL;
+  tlpy_qrcp_item item;
+  if (tlpy_qrcp_prepare(&op.tensor, &item) < 0) {
+    tlpy_operand_release(&op);
+    return NULL;
+  }
+  tl_status status;
+  RUN(BIG(op), status = tlpy_qrcp_on(exec, &op.tensor, any ? &truncation : NULL, &item));
+  tlpy_operand_release(&op);
+  if (status != TL_OK) {
+    Py_DECREF(item.perm);
+    return tlpy_raise_last(status);
+  }
+  return tlpy_qrcp_tuple(&item);
+}
+
+static PyObject *session_svd(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static const char *where = "tenlane.Session.svd";
+  static char *keywords[] = {"a", "tol", "max_rank", "atol", NULL};
+  PyObject *a_obj, *tol = NULL, *max_rank = NULL, *atol = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO:svd", keywords, &a_obj, &tol, &max_rank,
+                                   &atol))
+    return NULL;
+  tl_truncation truncation;
+  int any;
+  if (tlpy_truncation(tol, atol, max_rank, where, &truncation, &any) < 0) return NULL;
+  tlpy_operand op;
+  tl_exec *exec = one_operand(self, a_obj, where, &op);
+  if (!exec) return NULL;
+  tlpy_svd_item item;
+  tl_status status;
+  RUN(BIG(op), status = tlpy_svd_on(exec, &op.tensor, any ? &truncation : NULL, &item));
+  tlpy_operand_release(&op);
+  if (status != TL_OK) return tlpy_raise_last(status);
+  return tlpy_svd_tuple(&item);
+}
+
+static PyObject *session_lu(PyObject *self, PyObject *a_obj) {
+  tlpy_operand op;
+  tl_exec *exec = one_operand(self, a_obj, "tenlane.Session.lu", &op);
+  if (!exec) return NULL;
+  const tl_tensor *a = &op.tensor;
+  npy_intp k = a->rank == 2 ? (npy_intp)(a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1]) : 0;
+  PyObject *pivots = PyArray_SimpleNew(1, &k, NPY_INT64);
+  if (!pivots) {
+    tlpy_operand_release(&op);
+    return NULL;
+  }
+  tl_tensor lu;
+  tl_status status;
+  RUN(BIG(op), status = tl_lu(exec, a, &lu, (int64_t *)PyArray_DATA((PyArrayObject *)pivots)));
+  tlpy_operand_release(&op);
+  if (status != TL_OK) {
+    Py_DECREF(pivots);
+    return tlpy_raise_last(status);
+  }
+  PyObject *parts[2] = {tlpy_result(&lu, NULL), pivots};
+  return pack(2, parts);
+}
+
+static PyObject *session_solve(PyObject *self, PyObject *args) {
+  static const char *where = "tenlane.Session.solve";
+  PyObject *a_obj, *b_obj;
+  if (!PyArg_ParseTuple(args, "OO:solve", &a_obj, &b_obj)) return NULL;
+  tlpy_operand a, b;
+  tl_exec *exec = one_operand(self, a_obj, where, &a);
+  if (!exec) return NULL;
+  if (tlpy_operand_get(b_obj, 0, where, "b", &b) < 0) {
+    tlpy_operand_release(&a);
+    return NULL;
+  }
+  tl_tensor x;
+  tl_status status;
+  RUN(BIG(a), status = tl_solve(exec, &a.tensor, &b.tensor, &x));
+  tlpy_operand_release(&a);
+  tlpy_operand_release(&b);
+  if (status != TL_OK) return tlpy_raise_last(status);
+  return tlpy_result(&x, NULL);
+}
+
+static PyObject *session_eigh(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static const char *where = "tenlane.Session.eigh";
+  static char *keywords[] = {"a", "UPLO", NULL};
+  PyObject *a_obj;
+  const char *uplo = "L";
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|s:eigh", keywords, &a_obj, &uplo)) return NULL;
+  if (strcmp(uplo, "L") && strcmp(uplo, "U"))
+    return tlpy_raise(TL_E_INVALID, "%s: UPLO must be 'L' or 'U', not '%s'", where, uplo);
+  tlpy_operand op;
+  tl_exec *exec = one_operand(self, a_obj, where, &op);
+  if (!exec) return NULL;
+  tl_tensor w, v;
+  tl_status status;
+  RUN(BIG(op), status = tl_eigh(exec, &op.tensor, *uplo == 'L' ? TL_LOWER : TL_UPPER, &w, &v));
+  tlpy_operand_release(&op);
+  if (status != TL_OK) return tlpy_raise_last(status);
+  PyObject *parts[2] = {tlpy_result(&w, NULL), tlpy_result(&v, NULL)};
+  return pack(2, parts);
+}
+
+#define CAST(f) (PyCFunction)(void (*)(void))(f)
+
+PyMethodDef tlpy_linalg_methods[] = {
+    {"qr", session_qr, METH_O,
+     "qr(a) -> (q, r): thin QR of a matrix, q (m x k) with orthonormal columns, r (k x n) "
+     "upper trapezoidal, k = min(m, n). Opening thread only."},
+    {"qrcp", CAST(session_qrcp), METH_VARARGS | METH_KEYWORDS,
+     "qrcp(a, *, tol=None, max_rank=None, atol=None) -> (q, r, perm): QR with column "
+     "pivoting, a[:, perm] ~= q @ r, truncated where |r[i, i]| falls to max(atol, tol * "
+     "|r[0, 0]|) and at most max_rank kept (none given: rank min(m, n)). Opening thread "
+     "only."},
+    {"svd", CAST(session_svd), METH_VARARGS | METH_KEYWORDS,
+     "svd(a, *, tol=None, max_rank=None, atol=None) -> (u, s, vt, discarded): thin SVD "
+     "a ~= u @ diag(s) @ vt, s descending (real), keeping the values above max(atol, tol * "
+     "s[0]), at most max_rank of them (none given: all). discarded is the sum of the squares "
+     "of the dropped values (the squared Frobenius error). Opening thread only."},
+    {"lu", session_lu, METH_O,
+     "lu(a) -> (lu, piv): LU with partial pivoting, LAPACK's packed form (unit lower "
+     "triangle below the diagonal, u on and above); row i was swapped with row piv[i] "
+     "(0-based), in order. Opening thread only."},
+    {"solve", CAST(session_solve), METH_VARARGS,
+     "solve(a, b) -> x: a @ x = b for a square a and b of n or n x r. InvalidError for an "
+     "exactly singular a. Opening thread only."},
+    {"eigh", CAST(session_eigh), METH_VARARGS | METH_KEYWORDS,
+     "eigh(a, UPLO='L') -> (w, v): a = v @ diag(w) @ v^H for symmetric/Hermitian a, w "
+     "ascending (real), reading only the UPLO triangle (numpy.linalg.eigh). Opening thread "
+     "only."},
+    {NULL, NULL, 0, NULL}};

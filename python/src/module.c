@@ -1,0 +1,61 @@
+/* python/src/module.c: the tenlane extension module's table and initialisation. */
+#define TLPY_IMPORT_ARRAY
+#include "tlpy.h"
+
+static PyObject *module_from_dlpack(PyObject *module, PyObject *x) {
+  return tlpy_from_dlpack(module, x);
+}
+
+static PyObject *module_provider(PyObject *module, PyObject *unused) {
+  (void)module;
+  (void)unused;
+  return PyUnicode_FromString(tl_kernels_provider());
+}
+
+static PyMethodDef module_methods[] = {
+    {"from_dlpack", module_from_dlpack, METH_O,
+     "from_dlpack(x) -> ndarray: a numpy array over the memory x exports through "
+     "__dlpack__ (DLPack 0.6, CPU, float32/64 or complex64/128), without a copy. The array "
+     "keeps x's tensor alive. Any thread."},
+    {"provider", module_provider, METH_NOARGS,
+     "provider() -> str: the kernels tenlane picked (e.g. 'blis:skx+libxsmm')."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "tenlane",
+    .m_doc =
+        "tenlane: numpy in, numpy out, zero copy, lanes without the GIL.\n\n"
+        "    ctx = tenlane.Context(threads=2)\n"
+        "    with ctx.session() as s:\n"
+        "        c = s.einsum('ij,jk->ik', a, b)\n"
+        "        outs = s.map_einsum('ij,jk->ik', [(a, b), (b, a)])\n\n"
+        "Thread rules: a session is used only on the thread that opened it "
+        "(WrongThreadError elsewhere). The map_* calls run items on the session's lanes "
+        "with the GIL released; map(fn, n) runs Python callbacks, bound by the GIL. "
+        "Results are numpy arrays over tenlane memory, freed when collected; they "
+        "outlive the session and the context. Errors are tenlane.Error subclasses, "
+        "one per status. See docs/python.md.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit_tenlane(void); /* the one symbol the module exports */
+PyMODINIT_FUNC PyInit_tenlane(void) {
+  import_array();
+  if (PyType_Ready(&tlpy_buffer_type) < 0 || PyType_Ready(&tlpy_context_type) < 0 ||
+      tlpy_session_type_init() < 0)
+    return NULL;
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return NULL;
+  if (tlpy_errors_init(m) < 0 ||
+      PyModule_AddObjectRef(m, "Context", (PyObject *)&tlpy_context_type) < 0 ||
+      PyModule_AddObjectRef(m, "Session", (PyObject *)&tlpy_session_type) < 0 ||
+      PyModule_AddObjectRef(m, "Buffer", (PyObject *)&tlpy_buffer_type) < 0 ||
+      PyModule_AddIntConstant(m, "NOGIL_ELEMENTS", TLPY_NOGIL_ELEMENTS) < 0 ||
+      PyModule_AddStringConstant(m, "__version__", "0.1.0") < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

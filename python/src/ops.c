@@ -1,0 +1,559 @@
+/* python/src/ops.c: Session.einsum and the core routes (tensordot, matmul, transpose,
+ * reshape, sum, norm), each a thin call of the tenlane route on the session's surface.
+ *
+ * Operands are read in place (operand.c); results are fresh tenlane tensors handed to
+ * numpy (result.c). A failing route writes nothing: an `out=` array is unchanged. Calls
+ * whose operands hold TLPY_NOGIL_ELEMENTS or more release the GIL while they compute. */
+#include <string.h>
+
+#include "tlpy.h"
+
+int64_t tlpy_elements(int n, const tlpy_operand *ops) {
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) total += tl_tensor_numel(&ops[i].tensor);
+  return total;
+}
+
+static void release_all(int n, tlpy_operand *ops) {
+  for (int i = 0; i < n; i++) tlpy_operand_release(&ops[i]);
+}
+
+/* Run `call` (a statement assigning `status`) with the GIL released when the operands are
+ * large; the message of a failure is copied out while still on this thread. */
+#define TLPY_RUN(big, call)        \
+  do {                             \
+    if (big) {                     \
+      Py_BEGIN_ALLOW_THREADS call; \
+      Py_END_ALLOW_THREADS;        \
+    } else {                       \
+      call;                        \
+    }                              \
+  } while (0)
+
+int tlpy_path_kind(PyObject *obj, const char *where, tl_einsum_path_kind *out) {
+  *out = TL_EINSUM_PATH_AUTO;
+  if (!obj || obj == Py_None) return 0;
+  const char *name = PyUnicode_Check(obj) ? PyUnicode_AsUTF8(obj) : NULL;
+  if (name && !strcmp(name, "auto"))
+    *out = TL_EINSUM_PATH_AUTO;
+  else if (name && !strcmp(name, "greedy"))
+    *out = TL_EINSUM_PATH_GREEDY;
+  else if (name && !strcmp(name, "optimal"))
+    *out = TL_EINSUM_PATH_OPTIMAL;
+  else {
+    PyErr_Clear();
+    tlpy_raise(TL_E_INVALID, "%s: path must be 'auto', 'greedy' or 'optimal'", where);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- einsum ------------------------------------------------------------------------- */
+
+/* The output shape of spec over ops (numpy's rules), for a fresh result with an explicit
+ * path kind. Returns 0, or -1 when the spec does not parse here (the route then reports). */
+static int einsum_shape(const char *spec, int n, const tlpy_operand *ops, int *rank,
+                        int64_t *shape) {
+  int64_t extent[128];
+  int seen[128] = {0};
+  int64_t ell[TL_MAX_RANK];
+  int ell_rank = 0;
+  for (int k = 0; k < TL_MAX_RANK; k++) ell[k] = 1;
+  const char *c = spec;
+  for (int term = 0; term < n; term++) {
+    const tl_tensor *t = &ops[term].tensor;
+    char letters[TL_MAX_RANK + 1];
+    int count = 0, ell_at = -1;
+    for (; *c && *c != ',' && *c != '-'; c++) {
+      if (*c == ' ') continue;
+      if (*c == '.') {
+        if (strncmp(c, "...", 3) || ell_at >= 0) return -1;
+        ell_at = count;
+        c += 2;
+      } else if (count < TL_MAX_RANK && ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'))) {
+        letters[count++] = *c;
+      } else {
+        return -1;
+      }
+    }
+    int here = t->rank - count;
+    if (here < 0 || (ell_at < 0 && here != 0)) return -1;
+    if (here > ell_rank) ell_rank = here;
+    for (int j = 0; j < count; j++) {
+      int axis = (ell_at >= 0 && j >= ell_at) ? j + here : j;
+      int label = (unsigned char)letters[j];
+      if (!seen[label] || extent[label] == 1) extent[label] = t->shape[axis];
+      seen[label]++;
+    }
+    for (int j = 0; j < here; j++) { /* aligned from the right */
+      int64_t e = t->shape[ell_at + j];
+      int slot = TL_MAX_RANK - here + j;
+      if (e != 1) ell[slot] = e;
+    }
+    if (term + 1 < n) {
+      if (*c != ',') return -1;
+      c++;
+    }
+  }
+  *rank = 0;
+  if (!strncmp(c, "->", 2)) {
+    for (c += 2; *c; c++) {
+      if (*c == ' ') continue;
+      if (*c == '.') {
+        if (strncmp(c, "...", 3)) return -1;
+        for (int j = 0; j < ell_rank; j++) shape[(*rank)++] = ell[TL_MAX_RANK - ell_rank + j];
+        c += 2;
+      } else {
+        int label = (unsigned char)*c;
+        if (label >= 128 || !seen[label] || *rank >= TL_MAX_RANK) return -1;
+        shape[(*rank)++] = extent[label];
+      }
+    }
+  } else {
+    if (*c) return -1;
+    for (int j = 0; j < ell_rank; j++) shape[(*rank)++] = ell[TL_MAX_RANK - ell_rank + j];
+    for (int label = 'A'; label <= 'z'; label++)
+      if (seen[label] == 1 && *rank < TL_MAX_RANK) shape[(*rank)++] = extent[label];
+  }
+  return 0;
+}
+
+static PyObject *einsum_run(tlpy_session *self, const char *where, const char *spec, int n,
+                            tlpy_operand *ops, PyObject *out_obj, tl_einsum_path_kind kind) {
+  tl_exec *exec = tlpy_session_exec(self, where);
+  if (!exec) return NULL;
+  const tl_tensor *ptrs[TL_EINSUM_MAX_OPERANDS];
+  for (int i = 0; i < n; i++) ptrs[i] = &ops[i].tensor;
+  int big = tlpy_elements(n, ops) >= TLPY_NOGIL_ELEMENTS;
+  tl_status status;
+  if (out_obj) {
+    tlpy_operand out;
+    if (tlpy_operand_get(out_obj, 1, where, "out", &out) < 0) return NULL;
+    TLPY_RUN(big, status = tl_einsum_into_using(exec, spec, n, ptrs, kind, &out.tensor));
+    tlpy_operand_release(&out);
+    if (status != TL_OK) return tlpy_raise_last(status);
+    return Py_NewRef(out_obj);
+  }
+  tl_tensor result;
+  int rank;
+  int64_t shape[TL_MAX_RANK];
+  if (kind == TL_EINSUM_PATH_AUTO || einsum_shape(spec, n, ops, &rank, shape) < 0) {
+    TLPY_RUN(big, status = tl_einsum(exec, spec, n, ptrs, &result));
+  } else {
+    status = tlpy_create(ops[0].tensor.dtype, rank, shape, &result);
+    if (status == TL_OK) {
+      TLPY_RUN(big, status = tl_einsum_into_using(exec, spec, n, ptrs, kind, &result));
+      if (status != TL_OK) tl_tensor_release(&result);
+    }
+  }
+  if (status != TL_OK) return tlpy_raise_last(status);
+  return tlpy_result(&result, NULL);
+}
+
+static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames) {
+  static const char *where = "tenlane.Session.einsum";
+  PyObject *out_obj = NULL, *path_obj = NULL;
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; k++) {
+    const char *key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+    if (key && !strcmp(key, "out"))
+      out_obj = args[nargs + k];
+    else if (key && !strcmp(key, "path"))
+      path_obj = args[nargs + k];
+    else
+      return tlpy_raise(TL_E_INVALID, "%s: unknown keyword '%s'", where, key ? key : "?");
+  }
+  if (out_obj == Py_None) out_obj = NULL;
+  if (nargs < 2 || !PyUnicode_Check(args[0]))
+    return tlpy_raise(TL_E_INVALID, "%s: takes a spec string and at least one array", where);
+  if (nargs - 1 > TL_EINSUM_MAX_OPERANDS)
+    return tlpy_raise(TL_E_INVALID, "%s: %zd operands; at most %d", where, nargs - 1,
+                      TL_EINSUM_MAX_OPERANDS);
+  tl_einsum_path_kind kind;
+  if (tlpy_path_kind(path_obj, where, &kind) < 0) return NULL;
+  const char *spec = PyUnicode_AsUTF8(args[0]);
+  if (!spec) return NULL;
+  int n = (int)(nargs - 1);
+  tlpy_operand ops[TL_EINSUM_MAX_OPERANDS];
+  char what[32];
+  for (int i = 0; i < n; i++) {
+    snprintf(what, sizeof what, "operand %d", i);
+    if (tlpy_operand_get(args[i + 1], 0, where, what, &ops[i]) < 0) {
+      release_all(i, ops);
+      return NULL;
+    }
+  }
+  PyObject *r = einsum_run((tlpy_session *)self, where, spec, n, ops, out_obj, kind);
+  release_all(n, ops);
+  return r;
+}
+
+/* ---- tensordot and matmul ---------------------------------------------------------- */
+
+static int axis_index(PyObject *obj, int rank, const char *where, const char *what, int *out) {
+  long v = PyLong_AsLong(obj);
+  if (v == -1 && PyErr_Occurred()) return -1;
+  if (v < 0) v += rank;
+  if (v < 0 || v >= rank) {
+    tlpy_raise(TL_E_INVALID, "%s: %s axis %ld is out of range for %d axes", where, what,
+               PyLong_AsLong(obj), rank);
+    return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+/* axes: an int n (a's last n with b's first n), or a pair of ints or of sequences. */
+static int dot_axes(PyObject *axes, int ra, int rb, const char *where, int *count, int *aa,
+                    int *ba) {
+  if (PyLong_Check(axes)) {
+    long n = PyLong_AsLong(axes);
+    if (n < 0 || n > ra || n > rb) {
+      tlpy_raise(TL_E_INVALID, "%s: axes=%ld with operands of %d and %d axes", where, n, ra, rb);
+      return -1;
+    }
+    *count = (int)n;
+    for (int k = 0; k < n; k++) {
+      aa[k] = ra - (int)n + k;
+      ba[k] = k;
+    }
+    return 0;
+  }
+  if (!PySequence_Check(axes) || PySequence_Size(axes) != 2) {
+    tlpy_raise(TL_E_INVALID, "%s: axes must be an int or a pair of axis lists", where);
+    return -1;
+  }
+  PyObject *sides[2] = {PySequence_GetItem(axes, 0), PySequence_GetItem(axes, 1)};
+  int rc = -1;
+  if (sides[0] && sides[1]) {
+    int n[2], ranks[2] = {ra, rb}, *lists[2] = {aa, ba};
+    rc = 0;
+    for (int s = 0; s < 2 && rc == 0; s++) {
+      if (PyLong_Check(sides[s])) {
+        n[s] = 1;
+        rc = axis_index(sides[s], ranks[s], where, s ? "b" : "a", lists[s]);
+        continue;
+      }
+      PyObject *seq = PySequence_Fast(sides[s], "tenlane.Session.tensordot: axes lists");
+      if (!seq) {
+        rc = -1;
+        break;
+      }
+      n[s] = (int)PySequence_Fast_GET_SIZE(seq);
+      if (n[s] > TL_MAX_RANK) n[s] = TL_MAX_RANK + 1;
+      for (int k = 0; k < n[s] && k < TL_MAX_RANK && rc == 0; k++)
+        rc = axis_index(PySequence_Fast_GET_ITEM(seq, k), ranks[s], where, s ? "b" : "a",
+                        &lists[s][k]);
+      Py_DECREF(seq);
+    }
+    if (rc == 0 && n[0] != n[1]) {
+      tlpy_raise(TL_E_SHAPE, "%s: %d axes of a against %d axes of b", where, n[0], n[1]);
+      rc = -1;
+    }
+    if (rc == 0) *count = n[0];
+  }
+  Py_XDECREF(sides[0]);
+  Py_XDECREF(sides[1]);
+  return rc;
+}
+
+static PyObject *session_tensordot(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static const char *where = "tenlane.Session.tensordot";
+  static char *keywords[] = {"a", "b", "axes", NULL};
+  PyObject *a_obj, *b_obj, *axes = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O:tensordot", keywords, &a_obj, &b_obj, &axes))
+    return NULL;
+  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
+  if (!exec) return NULL;
+  tlpy_operand ops[2];
+  if (tlpy_operand_get(a_obj, 0, where, "a", &ops[0]) < 0) return NULL;
+  if (tlpy_operand_get(b_obj, 0, where, "b", &ops[1]) < 0) {
+    release_all(1, ops);
+    return NULL;
+  }
+  PyObject *r = NULL;
+  int ra = ops[0].tensor.rank, rb = ops[1].tensor.rank, count = 0;
+  int aa[TL_MAX_RANK + 1], ba[TL_MAX_RANK + 1];
+  PyObject *two = NULL;
+  if (!axes) axes = two = PyLong_FromLong(2);
+  if (axes && dot_axes(axes, ra, rb, where, &count, aa, ba) == 0) {
+    int al[TL_MAX_RANK], bl[TL_MAX_RANK], cl[2 * TL_MAX_RANK], cr = 0;
+    for (int k = 0; k < ra; k++) al[k] = k;
+    for (int k = 0; k < rb; k++) bl[k] = ra + k;
+    for (int k = 0; k < count; k++) bl[ba[k]] = aa[k];
+    for (int k = 0; k < ra; k++) {
+      int summed = 0;
+      for (int j = 0; j < count; j++) summed |= aa[j] == k;
+      if (!summed) cl[cr++] = k;
+    }
+    for (int k = 0; k < rb; k++)
+      if (bl[k] >= ra) cl[cr++] = bl[k];
+    tl_tensor result;
+    tl_status status;
+    int big = tlpy_elements(2, ops) >= TLPY_NOGIL_ELEMENTS;
+    if (cr > TL_MAX_RANK) {
+      tlpy_raise(TL_E_SHAPE, "%s: the result would have %d axes; at most %d", where, cr,
+                 TL_MAX_RANK);
+    } else {
+      TLPY_RUN(big,
+               status = tl_contract(exec, &ops[0].tensor, al, &ops[1].tensor, bl, cr, cl, &result));
+      r = status == TL_OK ? tlpy_result(&result, NULL) : tlpy_raise_last(status);
+    }
+  }
+  Py_XDECREF(two);
+  release_all(2, ops);
+  return r;
+}
+
+static PyObject *session_matmul(PyObject *self, PyObject *args) {
+  static const char *where = "tenlane.Session.matmul";
+  PyObject *a_obj, *b_obj;
+  if (!PyArg_ParseTuple(args, "OO:matmul", &a_obj, &b_obj)) return NULL;
+  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
+  if (!exec) return NULL;
+  tlpy_operand ops[2];
+  if (tlpy_operand_get(a_obj, 0, where, "a", &ops[0]) < 0) return NULL;
+  if (tlpy_operand_get(b_obj, 0, where, "b", &ops[1]) < 0) {
+    release_all(1, ops);
+    return NULL;
+  }
+  PyObject *r;
+  int ra = ops[0].tensor.rank, rb = ops[1].tensor.rank;
+  if (ra == 0 || rb == 0) {
+    r = tlpy_raise(TL_E_SHAPE, "%s: operands must have at least one axis (a has %d, b has %d)",
+                   where, ra, rb);
+  } else if (ra == 2 && rb == 2) {
+    tl_tensor result;
+    tl_status status;
+    TLPY_RUN(tlpy_elements(2, ops) >= TLPY_NOGIL_ELEMENTS,
+             status = tl_gemm(exec, &ops[0].tensor, &ops[1].tensor, &result));
+    r = status == TL_OK ? tlpy_result(&result, NULL) : tlpy_raise_last(status);
+  } else {
+    const char *spec = ra == 1 && rb == 1 ? "j,j->"
+                       : ra == 1          ? "j,...jk->...k"
+                       : rb == 1          ? "...ij,j->...i"
+                                          : "...ij,...jk->...ik";
+    r = einsum_run((tlpy_session *)self, where, spec, 2, ops, NULL, TL_EINSUM_PATH_AUTO);
+  }
+  release_all(2, ops);
+  return r;
+}
+
+/* ---- transpose and reshape --------------------------------------------------------- */
+
+static PyObject *session_transpose(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static const char *where = "tenlane.Session.transpose";
+  static char *keywords[] = {"a", "axes", NULL};
+  PyObject *a_obj, *axes = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:transpose", keywords, &a_obj, &axes))
+    return NULL;
+  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
+  if (!exec) return NULL;
+  tlpy_operand op;
+  if (tlpy_operand_get(a_obj, 0, where, "a", &op) < 0) return NULL;
+  int rank = op.tensor.rank, perm[TL_MAX_RANK];
+  PyObject *r = NULL;
+  for (int k = 0; k < rank; k++) perm[k] = rank - 1 - k;
+  if (axes != Py_None) {
+    PyObject *seq = PySequence_Fast(axes, "tenlane.Session.transpose: axes must be a sequence");
+    if (!seq) goto done;
+    if (PySequence_Fast_GET_SIZE(seq) != rank) {
+      tlpy_raise(TL_E_INVALID, "%s: axes has %zd entries for %d axes", where,
+                 PySequence_Fast_GET_SIZE(seq), rank);
+      Py_DECREF(seq);
+      goto done;
+    }
+    for (int k = 0; k < rank; k++)
+      if (axis_index(PySequence_Fast_GET_ITEM(seq, k), rank, where, "a", &perm[k]) < 0) {
+        Py_DECREF(seq);
+        goto done;
+      }
+    Py_DECREF(seq);
+  }
+  tl_tensor result;
+  tl_status status;
+  TLPY_RUN(tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS,
+           status = tl_permute(exec, &op.tensor, perm, &result));
+  r = status == TL_OK ? tlpy_result(&result, NULL) : tlpy_raise_last(status);
+done:
+  tlpy_operand_release(&op);
+  return r;
+}
+
+static void reverse_axes(tl_tensor *t) {
+  for (int k = 0; k < t->rank / 2; k++) {
+    int j = t->rank - 1 - k;
+    int64_t s = t->shape[k], st = t->strides[k];
+    t->shape[k] = t->shape[j];
+    t->strides[k] = t->strides[j];
+    t->shape[j] = s;
+    t->strides[j] = st;
+  }
+}
+
+static int shape_arg(PyObject *obj, int64_t numel, const char *where, int *rank, int64_t *shape) {
+  PyObject *seq = PyLong_Check(obj) ? PyTuple_Pack(1, obj) : PySequence_Fast(obj, "shape");
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  int rc = 0, unknown = -1;
+  int64_t known = 1;
+  if (n > TL_MAX_RANK) {
+    tlpy_raise(TL_E_SHAPE, "%s: %zd axes; at most %d", where, n, TL_MAX_RANK);
+    rc = -1;
+  }
+  for (Py_ssize_t k = 0; k < n && rc == 0; k++) {
+    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, k));
+    if (v == -1 && PyErr_Occurred())
+      rc = -1;
+    else if (v == -1 && unknown < 0)
+      unknown = (int)k;
+    else if (v < 0)
+      rc = -1, tlpy_raise(TL_E_SHAPE, "%s: extent %lld in the new shape", where, v);
+    else
+      known *= v, shape[k] = v;
+  }
+  if (rc == 0 && unknown >= 0) {
+    if (known == 0 || numel % known) {
+      tlpy_raise(TL_E_SHAPE, "%s: cannot infer -1 for %lld elements", where, (long long)numel);
+      rc = -1;
+    } else {
+      shape[unknown] = numel / known;
+    }
+  }
+  *rank = (int)n;
+  Py_DECREF(seq);
+  return rc;
+}
+
+static PyObject *session_reshape(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static const char *where = "tenlane.Session.reshape";
+  static char *keywords[] = {"a", "shape", NULL};
+  PyObject *a_obj, *shape_obj;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:reshape", keywords, &a_obj, &shape_obj))
+    return NULL;
+  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
+  if (!exec) return NULL;
+  tlpy_operand op;
+  if (tlpy_operand_get(a_obj, 0, where, "a", &op) < 0) return NULL;
+  PyObject *r = NULL;
+  int rank;
+  int64_t shape[TL_MAX_RANK], reversed[TL_MAX_RANK];
+  if (shape_arg(shape_obj, tl_tensor_numel(&op.tensor), where, &rank, shape) == 0) {
+    /* numpy reshapes in C order, tenlane in column-major order: reverse both sides. */
+    tl_tensor in = op.tensor, result;
+    reverse_axes(&in);
+    for (int k = 0; k < rank; k++) reversed[k] = shape[rank - 1 - k];
+    tl_status status;
+    TLPY_RUN(tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS,
+             status = tl_reshape(exec, &in, rank, reversed, &result));
+    if (status != TL_OK) {
+      r = tlpy_raise_last(status);
+    } else {
+      reverse_axes(&result);
+      PyObject *base = op.has_view ? PyMemoryView_FromObject(op.owner) : Py_NewRef(op.owner);
+      if (base) r = tlpy_result(&result, base);
+      Py_XDECREF(base);
+    }
+  }
+  tlpy_operand_release(&op);
+  return r;
+}
+
+/* ---- sum and norm ------------------------------------------------------------------ */
+
+static PyObject *reduce(PyObject *self, PyObject *args, PyObject *kwargs, tl_reduce_op which,
+                        const char *where) {
+  static char *keywords[] = {"a", "axis", "keepdims", NULL};
+  PyObject *a_obj, *axis = Py_None;
+  int keepdims = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Op", keywords, &a_obj, &axis, &keepdims))
+    return NULL;
+  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
+  if (!exec) return NULL;
+  tlpy_operand op;
+  if (tlpy_operand_get(a_obj, 0, where, "a", &op) < 0) return NULL;
+  int rank = op.tensor.rank, count = 0, axes[TL_MAX_RANK], picked[TL_MAX_RANK] = {0};
+  PyObject *r = NULL;
+  if (axis == Py_None) {
+    for (int k = 0; k < rank; k++) axes[count++] = k;
+  } else {
+    PyObject *seq = PyLong_Check(axis) ? PyTuple_Pack(1, axis) : PySequence_Fast(axis, "axis");
+    if (!seq) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t k = 0; k < n; k++) {
+      int a;
+      if (count >= TL_MAX_RANK ||
+          axis_index(PySequence_Fast_GET_ITEM(seq, k), rank, where, "a", &a) < 0) {
+        if (!PyErr_Occurred()) tlpy_raise(TL_E_INVALID, "%s: too many axes", where);
+        Py_DECREF(seq);
+        goto done;
+      }
+      axes[count++] = a;
+    }
+    Py_DECREF(seq);
+  }
+  tl_tensor result;
+  tl_status status;
+  TLPY_RUN(tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS,
+           status = tl_reduce(exec, which, &op.tensor, count, axes, &result));
+  if (status != TL_OK) {
+    r = tlpy_raise_last(status);
+    goto done;
+  }
+  if (keepdims) { /* put the reduced axes back with extent 1 */
+    for (int k = 0; k < count; k++) picked[axes[k]] = 1;
+    tl_tensor kept = result;
+    int j = 0;
+    for (int k = 0; k < rank; k++) {
+      kept.shape[k] = picked[k] ? 1 : result.shape[j];
+      kept.strides[k] = picked[k] ? 0 : result.strides[j];
+      j += !picked[k];
+    }
+    kept.rank = rank;
+    result = kept;
+  }
+  r = tlpy_result(&result, NULL);
+done:
+  tlpy_operand_release(&op);
+  return r;
+}
+
+static PyObject *session_sum(PyObject *self, PyObject *args, PyObject *kwargs) {
+  return reduce(self, args, kwargs, TL_REDUCE_SUM, "tenlane.Session.sum");
+}
+
+static PyObject *session_norm(PyObject *self, PyObject *args, PyObject *kwargs) {
+  return reduce(self, args, kwargs, TL_REDUCE_NORM2, "tenlane.Session.norm");
+}
+
+#define KW (METH_VARARGS | METH_KEYWORDS)
+#define CAST(f) (PyCFunction)(void (*)(void))(f)
+
+PyMethodDef tlpy_ops_methods[] = {
+    {"einsum", CAST(session_einsum), METH_FASTCALL | METH_KEYWORDS,
+     "einsum(spec, *arrays, out=None, path='auto') -> ndarray\n\n"
+     "numpy's einsum grammar (\"ij,jk->ik\", \"...\" broadcasting, traces) over arrays of one "
+     "dtype (float32, float64, complex64, complex128) with any strides; nothing is copied in. "
+     "path: 'auto', 'greedy' or 'optimal' contraction order. out: a writable array of the "
+     "result's shape and dtype, written only on success and returned. Opening thread only; "
+     "the GIL is released for large operands."},
+    {"tensordot", CAST(session_tensordot), KW,
+     "tensordot(a, b, axes=2) -> ndarray: numpy.tensordot (axes an int or a pair of axis "
+     "lists). Opening thread only."},
+    {"matmul", CAST(session_matmul), METH_VARARGS,
+     "matmul(a, b) -> ndarray: numpy.matmul (1-D, 2-D, and stacks broadcast from the right). "
+     "Opening thread only."},
+    {"transpose", CAST(session_transpose), KW,
+     "transpose(a, axes=None) -> ndarray: a copy with the axes permuted (reversed when axes "
+     "is None), made by tenlane's blocked permute. Opening thread only."},
+    {"reshape", CAST(session_reshape), KW,
+     "reshape(a, shape) -> ndarray: numpy's C-order reshape; a view of a when its strides "
+     "allow (like numpy), else a copy. -1 infers one extent. Opening thread only."},
+    {"sum", CAST(session_sum), KW,
+     "sum(a, axis=None, keepdims=False) -> ndarray: the sum over the axes (all when None). "
+     "Opening thread only."},
+    {"norm", CAST(session_norm), KW,
+     "norm(a, axis=None, keepdims=False) -> ndarray: sqrt(sum |a|^2) over the axes (all when "
+     "None; the Frobenius norm of a matrix); real for complex a. Opening thread only."},
+    {NULL, NULL, 0, NULL}};

@@ -1,0 +1,170 @@
+/* python/src/tlpy.h: what the files of the `tenlane` extension module share.
+ *
+ * The module is one shared object, tenlane.cpython-*.so, linked against libtenlane.a of
+ * the CMake build. Each file holds one concept: errors.c (the exception classes),
+ * operand.c (Python objects in: numpy arrays, buffers and DLPack producers as borrowed
+ * tl_tensor views), result.c (tenlane tensors out: numpy arrays over tenlane memory),
+ * dlpack.c (from_dlpack and the Buffer's DLPack export), context.c, session.c (the held
+ * session and its object), ops.c (einsum and the core routes), linalg.c, lanes.c (the
+ * map_* calls on lanes without the GIL) and module.c (the module table).
+ *
+ * Thread rules of the Python layer: every call holds the GIL while it reads its
+ * arguments and builds its results. A numerical call on a session runs on the thread
+ * that opened the session; large single calls and every map_* call release the GIL
+ * while tenlane computes. */
+#ifndef TLPY_H
+#define TLPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL tlpy_ARRAY_API
+#ifndef TLPY_IMPORT_ARRAY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include <tenlane/tenlane.h>
+
+#ifndef TL_MESSAGE_CAPACITY
+#define TL_MESSAGE_CAPACITY 256
+#endif
+
+/* ---- errors.c ------------------------------------------------------------------------ */
+
+/* Create tenlane.Error and one subclass per status of TL_STATUS_MAP; add them to m. */
+int tlpy_errors_init(PyObject *m);
+/* The class for a status (tenlane.Error for TL_OK or an unknown value). Borrowed. */
+PyObject *tlpy_error_class(tl_status status);
+/* Raise the class of `status` carrying `message`; item >= 0 also sets the exception's
+ * `item` (the lowest failing item of a map). Returns NULL. */
+PyObject *tlpy_raise_message(tl_status status, const char *message, Py_ssize_t item);
+/* Raise the class of `status` with a formatted message. Returns NULL. */
+PyObject *tlpy_raise(tl_status status, const char *format, ...);
+/* Raise the class of `status` with tenlane's message for the last failing call on this
+ * thread (tl_last_message). Returns NULL. */
+PyObject *tlpy_raise_last(tl_status status);
+
+/* ---- operand.c ----------------------------------------------------------------------- */
+
+/* A Python object seen as a tenlane tensor without a copy. `tensor` borrows the object's
+ * memory; `owner` keeps that memory alive (a new reference) until tlpy_operand_release. */
+typedef struct tlpy_operand {
+  tl_tensor tensor;
+  PyObject *owner;
+  Py_buffer view; /* filled when the memory came through the buffer protocol */
+  int has_view;
+} tlpy_operand;
+
+/* Read `obj` (a numpy array, an object with __dlpack__, or a buffer exporter) as a
+ * tensor. `writable` asks for memory that may be written (an `out=` argument). `where`
+ * names the call and `what` the argument in error messages ("tenlane.Session.einsum",
+ * "operand 1"). Returns 0, or -1 with a tenlane.Error raised (DtypeError for a dtype
+ * tenlane lacks or an object that is no array, ShapeError for strides that are not whole
+ * elements or too many axes, InvalidError for unaligned or read-only memory). */
+int tlpy_operand_get(PyObject *obj, int writable, const char *where, const char *what,
+                     tlpy_operand *out);
+/* Release what tlpy_operand_get took. Safe on a zeroed operand. GIL held. */
+void tlpy_operand_release(tlpy_operand *op);
+
+/* ---- result.c ------------------------------------------------------------------------ */
+
+/* tenlane.Buffer: owns one tenlane tensor's memory; the base of every result array. */
+extern PyTypeObject tlpy_buffer_type;
+/* A numpy array over `t`. An owned tensor's memory moves into a new Buffer that becomes
+ * the array's base (freed when the array and its views are collected); a borrowed tensor
+ * (a view of an input) gets `base` as its base instead. On failure the owned memory is
+ * released and NULL returned with an exception set; *t is cleared either way. */
+PyObject *tlpy_result(tl_tensor *t, PyObject *base);
+/* The tensor a tenlane.Buffer owns (borrowed). */
+const tl_tensor *tlpy_buffer_tensor(PyObject *buffer);
+/* numpy type number of a tenlane dtype. */
+int tlpy_npy_type(tl_dtype dtype);
+
+/* ---- dlpack.c ------------------------------------------------------------------------ */
+
+/* tenlane.from_dlpack(x): a numpy array over the memory x exports through __dlpack__. */
+PyObject *tlpy_from_dlpack(PyObject *module, PyObject *obj);
+/* Buffer.__dlpack__ and Buffer.__dlpack_device__. */
+PyObject *tlpy_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames);
+PyObject *tlpy_buffer_dlpack_device(PyObject *self, PyObject *unused);
+/* Read a "dltensor" capsule's tensor as an operand (the capsule stays the producer's). */
+int tlpy_operand_from_dlpack(PyObject *obj, const char *where, const char *what, tlpy_operand *out);
+
+/* ---- context.c, session.c ------------------------------------------------------------ */
+
+typedef struct tlpy_context {
+  PyObject_HEAD tl_context *ctx; /* NULL once closed */
+  int threads;
+} tlpy_context;
+
+typedef struct tlpy_session {
+  PyObject_HEAD tlpy_context *context; /* strong reference */
+  tl_session *session;                 /* NULL unless open */
+  tl_exec *exec;
+  unsigned long thread; /* PyThread ident of the opening thread */
+  int wait;             /* open with TL_WAIT (1) or TL_NOWAIT (0) */
+} tlpy_session;
+
+extern PyTypeObject tlpy_context_type;
+extern PyTypeObject tlpy_session_type;
+
+/* Merge the method tables below into tenlane.Session and ready the type. */
+int tlpy_session_type_init(void);
+
+#define TL__PY_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* The session's surface for a call named `where`, or NULL with StaleError (not open) or
+ * WrongThreadError (called from another thread than the one that opened it) raised. */
+tl_exec *tlpy_session_exec(tlpy_session *self, const char *where);
+
+/* ---- ops.c, linalg.c, lanes.c: the methods of tenlane.Session ------------------------ */
+
+extern PyMethodDef tlpy_ops_methods[];
+extern PyMethodDef tlpy_linalg_methods[];
+extern PyMethodDef tlpy_lanes_methods[];
+
+/* Shared by ops.c and lanes.c: "auto", "greedy", "optimal" (or None) as a path kind. */
+int tlpy_path_kind(PyObject *obj, const char *where, tl_einsum_path_kind *out);
+/* Shared by linalg.c and lanes.c: the truncation of tol/atol/max_rank keywords. */
+int tlpy_truncation(PyObject *tol, PyObject *atol, PyObject *max_rank, const char *where,
+                    tl_truncation *out, int *any);
+
+/* A fresh result tensor in the layout the module returns (see result.c). */
+tl_status tlpy_create(tl_dtype dtype, int rank, const int64_t *shape, tl_tensor *out);
+/* Elements a call's operands hold, to decide whether it releases the GIL. */
+int64_t tlpy_elements(int n, const tlpy_operand *ops);
+
+/* ---- linalg.c: the factorizations shared by single calls and map_* ------------------- */
+
+typedef struct tlpy_svd_item {
+  tl_tensor u, s, vt;
+  int64_t rank;
+  double discarded; /* sum of the squares of the singular values dropped */
+} tlpy_svd_item;
+
+/* Truncated SVD of a on exec (truncation NULL: all of them). On failure nothing is kept. */
+tl_status tlpy_svd_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                      tlpy_svd_item *out);
+/* (u, s, vt, discarded) from an item; its tensors move into the arrays. */
+PyObject *tlpy_svd_tuple(tlpy_svd_item *item);
+
+typedef struct tlpy_qrcp_item {
+  tl_tensor q, r;
+  int64_t rank;
+  PyObject *perm; /* int64 numpy array of a's column count, made before the call */
+} tlpy_qrcp_item;
+
+/* Make item->perm for a (GIL held). Returns 0 or -1 with an exception. */
+int tlpy_qrcp_prepare(const tl_tensor *a, tlpy_qrcp_item *item);
+tl_status tlpy_qrcp_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                       tlpy_qrcp_item *item);
+/* (q, r, perm) from an item; its tensors move into the arrays. */
+PyObject *tlpy_qrcp_tuple(tlpy_qrcp_item *item);
+
+/* Single calls release the GIL when their operands hold at least this many elements. */
+#define TLPY_NOGIL_ELEMENTS 16384
+
+#endif
