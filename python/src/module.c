@@ -12,7 +12,48 @@ static PyObject *module_provider(PyObject *module, PyObject *unused) {
   return PyUnicode_FromString(tl_kernels_provider());
 }
 
+static PyObject *module_tensor_info(PyObject *module, PyObject *x) {
+  (void)module;
+  tlpy_operand op;
+  if (tlpy_operand_get(x, 0, "tenlane.tensor_info", "x", &op) < 0) return NULL;
+  const tl_tensor *t = &op.tensor;
+  PyObject *shape = PyTuple_New(t->rank), *strides = PyTuple_New(t->rank), *r = NULL;
+  for (int k = 0; shape && strides && k < t->rank; k++) {
+    PyTuple_SET_ITEM(shape, k, PyLong_FromLongLong(t->shape[k]));
+    PyTuple_SET_ITEM(strides, k, PyLong_FromLongLong(t->strides[k]));
+  }
+  if (shape && strides)
+    r = Py_BuildValue("{s:K,s:s,s:O,s:O}", "data",
+                      (unsigned long long)(uintptr_t)((char *)t->data +
+                                                      t->offset * (int64_t)tl_dtype_size(t->dtype)),
+                      "dtype", tl_dtype_name(t->dtype), "shape", shape, "strides", strides);
+  Py_XDECREF(shape);
+  Py_XDECREF(strides);
+  tlpy_operand_release(&op);
+  return r;
+}
+
+static PyObject *module_allocation_count(PyObject *module, PyObject *unused) {
+  (void)module;
+  (void)unused;
+  return PyLong_FromUnsignedLongLong(tl_allocation_count());
+}
+
+static PyObject *module_live_buffers(PyObject *module, PyObject *unused) {
+  (void)module;
+  (void)unused;
+  return PyLong_FromSsize_t(tlpy_live_buffers());
+}
+
 static PyMethodDef module_methods[] = {
+    {"live_buffers", module_live_buffers, METH_NOARGS,
+     "live_buffers() -> int: result buffers not yet freed (for leak checks)."},
+    {"tensor_info", module_tensor_info, METH_O,
+     "tensor_info(x) -> dict: the tensor tenlane sees for x, read the way every call reads its "
+     "operands: data (the address of element 0), dtype, shape and strides (in elements). For "
+     "checks that nothing is copied. Any thread."},
+    {"allocation_count", module_allocation_count, METH_NOARGS,
+     "allocation_count() -> int: heap allocations tenlane made so far (tl_allocation_count)."},
     {"from_dlpack", module_from_dlpack, METH_O,
      "from_dlpack(x) -> ndarray: a numpy array over the memory x exports through "
      "__dlpack__ (DLPack 0.6, CPU, float32/64 or complex64/128), without a copy. The array "

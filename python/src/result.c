@@ -21,7 +21,13 @@ int tlpy_npy_type(tl_dtype dtype) {
 
 const tl_tensor *tlpy_buffer_tensor(PyObject *buffer) { return &((tlpy_buffer *)buffer)->tensor; }
 
+/* Buffers alive now (GIL held for every change). */
+static Py_ssize_t live_buffers;
+
+Py_ssize_t tlpy_live_buffers(void) { return live_buffers; }
+
 static void buffer_dealloc(PyObject *self) {
+  live_buffers--;
   tl_tensor_release(&((tlpy_buffer *)self)->tensor);
   Py_TYPE(self)->tp_free(self);
 }
@@ -41,7 +47,14 @@ static PyMethodDef buffer_methods[] = {
      "__dlpack_device__(): (1, 0), the CPU."},
     {NULL, NULL, 0, NULL}};
 
+static PyObject *buffer_address(PyObject *self, void *unused) {
+  (void)unused;
+  const tl_tensor *t = &((tlpy_buffer *)self)->tensor;
+  return PyLong_FromVoidPtr(t->owned);
+}
+
 static PyGetSetDef buffer_getset[] = {
+    {"address", buffer_address, NULL, "The address of the memory tenlane allocated.", NULL},
     {"nbytes", buffer_nbytes, NULL, "Bytes of the tensor's elements.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
@@ -75,6 +88,7 @@ PyObject *tlpy_result(tl_tensor *t, PyObject *base) {
       return NULL;
     }
     buffer->tensor = *t;
+    live_buffers++;
     keep = (PyObject *)buffer;
   } else {
     keep = Py_NewRef(base);

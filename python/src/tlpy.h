@@ -79,6 +79,8 @@ extern PyTypeObject tlpy_buffer_type;
 PyObject *tlpy_result(tl_tensor *t, PyObject *base);
 /* The tensor a tenlane.Buffer owns (borrowed). */
 const tl_tensor *tlpy_buffer_tensor(PyObject *buffer);
+/* Buffers alive now: results not yet collected. */
+Py_ssize_t tlpy_live_buffers(void);
 /* numpy type number of a tenlane dtype. */
 int tlpy_npy_type(tl_dtype dtype);
 

@@ -1,0 +1,132 @@
+"""map_einsum, map_svd, map_qrcp and map: results in item order, bit for bit those of the
+same calls made one by one, and the lowest failing item on failure."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import tenlane
+from conftest import DTYPES, random_array
+
+
+def environment_items(rng, count, dtype, chi=6, d=2):
+    """MPS left-environment updates: E' = sum E[a,b] A[a,s,c] conj(A)[b,s,e]."""
+    items = []
+    for _ in range(count):
+        env = random_array(rng, (chi, chi), dtype)
+        a = random_array(rng, (chi, d, chi), dtype, "fortran")
+        items.append((env, a, a.conj()))
+    return items
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_map_einsum_equals_serial_calls(s, rng, dtype):
+    items = environment_items(rng, 64, dtype)
+    spec = "ab,asc,bse->ce"
+    batched = s.map_einsum(spec, items)
+    assert len(batched) == len(items)
+    for got, ops in zip(batched, items):
+        one = s.einsum(spec, *ops)
+        assert got.dtype == one.dtype and got.shape == one.shape
+        assert got.tobytes() == one.tobytes()  # bit for bit
+        np.testing.assert_allclose(got, np.einsum(spec, *ops), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_map_svd_and_qrcp_equal_serial_calls(s, rng, dtype):
+    arrays = [random_array(rng, (6, 5), dtype, layout) for layout in ["c", "fortran", "strided", "negative"] * 4]
+    batched = s.map_svd(arrays, tol=0.1, max_rank=4)
+    for got, a in zip(batched, arrays):
+        one = s.svd(a, tol=0.1, max_rank=4)
+        for x, y in zip(got[:3], one[:3]):
+            assert x.tobytes() == y.tobytes()
+        assert got[3] == one[3]
+    batched = s.map_qrcp(arrays, max_rank=3)
+    for got, a in zip(batched, arrays):
+        one = s.qrcp(a, max_rank=3)
+        for x, y in zip(got, one):
+            assert x.tobytes() == y.tobytes()
+
+
+def test_map_reports_the_lowest_failing_item(s, rng):
+    good = (np.ones((3, 4)), np.ones((4, 2)))
+    bad = (np.ones((3, 4)), np.ones((3, 2)))
+    items = [good] * 40 + [bad] + [good] * 20 + [bad] * 30
+    with pytest.raises(tenlane.ShapeError) as info:
+        s.map_einsum("ij,jk->ik", items)
+    assert info.value.item == 40
+    assert "item 40" in info.value.message and info.value.message.startswith("tenlane.Session.map_einsum")
+
+
+def test_unreadable_item_below_a_failing_item(s):
+    good = (np.ones((2, 2)), np.ones((2, 2)))
+    bad_shape = (np.ones((2, 3)), np.ones((2, 2)))
+    bad_dtype = (np.ones((2, 2), dtype=np.int32), np.ones((2, 2)))
+    # an unreadable operand at item 7 after a failing item 3: item 3 is reported
+    with pytest.raises(tenlane.ShapeError) as info:
+        s.map_einsum("ij,jk->ik", [good] * 3 + [bad_shape] + [good] * 3 + [bad_dtype])
+    assert info.value.item == 3
+    # the unreadable operand is the lowest failure
+    with pytest.raises(tenlane.DtypeError) as info:
+        s.map_einsum("ij,jk->ik", [good] * 5 + [bad_dtype] + [bad_shape])
+    assert info.value.item == 5
+    with pytest.raises(tenlane.ShapeError) as info:
+        s.map_svd([np.ones((2, 2))] * 3 + [np.ones(3)])
+    assert info.value.item == 3
+
+
+def test_map_of_python_callbacks(s):
+    assert s.map(lambda i: i * i, 100) == [i * i for i in range(100)]
+    assert s.map(lambda i: i, 0) == []
+    seen = set()
+    lock = threading.Lock()
+
+    def record(i):
+        with lock:
+            seen.add(threading.get_ident())
+        return i
+
+    s.map(record, 200)
+    assert len(seen) >= 1
+
+    def fails(i):
+        if i in (13, 50):
+            raise KeyError(i)
+        return i
+
+    with pytest.raises(tenlane.LaneError) as info:
+        s.map(fails, 100)
+    assert info.value.item == 13
+    assert isinstance(info.value.__cause__, KeyError) and info.value.__cause__.args == (13,)
+    assert "item 13" in info.value.message
+
+
+def test_callbacks_cannot_use_the_session(s):
+    def use(i):
+        s.sum(np.ones(3))
+
+    with pytest.raises(tenlane.LaneError) as info:
+        s.map(use, 4)
+    assert isinstance(info.value.__cause__, (tenlane.PhaseActiveError, tenlane.WrongThreadError))
+
+
+def test_map_releases_the_gil(ctx, rng):
+    """Another Python thread makes progress while a long map_einsum runs."""
+    items = environment_items(rng, 3000, np.float64, chi=24)
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(1)
+
+    t = threading.Thread(target=ticker)
+    with ctx.session() as s:
+        t.start()
+        n0 = len(ticks)
+        s.map_einsum("ab,asc,bse->ce", items)
+        n1 = len(ticks)
+    stop.set()
+    t.join()
+    assert n1 > n0

@@ -1,0 +1,106 @@
+"""Thread rules and lifetimes: a session belongs to the thread that opened it; results
+outlive the session and the context."""
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import tenlane
+
+
+def run_in_thread(fn):
+    box = {}
+
+    def body():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join(60)
+    assert not t.is_alive()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def test_session_from_another_thread_raises_wrong_thread(ctx):
+    a = np.ones((2, 2))
+    with ctx.session() as s:
+        for call in [
+            lambda: s.einsum("ij,jk->ik", a, a),
+            lambda: s.svd(a),
+            lambda: s.map_einsum("ij,jk->ik", [(a, a)]),
+            lambda: s.map(lambda i: i, 3),
+            lambda: s.close(),
+        ]:
+            with pytest.raises(tenlane.WrongThreadError) as info:
+                run_in_thread(call)
+            assert info.value.status == "TL_E_WRONG_THREAD"
+            assert "thread" in info.value.message
+        assert s.is_open
+        assert (s.einsum("ij,jk->ik", a, a) == 2).all()  # still fine on its own thread
+
+
+def test_second_opener_waits_or_is_busy(ctx):
+    with ctx.session():
+        with pytest.raises(tenlane.BusyError):
+            run_in_thread(lambda: ctx.session(wait=False).open())
+        order = []
+
+        def waiter():
+            with ctx.session() as s2:
+                order.append("opened")
+                return float(s2.sum(np.ones(4)))
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        t.join(0.2)
+        assert order == []  # waiting, without holding the GIL
+    t.join(60)
+    assert order == ["opened"]
+
+
+def test_results_outlive_the_session_and_the_context():
+    ctx = tenlane.Context(threads=2)
+    a = np.arange(16.0).reshape(4, 4)
+    with ctx.session() as s:
+        c = s.einsum("ij,jk->ik", a, a)
+        u, sv, vt, _ = s.svd(a)
+        outs = s.map_einsum("ij->ji", [(a,)] * 8)
+    ctx.close()
+    del ctx, s
+    gc.collect()
+    np.testing.assert_allclose(c, a @ a)
+    np.testing.assert_allclose((u * sv) @ vt, a, atol=1e-10)
+    assert all((o == a.T).all() for o in outs)
+
+
+def test_a_session_keeps_its_context_alive():
+    s = tenlane.Context(threads=2).session()
+    gc.collect()
+    with s:
+        assert s.sum(np.ones(3)) == 3.0
+    assert s.context.threads == 2
+
+
+def test_an_abandoned_open_session_is_closed_on_collection():
+    ctx = tenlane.Context(threads=1)
+    s = ctx.session().open()
+    del s
+    gc.collect()
+    ctx.close()  # would be BusyError if the session were still held
+    assert ctx.closed
+
+
+def test_budget_one_context_runs_maps_inline():
+    ctx = tenlane.Context(threads=1)
+    with ctx.session() as s:
+        assert s.map(lambda i: -i, 5) == [0, -1, -2, -3, -4]
+        r = s.map_einsum("i,i->", [(np.ones(3), np.ones(3))] * 4)
+        assert [float(x) for x in r] == [3.0] * 4
+    ctx.close()
