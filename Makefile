@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
-.PHONY: all deps build build-clang demo test test-asan test-tsan bench bench-plot install format format-check lint clean \
+.PHONY: all deps build build-clang demo test test-asan test-tsan bench bench-plot install format format-check lint clean python \
 	fuzz soak valgrind
 
 all: build
@@ -74,15 +74,23 @@ bench-plot: build
 install: build
 	cmake --install $(BUILD)
 
+# The Python module (docs/python.md): build it, then copy it into the user site-packages of
+# PYTHON (Debian's interpreter, the one it is built for), where `import tenlane` finds it.
+PYTHON ?= /usr/bin/python3
+python: build
+	@site=$$($(PYTHON) -m site --user-site) && mkdir -p "$$site" && \
+	  cp $(BUILD)/python/tenlane.*.so "$$site/" && \
+	  $(PYTHON) -c 'import tenlane; print("make python: import tenlane works in $(PYTHON) (from %s)" % tenlane.__file__)'
+
 # clang-format and cppcheck (scripts/lint); `format` rewrites the C sources in place.
 lint: deps
 	scripts/lint build-lint
 
 format-check:
-	find include src tests benches examples -type f \( -name '*.c' -o -name '*.h' \) -not -path '*/fixtures/*' | xargs clang-format --dry-run -Werror
+	find include src tests benches examples python -type f \( -name '*.c' -o -name '*.h' \) -not -path '*/fixtures/*' | xargs clang-format --dry-run -Werror
 
 format:
-	find include src tests benches examples -type f \( -name '*.c' -o -name '*.h' \) -not -path '*/fixtures/*' | xargs clang-format -i
+	find include src tests benches examples python -type f \( -name '*.c' -o -name '*.h' \) -not -path '*/fixtures/*' | xargs clang-format -i
 
 clean:
 	rm -rf build build-clang build-asan build-tsan build-lint build-fuzz build-valgrind

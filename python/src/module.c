@@ -46,6 +46,9 @@ static PyObject *module_live_buffers(PyObject *module, PyObject *unused) {
 }
 
 static PyMethodDef module_methods[] = {
+    {"_time_c_einsum", tlpy_time_c_einsum, METH_VARARGS,
+     "_time_c_einsum(session, spec, a, b, calls) -> float: mean ns of the C call "
+     "Session.einsum makes, timed in C (for the benchmark). Opening thread only."},
     {"live_buffers", module_live_buffers, METH_NOARGS,
      "live_buffers() -> int: result buffers not yet freed (for leak checks)."},
     {"tensor_info", module_tensor_info, METH_O,

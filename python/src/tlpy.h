@@ -166,6 +166,11 @@ tl_status tlpy_qrcp_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *t
 /* (q, r, perm) from an item; its tensors move into the arrays. */
 PyObject *tlpy_qrcp_tuple(tlpy_qrcp_item *item);
 
+/* ---- bench.c ------------------------------------------------------------------------- */
+
+/* tenlane._time_c_einsum(session, spec, a, b, calls): ns per C tl_einsum call. */
+PyObject *tlpy_time_c_einsum(PyObject *module, PyObject *args);
+
 /* Single calls release the GIL when their operands hold at least this many elements. */
 #define TLPY_NOGIL_ELEMENTS 16384
 
