@@ -129,7 +129,7 @@ static PyObject *einsum_run(tlpy_session *self, const char *where, const char *s
   if (out_obj) {
     tlpy_operand out;
     if (tlpy_operand_get(out_obj, 1, where, "out", &out) < 0) return NULL;
-    TLPY_RUN(big, status = tl_einsum_into_using(exec, spec, n, ptrs, kind, &out.tensor));
+    TLPY_RUN(big, status = tl_einsum_ex_into(exec, spec, n, ptrs, kind, &out.tensor));
     tlpy_operand_release(&out);
     if (status != TL_OK) return tlpy_raise_last(status);
     return Py_NewRef(out_obj);
@@ -142,7 +142,7 @@ static PyObject *einsum_run(tlpy_session *self, const char *where, const char *s
   } else {
     status = tlpy_create(ops[0].tensor.dtype, rank, shape, &result);
     if (status == TL_OK) {
-      TLPY_RUN(big, status = tl_einsum_into_using(exec, spec, n, ptrs, kind, &result));
+      TLPY_RUN(big, status = tl_einsum_ex_into(exec, spec, n, ptrs, kind, &result));
       if (status != TL_OK) tl_tensor_release(&result);
     }
   }

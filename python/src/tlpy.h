@@ -27,10 +27,6 @@
 
 #include <tenlane/tenlane.h>
 
-#ifndef TL_MESSAGE_CAPACITY
-#define TL_MESSAGE_CAPACITY 256
-#endif
-
 /* ---- errors.c ------------------------------------------------------------------------ */
 
 /* Create tenlane.Error and one subclass per status of TL_STATUS_MAP; add them to m. */
