@@ -37,7 +37,8 @@ PyObject *tlpy_error_class(tl_status status);
  * `item` (the lowest failing item of a map). Returns NULL. */
 PyObject *tlpy_raise_message(tl_status status, const char *message, Py_ssize_t item);
 /* Raise the class of `status` with a formatted message. Returns NULL. */
-PyObject *tlpy_raise(tl_status status, const char *format, ...);
+PyObject *tlpy_raise(tl_status status, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Raise the class of `status` with tenlane's message for the last failing call on this
  * thread (tl_last_message). Returns NULL. */
 PyObject *tlpy_raise_last(tl_status status);
