@@ -263,6 +263,7 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
   plan->stream = out_bytes >= ((int64_t)16 << 20) && tile_kernel(loop->esize[0]) != NULL &&
                  tile_kernel_nt(loop->esize[0]) != NULL && loop->strides[0][0] == 1 &&
                  base % 32 == 0 && (loop->strides[0][p] * loop->esize[0]) % 32 == 0 && have_avx2();
+  plan->grouped = tl__permute_group_plan(plan);
 }
 
 static void copy_row(int64_t n, char *const *p, const int64_t *s, const void *params) {
@@ -301,6 +302,10 @@ void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end) {
   const int64_t dp = loop->strides[0][p], sp = loop->strides[1][p];
   const int fast = d0 == 1 && sp == 1;
   tile_fn kernel = plan->stream ? tile_kernel_nt(es) : tile_kernel(es);
+  if (plan->grouped) {
+    tl__permute_group_run(plan, begin, end, have_avx2());
+    begin = end;
+  }
   for (int64_t block = begin; block < end; block++) {
     int64_t t1 = block % plan->tiles1, rem = block / plan->tiles1;
     int64_t t0 = rem % plan->tiles0;
