@@ -95,9 +95,9 @@ static const int *rank_cpus(const world_info *w, int lanes) {
 static uint64_t results_digest(const fan_result *r, size_t n) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (size_t i = 0; i < n; i++) {
-    uint64_t words[4] = {(uint64_t)(uint32_t)r[i].rank, (uint64_t)(uint32_t)r[i].site, 0,
-                         r[i].digest};
-    memcpy(&words[2], &r[i].residual, sizeof(double));
+    uint64_t words[5] = {(uint64_t)(uint32_t)r[i].rank, (uint64_t)(uint32_t)r[i].site,
+                         (uint64_t)(uint32_t)r[i].bond, 0, r[i].digest};
+    memcpy(&words[3], &r[i].residual, sizeof(double));
     const unsigned char *p = (const unsigned char *)words;
     for (size_t b = 0; b < sizeof words; b++) h = (h ^ p[b]) * 0x100000001b3ULL;
   }
@@ -107,7 +107,8 @@ static uint64_t results_digest(const fan_result *r, size_t n) {
 static size_t count_mismatches(const fan_result *x, const fan_result *y, size_t n, size_t *first) {
   size_t count = 0;
   for (size_t i = 0; i < n; i++) {
-    int same = x[i].rank == y[i].rank && x[i].site == y[i].site && x[i].digest == y[i].digest &&
+    int same = x[i].rank == y[i].rank && x[i].site == y[i].site && x[i].bond == y[i].bond &&
+               x[i].digest == y[i].digest &&
                memcmp(&x[i].residual, &y[i].residual, sizeof(double)) == 0 && x[i].computed &&
                y[i].computed;
     if (!same && count++ == 0) *first = i;
@@ -192,8 +193,10 @@ static int report(const mpi_options *opt, const mpi_rank_stats *all, int world,
         "check: %zu of %zu items differ from the one-rank, one-lane run, the first is item "
         "%zu\n",
         bad, opt->patches, first);
-  printf("mpi-check equal=%d items=%zu mismatches=%zu ranks=%d lanes=%.0f digest=%016" PRIx64 "\n",
-         bad == 0, opt->patches, bad, world, root->lanes, digest);
+  printf(
+      "mpi-check equal=%d items=%zu mismatches=%zu ranks=%d lanes=%.0f dtype=%s "
+      "digest=%016" PRIx64 "\n",
+      bad == 0, opt->patches, bad, world, root->lanes, fan_dtype_name(opt->dtype), digest);
   printf(
       "mpi-figures ranks=%d lanes=%.0f batch=%zu items_per_s=%.1f item_lane_us=%.2f "
       "dispatch_us_per_batch=%.2f idle_max=%.4f reference_items_per_s=%.1f\n",
@@ -209,10 +212,11 @@ static int run(const mpi_options *opt, const world_info *w, int provided) {
   memset(&pb, 0, sizeof pb);
   pb.length = opt->length;
   pb.phys = opt->phys;
-  pb.bond = opt->bond;
+  pb.dtype = opt->dtype;
+  pb.bond_lo = opt->bond_lo;
+  pb.bond_hi = opt->bond_hi;
   pb.tol = opt->tol;
   pb.seed = opt->seed;
-  pb.patches = opt->patches;
   pb.fail_item = -1; /* failures come from --fail-item, checked in item.c */
   int lanes = opt->lanes > 0 ? opt->lanes : w->cpu_count;
   const int *cpus = rank_cpus(w, lanes);
@@ -234,15 +238,21 @@ static int run(const mpi_options *opt, const world_info *w, int provided) {
     fan_problem_free(&pb);
     return 3;
   }
-  if (w->rank == 0 && !opt->quiet)
+  if (w->rank == 0 && !opt->quiet) {
+    char bond[48];
+    if (opt->bond_lo == opt->bond_hi)
+      snprintf(bond, sizeof bond, "chi=%d", opt->bond_hi);
+    else
+      snprintf(bond, sizeof bond, "chi from %d..%d", opt->bond_lo, opt->bond_hi);
     printf(
-        "tenlane-fanout-mpi: %d rank%s x %d lane%s (%s), %zu patches (L=%d d=%d chi=%d "
+        "tenlane-fanout-mpi: %d rank%s x %d lane%s (%s), %zu patches (%s L=%d d=%d %s "
         "tol=%g seed=%" PRIu64 "), batch %zu, MPI thread level %s, kernels %s\n",
         w->size, w->size > 1 ? "s" : "", engine.lanes, engine.lanes > 1 ? "s" : "",
         cpus ? "pinned, a CPU slice per rank" : "not pinned: the ranks share the CPUs",
-        opt->patches, opt->length, opt->phys, opt->bond, opt->tol, opt->seed, opt->batch,
-        provided == MPI_THREAD_FUNNELED ? "FUNNELED" : "above FUNNELED (FUNNELED used)",
+        opt->patches, fan_dtype_name(opt->dtype), opt->length, opt->phys, bond, opt->tol, opt->seed,
+        opt->batch, provided == MPI_THREAD_FUNNELED ? "FUNNELED" : "above FUNNELED (FUNNELED used)",
         tl_kernels_provider());
+  }
 
   mpi_rank_stats stats;
   memset(&stats, 0, sizeof stats);

@@ -1,6 +1,6 @@
 /* examples/mpi/mpi_fanout.h: what the parts of tenlane-fanout-mpi share.
  *
- * The program runs the fan-out's patches (examples/fanout/patch.c) over the ranks of an
+ * The program runs the fan-out's patches (examples/fanout/patch.h) over the ranks of an
  * MPI job. Each rank is one tenlane engine: a context sized to the CPUs it may use, one
  * held session for the whole run, and one phase (a tl_map) per batch of items. The root
  * (rank 0) hands out batches of consecutive items to whichever rank is free and computes
@@ -26,7 +26,9 @@ enum { MPI_MAX_FAIL_ITEMS = 8 };
 
 typedef struct mpi_options {
   size_t patches;
-  int length, phys, bond;
+  int length, phys;
+  int bond_lo, bond_hi; /* each patch draws its bond from bond_lo..bond_hi */
+  fan_dtype dtype;
   double tol;
   uint64_t seed;
   int lanes;     /* lanes of every rank's context; 0 = the CPUs of sched_getaffinity */

@@ -34,7 +34,9 @@ static void usage(FILE *to) {
           "  --patches N   patches (items)                               (default %d)\n"
           "  --length L    sites of the tensor train, >= 4               (default %d)\n"
           "  --phys D      physical dimension of each site, >= 2         (default %d)\n"
-          "  --bond X      bond dimension of the tensor train, >= 1      (default %d)\n"
+          "  --bond X      bond dimension of every patch, >= 1           (default %d)\n"
+          "  --bond-range LO:HI  each patch draws its bond from LO..HI (seeded)\n"
+          "  --dtype T     f64 or c128                                   (default f64)\n"
           "  --tol T       relative truncation tolerance, 0 < T < 1      (default %g)\n"
           "  --seed S      seed of the tensor train and of every patch   (default %d)\n"
           "  --lanes N     lanes of every rank's context                 (default: the CPUs\n"
@@ -73,6 +75,20 @@ static int parse_ll(const char *text, long long lo, long long hi, long long *out
   return 0;
 }
 
+/* "LO:HI" with 1 <= LO <= HI <= 1024. */
+static int parse_range(const char *text, int *lo, int *hi) {
+  const char *colon = text ? strchr(text, ':') : NULL;
+  char left[32];
+  long long a = 0, b = 0;
+  if (!colon || (size_t)(colon - text) >= sizeof left) return -1;
+  memcpy(left, text, (size_t)(colon - text));
+  left[colon - text] = '\0';
+  if (parse_ll(left, 1, 1024, &a) || parse_ll(colon + 1, 1, 1024, &b) || a > b) return -1;
+  *lo = (int)a;
+  *hi = (int)b;
+  return 0;
+}
+
 static int parse_fail_items(const char *text, mpi_options *opt) {
   char copy[256];
   if (!text || strlen(text) >= sizeof copy) return -1;
@@ -92,6 +108,8 @@ enum {
   OPT_LENGTH,
   OPT_PHYS,
   OPT_BOND,
+  OPT_BOND_RANGE,
+  OPT_DTYPE,
   OPT_TOL,
   OPT_SEED,
   OPT_LANES,
@@ -120,7 +138,19 @@ static int take(int c, const char *arg, mpi_options *opt, int speak) {
       return -1;
     case OPT_BOND:
       if (parse_ll(arg, 1, 1024, &v)) return bad(speak, "--bond needs 1..1024", arg);
-      opt->bond = (int)v;
+      opt->bond_lo = opt->bond_hi = (int)v;
+      return -1;
+    case OPT_BOND_RANGE:
+      if (parse_range(arg, &opt->bond_lo, &opt->bond_hi))
+        return bad(speak, "--bond-range needs LO:HI with 1 <= LO <= HI <= 1024", arg);
+      return -1;
+    case OPT_DTYPE:
+      if (!strcmp(arg, "f64"))
+        opt->dtype = FAN_F64;
+      else if (!strcmp(arg, "c128"))
+        opt->dtype = FAN_C128;
+      else
+        return bad(speak, "--dtype needs f64 or c128", arg);
       return -1;
     case OPT_TOL: {
       char *end = NULL;
@@ -166,6 +196,8 @@ int mpi_parse_options(int argc, char **argv, mpi_options *opt, int speak) {
       {"length", required_argument, NULL, OPT_LENGTH},
       {"phys", required_argument, NULL, OPT_PHYS},
       {"bond", required_argument, NULL, OPT_BOND},
+      {"bond-range", required_argument, NULL, OPT_BOND_RANGE},
+      {"dtype", required_argument, NULL, OPT_DTYPE},
       {"tol", required_argument, NULL, OPT_TOL},
       {"seed", required_argument, NULL, OPT_SEED},
       {"lanes", required_argument, NULL, OPT_LANES},
@@ -179,7 +211,8 @@ int mpi_parse_options(int argc, char **argv, mpi_options *opt, int speak) {
   opt->patches = DEFAULT_PATCHES;
   opt->length = DEFAULT_LENGTH;
   opt->phys = DEFAULT_PHYS;
-  opt->bond = DEFAULT_BOND;
+  opt->bond_lo = opt->bond_hi = DEFAULT_BOND;
+  opt->dtype = FAN_F64;
   opt->tol = DEFAULT_TOL;
   opt->seed = DEFAULT_SEED;
   opt->batch = DEFAULT_BATCH;
@@ -199,8 +232,8 @@ int mpi_parse_options(int argc, char **argv, mpi_options *opt, int speak) {
     if (status >= 0) return status;
   }
   if (optind < argc) return bad(speak, "unexpected argument", argv[optind]);
-  if ((long long)opt->bond * opt->phys > 4096)
-    return bad(speak, "--bond times --phys must stay <= 4096", "");
+  if ((long long)opt->bond_hi * opt->phys > 4096)
+    return bad(speak, "--bond (or the top of --bond-range) times --phys must stay <= 4096", "");
   if (opt->warmup > opt->patches) opt->warmup = opt->patches;
   return -1;
 }
@@ -217,7 +250,9 @@ uint64_t mpi_options_digest(const mpi_options *opt) {
   h = mix(h, opt->patches);
   h = mix(h, (uint64_t)opt->length);
   h = mix(h, (uint64_t)opt->phys);
-  h = mix(h, (uint64_t)opt->bond);
+  h = mix(h, (uint64_t)opt->bond_lo);
+  h = mix(h, (uint64_t)opt->bond_hi);
+  h = mix(h, (uint64_t)opt->dtype);
   h = mix(h, tol_bits);
   h = mix(h, opt->seed);
   h = mix(h, opt->batch);
