@@ -9,7 +9,9 @@
  *     blocks of 8 columns, stopping once the last diagonal entry falls to the cut, as
  *     tl_qrcp_into does for real types; complex types run the full geqp3 (as tenlane does);
  *     then orgqr/ungqr for the kept columns;
- *   - LU: getrf; triangular solves: BLAS trsm.
+ *   - LU: getf2 (unblocked) for panels up to 32 columns, getrf otherwise, as tenlane does;
+ *     triangular solves: BLAS trsm (tenlane solves small triangles in its own loops, so
+ *     the left cores of (a) and of this backend may differ in the last bits);
  * FAN_DIRECT_TYPICAL is the other common way: the full geqp3 for every type, truncated
  * afterwards, and LAPACKE's allocating drivers.
  *
@@ -32,6 +34,14 @@ extern void dlaqps_(const lapack_int *m, const lapack_int *n, const lapack_int *
                     const lapack_int *nb, lapack_int *kb, double *a, const lapack_int *lda,
                     lapack_int *jpvt, double *tau, double *vn1, double *vn2, double *auxv,
                     double *f, const lapack_int *ldf);
+
+extern void dgetf2_(const lapack_int *m, const lapack_int *n, double *a, const lapack_int *lda,
+                    lapack_int *ipiv, lapack_int *info);
+extern void zgetf2_(const lapack_int *m, const lapack_int *n, double complex *a,
+                    const lapack_int *lda, lapack_int *ipiv, lapack_int *info);
+
+/* Up to this many columns LU is LAPACK's unblocked getf2, as in tenlane's LU route. */
+#define GETF2_MAX 32
 
 /* Columns one blocked step of the truncated pivoted QR takes (tenlane's block). */
 #define QRCP_BLOCK 8
@@ -245,9 +255,17 @@ static int direct_lu(fan_call *call, int m, int n, const void *a, int lda, void 
   }
   for (int j = 0; j < n; j++)
     memcpy((char *)lu + e * (size_t)ldlu * j, (const char *)a + e * (size_t)lda * j, e * (size_t)m);
-  lapack_int info = call->dtype == FAN_F64
-                        ? LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, lu, ldlu, ipiv)
-                        : LAPACKE_zgetrf_work(LAPACK_COL_MAJOR, m, n, lu, ldlu, ipiv);
+  lapack_int info = 0;
+  if (k <= GETF2_MAX && self->style != FAN_DIRECT_TYPICAL) {
+    lapack_int lm = m, ln = n, ld = ldlu;
+    if (call->dtype == FAN_F64)
+      dgetf2_(&lm, &ln, lu, &ld, ipiv, &info);
+    else
+      zgetf2_(&lm, &ln, lu, &ld, ipiv, &info);
+  } else {
+    info = call->dtype == FAN_F64 ? LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, lu, ldlu, ipiv)
+                                  : LAPACKE_zgetrf_work(LAPACK_COL_MAJOR, m, n, lu, ldlu, ipiv);
+  }
   for (int i = 0; i < k; i++) pivots[i] = ipiv[i] - 1;
   if (self->style != FAN_DIRECT_KEPT) free(ipiv);
   if (info < 0) { /* info > 0: U is singular, which the solves report */

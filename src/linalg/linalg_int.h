@@ -65,6 +65,11 @@ lapack_int tl__lapack_heevd(tl_dtype dtype, char jobz, char uplo, lapack_int n, 
  * m x n. Never fails. */
 void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, lapack_int m,
                    lapack_int n, const void *a, lapack_int lda, void *b, lapack_int ldb);
+/* The same solve in plain loops (trsm_small.c), for a small triangle: no BLIS call, so no
+ * lock of BLIS's process-wide pools. tl__blas_trsm uses it up to TL__TRSM_SMALL_MAX. */
+void tl__trsm_small(tl_dtype dtype, char side, char uplo, char trans, char diag, lapack_int m,
+                    lapack_int n, const void *a, lapack_int lda, void *b, lapack_int ldb);
+#define TL__TRSM_SMALL_MAX 32
 
 /* ---- Route helpers (matrix.c) ---------------------------------------------------------- */
 

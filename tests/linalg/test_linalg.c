@@ -568,59 +568,61 @@ static void linalg_triangular_solve_reads_one_triangle(void) {
   tl_held h;
   tl_held_open(&h, 1);
   int failures = 0;
-  for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
-    for (int combo = 0; combo < 24; combo++) {
-      tl_side side = (tl_side)(combo & 1);
-      tl_uplo uplo = (tl_uplo)((combo >> 1) & 1);
-      tl_diag diag = (tl_diag)((combo >> 2) & 1);
-      tl_trans trans = (tl_trans)(combo >> 3);
-      int layout = combo % LAYOUTS;
-      int64_t n = 6, r = 4;
-      double tol = tol_of((tl_dtype)dtype) * 1000;
-      mat t;
-      mat_make(&t, (tl_dtype)dtype, 2, n, n, layout);
-      mat_random(&t.view);
-      /* A well-conditioned triangle; garbage elsewhere (and on a unit diagonal). */
-      for (int64_t i = 0; i < n; i++) {
-        for (int64_t j = 0; j < n; j++) {
-          int in = uplo == TL_UPPER ? i <= j : i >= j;
-          if (i == j)
-            set(&t.view, i, j, diag == TL_UNIT ? 1e6 : 4.0 + i);
-          else if (!in)
-            set(&t.view, i, j, 1e6);
-        }
-      }
-      mat b;
-      mat_make(&b, (tl_dtype)dtype, 2, side == TL_LEFT ? n : r, side == TL_LEFT ? r : n, COL);
-      mat_random(&b.view);
-      tl_tensor x;
-      TL_CHECK_OK(tl_triangular_solve(h.exec, side, uplo, trans, diag, &t.view, &b.view, &x));
-      /* The matrix the solve used: the triangle, the diagonal as given or ones. */
-      double res = 0;
-      for (int64_t i = 0; i < rows_of(&b.view); i++) {
-        for (int64_t j = 0; j < cols_of(&b.view); j++) {
-          double complex v = get(&b.view, i, j);
-          for (int64_t q = 0; q < n; q++) {
-            /* left: (op T)(i,q) x(q,j); right: x(i,q) (op T)(q,j) */
-            int64_t ti = side == TL_LEFT ? i : q, tj = side == TL_LEFT ? q : j;
-            int64_t si = trans == TL_NO_TRANS ? ti : tj, sj = trans == TL_NO_TRANS ? tj : ti;
-            int in = uplo == TL_UPPER ? si <= sj : si >= sj;
-            double complex tv = !in                             ? 0.0
-                                : (si == sj && diag == TL_UNIT) ? 1.0
-                                                                : get(&t.view, si, sj);
-            if (trans == TL_CONJ_TRANS) tv = conj(tv);
-            v -= side == TL_LEFT ? tv * get(&x, q, j) : get(&x, i, q) * tv;
+  /* 6: the plain-loop solve of a small triangle; 40: BLAS trsm (above TL__TRSM_SMALL_MAX). */
+  for (int size = 0; size < 2; size++)
+    for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
+      for (int combo = 0; combo < 24; combo++) {
+        tl_side side = (tl_side)(combo & 1);
+        tl_uplo uplo = (tl_uplo)((combo >> 1) & 1);
+        tl_diag diag = (tl_diag)((combo >> 2) & 1);
+        tl_trans trans = (tl_trans)(combo >> 3);
+        int layout = combo % LAYOUTS;
+        int64_t n = size ? 40 : 6, r = 4;
+        double tol = tol_of((tl_dtype)dtype) * 1000;
+        mat t;
+        mat_make(&t, (tl_dtype)dtype, 2, n, n, layout);
+        mat_random(&t.view);
+        /* A well-conditioned triangle; garbage elsewhere (and on a unit diagonal). */
+        for (int64_t i = 0; i < n; i++) {
+          for (int64_t j = 0; j < n; j++) {
+            int in = uplo == TL_UPPER ? i <= j : i >= j;
+            if (i == j)
+              set(&t.view, i, j, diag == TL_UNIT ? 1e6 : 4.0 + i);
+            else if (!in)
+              set(&t.view, i, j, 1e6);
           }
-          res += pow(cabs(v), 2);
         }
+        mat b;
+        mat_make(&b, (tl_dtype)dtype, 2, side == TL_LEFT ? n : r, side == TL_LEFT ? r : n, COL);
+        mat_random(&b.view);
+        tl_tensor x;
+        TL_CHECK_OK(tl_triangular_solve(h.exec, side, uplo, trans, diag, &t.view, &b.view, &x));
+        /* The matrix the solve used: the triangle, the diagonal as given or ones. */
+        double res = 0;
+        for (int64_t i = 0; i < rows_of(&b.view); i++) {
+          for (int64_t j = 0; j < cols_of(&b.view); j++) {
+            double complex v = get(&b.view, i, j);
+            for (int64_t q = 0; q < n; q++) {
+              /* left: (op T)(i,q) x(q,j); right: x(i,q) (op T)(q,j) */
+              int64_t ti = side == TL_LEFT ? i : q, tj = side == TL_LEFT ? q : j;
+              int64_t si = trans == TL_NO_TRANS ? ti : tj, sj = trans == TL_NO_TRANS ? tj : ti;
+              int in = uplo == TL_UPPER ? si <= sj : si >= sj;
+              double complex tv = !in                             ? 0.0
+                                  : (si == sj && diag == TL_UNIT) ? 1.0
+                                                                  : get(&t.view, si, sj);
+              if (trans == TL_CONJ_TRANS) tv = conj(tv);
+              v -= side == TL_LEFT ? tv * get(&x, q, j) : get(&x, i, q) * tv;
+            }
+            res += pow(cabs(v), 2);
+          }
+        }
+        res = sqrt(res) / (fro(&b.view) + 1);
+        failures += !report(res <= tol, "trsm residual", (tl_dtype)dtype, combo, 0, layout, res);
+        tl_tensor_release(&x);
+        mat_free(&b);
+        mat_free(&t);
       }
-      res = sqrt(res) / (fro(&b.view) + 1);
-      failures += !report(res <= tol, "trsm residual", (tl_dtype)dtype, combo, 0, layout, res);
-      tl_tensor_release(&x);
-      mat_free(&b);
-      mat_free(&t);
     }
-  }
   TL_CHECK(failures == 0);
   tl_held_close(&h);
 }
