@@ -33,8 +33,36 @@ static int dtype_of_dl(DLDataType t, tl_dtype *out) {
 /* The capsule from obj.__dlpack__() (new reference) and its tensor, checked for tenlane. */
 static PyObject *capsule_of(PyObject *obj, const char *where, const char *what,
                             DLManagedTensor **managed, tl_dtype *dtype) {
-  PyObject *capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
-  if (!capsule) return NULL;
+  PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
+  if (!method) {
+    PyErr_Clear();
+    return tlpy_raise(TL_E_DTYPE, "%s: %s (a %s) has no __dlpack__", where, what,
+                      Py_TYPE(obj)->tp_name);
+  }
+  PyObject *capsule = PyObject_CallNoArgs(method);
+  Py_DECREF(method);
+  if (!capsule) { /* the producer refused: a tenlane error whose cause is its exception */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *text = value ? PyObject_Str(value) : NULL;
+    const char *said = text ? PyUnicode_AsUTF8(text) : NULL;
+    if (!said) PyErr_Clear();
+    tlpy_raise(TL_E_DTYPE, "%s: %s.__dlpack__() failed: %s", where, what, said ? said : "?");
+    Py_XDECREF(text);
+    PyObject *t2, *v2, *tb2;
+    PyErr_Fetch(&t2, &v2, &tb2);
+    PyErr_NormalizeException(&t2, &v2, &tb2);
+    if (v2 && value) {
+      if (tb) PyException_SetTraceback(value, tb);
+      PyException_SetCause(v2, Py_NewRef(value));
+    }
+    PyErr_Restore(t2, v2, tb2);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return NULL;
+  }
   *managed = PyCapsule_GetPointer(capsule, "dltensor");
   if (!*managed) {
     Py_DECREF(capsule);
