@@ -22,6 +22,9 @@ SPECS = [
     ("ijk->kji", [(2, 3, 4)]),
     ("ij,ij->", [(3, 4), (3, 4)]),
     ("i,j", [(3,), (4,)]),
+    ("...i,...i", [(2, 1, 3), (4, 3)]),
+    ("Ba,aB", [(2, 3), (3, 2)]),
+    ("ba,ac", [(2, 3), (3, 2)]),
 ]
 
 
@@ -30,7 +33,10 @@ SPECS = [
 @pytest.mark.parametrize("spec,shapes", SPECS)
 def test_einsum_matches_numpy(s, rng, dtype, layout, spec, shapes):
     ops = [random_array(rng, sh, dtype, layout) for sh in shapes]
-    close(s.einsum(spec, *ops), np.einsum(spec, *ops), dtype)
+    want = np.einsum(spec, *ops)
+    close(s.einsum(spec, *ops), want, dtype)
+    close(s.einsum(spec, *ops, path="greedy"), want, dtype)  # the result's shape found here
+    close(s.einsum(spec, *ops, path="optimal"), want, dtype)
 
 
 @pytest.mark.parametrize("path", ["auto", "greedy", "optimal"])
