@@ -1,0 +1,491 @@
+/* benches/bench_providers.c: tenlane's GEMM and LAPACK routes against the strongest stacks on
+ * this machine, never against tenlane's own calls only. One thread, pinned, f64 and c128:
+ *   - GEMM n = 64, 256, 1024: tl_gemm_into on a held one-thread session against OpenBLAS
+ *     serial's dgemm/zgemm and BLIS called directly with tenlane's context;
+ *   - QR (geqrf + orgqr/ungqr), SVD (gesdd, thin) and LU (getrf), n = 64, 256, 512: tl_*_into
+ *     against OpenBLAS serial's LAPACK and against reference LAPACK over BLIS with tenlane's
+ *     context (the archives tenlane links, called directly), the tl row anchored to the
+ *     faster of the two;
+ *   - tiny complex GEMM: c128 n = 4, 16 against f64 at the same n (aim: at most 4x), and a
+ *     tl_map of 10 such GEMMs per item on 2 lanes against 1 lane (aim: 2 lanes at most 0.54x
+ *     the 1-lane time, i.e. 1.85x faster).
+ * OpenBLAS is never linked: libopenblas0-serial's .deb is unpacked into BUILD/openblas (taken
+ * from there or /tmp/openblas when present, else fetched with `apt-get download`, not in
+ * --quick) and loaded by path with dlopen (RTLD_LOCAL | RTLD_DEEPBIND, so its own symbols
+ * serve its internal calls). When it cannot be had, its rows say so and carry no figure.
+ * --quick: n = 64 only and few samples (CI's smoke run; no network). */
+#include <complex.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench.h"
+#include "bench_session.h"
+#include "kernels/kernels.h"
+#include "tenlane/tenlane.h"
+
+static void die(const char *what, tl_status status) {
+  tl_bench_die("bench_providers", what, status);
+}
+
+typedef int fint; /* LAPACK's 32-bit integer */
+
+/* The Fortran entries one stack offers (the hidden string lengths passed last). */
+typedef struct stack {
+  const char *name;
+  void (*dgemm)(const char *, const char *, const fint *, const fint *, const fint *,
+                const double *, const double *, const fint *, const double *, const fint *,
+                const double *, double *, const fint *, size_t, size_t);
+  void (*zgemm)(const char *, const char *, const fint *, const fint *, const fint *,
+                const double complex *, const double complex *, const fint *,
+                const double complex *, const fint *, const double complex *, double complex *,
+                const fint *, size_t, size_t);
+  void (*dgeqrf)(const fint *, const fint *, double *, const fint *, double *, double *,
+                 const fint *, fint *);
+  void (*zgeqrf)(const fint *, const fint *, double complex *, const fint *, double complex *,
+                 double complex *, const fint *, fint *);
+  void (*dorgqr)(const fint *, const fint *, const fint *, double *, const fint *, const double *,
+                 double *, const fint *, fint *);
+  void (*zungqr)(const fint *, const fint *, const fint *, double complex *, const fint *,
+                 const double complex *, double complex *, const fint *, fint *);
+  void (*dgesdd)(const char *, const fint *, const fint *, double *, const fint *, double *,
+                 double *, const fint *, double *, const fint *, double *, const fint *, fint *,
+                 fint *, size_t);
+  void (*zgesdd)(const char *, const fint *, const fint *, double complex *, const fint *, double *,
+                 double complex *, const fint *, double complex *, const fint *, double complex *,
+                 const fint *, double *, fint *, fint *, size_t);
+  void (*dgetrf)(const fint *, const fint *, double *, const fint *, fint *, fint *);
+  void (*zgetrf)(const fint *, const fint *, double complex *, const fint *, fint *, fint *);
+} stack;
+
+/* Reference LAPACK as tenlane links it (the archives), whose BLAS calls land in tenlane's
+ * BLIS with tenlane's context once tl__providers_init has run on the calling thread. */
+void dgemm_(), zgemm_(), dgeqrf_(), zgeqrf_(), dorgqr_(), zungqr_(), dgesdd_(), zgesdd_(),
+    dgetrf_(), zgetrf_();
+
+static stack reference_stack(void) {
+  stack s;
+  s.name = "ref LAPACK over BLIS (tenlane ctx)";
+  s.dgemm = (void *)dgemm_, s.zgemm = (void *)zgemm_;
+  s.dgeqrf = (void *)dgeqrf_, s.zgeqrf = (void *)zgeqrf_;
+  s.dorgqr = (void *)dorgqr_, s.zungqr = (void *)zungqr_;
+  s.dgesdd = (void *)dgesdd_, s.zgesdd = (void *)zgesdd_;
+  s.dgetrf = (void *)dgetrf_, s.zgetrf = (void *)zgetrf_;
+  return s;
+}
+
+#ifndef TL_BENCH_BUILD_DIR
+#define TL_BENCH_BUILD_DIR "."
+#endif
+#ifndef TL_BENCH_MULTIARCH
+#define TL_BENCH_MULTIARCH "x86_64-linux-gnu"
+#endif
+
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* OpenBLAS serial loaded by path, or NULL with *why saying what is missing. */
+static int load_openblas(int quick, stack *s, const char **why) {
+  static char lib[512], cmd[1400];
+  const char *dir = TL_BENCH_BUILD_DIR "/openblas";
+  snprintf(lib, sizeof lib, "%s/usr/lib/%s/openblas-serial/libopenblas.so.0", dir,
+           TL_BENCH_MULTIARCH);
+  if (!exists(lib)) {
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s' && cd '%s' && deb=$(ls libopenblas0-serial_*.deb "
+             "/tmp/openblas/libopenblas0-serial_*.deb 2>/dev/null | head -n 1); "
+             "if [ -z \"$deb\" ] && [ %d = 0 ]; then apt-get download libopenblas0-serial "
+             ">/dev/null 2>&1; deb=$(ls libopenblas0-serial_*.deb 2>/dev/null | head -n 1); fi; "
+             "[ -n \"$deb\" ] && dpkg-deb -x \"$deb\" .",
+             dir, dir, quick);
+    if (system(cmd) != 0 || !exists(lib)) {
+      *why = quick ? "OpenBLAS serial: no .deb at hand (--quick does not fetch)"
+                   : "OpenBLAS serial: .deb not found and apt-get download failed";
+      return 0;
+    }
+  }
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (h == NULL) {
+    *why = "OpenBLAS serial: dlopen failed";
+    return 0;
+  }
+  s->name = "OpenBLAS 0.3 serial";
+  *(void **)&s->dgemm = dlsym(h, "dgemm_"), *(void **)&s->zgemm = dlsym(h, "zgemm_");
+  *(void **)&s->dgeqrf = dlsym(h, "dgeqrf_"), *(void **)&s->zgeqrf = dlsym(h, "zgeqrf_");
+  *(void **)&s->dorgqr = dlsym(h, "dorgqr_"), *(void **)&s->zungqr = dlsym(h, "zungqr_");
+  *(void **)&s->dgesdd = dlsym(h, "dgesdd_"), *(void **)&s->zgesdd = dlsym(h, "zgesdd_");
+  *(void **)&s->dgetrf = dlsym(h, "dgetrf_"), *(void **)&s->zgetrf = dlsym(h, "zgetrf_");
+  if (!s->dgemm || !s->zgemm || !s->dgeqrf || !s->zgeqrf || !s->dorgqr || !s->zungqr ||
+      !s->dgesdd || !s->zgesdd || !s->dgetrf || !s->zgetrf) {
+    *why = "OpenBLAS serial: a routine is missing";
+    return 0;
+  }
+  return 1;
+}
+
+/* ---- one problem: an n x n input, outputs and every buffer the direct calls need -------- */
+typedef struct problem {
+  int n, cplx;
+  tl_dtype dtype;
+  const stack *st; /* for the direct contestants */
+  tl_exec *exec;
+  tl_tensor a, b, c, out1, out2, s;
+  int64_t *pivots;
+  void *work_a, *tau, *work, *u, *vt;
+  double *sv, *rwork;
+  fint *ipiv, *iwork, lwork;
+} problem;
+
+static void problem_make(problem *p, tl_dtype dtype, int n, tl_exec *exec) {
+  memset(p, 0, sizeof *p);
+  p->n = n;
+  p->dtype = dtype;
+  p->cplx = dtype == TL_C128;
+  p->exec = exec;
+  int64_t shape[2] = {n, n};
+  tl_status status;
+  if ((status = tl_tensor_create(dtype, 2, shape, &p->a)) != TL_OK ||
+      (status = tl_tensor_create(dtype, 2, shape, &p->b)) != TL_OK ||
+      (status = tl_tensor_create(dtype, 2, shape, &p->c)) != TL_OK ||
+      (status = tl_tensor_create(dtype, 2, shape, &p->out1)) != TL_OK ||
+      (status = tl_tensor_create(dtype, 2, shape, &p->out2)) != TL_OK ||
+      (status = tl_tensor_create(TL_F64, 1, shape, &p->s)) != TL_OK)
+    die("tl_tensor_create", status);
+  size_t per = p->cplx ? 2 : 1, count = (size_t)n * (size_t)n * per;
+  double *a = p->a.data, *b = p->b.data;
+  for (size_t i = 0; i < count; i++) {
+    a[i] = sin(0.71 * (double)i) + (i % (per * (size_t)(n + 1)) == 0 ? 4.0 : 0.0);
+    b[i] = cos(0.37 * (double)i);
+  }
+  size_t es = tl_dtype_size(dtype), nn = (size_t)n * (size_t)n;
+  p->lwork = 5 * n * n + 64 * n;
+  p->pivots = malloc(sizeof(int64_t) * (size_t)n);
+  p->ipiv = malloc(sizeof(fint) * (size_t)n);
+  p->iwork = malloc(sizeof(fint) * 8 * (size_t)n);
+  p->work_a = malloc(es * nn);
+  p->tau = malloc(es * (size_t)n);
+  p->work = malloc(es * (size_t)p->lwork);
+  p->u = malloc(es * nn);
+  p->vt = malloc(es * nn);
+  p->sv = malloc(sizeof(double) * (size_t)n);
+  p->rwork = malloc(sizeof(double) * (5 * nn + 7 * (size_t)n));
+}
+
+static void problem_free(problem *p) {
+  tl_tensor *ts[6] = {&p->a, &p->b, &p->c, &p->out1, &p->out2, &p->s};
+  for (int i = 0; i < 6; i++) tl_tensor_release(ts[i]);
+  free(p->pivots), free(p->ipiv), free(p->iwork), free(p->work_a), free(p->tau);
+  free(p->work), free(p->u), free(p->vt), free(p->sv), free(p->rwork);
+}
+
+static void fresh_copy(problem *p) {
+  memcpy(p->work_a, p->a.data, tl_dtype_size(p->dtype) * (size_t)p->n * (size_t)p->n);
+}
+
+/* ---- contestants ------------------------------------------------------------------------ */
+static void tl_gemm_run(void *arg) {
+  problem *p = arg;
+  tl_status status =
+      tl_gemm_into(p->exec, tl_scalar_real(1.0), &p->a, &p->b, tl_scalar_real(0.0), &p->c);
+  if (status != TL_OK) die("tl_gemm_into", status);
+}
+
+static void direct_gemm_run(void *arg) {
+  problem *p = arg;
+  fint n = p->n;
+  if (p->cplx) {
+    double complex one = 1, zero = 0;
+    p->st->zgemm("N", "N", &n, &n, &n, &one, p->a.data, &n, p->b.data, &n, &zero, p->c.data, &n, 1,
+                 1);
+  } else {
+    double one = 1, zero = 0;
+    p->st->dgemm("N", "N", &n, &n, &n, &one, p->a.data, &n, p->b.data, &n, &zero, p->c.data, &n, 1,
+                 1);
+  }
+}
+
+static void blis_gemm_run(void *arg) {
+  problem *p = arg;
+  tl__gemm_blis(p->dtype, p->n, p->n, p->n, tl_scalar_real(1.0), p->a.data, 1, p->n, p->b.data, 1,
+                p->n, tl_scalar_real(0.0), p->c.data, 1, p->n);
+}
+
+static void tl_qr_run(void *arg) {
+  problem *p = arg;
+  tl_status status = tl_qr_into(p->exec, &p->a, &p->out1, &p->out2);
+  if (status != TL_OK) die("tl_qr_into", status);
+}
+
+static void direct_qr_run(void *arg) {
+  problem *p = arg;
+  fint n = p->n, info;
+  fresh_copy(p);
+  if (p->cplx) {
+    p->st->zgeqrf(&n, &n, p->work_a, &n, p->tau, p->work, &p->lwork, &info);
+    p->st->zungqr(&n, &n, &n, p->work_a, &n, p->tau, p->work, &p->lwork, &info);
+  } else {
+    p->st->dgeqrf(&n, &n, p->work_a, &n, p->tau, p->work, &p->lwork, &info);
+    p->st->dorgqr(&n, &n, &n, p->work_a, &n, p->tau, p->work, &p->lwork, &info);
+  }
+}
+
+static void tl_svd_run(void *arg) {
+  problem *p = arg;
+  tl_status status = tl_svd_into(p->exec, &p->a, NULL, &p->out1, &p->s, &p->out2, NULL);
+  if (status != TL_OK) die("tl_svd_into", status);
+}
+
+static void direct_svd_run(void *arg) {
+  problem *p = arg;
+  fint n = p->n, info;
+  fresh_copy(p);
+  if (p->cplx)
+    p->st->zgesdd("S", &n, &n, p->work_a, &n, p->sv, p->u, &n, p->vt, &n, p->work, &p->lwork,
+                  p->rwork, p->iwork, &info, 1);
+  else
+    p->st->dgesdd("S", &n, &n, p->work_a, &n, p->sv, p->u, &n, p->vt, &n, p->work, &p->lwork,
+                  p->iwork, &info, 1);
+}
+
+static void tl_lu_run(void *arg) {
+  problem *p = arg;
+  tl_status status = tl_lu_into(p->exec, &p->a, &p->out1, p->pivots);
+  if (status != TL_OK) die("tl_lu_into", status);
+}
+
+static void direct_lu_run(void *arg) {
+  problem *p = arg;
+  fint n = p->n, info;
+  fresh_copy(p);
+  if (p->cplx)
+    p->st->zgetrf(&n, &n, p->work_a, &n, p->ipiv, &info);
+  else
+    p->st->dgetrf(&n, &n, p->work_a, &n, p->ipiv, &info);
+}
+
+/* ---- rows --------------------------------------------------------------------------------- */
+static char names[160][96];
+static int name_count;
+
+static const char *name_of(const char *fmt, const char *a, int n, const char *b) {
+  char *out = names[name_count++ % 160];
+  snprintf(out, sizeof names[0], fmt, a, n, b);
+  return out;
+}
+
+/* Options for one problem: about 20 ms of timed calls per contestant per round. */
+static tl_bench_options budgeted(const tl_bench_options *opt, void (*run)(void *), void *arg) {
+  tl_bench_options local = *opt;
+  uint64_t t0 = tl_bench_now_ns();
+  run(arg);
+  double ns = (double)(tl_bench_now_ns() - t0);
+  int per_round = (int)(2e7 / (ns + 1.0));
+  if (per_round < 1) per_round = 1;
+  if (per_round < local.per_round) local.per_round = per_round;
+  if (ns > 2e7 && local.rounds > 5) local.rounds = 5;
+  local.settle_ms = ns > 2e6 ? 0 : 2;
+  return local;
+}
+
+typedef struct route {
+  const char *what; /* "gemm", "qr", ... */
+  const char *tl_name, *direct_name;
+  void (*tl_run)(void *);
+  void (*direct_run)(void *);
+} route;
+
+static void bench_route(tl_bench_table *table, const tl_bench_options *opt, const route *r,
+                        problem *p, const stack *ob, const char *ob_why, const stack *ref) {
+  const char *dt = tl_dtype_name(p->dtype);
+  problem pob = *p, pref = *p;
+  pob.st = ob;
+  pref.st = ref;
+  tl_bench_contestant c[3];
+  int count = 0;
+  c[count++] = (tl_bench_contestant){"ref", r->direct_run, &pref, {0, 0, 0}};
+  if (ob != NULL) c[count++] = (tl_bench_contestant){"openblas", r->direct_run, &pob, {0, 0, 0}};
+  if (strcmp(r->what, "gemm") == 0) /* BLIS direct in place of reference BLAS's gemm_ */
+    c[0] = (tl_bench_contestant){"blis", blis_gemm_run, &pref, {0, 0, 0}};
+  c[count++] = (tl_bench_contestant){"tl", r->tl_run, p, {0, 0, 0}};
+  tl_bench_options local = budgeted(opt, r->direct_run, &pref);
+  if (tl_bench_alternate(c, count, &local) != 0) exit(1);
+  const char *ref_name = strcmp(r->what, "gemm") == 0
+                             ? name_of("%s n=%d BLIS bli_?gemm_ex (tenlane ctx)%s", dt, p->n, "")
+                             : name_of("%s n=%d %s", dt, p->n, ref->name);
+  const char *ob_name = name_of("%s n=%d OpenBLAS serial %s", dt, p->n, r->direct_name);
+  tl_bench_stats best = c[0].stats;
+  const char *best_name = ref_name;
+  if (ob != NULL) {
+    tl_bench_table_add(table, ob_name, c[1].stats, NULL, NULL);
+    tl_bench_table_add(table, ref_name, c[0].stats, ob_name, &c[1].stats);
+    if (c[1].stats.median_ns < best.median_ns) best = c[1].stats, best_name = ob_name;
+  } else {
+    tl_bench_table_add(table, name_of("%s n=%d %s", dt, p->n, ob_why), c[0].stats, NULL, NULL);
+    tl_bench_stats none = {NAN, NAN, 0};
+    tl_bench_table_add(table, ob_name, none, NULL, NULL);
+    tl_bench_table_add(table, ref_name, c[0].stats, NULL, NULL);
+  }
+  tl_bench_table_add(table, name_of("%s n=%d %s", dt, p->n, r->tl_name), c[count - 1].stats,
+                     best_name, &best);
+}
+
+/* ---- tiny complex --------------------------------------------------------------------------- */
+typedef struct tiny {
+  tl_dtype dtype;
+  int n;
+  tl_exec *exec;
+  tl_session *one, *two;
+  tl_tensor a[2], b[2], c[2]; /* per lane */
+} tiny;
+
+static void tiny_call(void *arg) {
+  tiny *t = arg;
+  tl_status status =
+      tl_gemm_into(t->exec, tl_scalar_real(1.0), &t->a[0], &t->b[0], tl_scalar_real(0.0), &t->c[0]);
+  if (status != TL_OK) die("tl_gemm_into", status);
+}
+
+static int tiny_item(tl_exec *exec, size_t item, int lane, void *arg) {
+  (void)item;
+  tiny *t = arg;
+  for (int r = 0; r < 10; r++) {
+    tl_status status = tl_gemm_into(exec, tl_scalar_real(1.0), &t->a[lane], &t->b[lane],
+                                    tl_scalar_real(0.0), &t->c[lane]);
+    if (status != TL_OK) return (int)status;
+  }
+  return 0;
+}
+
+#define TINY_ITEMS 400
+
+static void tiny_map(tl_session *session, tiny *t) {
+  tl_map_outcome outcome;
+  tl_status status = tl_map(session, TINY_ITEMS, tiny_item, t, &outcome);
+  if (status != TL_OK) die("tl_map", status);
+}
+static void tiny_map_one(void *arg) { tiny_map(((tiny *)arg)->one, arg); }
+static void tiny_map_two(void *arg) { tiny_map(((tiny *)arg)->two, arg); }
+
+static void tiny_make(tiny *t, tl_dtype dtype, int n) {
+  int64_t shape[2] = {n, n};
+  t->dtype = dtype;
+  t->n = n;
+  for (int l = 0; l < 2; l++) {
+    tl_tensor *ts[3] = {&t->a[l], &t->b[l], &t->c[l]};
+    for (int i = 0; i < 3; i++) {
+      tl_status status = tl_tensor_create(dtype, 2, shape, ts[i]);
+      if (status != TL_OK) die("tl_tensor_create", status);
+      memset(ts[i]->data, 0, tl_dtype_size(dtype) * (size_t)n * (size_t)n);
+    }
+  }
+}
+
+static void tiny_free(tiny *t) {
+  for (int l = 0; l < 2; l++)
+    tl_tensor_release(&t->a[l]), tl_tensor_release(&t->b[l]), tl_tensor_release(&t->c[l]);
+}
+
+static void bench_tiny(tl_bench_table *table, const tl_bench_options *opt, tl_exec *exec) {
+  static const int sizes[2] = {4, 16};
+  for (int z = 0; z < 2; z++) {
+    tiny real, cplx;
+    memset(&real, 0, sizeof real), memset(&cplx, 0, sizeof cplx);
+    tiny_make(&real, TL_F64, sizes[z]);
+    tiny_make(&cplx, TL_C128, sizes[z]);
+    real.exec = cplx.exec = exec;
+    tl_bench_contestant c[2] = {{"f64", tiny_call, &real, {0, 0, 0}},
+                                {"c128", tiny_call, &cplx, {0, 0, 0}}};
+    tl_bench_options local = *opt;
+    if (local.settle_ms > 2) local.settle_ms = 2;
+    if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
+    const char *anchor = name_of("%s n=%d tl_gemm_into, 1 thread%s", "f64", sizes[z], "");
+    tl_bench_table_add(table, anchor, c[0].stats, NULL, NULL);
+    tl_bench_table_add(
+        table, name_of("%s n=%d tl_gemm_into, 1 thread (aim <= 4x f64)%s", "c128", sizes[z], ""),
+        c[1].stats, anchor, &c[0].stats);
+    tiny_free(&real), tiny_free(&cplx);
+  }
+}
+
+static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_session *one,
+                        tl_session *two) {
+  static const int sizes[2] = {4, 16};
+  for (int z = 0; z < 2; z++) {
+    tiny t;
+    memset(&t, 0, sizeof t);
+    tiny_make(&t, TL_C128, sizes[z]);
+    t.one = one;
+    t.two = two;
+    tl_bench_contestant c[2] = {{"1 lane", tiny_map_one, &t, {0, 0, 0}},
+                                {"2 lanes", tiny_map_two, &t, {0, 0, 0}}};
+    tl_bench_options local = budgeted(opt, tiny_map_one, &t);
+    if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
+    const char *anchor =
+        name_of("%s n=%d tl_map 400 items x 10 GEMMs, 1 lane%s", "c128", sizes[z], "");
+    tl_bench_table_add(table, anchor, c[0].stats, NULL, NULL);
+    tl_bench_table_add(table,
+                       name_of("%s n=%d tl_map 400 items x 10 GEMMs, 2 lanes (aim <= 0.54x)%s",
+                               "c128", sizes[z], ""),
+                       c[1].stats, anchor, &c[0].stats);
+    tiny_free(&t);
+  }
+}
+
+int main(int argc, char **argv) {
+  tl_bench_env env;
+  if (tl_bench_env_init(argc, argv, &env) != 0) return 2;
+  int quick = env.opt.rounds <= 2 && env.opt.per_round <= 200;
+  /* Sets tenlane's BLIS context process-wide (and 1m on this thread) before any direct call
+   * into the reference LAPACK the anchors use. */
+  tl__providers_init();
+  stack ob, ref = reference_stack();
+  const char *ob_why = NULL;
+  int have_ob = load_openblas(quick, &ob, &ob_why);
+
+  if (env.cpu_count > 0) tl_bench_pin_self(env.cpus[0]);
+  tl_bench_held held;
+  tl_bench_held_open(&held, "bench_providers", 1, 0, TL_NOWAIT);
+  /* One table per dtype (a table holds at most TL_BENCH_MAX_ROWS rows). */
+  static tl_bench_table tables[2];
+  tl_bench_table_init(&tables[0], "providers f64, 1 thread", env.round_trip, &env.opt);
+  tl_bench_table_init(&tables[1], "providers c128, 1 thread (last rows: 1 vs 2 lanes)",
+                      env.round_trip, &env.opt);
+  const route routes[4] = {
+      {"gemm", "tl_gemm_into", "?gemm", tl_gemm_run, direct_gemm_run},
+      {"qr", "tl_qr_into", "?geqrf+?orgqr", tl_qr_run, direct_qr_run},
+      {"svd", "tl_svd_into", "?gesdd", tl_svd_run, direct_svd_run},
+      {"lu", "tl_lu_into", "?getrf", tl_lu_run, direct_lu_run},
+  };
+  static const int gemm_sizes[3] = {64, 256, 1024}, la_sizes[3] = {64, 256, 512};
+  const int size_count = quick ? 1 : 3;
+  for (int d = 0; d < 2; d++)
+    for (int r = 0; r < 4; r++)
+      for (int z = 0; z < size_count; z++) {
+        problem p;
+        problem_make(&p, d ? TL_C128 : TL_F64, r == 0 ? gemm_sizes[z] : la_sizes[z], held.exec);
+        bench_route(&tables[d], &env.opt, &routes[r], &p, have_ob ? &ob : NULL, ob_why, &ref);
+        problem_free(&p);
+      }
+  bench_tiny(&tables[1], &env.opt, held.exec);
+  tl_bench_held_close(&held);
+
+  /* Lanes: a one-thread and a two-thread context side by side. */
+  tl_bench_unpin_self();
+  if (env.cpu_count > 1) {
+    tl_bench_held one, two;
+    tl_bench_held_open(&one, "bench_providers", 1, 0, TL_WAIT);
+    tl_bench_held_open(&two, "bench_providers", 2, 0, TL_WAIT);
+    bench_lanes(&tables[1], &env.opt, one.session, two.session);
+    tl_bench_held_close(&two);
+    tl_bench_held_close(&one);
+  }
+  tl_bench_table_print(&tables[0], stdout);
+  tl_bench_table_print(&tables[1], stdout);
+  if (!env.opt.rows) printf("\nprovider: %s\n", tl_kernels_provider());
+  return 0;
+}
