@@ -2,6 +2,7 @@
 #include "arbiter.h"
 
 #include "base/base.h"
+#include "base/fault.h"
 #include "tenlane/pool.h"
 
 void tl__arbiter_init(tl__arbiter *arbiter) {
@@ -101,9 +102,15 @@ void tl__admission_close(tl__arbiter *arbiter) {
 
 tl_status tl__child_enter(tl__arbiter *arbiter, tl_owner owner, uint64_t generation) {
   atomic_fetch_add(&arbiter->children, 1);
-  uint64_t live = atomic_load(&arbiter->granted);
-  if (live == generation && !atomic_load(&arbiter->closing)) return TL_OK;
+  /* closing before granted: close clears granted before it clears closing, so a child that
+   * reads closing == 0 either counted itself in before the drain (which then waits for it)
+   * or reads a granted that close already cleared. Read the other way round, a child counted
+   * in after the drain could read the old grant, then a cleared closing, and enter a closed
+   * session (found by the model, model/tenlane.pml). */
   int closing = atomic_load(&arbiter->closing);
+  tl__pause(TL__PAUSE_CHILD_BETWEEN_LOADS);
+  uint64_t live = atomic_load(&arbiter->granted);
+  if (live == generation && !closing) return TL_OK;
   tl__child_leave(arbiter);
   return tl__fail(TL_E_STALE,
                   "child entry for owner %llu, session %llu: that session is %s (live session "

@@ -8,10 +8,11 @@
  * - A pool worker never waits here (it could starve its own pool): it is refused instead.
  * - Child entries (lanes, ticket entries) never wait either: they join the current grant
  *   or are refused. Close first stops new child entries, then waits for those in flight.
- *   A child entry takes no lock: it counts itself in, then checks the grant is still the
- *   live one and not closing (both sequentially consistent), and counts itself out again
+ *   A child entry takes no lock: it counts itself in, then reads `closing`, then checks the
+ *   grant is still the live one (all sequentially consistent), and counts itself out again
  *   if not; close raises `closing` before it reads the count, so one of the two sees the
- *   other.
+ *   other, and close clears `granted` before it clears `closing`, so a child that missed
+ *   the drain sees the cleared grant.
  * The lock is held only for these bookkeeping steps, never across user code. */
 #ifndef TL_ADMISSION_ARBITER_H
 #define TL_ADMISSION_ARBITER_H

@@ -6,6 +6,7 @@
 #define TL_BASE_FAULT_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 typedef enum tl__fault_site {
   TL__FAULT_CHILD_ENTRY = 0,     /* a lane's child entry fails (TL_E_NOMEM) */
@@ -25,6 +26,23 @@ static inline int tl__fault_hit(tl__fault_site site) {
     if (atomic_compare_exchange_weak(counter, &value, value - 1)) return value == 1;
   }
   return 0;
+}
+
+/* Pause points: a test installs a hook that runs at each of them on the thread passing it,
+ * to force one interleaving of two threads (the hook blocks until the other thread has got
+ * where the test wants it). Without a hook a pause point costs one relaxed load. */
+typedef enum tl__pause_site {
+  TL__PAUSE_CLOSE_DRAINED = 0,      /* tl_session_close: children drained, grant not yet released */
+  TL__PAUSE_CHILD_BETWEEN_LOADS = 1 /* tl__child_enter: between its reads of closing and granted */
+} tl__pause_site;
+
+typedef void (*tl__pause_fn)(tl__pause_site site);
+
+extern _Atomic(tl__pause_fn) tl__pause_hook;
+
+static inline void tl__pause(tl__pause_site site) {
+  tl__pause_fn hook = atomic_load_explicit(&tl__pause_hook, memory_order_relaxed);
+  if (hook != NULL) hook(site);
 }
 
 #endif

@@ -7,6 +7,7 @@
 #include "admission/marker.h"
 #include "affinity.h"
 #include "base/base.h"
+#include "base/fault.h"
 #include "context/context_int.h"
 
 static void init_root_exec(tl_session *session) {
@@ -89,6 +90,7 @@ tl_status tl_session_close(tl_session *session) {
   tl_context *ctx = session->ctx;
   tl__unwind_pop(&session->unwind);
   tl__admission_drain_children(&ctx->arbiter);
+  tl__pause(TL__PAUSE_CLOSE_DRAINED);
   /* 1. resources */
   tl__arena_reset(&ctx->root.arena);
   atomic_store(&ctx->root_reserved, ctx->root.arena.reserved);

@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "interleave.h"
 #include "session/affinity.h"
 #include "tenlane/ops.h"
@@ -469,6 +470,63 @@ static void a_ticket_is_refused_after_the_session_closed(void) {
   TL_CHECK_OK(tl_context_destroy(ctx));
 }
 
+/* The interleaving the protocol model found (model/tenlane.pml, docs/design/model.md): a
+ * ticket entry counts itself in just after the close drained the children, reads the
+ * arbiter's first field, and reads the second only after the close released the grant.
+ * Pause hooks hold each thread at that point until the other has got where it must be. */
+typedef struct stale_race {
+  ticket_args args;
+  atomic_int drained;       /* the closer is paused after its drain */
+  atomic_int between_loads; /* the ticket entry is paused between its two reads */
+  atomic_int closed;        /* tl_session_close returned */
+} stale_race;
+
+static stale_race *race;
+
+static int flag_set(void *arg) { return atomic_load((atomic_int *)arg) != 0; }
+
+static void pause_at(tl__pause_site site) {
+  if (site == TL__PAUSE_CLOSE_DRAINED) {
+    atomic_store(&race->drained, 1);
+    TL_CHECK(tl_wait_until(flag_set, &race->between_loads, 5000));
+  } else if (site == TL__PAUSE_CHILD_BETWEEN_LOADS && atomic_load(&race->drained)) {
+    atomic_store(&race->between_loads, 1);
+    TL_CHECK(tl_wait_until(flag_set, &race->closed, 5000));
+  }
+}
+
+static void *enter_after_drain(void *arg) {
+  stale_race *r = arg;
+  TL_CHECK(tl_wait_until(flag_set, &r->drained, 5000));
+  int called = 0;
+  r->args.status = tl_ticket_enter(&r->args.ticket, never_called, &called, NULL);
+  r->args.result = called;
+  return NULL;
+}
+
+static void a_ticket_entering_while_the_session_closes_is_refused(void) {
+  tl_context *ctx = tl_make_context(2);
+  tl_session *session;
+  TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
+  static stale_race state;
+  memset(&state, 0, sizeof state);
+  race = &state;
+  TL_CHECK_OK(tl_session_ticket(session, &state.args.ticket));
+  atomic_store(&tl__pause_hook, pause_at);
+  tl_thread thread;
+  tl_thread_start(&thread, enter_after_drain, &state);
+  TL_CHECK_OK(tl_session_close(session));
+  atomic_store(&state.closed, 1);
+  tl_thread_join(&thread, 10000);
+  atomic_store(&tl__pause_hook, (tl__pause_fn)NULL);
+  TL_CHECK(atomic_load(&state.between_loads) == 1);
+  TL_CHECK(state.args.status == TL_E_STALE && state.args.result == 0);
+  tl_context_stats stats;
+  TL_CHECK_OK(tl_context_stats_get(ctx, &stats));
+  TL_CHECK(stats.active_children == 0);
+  TL_CHECK_OK(tl_context_destroy(ctx));
+}
+
 static int returns_five(tl_exec *exec, void *arg) {
   (void)exec, (void)arg;
   return 5;
@@ -560,6 +618,7 @@ TL_TEST_MAIN(TL_CASE(held_session_matches_the_scoped_entry),
              TL_CASE(child_work_succeeds_on_a_foreign_worker_while_the_root_is_held),
              TL_CASE(two_concurrent_children_hold_private_scratch),
              TL_CASE(a_ticket_is_refused_after_the_session_closed),
+             TL_CASE(a_ticket_entering_while_the_session_closes_is_refused),
              TL_CASE(a_failed_affinity_restore_is_reported_and_everything_is_released),
              TL_CASE(a_panic_closes_a_session_opened_inside_the_caught_scope),
              TL_CASE(status_names_and_texts_come_from_one_list))
