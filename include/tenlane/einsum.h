@@ -69,9 +69,9 @@ TL_API tl_status tl_einsum_ex_into(tl_exec *exec, const char *spec, int n_operan
                                    const tl_tensor *const *operands, tl_einsum_path_kind kind,
                                    tl_tensor *out);
 
-/* Fresh form: *out becomes a new owned column-major tensor holding the result (release it
- * with tl_tensor_release). On failure *out is untouched. Errors as tl_einsum_into, less
- * the ones about out's shape and aliasing. */
+/* Fresh form: *out becomes a new owned tensor (in the surface's order) holding the result (release
+ * it with tl_tensor_release). On failure *out is untouched. Errors as tl_einsum_into, less the ones
+ * about out's shape and aliasing. */
 TL_API tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,
                            const tl_tensor *const *operands, tl_tensor *out);
 

@@ -57,6 +57,16 @@ typedef struct tl_truncation {
   double atol;      /* >= 0, absolute */
 } tl_truncation;
 
+/* What a truncation kept and dropped, filled by the `_ex` forms of tl_svd and tl_qrcp. With
+ * the input's weight ||a||_F^2 in total_weight, the truncation error of the kept factors is
+ * sqrt(discarded_weight) in the Frobenius norm, and discarded_weight / total_weight relative. */
+typedef struct tl_truncation_report {
+  int64_t rank;            /* values kept (the factors' inner extent) */
+  double discarded_weight; /* sum of squares of what was dropped: the singular values past
+                              rank (tl_svd_ex), ||r22||_F^2 of the unkept rows (tl_qrcp_ex) */
+  double total_weight;     /* ||a||_F^2 */
+} tl_truncation_report;
+
 /* ---- QR ------------------------------------------------------------------------------ */
 
 /* Thin QR: a (m x n) = q (m x k) r (k x n), k = min(m, n); q has orthonormal columns, r is
@@ -75,6 +85,16 @@ TL_API tl_status tl_qrcp_into(tl_exec *exec, const tl_tensor *a, const tl_trunca
 TL_API tl_status tl_qrcp(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
                          tl_tensor *q, tl_tensor *r, int64_t *perm, int64_t *rank);
 
+/* tl_qrcp with a report instead of *rank (NULL: none). discarded_weight is
+ * ||a||_F^2 - ||r||_F^2 (q is orthonormal), clamped at 0, so its absolute error is about
+ * machine epsilon times ||a||_F^2. */
+TL_API tl_status tl_qrcp_ex_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                                 tl_tensor *q, tl_tensor *r, int64_t *perm,
+                                 tl_truncation_report *report);
+TL_API tl_status tl_qrcp_ex(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                            tl_tensor *q, tl_tensor *r, int64_t *perm,
+                            tl_truncation_report *report);
+
 /* ---- SVD ----------------------------------------------------------------------------- */
 
 /* Thin SVD, truncated: a ~= u (m x rank) diag(s) vt (rank x n), s descending and of the real
@@ -86,6 +106,14 @@ TL_API tl_status tl_svd_into(tl_exec *exec, const tl_tensor *a, const tl_truncat
                              tl_tensor *u, tl_tensor *s, tl_tensor *vt, int64_t *rank);
 TL_API tl_status tl_svd(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
                         tl_tensor *u, tl_tensor *s, tl_tensor *vt, int64_t *rank);
+
+/* tl_svd with a report instead of *rank (NULL: none): discarded_weight is the sum of the
+ * squares of the singular values past rank, total_weight of all of them. */
+TL_API tl_status tl_svd_ex_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                                tl_tensor *u, tl_tensor *s, tl_tensor *vt,
+                                tl_truncation_report *report);
+TL_API tl_status tl_svd_ex(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                           tl_tensor *u, tl_tensor *s, tl_tensor *vt, tl_truncation_report *report);
 
 /* ---- LU and solves --------------------------------------------------------------------- */
 

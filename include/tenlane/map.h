@@ -37,6 +37,17 @@ typedef struct tl_map_outcome {
 TL_API tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
                         tl_map_outcome *outcome);
 
+typedef struct tl_map_options {
+  int max_lanes; /* at most this many lanes take items (lanes 0..max_lanes-1); 0 = every lane.
+                    Compares 1 and 2 lanes on one context without a second one. */
+} tl_map_options;
+
+/* tl_map with options (NULL = the defaults, as tl_map). Errors: those of tl_map, and
+ * TL_E_INVALID for max_lanes < 0. A max_lanes above the context's budget means every lane.
+ * The lanes above the cap still enter and leave the phase; they pull no item. */
+TL_API tl_status tl_map_ex(tl_session *session, size_t count, tl_map_fn fn, void *arg,
+                           const tl_map_options *options, tl_map_outcome *outcome);
+
 /* The same inside an open phase (one tl_phase_run). */
 TL_API tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
                               tl_map_outcome *outcome);

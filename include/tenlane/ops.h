@@ -5,7 +5,8 @@
  * entry's tl_exec): from a root surface it splits its work over the context's pool, from
  * a child surface it runs on the calling thread. Conventions shared by all routes:
  *   - `_into` forms write into a caller tensor whose shape and dtype must already fit;
- *     the plain forms create a fresh owned column-major output in *out (release it with
+ *     the plain forms create a fresh owned output in *out, contiguous from offset 0,
+ *     column-major unless tl_exec_set_order chose row-major (release it with
  *     tl_tensor_release). A failing call writes nothing: *out is untouched and no element
  *     of an `_into` output changed.
  *   - An `_into` output that overlaps an input is TL_E_ALIAS (except where a route says
@@ -24,6 +25,8 @@
 #ifndef TENLANE_OPS_H
 #define TENLANE_OPS_H
 
+#include <stdint.h>
+
 #include "tenlane/export.h"
 #include "tenlane/session.h"
 #include "tenlane/status.h"
@@ -32,16 +35,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* A scalar for any dtype: the imaginary part is ignored (must be 0) for real dtypes. */
-typedef struct tl_scalar {
-  double re, im;
-} tl_scalar;
-
-static inline tl_scalar tl_scalar_real(double re) {
-  tl_scalar s = {re, 0.0};
-  return s;
-}
 
 /* ---- Elementwise ----------------------------------------------------------------------
  * Broadcasting: an input axis of extent 1 stretches to the output's extent, and an input
@@ -97,8 +90,24 @@ TL_API tl_status tl_sqrt(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
 
 /* Copy x into out of the same shape (any strides; x may broadcast). */
 TL_API tl_status tl_copy_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
-/* Set every element of out to value. */
+/* Set every element of out to value (a real dtype takes value.im == 0, else TL_E_DTYPE). */
 TL_API tl_status tl_fill_into(tl_exec *exec, tl_scalar value, tl_tensor *out);
+/* out (a matrix, m x n, any strides) = the identity: 1 where i == j, 0 elsewhere.
+ * TL_E_SHAPE for a rank other than 2. */
+TL_API tl_status tl_identity_into(tl_exec *exec, tl_tensor *out);
+/* out = random values, uniform on [-1, 1) (complex dtypes: real and imaginary parts drawn
+ * independently). The values depend only on seed, out's shape and dtype: element i (its
+ * column-major position) is the same whatever out's strides, the surface or its team, so
+ * a seed reproduces a tensor everywhere. Not for cryptography. Runs on the calling thread. */
+TL_API tl_status tl_random_into(tl_exec *exec, uint64_t seed, tl_tensor *out);
+
+/* Convert x's elements to out's dtype (out of x's shape; x may broadcast). Real to complex
+ * sets the imaginary part to 0; complex to real keeps the real part (numpy's astype);
+ * f64 to f32 rounds to nearest. Same dtype is a copy. */
+TL_API tl_status tl_convert_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
+/* Fresh form: *out becomes a new tensor of `dtype` and x's shape. TL_E_DTYPE for an
+ * unknown dtype. */
+TL_API tl_status tl_convert(tl_exec *exec, const tl_tensor *x, tl_dtype dtype, tl_tensor *out);
 
 /* out = alpha * x (x may broadcast into out). */
 TL_API tl_status tl_scale_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_tensor *out);

@@ -118,6 +118,35 @@ TL_API int tl_exec_team(const tl_exec *exec);
  * returns TL_E_UNAVAILABLE and writes nothing. Errors: TL_E_INVALID (NULL, team < 0). */
 TL_API tl_status tl_exec_set_team(tl_exec *exec, int team);
 
+/* The element order of the fresh results routes make on a surface. */
+typedef enum tl_order {
+  TL_ORDER_COL_MAJOR = 0, /* first index fastest (the default; BLAS and LAPACK's order) */
+  TL_ORDER_ROW_MAJOR = 1  /* last index fastest (C and numpy's order) */
+} tl_order;
+
+/* Make the fresh results of later route calls on this surface (every plain form: tl_add,
+ * tl_svd, tl_einsum, ...) of `order`; `_into` outputs keep the caller's strides. A fresh
+ * result is always contiguous from offset 0, and its element values do not depend on the
+ * order. Surface's thread only. Errors: TL_E_INVALID (NULL, an unknown order). */
+TL_API tl_status tl_exec_set_order(tl_exec *exec, tl_order order);
+
+/* How long memory from tl_exec_scratch stays valid. */
+typedef enum tl_scratch_scope {
+  TL_SCRATCH_ITEM = 0, /* until the current tl_map item's callback returns (outside a map:
+                          until the lane callback or ticket entry returns) */
+  TL_SCRATCH_LANE = 1  /* until the lane callback returns: across every item the lane pulls
+                          in one tl_map (a ticket entry: until the entry returns) */
+} tl_scratch_scope;
+
+/* `bytes` of scratch memory (64-byte aligned, uninitialised) from a lane's or ticket
+ * entry's surface, for the callback's own temporaries: no heap allocation once the
+ * surface's arena has grown to the working size, and nothing to free (the library
+ * reclaims it when the scope ends). Counts against the context's scratch limit. Surface's
+ * thread only. Errors (*out untouched): TL_E_INVALID (NULL, an unknown scope),
+ * TL_E_UNAVAILABLE (a root surface: a held session has no item or lane to scope it to),
+ * TL_E_WRONG_THREAD, TL_E_SCRATCH_LIMIT, TL_E_NOMEM. */
+TL_API tl_status tl_exec_scratch(tl_exec *exec, size_t bytes, tl_scratch_scope scope, void **out);
+
 /* The message of the last failing call made on this surface (or ""). */
 TL_API const char *tl_exec_message(const tl_exec *exec);
 

@@ -17,5 +17,6 @@
 #include "tenlane/session.h"
 #include "tenlane/status.h"
 #include "tenlane/tensor.h"
+#include "tenlane/version.h"
 
 #endif

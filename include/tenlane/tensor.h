@@ -9,6 +9,11 @@
  * buffer tl_tensor_release frees) or borrows it (`owned` is NULL). Views borrow: they
  * never own, and must not outlive the tensor they view.
  *
+ * Layout facts a program may rely on: a complex element is two reals of its precision,
+ * real part first (C's float _Complex / double _Complex, numpy's complex64 / complex128),
+ * and strides count whole complex elements. A fresh tensor (tl_tensor_create*, and every
+ * route's fresh result) is contiguous from offset 0 in its order, and owns its buffer.
+ *
  * Invariants every route checks with tl_tensor_validate: 0 <= rank <= TL_MAX_RANK,
  * extents >= 0, data != NULL unless the tensor is empty, and the byte span the strides
  * reach fits in an int64 without overflow. None of these functions takes a surface;
@@ -40,6 +45,16 @@ typedef struct tl_tensor {
   void *data;
   void *owned; /* buffer this tensor owns (freed by tl_tensor_release), or NULL */
 } tl_tensor;
+
+/* A scalar for any dtype: the imaginary part must be 0 where a real dtype takes it. */
+typedef struct tl_scalar {
+  double re, im;
+} tl_scalar;
+
+static inline tl_scalar tl_scalar_real(double re) {
+  tl_scalar s = {re, 0.0};
+  return s;
+}
 
 /* Bytes per element: 4, 8, 8, 16; 0 for an unknown dtype. */
 TL_API size_t tl_dtype_size(tl_dtype dtype);
@@ -107,6 +122,16 @@ TL_API int tl_tensor_is_row_major(const tl_tensor *t);
 /* Pointer to element idx[0..rank-1] (no bounds check; idx may be NULL for rank 0). */
 TL_API void *tl_tensor_element(const tl_tensor *t, const int64_t *idx);
 
+/* Read element index[0..rank-1] of t (index may be NULL for rank 0) into *out, whatever the
+ * dtype: a real element gives im = 0; f32 and c64 widen to double. Borrows t; any thread
+ * that may read t's memory. Errors: TL_E_INVALID (NULL out or index, an invalid t),
+ * TL_E_SHAPE (an index outside its extent; the message names the axis), TL_E_DTYPE. */
+TL_API tl_status tl_tensor_get(const tl_tensor *t, const int64_t *index, tl_scalar *out);
+/* Write `value` to element index of t (rounded to f32 for f32 and c64). Borrows t; the
+ * caller keeps writes to one element on one thread. Errors: as tl_tensor_get, and
+ * TL_E_DTYPE for a nonzero imaginary part on a real dtype (nothing written). */
+TL_API tl_status tl_tensor_set(tl_tensor *t, const int64_t *index, tl_scalar value);
+
 /* Column-major / row-major strides for a shape. Returns 0 on overflow. */
 TL_API int tl_strides_col_major(int rank, const int64_t *shape, int64_t *strides);
 TL_API int tl_strides_row_major(int rank, const int64_t *shape, int64_t *strides);
@@ -138,6 +163,16 @@ TL_API tl_status tl_tensor_broadcast_view(const tl_tensor *src, int rank, const 
  * element order, as reshape in Fortran/Julia). Errors: TL_E_SHAPE (element counts differ),
  * TL_E_UNAVAILABLE when no view exists (use tl_reshape, which copies). */
 TL_API tl_status tl_tensor_reshape_view(const tl_tensor *src, int rank, const int64_t *shape,
+                                        tl_tensor *out);
+
+/* Reshape an owning tensor in place of a copy: *out becomes the view tl_tensor_reshape_view
+ * would make, and takes over src's buffer (out->owned = src's), and *src is cleared to an
+ * empty tensor (as after tl_tensor_release). src may be out. A fresh column-major result
+ * (every route's default) is contiguous from offset 0, so it always reshapes this way.
+ * Errors (src unchanged):
+ * TL_E_INVALID (NULL, src owns no buffer), TL_E_SHAPE (element counts differ),
+ * TL_E_UNAVAILABLE (src's strides allow no view). Any thread. */
+TL_API tl_status tl_tensor_reshape_move(tl_tensor *src, int rank, const int64_t *shape,
                                         tl_tensor *out);
 
 #ifdef __cplusplus

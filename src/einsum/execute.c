@@ -271,7 +271,7 @@ static tl_status einsum_impl(tl_exec *exec, const char *spec, int n,
     return run_plan(exec, plan, operands, out);
   }
   tl_tensor result;
-  status = tl_tensor_create(plan->dtype, plan->out_rank, plan->out_shape, &result);
+  status = tl__exec_fresh(exec, plan->dtype, plan->out_rank, plan->out_shape, &result);
   if (status != TL_OK) return status;
   status = run_plan(exec, plan, operands, &result);
   if (status != TL_OK) {

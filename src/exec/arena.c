@@ -1,4 +1,4 @@
-/* src/session/arena.c: the scratch arena (see arena.h). Chunks are kept in a list and
+/* src/exec/arena.c: the scratch arena (see arena.h). Chunks are kept in a list and
  * reused after a reset, so a surface that repeats an operation takes scratch without any
  * heap traffic once its first run has grown it. The limit caps the bytes held. */
 #include "arena.h"

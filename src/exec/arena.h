@@ -1,9 +1,9 @@
-/* src/session/arena.h: the scratch arena. A bump allocator over a list of chunks that
+/* src/exec/arena.h: the scratch arena. A bump allocator over a list of chunks that
  * it keeps: reset (back to a mark) forgets contents but keeps memory, release gives the
  * memory back. After a first run has grown it, a repeated operation takes scratch without
  * touching the heap. The bytes it may hold are capped by the context's scratch limit. */
-#ifndef TL_SESSION_ARENA_H
-#define TL_SESSION_ARENA_H
+#ifndef TL_EXEC_ARENA_H
+#define TL_EXEC_ARENA_H
 
 #include <stddef.h>
 

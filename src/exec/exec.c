@@ -16,6 +16,7 @@ void tl__exec_init(tl_exec *exec, tl_exec_kind kind, tl__resources *resources, t
   exec->team = team;
   exec->cancel = cancel;
   exec->thread_token = tl__thread_token();
+  exec->item_floor = tl__arena_mark_get(&resources->arena);
 }
 
 tl_status tl__exec_begin(tl_exec *exec, const char *route) {
@@ -110,4 +111,62 @@ tl_status tl_exec_set_team(tl_exec *exec, int team) {
   if (team < 0) return tl__fail(TL_E_INVALID, "tl_exec_set_team: team is %d, expected >= 0", team);
   exec->team_request = team;
   return TL_OK;
+}
+
+tl_status tl_exec_set_order(tl_exec *exec, tl_order order) {
+  if (exec == NULL) return tl__fail(TL_E_INVALID, "tl_exec_set_order: exec is NULL");
+  if (order != TL_ORDER_COL_MAJOR && order != TL_ORDER_ROW_MAJOR)
+    return tl__fail(TL_E_INVALID,
+                    "tl_exec_set_order: order is %d, expected TL_ORDER_COL_MAJOR or "
+                    "TL_ORDER_ROW_MAJOR",
+                    (int)order);
+  exec->order = order;
+  return TL_OK;
+}
+
+tl_status tl__exec_fresh(const tl_exec *exec, tl_dtype dtype, int rank, const int64_t *shape,
+                         tl_tensor *out) {
+  if (exec->order == TL_ORDER_ROW_MAJOR) return tl_tensor_create_row_major(dtype, rank, shape, out);
+  return tl_tensor_create(dtype, rank, shape, out);
+}
+
+static tl_status scratch_refused(tl_exec *exec, tl_status status) {
+  tl__message_copy(exec->message);
+  return status;
+}
+
+tl_status tl_exec_scratch(tl_exec *exec, size_t bytes, tl_scratch_scope scope, void **out) {
+  if (exec == NULL || out == NULL)
+    return tl__fail(TL_E_INVALID, "tl_exec_scratch: exec (%p) and out (%p) must not be NULL",
+                    (void *)exec, (void *)out);
+  if (exec->thread_token != tl__thread_token())
+    return tl__fail(TL_E_WRONG_THREAD,
+                    "tl_exec_scratch: this surface belongs to another thread (a lane or ticket "
+                    "surface is used only on the thread it was handed to)");
+  if (scope != TL_SCRATCH_ITEM && scope != TL_SCRATCH_LANE)
+    return scratch_refused(
+        exec, tl__fail(TL_E_INVALID,
+                       "tl_exec_scratch: scope is %d, expected TL_SCRATCH_ITEM or TL_SCRATCH_LANE",
+                       (int)scope));
+  if (exec->kind == TL_EXEC_ROOT)
+    return scratch_refused(exec, tl__fail(TL_E_UNAVAILABLE,
+                                          "tl_exec_scratch: a root surface has no item or lane "
+                                          "scope (take scratch on a lane or ticket surface)"));
+  if (exec->depth != 0)
+    return scratch_refused(exec, tl__fail(TL_E_INVALID,
+                                          "tl_exec_scratch: called inside a route call on the "
+                                          "same surface"));
+  void *ptr;
+  tl_status status = tl__arena_alloc(&exec->resources->arena, bytes, 64, &ptr);
+  if (status != TL_OK)
+    return scratch_refused(
+        exec, tl__fail(status, "tl_exec_scratch: %zu bytes: %s", bytes, tl_last_message()));
+  /* Lane scratch lifts the floor an item's scratch is reclaimed to. */
+  if (scope == TL_SCRATCH_LANE) exec->item_floor = tl__arena_mark_get(&exec->resources->arena);
+  *out = ptr;
+  return TL_OK;
+}
+
+void tl__exec_item_end(tl_exec *exec) {
+  tl__arena_reset_to(&exec->resources->arena, exec->item_floor);
 }

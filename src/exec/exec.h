@@ -18,6 +18,7 @@
 
 #include "tenlane/pool.h"
 #include "tenlane/session.h"
+#include "tenlane/tensor.h"
 #include "arena.h"
 #include "plan_cache.h"
 
@@ -44,6 +45,8 @@ struct tl_exec {
   int team_request;            /* tl_exec_set_team: 0 = default */
   int depth;                   /* nesting depth of route calls on this surface */
   tl__arena_mark marks[16];    /* arena position at each tl__exec_begin, restored at its end */
+  tl__arena_mark item_floor;   /* where a map item's scratch starts (above lane scratch) */
+  tl_order order;              /* the order of fresh results (tl_exec_set_order) */
   const atomic_int *cancel;    /* the lane's run flag, or NULL */
   unsigned long thread_token;  /* the thread allowed to use it (0 = any) */
   const char *route;           /* the public entry point of the outermost call in progress */
@@ -80,6 +83,14 @@ tl_status tl__exec_team(tl_exec *exec, int *team);
  * thread its own slice indexed by worker_index + 1 (tl_exec_team(exec) + 1 slices). */
 tl_status tl__exec_parallel_for(tl_exec *exec, size_t count, size_t grain, tl_pool_range_fn fn,
                                 void *arg);
+
+/* A fresh owned result for the current call, zeroed, in the surface's order. */
+tl_status tl__exec_fresh(const tl_exec *exec, tl_dtype dtype, int rank, const int64_t *shape,
+                         tl_tensor *out);
+
+/* End of one tl_map item on a lane surface: its TL_SCRATCH_ITEM memory is reclaimed (the
+ * lane's own TL_SCRATCH_LANE memory stays). */
+void tl__exec_item_end(tl_exec *exec);
 
 /* How many per-thread slices a route that splits with tl__exec_parallel_for needs: one for
  * the calling thread (slot 0) and one per pool worker (slot worker_index + 1). */

@@ -1,4 +1,4 @@
-/* src/session/plan_cache.c: a fixed-size, per-surface plan cache (see plan_cache.h).
+/* src/exec/plan_cache.c: a fixed-size, per-surface plan cache (see plan_cache.h).
  * Linear probing over 64 slots is enough: a surface sees a handful of distinct shapes in
  * steady state, and a miss only costs re-planning. */
 #include "plan_cache.h"

@@ -1,9 +1,9 @@
-/* src/session/plan_cache.h: a small per-surface cache of plans (einsum paths, GEMM
+/* src/exec/plan_cache.h: a small per-surface cache of plans (einsum paths, GEMM
  * layouts) keyed on bytes the route builds (spec, shapes, strides, dtype). Each surface
  * has its own, so lanes never share or lock one. Bounded: when all slots are taken the cache is
  * emptied and refilled. */
-#ifndef TL_SESSION_PLAN_CACHE_H
-#define TL_SESSION_PLAN_CACHE_H
+#ifndef TL_EXEC_PLAN_CACHE_H
+#define TL_EXEC_PLAN_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -390,7 +390,7 @@ tl_status tl_contract(tl_exec *exec, const tl_tensor *a, const int *a_labels, co
     shape[i] = pa >= 0 ? a->shape[pa] : b->shape[pb];
   }
   tl_tensor fresh;
-  if ((status = tl_tensor_create(a->dtype, c_rank, shape, &fresh)) != TL_OK)
+  if ((status = tl__exec_fresh(exec, a->dtype, c_rank, shape, &fresh)) != TL_OK)
     return tl__exec_end(exec, status);
   status = contract_into_impl(exec, tl_scalar_real(1.0), a, a_labels, b, b_labels,
                               tl_scalar_real(0.0), &fresh, c_labels);

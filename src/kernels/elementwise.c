@@ -202,7 +202,7 @@ static tl_status binary_fresh_impl(tl_exec *exec, tl_binary_op op, const tl_tens
     return tl__fail(TL_E_DTYPE, "b has dtype %s, a has %s", tl_dtype_name(b->dtype),
                     tl_dtype_name(a->dtype));
   tl_tensor fresh;
-  if ((status = tl_tensor_create(a->dtype, rank, shape, &fresh)) != TL_OK) return status;
+  if ((status = tl__exec_fresh(exec, a->dtype, rank, shape, &fresh)) != TL_OK) return status;
   status = binary_into_impl(exec, op, a, b, &fresh);
   if (status != TL_OK) {
     tl_tensor_release(&fresh);
@@ -279,7 +279,7 @@ static tl_status unary_fresh_impl(tl_exec *exec, tl_unary_op op, const tl_tensor
     return tl__fail(TL_E_INVALID, "op %d is not a tl_unary_op", (int)op);
   if ((status = tl__check_tensor(x, "x")) != TL_OK) return status;
   tl_tensor fresh;
-  status = tl_tensor_create(unary_out_dtype(op, x->dtype), x->rank, x->shape, &fresh);
+  status = tl__exec_fresh(exec, unary_out_dtype(op, x->dtype), x->rank, x->shape, &fresh);
   if (status != TL_OK) return status;
   status = unary_into_impl(exec, op, x, &fresh);
   if (status != TL_OK) {
@@ -390,7 +390,7 @@ tl_status tl_scale(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_tensor
   if (out == NULL) return tl__exec_end(exec, tl__fail(TL_E_INVALID, "out is NULL"));
   if ((status = tl__check_tensor(x, "x")) != TL_OK) return tl__exec_end(exec, status);
   tl_tensor fresh;
-  if ((status = tl_tensor_create(x->dtype, x->rank, x->shape, &fresh)) != TL_OK)
+  if ((status = tl__exec_fresh(exec, x->dtype, x->rank, x->shape, &fresh)) != TL_OK)
     return tl__exec_end(exec, status);
   status = axpby_impl(exec, alpha, x, tl_scalar_real(0), NULL, &fresh, 0);
   if (status != TL_OK)

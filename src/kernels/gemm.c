@@ -295,7 +295,7 @@ tl_status tl_gemm(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tens
                                        a->rank, b->rank));
   int64_t shape[2] = {a->shape[0], b->shape[1]};
   tl_tensor fresh;
-  if ((status = tl_tensor_create(a->dtype, 2, shape, &fresh)) != TL_OK)
+  if ((status = tl__exec_fresh(exec, a->dtype, 2, shape, &fresh)) != TL_OK)
     return tl__exec_end(exec, status);
   status = gemm_into_impl(exec, tl_scalar_real(1.0), a, b, tl_scalar_real(0.0), &fresh);
   if (status != TL_OK)

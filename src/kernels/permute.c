@@ -108,7 +108,7 @@ tl_status tl_permute(tl_exec *exec, const tl_tensor *x, const int *perm, tl_tens
   int64_t shape[TL_MAX_RANK];
   for (int k = 0; k < x->rank; k++) shape[k] = x->shape[perm[k]];
   tl_tensor fresh;
-  if ((status = tl_tensor_create(x->dtype, x->rank, shape, &fresh)) != TL_OK)
+  if ((status = tl__exec_fresh(exec, x->dtype, x->rank, shape, &fresh)) != TL_OK)
     return tl__exec_end(exec, status);
   status = permute_into_impl(exec, x, perm, &fresh);
   if (status != TL_OK)
@@ -183,7 +183,7 @@ static tl_status reshape_impl(tl_exec *exec, const tl_tensor *x, int rank, const
   }
   if (status != TL_E_UNAVAILABLE) return status;
   tl_tensor fresh;
-  if ((status = tl_tensor_create(x->dtype, rank, shape, &fresh)) != TL_OK) return status;
+  if ((status = tl__exec_fresh(exec, x->dtype, rank, shape, &fresh)) != TL_OK) return status;
   int team;
   if ((status = tl__exec_team(exec, &team)) != TL_OK) {
     tl_tensor_release(&fresh);

@@ -567,7 +567,7 @@ tl_status tl_reduce(tl_exec *exec, tl_reduce_op op, const tl_tensor *x, int axis
     return tl__exec_end(exec, tl__fail(TL_E_INVALID, "op %d is not a tl_reduce_op", (int)op));
   tl_dtype out_dtype = op == TL_REDUCE_NORM2 ? tl_dtype_real(x->dtype) : x->dtype;
   tl_tensor fresh;
-  if ((status = tl_tensor_create(out_dtype, rank, shape, &fresh)) != TL_OK)
+  if ((status = tl__exec_fresh(exec, out_dtype, rank, shape, &fresh)) != TL_OK)
     return tl__exec_end(exec, status);
   status = reduce_into_impl(exec, op, x, axis_count, axes, &fresh);
   if (status != TL_OK)

@@ -59,8 +59,8 @@ static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   tl_tensor w_new, v_new;
   if (fresh) {
     int64_t shape[2] = {n, n};
-    if ((status = tl_tensor_create(real, 1, shape, &w_new)) != TL_OK) return status;
-    if (vectors && (status = tl_tensor_create(dtype, 2, shape, &v_new)) != TL_OK) {
+    if ((status = tl__exec_fresh(exec, real, 1, shape, &w_new)) != TL_OK) return status;
+    if (vectors && (status = tl__exec_fresh(exec, dtype, 2, shape, &v_new)) != TL_OK) {
       tl_tensor_release(&w_new);
       return status;
     }

@@ -101,6 +101,9 @@ tl_status tl__la_workspace(tl_exec *exec, const tl__la_work *sizes, size_t esize
 /* Copy matrix t (rows x cols; a vector is rows x 1) into column-major buf with leading
  * dimension ld. */
 void tl__la_gather(const tl_tensor *t, void *buf, int64_t ld);
+/* Sum of |x|^2 over the rows x cols block of column-major buf (leading dimension ld) of
+ * `dtype` (a complex dtype counts both parts), in double. */
+double tl__la_sum_squares(tl_dtype dtype, const void *buf, int64_t ld, int64_t rows, int64_t cols);
 /* Write the rows x cols block of column-major buf (leading dimension ld) into t's top-left
  * corner and zero the rest of t (t may be larger, never smaller). */
 void tl__la_scatter(const void *buf, int64_t ld, int64_t rows, int64_t cols, const tl_tensor *t);

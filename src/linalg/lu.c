@@ -75,7 +75,7 @@ static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
   tl_tensor lu_new;
   if (fresh) {
     int64_t shape[2] = {m, n};
-    if ((status = tl_tensor_create(dtype, 2, shape, &lu_new)) != TL_OK) return status;
+    if ((status = tl__exec_fresh(exec, dtype, 2, shape, &lu_new)) != TL_OK) return status;
   } else {
     lu_new = *lu;
   }
@@ -134,7 +134,7 @@ static tl_status solve_with(tl_exec *exec, const char *route, tl_dtype dtype, ch
   tl_tensor x_new;
   if (fresh) {
     int64_t shape[2] = {n, rhs};
-    if ((status = tl_tensor_create(dtype, b->rank, shape, &x_new)) != TL_OK) return status;
+    if ((status = tl__exec_fresh(exec, dtype, b->rank, shape, &x_new)) != TL_OK) return status;
   } else {
     x_new = *x;
   }

@@ -268,3 +268,17 @@ tl_status tl__la_disjoint_ints(const char *route, const int64_t *out, int64_t co
   }
   return TL_OK;
 }
+
+double tl__la_sum_squares(tl_dtype dtype, const void *buf, int64_t ld, int64_t rows, int64_t cols) {
+  int complex_parts = tl_dtype_is_complex(dtype) ? 2 : 1;
+  int single = dtype == TL_F32 || dtype == TL_C64;
+  double sum = 0.0;
+  for (int64_t j = 0; j < cols; j++) {
+    for (int64_t i = 0; i < rows * complex_parts; i++) {
+      int64_t at = j * ld * complex_parts + i;
+      double x = single ? ((const float *)buf)[at] : ((const double *)buf)[at];
+      sum += x * x;
+    }
+  }
+  return sum;
+}

@@ -48,15 +48,15 @@ static tl_status check_outputs(const tl_tensor *a, const tl_tensor *q, const tl_
 
 /* Write Q (the first `width` columns of the factored matrix work_a) and R (width x n in r_buf)
  * into q and r, creating them first when fresh; nothing is written when a creation fails. */
-static tl_status write_outputs(tl_dtype dtype, int64_t m, int64_t n, int64_t width,
-                               const char *work_a, lapack_int lda, const char *r_buf, tl_tensor *q,
-                               tl_tensor *r, int fresh) {
+static tl_status write_outputs(const tl_exec *exec, tl_dtype dtype, int64_t m, int64_t n,
+                               int64_t width, const char *work_a, lapack_int lda, const char *r_buf,
+                               tl_tensor *q, tl_tensor *r, int fresh) {
   tl_tensor q_new, r_new;
   if (fresh) {
     int64_t q_shape[2] = {m, width}, r_shape[2] = {width, n};
     tl_status status;
-    if ((status = tl_tensor_create(dtype, 2, q_shape, &q_new)) != TL_OK) return status;
-    if ((status = tl_tensor_create(dtype, 2, r_shape, &r_new)) != TL_OK) {
+    if ((status = tl__exec_fresh(exec, dtype, 2, q_shape, &q_new)) != TL_OK) return status;
+    if ((status = tl__exec_fresh(exec, dtype, 2, r_shape, &r_new)) != TL_OK) {
       tl_tensor_release(&q_new);
       return status;
     }
@@ -109,7 +109,7 @@ static tl_status qr_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
                             work, lwork);
     if (info != 0) return tl__la_provider_fail(route, "ungqr", info);
   }
-  return write_outputs(dtype, m, n, k, work_a, lda, r_buf, q, r, fresh);
+  return write_outputs(exec, dtype, m, n, k, work_a, lda, r_buf, q, r, fresh);
 }
 
 tl_status tl_qr_into(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tensor *r) {
@@ -197,7 +197,8 @@ static tl_status qrcp_until_cut(tl_exec *exec, tl_dtype dtype, int64_t m, int64_
 
 static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
                            const tl_truncation *truncation, tl_tensor *q, tl_tensor *r,
-                           int64_t *perm, int64_t *rank_out, int fresh) {
+                           int64_t *perm, int64_t *rank_out, tl_truncation_report *report,
+                           int fresh) {
   int64_t m, n;
   tl_status status = tl__la_matrix(a, "a", 0, &m, &n);
   if (status != TL_OK) return status;
@@ -243,16 +244,19 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     return status;
   }
   int64_t rank = 0;
+  double total = 0.0;
   for (int64_t j = 0; j < n; j++) jpvt[j] = 0; /* every column free to move */
-  if (k > 0 && truncation != NULL && (dtype == TL_F32 || dtype == TL_F64)) {
+  if (k > 0) {
     if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
+    if (report != NULL) total = tl__la_sum_squares(dtype, work_a, lda, m, n);
+  }
+  if (k > 0 && truncation != NULL && (dtype == TL_F32 || dtype == TL_F64)) {
     int64_t steps = 0;
     status = qrcp_until_cut(exec, dtype, m, n, work_a, lda, jpvt, tau, truncation, cap, &steps);
     if (status != TL_OK) return status;
     r_diagonal(dtype, work_a, lda, steps, diag);
     rank = tl__la_truncate(real, diag, steps, truncation);
   } else if (k > 0) {
-    if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
     info = tl__lapack_geqp3(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, jpvt, tau, work,
                             lwork, rwork);
     if (info != 0) return tl__la_provider_fail(route, "geqp3", info);
@@ -268,10 +272,16 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
                             tau, work, lwork);
     if (info != 0) return tl__la_provider_fail(route, "ungqr", info);
   }
-  status = write_outputs(dtype, m, n, rank, work_a, lda, r_buf, q, r, fresh);
+  status = write_outputs(exec, dtype, m, n, rank, work_a, lda, r_buf, q, r, fresh);
   if (status != TL_OK) return status;
   for (int64_t j = 0; j < n; j++) perm[j] = (int64_t)jpvt[j] - 1;
   *rank_out = rank;
+  if (report != NULL) {
+    double kept = tl__la_sum_squares(dtype, r_buf, rank, rank, n);
+    report->rank = rank;
+    report->total_weight = total;
+    report->discarded_weight = total > kept ? total - kept : 0.0;
+  }
   return TL_OK;
 }
 
@@ -279,12 +289,31 @@ tl_status tl_qrcp_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *t
                        tl_tensor *q, tl_tensor *r, int64_t *perm, int64_t *rank) {
   tl_status status = tl__la_begin(exec, "tl_qrcp_into");
   if (status != TL_OK) return status;
-  return tl__exec_end(exec, qrcp_impl(exec, "tl_qrcp_into", a, truncation, q, r, perm, rank, 0));
+  return tl__exec_end(exec,
+                      qrcp_impl(exec, "tl_qrcp_into", a, truncation, q, r, perm, rank, NULL, 0));
 }
 
 tl_status tl_qrcp(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation, tl_tensor *q,
                   tl_tensor *r, int64_t *perm, int64_t *rank) {
   tl_status status = tl__la_begin(exec, "tl_qrcp");
   if (status != TL_OK) return status;
-  return tl__exec_end(exec, qrcp_impl(exec, "tl_qrcp", a, truncation, q, r, perm, rank, 1));
+  return tl__exec_end(exec, qrcp_impl(exec, "tl_qrcp", a, truncation, q, r, perm, rank, NULL, 1));
+}
+
+tl_status tl_qrcp_ex_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                          tl_tensor *q, tl_tensor *r, int64_t *perm, tl_truncation_report *report) {
+  tl_status status = tl__la_begin(exec, "tl_qrcp_ex_into");
+  if (status != TL_OK) return status;
+  int64_t rank;
+  return tl__exec_end(
+      exec, qrcp_impl(exec, "tl_qrcp_ex_into", a, truncation, q, r, perm, &rank, report, 0));
+}
+
+tl_status tl_qrcp_ex(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                     tl_tensor *q, tl_tensor *r, int64_t *perm, tl_truncation_report *report) {
+  tl_status status = tl__la_begin(exec, "tl_qrcp_ex");
+  if (status != TL_OK) return status;
+  int64_t rank;
+  return tl__exec_end(exec,
+                      qrcp_impl(exec, "tl_qrcp_ex", a, truncation, q, r, perm, &rank, report, 1));
 }

@@ -66,7 +66,8 @@ static tl_status check_outputs(const char *route, const tl_tensor *a, const tl_t
 
 static tl_status svd_impl(tl_exec *exec, const char *route, const tl_tensor *a,
                           const tl_truncation *truncation, tl_tensor *u, tl_tensor *s,
-                          tl_tensor *vt, int64_t *rank_out, int fresh) {
+                          tl_tensor *vt, int64_t *rank_out, tl_truncation_report *report,
+                          int fresh) {
   int64_t m, n;
   tl_status status = tl__la_matrix(a, "a", 0, &m, &n);
   if (status != TL_OK) return status;
@@ -125,11 +126,11 @@ static tl_status svd_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   tl_tensor u_new, s_new, vt_new;
   if (fresh) {
     int64_t u_shape[2] = {m, rank}, vt_shape[2] = {rank, n};
-    status = tl_tensor_create(real, 1, &rank, &s_new);
+    status = tl__exec_fresh(exec, real, 1, &rank, &s_new);
     if (status == TL_OK && vectors) {
-      status = tl_tensor_create(dtype, 2, u_shape, &u_new);
+      status = tl__exec_fresh(exec, dtype, 2, u_shape, &u_new);
       if (status == TL_OK) {
-        status = tl_tensor_create(dtype, 2, vt_shape, &vt_new);
+        status = tl__exec_fresh(exec, dtype, 2, vt_shape, &vt_new);
         if (status != TL_OK) tl_tensor_release(&u_new);
       }
       if (status != TL_OK) tl_tensor_release(&s_new);
@@ -148,6 +149,12 @@ static tl_status svd_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     tl__la_scatter(b.vt, b.ldvt, rank, n, &vt_new);
   }
   if (rank_out != NULL) *rank_out = rank;
+  if (report != NULL) {
+    report->rank = rank;
+    report->total_weight = tl__la_sum_squares(real, b.s, k, k, 1);
+    report->discarded_weight =
+        tl__la_sum_squares(real, (const char *)b.s + (size_t)rank * rsize, k, k - rank, 1);
+  }
   if (fresh) {
     *s = s_new;
     if (vectors) {
@@ -162,12 +169,27 @@ tl_status tl_svd_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *tr
                       tl_tensor *u, tl_tensor *s, tl_tensor *vt, int64_t *rank) {
   tl_status status = tl__la_begin(exec, "tl_svd_into");
   if (status != TL_OK) return status;
-  return tl__exec_end(exec, svd_impl(exec, "tl_svd_into", a, truncation, u, s, vt, rank, 0));
+  return tl__exec_end(exec, svd_impl(exec, "tl_svd_into", a, truncation, u, s, vt, rank, NULL, 0));
 }
 
 tl_status tl_svd(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation, tl_tensor *u,
                  tl_tensor *s, tl_tensor *vt, int64_t *rank) {
   tl_status status = tl__la_begin(exec, "tl_svd");
   if (status != TL_OK) return status;
-  return tl__exec_end(exec, svd_impl(exec, "tl_svd", a, truncation, u, s, vt, rank, 1));
+  return tl__exec_end(exec, svd_impl(exec, "tl_svd", a, truncation, u, s, vt, rank, NULL, 1));
+}
+
+tl_status tl_svd_ex_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                         tl_tensor *u, tl_tensor *s, tl_tensor *vt, tl_truncation_report *report) {
+  tl_status status = tl__la_begin(exec, "tl_svd_ex_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec,
+                      svd_impl(exec, "tl_svd_ex_into", a, truncation, u, s, vt, NULL, report, 0));
+}
+
+tl_status tl_svd_ex(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+                    tl_tensor *u, tl_tensor *s, tl_tensor *vt, tl_truncation_report *report) {
+  tl_status status = tl__la_begin(exec, "tl_svd_ex");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec, svd_impl(exec, "tl_svd_ex", a, truncation, u, s, vt, NULL, report, 1));
 }

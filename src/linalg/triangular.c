@@ -96,7 +96,7 @@ static tl_status trsolve_impl(tl_exec *exec, const char *route, tl_side side, tl
   tl_tensor x_new;
   if (fresh) {
     int64_t shape[2] = {rows, cols};
-    if ((status = tl_tensor_create(dtype, b->rank, shape, &x_new)) != TL_OK) return status;
+    if ((status = tl__exec_fresh(exec, dtype, b->rank, shape, &x_new)) != TL_OK) return status;
   } else {
     x_new = *x;
   }

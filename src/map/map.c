@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "exec/exec.h"
 #include "phase/phase_int.h"
 #include "tenlane/map.h"
 
@@ -18,6 +19,7 @@ typedef struct map_state {
   tl_map_fn fn;
   void *arg;
   size_t count;
+  int max_lanes; /* lanes at or above this index take no item; 0: every lane */
   _Alignas(TL__CACHE_LINE) atomic_size_t next;
   _Alignas(TL__CACHE_LINE) atomic_size_t done;
   pthread_mutex_t failure_lock;
@@ -31,10 +33,12 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
   map_state *state = arg;
   tl_exec *exec = tl_lane_exec(lane);
   size_t done = 0;
+  if (state->max_lanes > 0 && lane_index >= state->max_lanes) return 0;
   while (!tl_lane_cancelled(lane)) {
     size_t item = atomic_fetch_add_explicit(&state->next, 1, memory_order_relaxed);
     if (item >= state->count) break;
     int code = state->fn(exec, item, lane_index, state->arg);
+    tl__exec_item_end(exec); /* the item's TL_SCRATCH_ITEM memory */
     if (code == (int)TL_E_CANCELLED) {
       /* The item stopped because another item failed: a consequence, not a failure. */
       pthread_mutex_lock(&state->failure_lock);
@@ -64,8 +68,8 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
   return 0;
 }
 
-tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
-                       tl_map_outcome *outcome) {
+static tl_status phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg, int max_lanes,
+                           tl_map_outcome *outcome) {
   tl_map_outcome local;
   if (outcome == NULL) outcome = &local;
   memset(outcome, 0, sizeof *outcome);
@@ -79,6 +83,7 @@ tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
   state.fn = fn;
   state.arg = arg;
   state.count = count;
+  state.max_lanes = max_lanes;
   atomic_init(&state.next, 0);
   atomic_init(&state.done, 0);
   pthread_mutex_init(&state.failure_lock, NULL);
@@ -119,8 +124,14 @@ tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
   return TL_OK;
 }
 
+tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,
+                       tl_map_outcome *outcome) {
+  return phase_map(phase, count, fn, arg, 0, outcome);
+}
+
 typedef struct map_call {
   size_t count;
+  int max_lanes;
   tl_map_fn fn;
   void *arg;
   tl_map_outcome *outcome;
@@ -129,16 +140,23 @@ typedef struct map_call {
 
 static void map_in_phase(tl_phase *phase, void *arg) {
   map_call *call = arg;
-  call->status = tl_phase_map(phase, call->count, call->fn, call->arg, call->outcome);
+  call->status = phase_map(phase, call->count, call->fn, call->arg, call->max_lanes, call->outcome);
 }
 
-tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
-                 tl_map_outcome *outcome) {
+/* tl_map and tl_map_ex: messages name `call`, the entry point the user called. */
+static tl_status map_session(tl_session *session, size_t count, tl_map_fn fn, void *arg,
+                             int max_lanes, tl_map_outcome *outcome, const char *call_name) {
   tl_map_outcome local;
   if (outcome == NULL) outcome = &local;
   memset(outcome, 0, sizeof *outcome);
-  map_call call = {count, fn, arg, outcome, TL_OK};
-  tl_status status = tl__session_phase_named(session, map_in_phase, &call, "tl_map");
+  if (max_lanes < 0) {
+    outcome->status =
+        tl__fail(TL_E_INVALID, "%s: options->max_lanes is %d, expected >= 0", call_name, max_lanes);
+    memcpy(outcome->message, tl_last_message(), sizeof outcome->message);
+    return outcome->status;
+  }
+  map_call call = {count, max_lanes, fn, arg, outcome, TL_OK};
+  tl_status status = tl__session_phase_named(session, map_in_phase, &call, call_name);
   if (status != TL_OK) {
     memcpy(outcome->message, tl_last_message(), sizeof outcome->message);
     return outcome->status = status;
@@ -148,8 +166,19 @@ tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
      * it too, as it keeps a failed route's. */
     const char *message = outcome->message;
     if (strncmp(message, "tl_phase_map: ", 14) == 0) message += 14;
-    tl__fail(call.status, "tl_map: %s", message);
+    tl__fail(call.status, "%s: %s", call_name, message);
     tl__message_copy(session->message);
   }
   return call.status;
+}
+
+tl_status tl_map_ex(tl_session *session, size_t count, tl_map_fn fn, void *arg,
+                    const tl_map_options *options, tl_map_outcome *outcome) {
+  return map_session(session, count, fn, arg, options != NULL ? options->max_lanes : 0, outcome,
+                     "tl_map_ex");
+}
+
+tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
+                 tl_map_outcome *outcome) {
+  return map_session(session, count, fn, arg, 0, outcome, "tl_map");
 }
