@@ -9,10 +9,13 @@
  *   1. a kernel this thread already holds (per-thread direct-mapped cache) runs at once;
  *   2. a shape some thread has generated before (a process-wide set of fingerprints) is
  *      fetched from libxsmm's registry, which costs tens of ns and never generates code;
- *   3. otherwise the shape is counted (per thread), and until it has been seen
- *      TL__SMALL_GEMM_JIT_AFTER times the hand kernel of small_gemm_core.c runs (no code
- *      generation; 2x libxsmm's time from 16^3 to 64^3, tens of ns below); the call that reaches
- *      the count generates the kernel, and from then on every thread fetches it (2.).
+ *   3. otherwise the shape is counted (per thread), and until it has been seen `jit_after`
+ *      times the hand kernel of small_gemm_core.c runs (no code generation; 2x libxsmm's
+ *      time from 16^3 to 64^3, tens of ns below); the call that reaches the count generates
+ *      the kernel, and from then on every thread fetches it (2.).
+ * tenlane's routes (tl__small_gemm) use the count only as a function of the shape: 0 (the
+ * hand kernel, always) up to TL__SMALL_GEMM_HAND_MAX multiply-adds, 1 (libxsmm from the
+ * first call) above, so that a call's bits never depend on what ran before it.
  * Real shapes libxsmm cannot take (alpha other than 1, beta other than 0 or 1, strided
  * rows) also run the hand kernel while they are small. Complex dtypes are not handled
  * here.
@@ -120,6 +123,7 @@ static xsmm_void_fn xsmm_dispatch(const xsmm_key *key) {
 /* The kernel for `key` if this thread holds it, or libxsmm has it, or the shape has now
  * been seen often enough to generate it; else NULL (run the hand kernel). */
 static xsmm_void_fn xsmm_kernel(const xsmm_key *key, int jit_after) {
+  if (jit_after <= 0) return NULL; /* the hand kernel only */
   uint64_t hash = key_hash(key);
   xsmm_slot *slot = &xsmm_cache[(hash >> 17) % XSMM_CACHE_SLOTS];
   if (slot->valid && memcmp(&slot->key, key, sizeof *key) == 0) return slot->kernel;
@@ -196,9 +200,18 @@ int tl__small_gemm_ex(int jit_after, tl_dtype dtype, int64_t m, int64_t n, int64
   return 1;
 }
 
+/* The kernel a call runs is a function of its shape alone. The hand kernel and libxsmm's
+ * kernels round differently for some shapes (libxsmm splits the k sum for a few m and n; a
+ * sweep over m, n <= 64 found 5034 of 40960 shapes that differ), so a choice that depended
+ * on how often this thread had seen the shape made the same call give other bits on
+ * another lane, or later on the same one: tl_map results then depended on which lane ran
+ * an item. So: the hand kernel for every call up to TL__SMALL_GEMM_HAND_MAX multiply-adds
+ * (where it is within tens of ns of libxsmm and a generated kernel would take 10-15 us to
+ * pay back), libxsmm from the first call above that. */
 int tl__small_gemm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
                    tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
-  return tl__small_gemm_ex(TL__SMALL_GEMM_JIT_AFTER, dtype, m, n, k, alpha, a, rsa, csa, b, rsb,
-                           csb, beta, c, rsc, csc);
+  int policy = m * n * k <= TL__SMALL_GEMM_HAND_MAX ? 0 : 1;
+  return tl__small_gemm_ex(policy, dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc,
+                           csc);
 }

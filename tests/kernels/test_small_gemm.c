@@ -3,9 +3,11 @@
  * over random shapes and strided, negative-stride, row- and column-major operands; the
  * JIT policy (no code generated before a shape's TL__SMALL_GEMM_JIT_AFTER-th sighting,
  * the same answer before and after); and tl_gemm_into on never-seen shapes in every dtype
- * through views with negative strides. */
+ * through views with negative strides; and the bits of tl__small_gemm, the same on every
+ * call and every thread. */
 #include <complex.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -238,6 +240,49 @@ static void gemm_new_shapes_match_naive_in_every_dtype(void) {
   tl_held_close(&h);
 }
 
+/* Shapes where the hand kernel and libxsmm round differently (found by a sweep), on both
+ * sides of TL__SMALL_GEMM_HAND_MAX, plus two common ones. */
+static const int64_t same_bits_shapes[][3] = {{36, 10, 22}, {34, 20, 29}, {5, 4, 15},
+                                              {40, 7, 36},  {64, 64, 32}, {8, 8, 8}};
+enum { SAME_BITS_SHAPES = 6, SAME_BITS_CALLS = 2 * TL__SMALL_GEMM_JIT_AFTER };
+
+typedef struct same_bits_run {
+  double out[SAME_BITS_SHAPES][SAME_BITS_CALLS][64 * 64];
+} same_bits_run;
+
+static void *same_bits_calls(void *arg) {
+  same_bits_run *run = arg;
+  static double a[64 * 64], b[64 * 64];
+  uint64_t state = 99;
+  for (int i = 0; i < 64 * 64; i++) a[i] = value(&state), b[i] = value(&state);
+  for (int s = 0; s < SAME_BITS_SHAPES; s++) {
+    int64_t m = same_bits_shapes[s][0], n = same_bits_shapes[s][1], k = same_bits_shapes[s][2];
+    for (int call = 0; call < SAME_BITS_CALLS; call++)
+      TL_CHECK(tl__small_gemm(TL_F64, m, n, k, tl_scalar_real(1), a, 1, m, b, 1, k,
+                              tl_scalar_real(0), run->out[s][call], 1, m));
+  }
+  return NULL;
+}
+
+/* tl__small_gemm gives the same bits on every call of a shape and on every thread: the
+ * kernel it picks depends on the shape alone (a tl_map item's result must not depend on
+ * which lane ran it, or on what that lane ran before). */
+static void small_gemm_same_bits_on_every_call_and_thread(void) {
+  static same_bits_run here, there;
+  same_bits_calls(&here);
+  pthread_t thread;
+  TL_CHECK(pthread_create(&thread, NULL, same_bits_calls, &there) == 0);
+  TL_CHECK(pthread_join(thread, NULL) == 0);
+  for (int s = 0; s < SAME_BITS_SHAPES; s++) {
+    size_t bytes = sizeof(double) * (size_t)(same_bits_shapes[s][0] * same_bits_shapes[s][1]);
+    for (int call = 0; call < SAME_BITS_CALLS; call++) {
+      TL_CHECK(memcmp(here.out[s][call], here.out[s][0], bytes) == 0);
+      TL_CHECK(memcmp(there.out[s][call], here.out[s][0], bytes) == 0);
+    }
+  }
+}
+
 TL_TEST_MAIN(TL_CASE(small_gemm_kernel_matches_naive_at_every_isa),
              TL_CASE(small_gemm_generates_code_only_after_repeated_sightings),
-             TL_CASE(gemm_new_shapes_match_naive_in_every_dtype))
+             TL_CASE(gemm_new_shapes_match_naive_in_every_dtype),
+             TL_CASE(small_gemm_same_bits_on_every_call_and_thread))
