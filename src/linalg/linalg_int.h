@@ -49,6 +49,10 @@ lapack_int tl__lapack_gesvd_query(tl_dtype dtype, char jobz, lapack_int m, lapac
 lapack_int tl__lapack_gesvd(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
                             lapack_int lda, void *s, void *u, lapack_int ldu, void *vt,
                             lapack_int ldvt, void *work, lapack_int lwork, void *rwork);
+/* tenlane's own LU with partial pivoting (getrf.c): LAPACK getrf's contract (column-major,
+ * 1-based pivots, info > 0 at the first exact zero pivot); needs lda >= max(1, m). Pure. */
+lapack_int tl__getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
+                     lapack_int *ipiv);
 lapack_int tl__lapack_getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
                             lapack_int *ipiv);
 /* trans 'N', 'T' or 'C'. */
