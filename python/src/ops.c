@@ -241,8 +241,12 @@ static int dot_axes(PyObject *axes, int ra, int rb, const char *where, int *coun
         break;
       }
       n[s] = (int)PySequence_Fast_GET_SIZE(seq);
-      if (n[s] > TL_MAX_RANK) n[s] = TL_MAX_RANK + 1;
-      for (int k = 0; k < n[s] && k < TL_MAX_RANK && rc == 0; k++)
+      if (n[s] > ranks[s]) {
+        tlpy_raise(TL_E_SHAPE, "%s: %d axes of %s listed; it has %d", where, n[s], s ? "b" : "a",
+                   ranks[s]);
+        rc = -1;
+      }
+      for (int k = 0; k < n[s] && rc == 0; k++)
         rc = axis_index(PySequence_Fast_GET_ITEM(seq, k), ranks[s], where, s ? "b" : "a",
                         &lists[s][k]);
       Py_DECREF(seq);
