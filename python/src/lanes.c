@@ -27,6 +27,7 @@ typedef struct lanes_job {
   tlpy_svd_item *svd_out;
   tlpy_qrcp_item *qrcp_out;
   const tl_truncation *truncation;
+  int max_lanes; /* lanes that take items; 0 = all */
   /* JOB_PYTHON */
   PyObject *fn, *results;
   size_t py_failed; /* lowest item whose callback raised (items when none) */
@@ -37,6 +38,7 @@ static int run_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   (void)lane_index;
   lanes_job *job = arg;
   Py_ssize_t s = job->starts[item];
+  tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR); /* as the session's own surface */
   switch (job->kind) {
     case JOB_EINSUM:
       return (int)tl_einsum(exec, job->spec, (int)job->counts[item], job->ptrs + s,
@@ -87,9 +89,10 @@ static void tag_item(Py_ssize_t item) {
 static int run_map(tl_session *session, const char *where, size_t count, tl_map_fn fn,
                    lanes_job *job) {
   tl_map_outcome outcome;
+  tl_map_options options = {.max_lanes = job->max_lanes};
   tl_status status;
   Py_BEGIN_ALLOW_THREADS;
-  status = tl_map(session, count, fn, job, &outcome);
+  status = tl_map_ex(session, count, fn, job, &options, &outcome);
   Py_END_ALLOW_THREADS;
   if (status == TL_OK) return 0;
   if (status == TL_E_LANE && outcome.failed) {
@@ -219,26 +222,29 @@ done:
 }
 
 static PyObject *session_map_einsum(PyObject *self, PyObject *args, PyObject *kwargs) {
-  static char *keywords[] = {"spec", "operand_tuples", NULL};
+  static char *keywords[] = {"spec", "operand_tuples", "max_lanes", NULL};
   const char *spec;
   PyObject *items;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sO:map_einsum", keywords, &spec, &items))
+  int max_lanes = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sO|$i:map_einsum", keywords, &spec, &items,
+                                   &max_lanes))
     return NULL;
-  lanes_job job = {.kind = JOB_EINSUM, .spec = spec};
+  lanes_job job = {.kind = JOB_EINSUM, .spec = spec, .max_lanes = max_lanes};
   return run_batch((tlpy_session *)self, "tenlane.Session.map_einsum", items, &job);
 }
 
 static PyObject *factor_batch(PyObject *self, PyObject *args, PyObject *kwargs, int kind,
                               const char *where) {
-  static char *keywords[] = {"arrays", "tol", "max_rank", "atol", NULL};
+  static char *keywords[] = {"arrays", "tol", "max_rank", "atol", "max_lanes", NULL};
   PyObject *items, *tol = NULL, *max_rank = NULL, *atol = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO", keywords, &items, &tol, &max_rank,
-                                   &atol))
+  int max_lanes = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOOi", keywords, &items, &tol, &max_rank,
+                                   &atol, &max_lanes))
     return NULL;
   tl_truncation truncation;
   int any;
   if (tlpy_truncation(tol, atol, max_rank, where, &truncation, &any) < 0) return NULL;
-  lanes_job job = {.kind = kind, .truncation = any ? &truncation : NULL};
+  lanes_job job = {.kind = kind, .truncation = any ? &truncation : NULL, .max_lanes = max_lanes};
   return run_batch((tlpy_session *)self, where, items, &job);
 }
 
@@ -281,15 +287,17 @@ static int python_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
 
 static PyObject *session_map(PyObject *self, PyObject *args, PyObject *kwargs) {
   static const char *where = "tenlane.Session.map";
-  static char *keywords[] = {"fn", "n", NULL};
+  static char *keywords[] = {"fn", "n", "max_lanes", NULL};
   PyObject *fn;
   Py_ssize_t n;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On:map", keywords, &fn, &n)) return NULL;
+  int max_lanes = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|$i:map", keywords, &fn, &n, &max_lanes))
+    return NULL;
   tlpy_session *s = (tlpy_session *)self;
   if (!tlpy_session_exec(s, where)) return NULL;
   if (n < 0) return tlpy_raise(TL_E_INVALID, "%s: n = %zd is negative", where, n);
   if (!PyCallable_Check(fn)) return tlpy_raise(TL_E_INVALID, "%s: fn is not callable", where);
-  lanes_job job = {.kind = JOB_PYTHON, .fn = fn, .py_failed = (size_t)n};
+  lanes_job job = {.kind = JOB_PYTHON, .fn = fn, .py_failed = (size_t)n, .max_lanes = max_lanes};
   job.results = PyList_New(n);
   if (!job.results) return NULL;
   for (Py_ssize_t i = 0; i < n; i++) PyList_SET_ITEM(job.results, i, Py_NewRef(Py_None));
@@ -314,20 +322,23 @@ static PyObject *session_map(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 PyMethodDef tlpy_lanes_methods[] = {
     {"map_einsum", CAST(session_map_einsum), KW,
-     "map_einsum(spec, operand_tuples) -> list: einsum(spec, *t) for each tuple t, run on the "
-     "session's lanes with the GIL released; results in item order, bit for bit those of the "
+     "map_einsum(spec, operand_tuples, *, max_lanes=0) -> list: einsum(spec, *t) for each "
+     "tuple t, run on the session's lanes (at most max_lanes of them; 0 = all) with the GIL "
+     "released; results in item order, bit for bit those of the "
      "same calls made one by one. A failure raises the lowest failing item's error (its "
      "`item` attribute) and returns nothing. Opening thread only; do not change the arrays "
      "from other threads while it runs."},
     {"map_svd", CAST(session_map_svd), KW,
-     "map_svd(arrays, *, tol=None, max_rank=None, atol=None) -> list of (u, s, vt, "
-     "discarded): svd of each array on the lanes, without the GIL; as map_einsum."},
+     "map_svd(arrays, *, tol=None, max_rank=None, atol=None, max_lanes=0) -> list of (u, s, "
+     "vt, discarded): svd of each array on the lanes, without the GIL; as map_einsum."},
     {"map_qrcp", CAST(session_map_qrcp), KW,
-     "map_qrcp(arrays, *, tol=None, max_rank=None, atol=None) -> list of (q, r, perm): qrcp "
+     "map_qrcp(arrays, *, tol=None, max_rank=None, atol=None, max_lanes=0) -> list of (q, r, "
+     "perm, discarded): qrcp "
      "of each array on the lanes, without the GIL; as map_einsum."},
     {"map", CAST(session_map), KW,
-     "map(fn, n) -> list: [fn(0), ..., fn(n - 1)] with the calls spread over the session's "
-     "lanes. Bound by the GIL: each call holds it, so Python callbacks run one at a time "
+     "map(fn, n, *, max_lanes=0) -> list: [fn(0), ..., fn(n - 1)] with the calls spread over "
+     "the session's lanes. Bound by the GIL: each call holds it, so Python callbacks run one at a "
+     "time "
      "(lanes help only when fn releases the GIL, e.g. in a C extension). fn must not use the "
      "session (PhaseActiveError or WrongThreadError). When calls raise, LaneError names the "
      "lowest failing item (`item`) and its exception is the __cause__."},

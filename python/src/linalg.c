@@ -3,10 +3,9 @@
  * so a batched item computes exactly what a single call does.
  *
  * Truncation keywords: tol (relative to the largest value), atol (absolute) and max_rank
- * (0 = no cap), tenlane's tl_truncation; none given keeps everything. svd returns the
- * discarded weight, the sum of the squares of the singular values it dropped: today it
- * is computed here from a second, values-only SVD that runs only when something was
- * dropped (the library's tl_svd_ex report replaces it once it lands). */
+ * (0 = no cap), tenlane's tl_truncation; none given keeps everything. svd and qrcp return
+ * the discarded weight of tenlane's tl_truncation_report (tl_svd_ex, tl_qrcp_ex): the sum
+ * of the squares of the dropped singular values, or ||r22||_F^2 of the dropped rows. */
 #include <string.h>
 
 #include "tlpy.h"
@@ -34,35 +33,14 @@ int tlpy_truncation(PyObject *tol, PyObject *atol, PyObject *max_rank, const cha
   return 0;
 }
 
-static double sum_squares_from(const tl_tensor *s, int64_t first) {
-  double total = 0.0;
-  for (int64_t i = first; i < s->shape[0]; i++) {
-    const char *p =
-        (const char *)s->data + (s->offset + i * s->strides[0]) * (int64_t)tl_dtype_size(s->dtype);
-    double v = s->dtype == TL_F32 ? (double)*(const float *)p : *(const double *)p;
-    total += v * v;
-  }
-  return total;
-}
-
 tl_status tlpy_svd_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
                       tlpy_svd_item *out) {
   memset(out, 0, sizeof *out);
-  tl_status status = tl_svd(exec, a, truncation, &out->u, &out->s, &out->vt, &out->rank);
+  tl_truncation_report report;
+  tl_status status = tl_svd_ex(exec, a, truncation, &out->u, &out->s, &out->vt, &report);
   if (status != TL_OK) return status;
-  int64_t k = a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1];
-  if (out->rank < k) {
-    tl_tensor all;
-    status = tl_svd(exec, a, NULL, NULL, &all, NULL, NULL);
-    if (status != TL_OK) {
-      tl_tensor_release(&out->u);
-      tl_tensor_release(&out->s);
-      tl_tensor_release(&out->vt);
-      return status;
-    }
-    out->discarded = sum_squares_from(&all, out->rank);
-    tl_tensor_release(&all);
-  }
+  out->rank = report.rank;
+  out->discarded = report.discarded_weight;
   return TL_OK;
 }
 
@@ -97,14 +75,20 @@ int tlpy_qrcp_prepare(const tl_tensor *a, tlpy_qrcp_item *item) {
 
 tl_status tlpy_qrcp_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
                        tlpy_qrcp_item *item) {
-  return tl_qrcp(exec, a, truncation, &item->q, &item->r,
-                 (int64_t *)PyArray_DATA((PyArrayObject *)item->perm), &item->rank);
+  tl_truncation_report report;
+  tl_status status = tl_qrcp_ex(exec, a, truncation, &item->q, &item->r,
+                                (int64_t *)PyArray_DATA((PyArrayObject *)item->perm), &report);
+  if (status != TL_OK) return status;
+  item->rank = report.rank;
+  item->discarded = report.discarded_weight;
+  return TL_OK;
 }
 
 PyObject *tlpy_qrcp_tuple(tlpy_qrcp_item *item) {
-  PyObject *parts[3] = {tlpy_result(&item->q, NULL), tlpy_result(&item->r, NULL), item->perm};
+  PyObject *parts[4] = {tlpy_result(&item->q, NULL), tlpy_result(&item->r, NULL), item->perm,
+                        PyFloat_FromDouble(item->discarded)};
   item->perm = NULL;
-  return pack(3, parts);
+  return pack(4, parts);
 }
 
 /* ---- the methods ------------------------------------------------------------------- */
@@ -259,15 +243,17 @@ PyMethodDef tlpy_linalg_methods[] = {
      "qr(a) -> (q, r): thin QR of a matrix, q (m x k) with orthonormal columns, r (k x n) "
      "upper trapezoidal, k = min(m, n). Opening thread only."},
     {"qrcp", CAST(session_qrcp), METH_VARARGS | METH_KEYWORDS,
-     "qrcp(a, *, tol=None, max_rank=None, atol=None) -> (q, r, perm): QR with column "
-     "pivoting, a[:, perm] ~= q @ r, truncated where |r[i, i]| falls to max(atol, tol * "
-     "|r[0, 0]|) and at most max_rank kept (none given: rank min(m, n)). Opening thread "
-     "only."},
+     "qrcp(a, *, tol=None, max_rank=None, atol=None) -> (q, r, perm, discarded): QR with "
+     "column pivoting, a[:, perm] ~= q @ r, truncated where |r[i, i]| falls to max(atol, "
+     "tol * |r[0, 0]|), at most max_rank kept (none given: rank min(m, n)). discarded is the "
+     "squared Frobenius norm of the dropped rows of r (||a||^2 - ||r||^2: accurate to about "
+     "eps * ||a||^2). Opening thread only."},
     {"svd", CAST(session_svd), METH_VARARGS | METH_KEYWORDS,
      "svd(a, *, tol=None, max_rank=None, atol=None) -> (u, s, vt, discarded): thin SVD "
      "a ~= u @ diag(s) @ vt, s descending (real), keeping the values above max(atol, tol * "
      "s[0]), at most max_rank of them (none given: all). discarded is the sum of the squares "
-     "of the dropped values (the squared Frobenius error). Opening thread only."},
+     "of the dropped values (the squared Frobenius error), from tenlane's report. Opening "
+     "thread only."},
     {"lu", session_lu, METH_O,
      "lu(a) -> (lu, piv): LU with partial pivoting, LAPACK's packed form (unit lower "
      "triangle below the diagonal, u on and above); row i was swapped with row piv[i] "

@@ -449,8 +449,11 @@ static PyObject *session_reshape(PyObject *self, PyObject *args, PyObject *kwarg
     reverse_axes(&in);
     for (int k = 0; k < rank; k++) reversed[k] = shape[rank - 1 - k];
     tl_status status;
+    /* a copy made column-major in the reversed axes is C order once they are reversed back */
+    tl_exec_set_order(exec, TL_ORDER_COL_MAJOR);
     TLPY_RUN(tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS,
              status = tl_reshape(exec, &in, rank, reversed, &result));
+    tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR);
     if (status != TL_OK) {
       r = tlpy_raise_last(status);
     } else {

@@ -108,6 +108,6 @@ PyObject *tlpy_result(tl_tensor *t, PyObject *base) {
 }
 
 tl_status tlpy_create(tl_dtype dtype, int rank, const int64_t *shape, tl_tensor *out) {
-  /* The layout of the library's fresh forms (column-major), so every result has one. */
-  return tl_tensor_create(dtype, rank, shape, out);
+  /* C order, as every surface the module uses makes its fresh results (tl_exec_set_order). */
+  return tl_tensor_create_row_major(dtype, rank, shape, out);
 }

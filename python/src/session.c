@@ -40,6 +40,7 @@ static PyObject *session_open(PyObject *self, PyObject *unused) {
   if (status != TL_OK) return tlpy_raise_message(status, message, -1);
   s->session = session;
   s->exec = tl_session_exec(session);
+  tl_exec_set_order(s->exec, TL_ORDER_ROW_MAJOR); /* numpy's order for every fresh result */
   s->thread = PyThread_get_thread_ident();
   return Py_NewRef(self);
 }

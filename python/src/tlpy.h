@@ -153,14 +153,15 @@ PyObject *tlpy_svd_tuple(tlpy_svd_item *item);
 typedef struct tlpy_qrcp_item {
   tl_tensor q, r;
   int64_t rank;
-  PyObject *perm; /* int64 numpy array of a's column count, made before the call */
+  double discarded; /* ||r22||_F^2 of the rows dropped */
+  PyObject *perm;   /* int64 numpy array of a's column count, made before the call */
 } tlpy_qrcp_item;
 
 /* Make item->perm for a (GIL held). Returns 0 or -1 with an exception. */
 int tlpy_qrcp_prepare(const tl_tensor *a, tlpy_qrcp_item *item);
 tl_status tlpy_qrcp_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
                        tlpy_qrcp_item *item);
-/* (q, r, perm) from an item; its tensors move into the arrays. */
+/* (q, r, perm, discarded) from an item; its tensors move into the arrays. */
 PyObject *tlpy_qrcp_tuple(tlpy_qrcp_item *item);
 
 /* ---- bench.c ------------------------------------------------------------------------- */

@@ -39,13 +39,16 @@ def test_qr_svd_qrcp(s, rng, dtype, layout, shape):
     close(np.array([discarded]), np.array([np.sum(full[2:] ** 2)]), dtype)
     close(np.array([np.linalg.norm(a - (u * sv2) @ vt) ** 2]), np.array([discarded]), dtype)
 
-    q, r, perm = s.qrcp(a)
+    q, r, perm, discarded = s.qrcp(a)
     close(q @ r, a[:, perm], dtype)
+    assert discarded <= 100 * np.finfo(dtype).eps * np.linalg.norm(a) ** 2
     assert sorted(perm) == list(range(shape[1]))
     d = np.abs(np.diag(r))
     assert np.all(d[:-1] >= d[1:] * (1 - 1e-5))
-    q, r, perm = s.qrcp(a, max_rank=2)
+    q, r, perm, discarded = s.qrcp(a, max_rank=2)
     assert q.shape == (shape[0], 2) and r.shape == (2, shape[1])
+    error = np.linalg.norm(a[:, perm] - q @ r) ** 2  # what the dropped rows of r held
+    assert abs(discarded - error) <= 100 * np.finfo(dtype).eps * np.linalg.norm(a) ** 2 + 1e-3 * error
 
 
 def test_truncation_by_tolerance(s, rng):
@@ -53,7 +56,7 @@ def test_truncation_by_tolerance(s, rng):
     a = x @ rng.standard_normal((2, 5)) + 1e-9 * rng.standard_normal((6, 5))
     u, sv, vt, discarded = s.svd(a, tol=1e-6)
     assert len(sv) == 2 and 0 < discarded < 1e-15
-    q, r, perm = s.qrcp(a, tol=1e-6)
+    q, r, perm, _ = s.qrcp(a, tol=1e-6)
     assert q.shape[1] == 2
     np.testing.assert_allclose(q @ r, a[:, perm], atol=1e-7)
 

@@ -112,6 +112,12 @@ def test_results_are_plain_numpy_arrays_over_tenlane_memory(s, rng):
     assert tenlane.allocation_count() > before
     c[0, 0] = 7.0  # writable
     assert c.base.nbytes == 9 * 8
+    # numpy's order: every fresh result is C-contiguous, also from lanes and factorizations
+    assert c.flags.c_contiguous
+    u, sv, vt, _ = s.svd(random_array(rng, (4, 3), np.float64))
+    assert u.flags.c_contiguous and vt.flags.c_contiguous
+    assert all(x.flags.c_contiguous for x in s.map_einsum("ij,jk->ik", [(a, a)] * 4))
+    assert s.reshape(a.T, (9,)).flags.c_contiguous
 
 
 def test_empty_and_scalar_operands(s):
