@@ -8,10 +8,11 @@
  * operand, calls the deleter itself when it is dropped.
  * Out: a tenlane.Buffer (the base of every result array) exports its tensor; the capsule's
  * manager context holds a reference to the Buffer until the consumer calls the deleter. */
+
+#include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
+
 #include <dlpack/dlpack.h>
 #include <string.h>
-
-#include "tlpy.h"
 
 /* ---- reading a DLManagedTensor -------------------------------------------------------- */
 

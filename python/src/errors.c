@@ -7,12 +7,13 @@
  * `message` (tenlane's message, which starts with the call that failed) and `item` (the
  * lowest failing item of a map, else None). A few classes also derive from the Python
  * built-in a numpy user would catch (ValueError, TypeError, MemoryError). */
+
+#include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "tlpy.h"
 
 typedef struct status_entry {
   tl_status status;

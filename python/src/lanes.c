@@ -1,31 +1,37 @@
 /* python/src/lanes.c: batched calls on the session's lanes, without the GIL.
  *
- * map_einsum, map_svd and map_qrcp read every item's operands first (GIL held, nothing
- * copied, each operand's owner referenced until the end), then run the items with
- * tl_map on the session's lanes with the GIL released: each item calls the same function
- * a single call does, on its lane's surface, into its own result slot. Results are
- * published only after the whole map succeeded, in item order. On a failure the lowest
- * failing item is raised (its class is the item's status, `item` its index); an operand
- * that cannot be read at item k counts as item k failing, after the items below it ran.
+ * map_einsum, map_svd and map_qrcp first take the items into a tuple of their own (GIL
+ * held; einsum items become tuples too), so nothing another thread does to the caller's
+ * list can drop an operand meanwhile. Then tl_map runs the items on the session's lanes
+ * with the GIL released: each lane reads its item's numpy arrays in place (their fields
+ * only, no Python call: tlpy_ndarray_tensor) and calls the same function a single call
+ * does, on its lane's surface, into the item's own result slot. Reading on the lanes keeps
+ * the serial part of a batch small (taking the tuple, then publishing the results).
+ * Results are published only after the whole map succeeded, in item order. On a failure
+ * the lowest failing item is raised (its class is the item's status, `item` its index);
+ * an operand that cannot be read counts as its item failing. Batched operands must be
+ * numpy arrays (wrap other buffers with numpy.asarray or tenlane.from_dlpack: no copy).
  *
  * map(fn, n) runs Python callbacks on the lanes: each takes the GIL for its call, so they
  * run one at a time (bound by the GIL; useful for callbacks that release it themselves). */
-#include <string.h>
 
-#include "tlpy.h"
+#include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
+
+#include <string.h>
 
 enum { JOB_EINSUM, JOB_SVD, JOB_QRCP, JOB_PYTHON };
 
 typedef struct lanes_job {
   int kind;
+  const char *where;
   size_t items;
+  PyObject *inputs; /* a tuple: per item a tuple of arrays (einsum) or one array */
   const char *spec;
-  Py_ssize_t *starts, *counts; /* per item: its operands in ops[] */
-  tlpy_operand *ops;
-  const tl_tensor **ptrs; /* &ops[i].tensor */
   tl_tensor *einsum_out;
   tlpy_svd_item *svd_out;
   tlpy_qrcp_item *qrcp_out;
+  int64_t **perms;       /* qrcp: each item's column order, raw memory until published */
+  tlpy_fail **read_fail; /* per item: why its operands could not be read, or NULL */
   const tl_truncation *truncation;
   int max_lanes; /* lanes that take items; 0 = all */
   /* JOB_PYTHON */
@@ -34,24 +40,67 @@ typedef struct lanes_job {
   PyObject *py_error;
 } lanes_job;
 
+/* Read operand `obj` of `item` on a lane (no GIL: the job's tuple keeps it alive). */
+static tl_status read_operand(lanes_job *job, size_t item, Py_ssize_t j, PyObject *obj,
+                              tl_tensor *t) {
+  char what[64];
+  if (job->kind == JOB_EINSUM)
+    snprintf(what, sizeof what, "item %zu operand %zd", item, j);
+  else
+    snprintf(what, sizeof what, "item %zu", item);
+  tlpy_fail fail;
+  tl_status status = tlpy_ndarray_tensor(obj, 0, job->where, what, t, &fail);
+  if (status != TL_OK) {
+    tlpy_fail *kept = PyMem_RawMalloc(sizeof *kept);
+    if (kept) *kept = fail;
+    job->read_fail[item] = kept;
+  }
+  return status;
+}
+
+static int einsum_item(tl_exec *exec, lanes_job *job, size_t item) {
+  PyObject *ops = PyTuple_GET_ITEM(job->inputs, (Py_ssize_t)item);
+  Py_ssize_t n = PyTuple_GET_SIZE(ops);
+  tl_tensor tensors[TL_EINSUM_MAX_OPERANDS];
+  const tl_tensor *ptrs[TL_EINSUM_MAX_OPERANDS];
+  if (n < 1 || n > TL_EINSUM_MAX_OPERANDS) {
+    tlpy_fail *kept = PyMem_RawMalloc(sizeof *kept);
+    if (kept) {
+      kept->status = TL_E_INVALID;
+      snprintf(kept->message, sizeof kept->message, "%s: item %zu has %zd operands; 1 to %d",
+               job->where, item, n, TL_EINSUM_MAX_OPERANDS);
+    }
+    job->read_fail[item] = kept;
+    return (int)TL_E_INVALID;
+  }
+  for (Py_ssize_t j = 0; j < n; j++) {
+    tl_status status = read_operand(job, item, j, PyTuple_GET_ITEM(ops, j), &tensors[j]);
+    if (status != TL_OK) return (int)status;
+    ptrs[j] = &tensors[j];
+  }
+  return (int)tl_einsum(exec, job->spec, (int)n, ptrs, &job->einsum_out[item]);
+}
+
+static int factor_item(tl_exec *exec, lanes_job *job, size_t item) {
+  tl_tensor a;
+  tl_status status =
+      read_operand(job, item, 0, PyTuple_GET_ITEM(job->inputs, (Py_ssize_t)item), &a);
+  if (status != TL_OK) return (int)status;
+  if (job->kind == JOB_SVD) return (int)tlpy_svd_on(exec, &a, job->truncation, &job->svd_out[item]);
+  int64_t columns = a.rank == 2 ? a.shape[1] : 0;
+  job->perms[item] = PyMem_RawMalloc((size_t)(columns > 0 ? columns : 1) * sizeof(int64_t));
+  if (!job->perms[item]) return (int)TL_E_NOMEM;
+  return (int)tlpy_qrcp_on(exec, &a, job->truncation, job->perms[item], &job->qrcp_out[item]);
+}
+
 static int run_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   (void)lane_index;
   lanes_job *job = arg;
-  Py_ssize_t s = job->starts[item];
   tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR); /* as the session's own surface */
-  switch (job->kind) {
-    case JOB_EINSUM:
-      return (int)tl_einsum(exec, job->spec, (int)job->counts[item], job->ptrs + s,
-                            &job->einsum_out[item]);
-    case JOB_SVD:
-      return (int)tlpy_svd_on(exec, job->ptrs[s], job->truncation, &job->svd_out[item]);
-    default:
-      return (int)tlpy_qrcp_on(exec, job->ptrs[s], job->truncation, &job->qrcp_out[item]);
-  }
+  return job->kind == JOB_EINSUM ? einsum_item(exec, job, item) : factor_item(exec, job, item);
 }
 
-static void job_free(lanes_job *job, size_t converted_ops) {
-  for (size_t i = 0; i < converted_ops; i++) tlpy_operand_release(&job->ops[i]);
+static void job_free(lanes_job *job) {
   for (size_t i = 0; i < job->items; i++) {
     if (job->einsum_out) tl_tensor_release(&job->einsum_out[i]);
     if (job->svd_out) {
@@ -62,16 +111,16 @@ static void job_free(lanes_job *job, size_t converted_ops) {
     if (job->qrcp_out) {
       tl_tensor_release(&job->qrcp_out[i].q);
       tl_tensor_release(&job->qrcp_out[i].r);
-      Py_CLEAR(job->qrcp_out[i].perm);
     }
+    if (job->perms) PyMem_RawFree(job->perms[i]);
+    if (job->read_fail) PyMem_RawFree(job->read_fail[i]);
   }
-  PyMem_Free(job->starts);
-  PyMem_Free(job->counts);
-  PyMem_Free(job->ops);
-  PyMem_Free(job->ptrs);
   PyMem_Free(job->einsum_out);
   PyMem_Free(job->svd_out);
   PyMem_Free(job->qrcp_out);
+  PyMem_Free(job->perms);
+  PyMem_Free(job->read_fail);
+  Py_CLEAR(job->inputs);
 }
 
 /* Set `item` on the exception being raised. */
@@ -86,8 +135,8 @@ static void tag_item(Py_ssize_t item) {
 }
 
 /* Run tl_map over the first `count` items without the GIL; raise its failure. */
-static int run_map(tl_session *session, const char *where, size_t count, tl_map_fn fn,
-                   lanes_job *job) {
+static int run_map(tl_session *session, size_t count, tl_map_fn fn, lanes_job *job) {
+  const char *where = job->where;
   tl_map_outcome outcome;
   tl_map_options options = {.max_lanes = job->max_lanes};
   tl_status status;
@@ -106,6 +155,11 @@ static int run_map(tl_session *session, const char *where, size_t count, tl_map_
       snprintf(message, sizeof message, "%s: item %zu raised %s: %s", where, outcome.failed_item,
                Py_TYPE(job->py_error)->tp_name, said ? said : "?");
       Py_XDECREF(text);
+    } else if (job->read_fail && job->read_fail[outcome.failed_item]) {
+      /* its operands could not be read: that message says which and why */
+      const tlpy_fail *fail = job->read_fail[outcome.failed_item];
+      item_status = fail->status;
+      snprintf(message, sizeof message, "%s", fail->message);
     } else {
       snprintf(message, sizeof message, "%s: %s", where, outcome.message);
     }
@@ -118,106 +172,96 @@ static int run_map(tl_session *session, const char *where, size_t count, tl_map_
   return -1;
 }
 
-/* Read the items of `seq` (each a tuple of operands for einsum, one array otherwise). On
- * a bad item k, *bad = k and its exception is fetched into *pending. */
-static int read_items(PyObject *seq, int tuples, const char *where, lanes_job *job,
-                      size_t *converted, size_t *bad, PyObject *pending[3]) {
-  size_t n = job->items, total = 0;
-  PyObject **items = PySequence_Fast_ITEMS(seq);
-  for (size_t i = 0; i < n; i++) {
-    Py_ssize_t c = tuples && PySequence_Check(items[i]) ? PySequence_Size(items[i]) : 1;
-    if (c < 0) return -1;
-    total += (size_t)c;
-  }
-  job->starts = PyMem_Calloc(n + 1, sizeof *job->starts);
-  job->counts = PyMem_Calloc(n + 1, sizeof *job->counts);
-  job->ops = PyMem_Calloc(total + 1, sizeof *job->ops);
-  job->ptrs = PyMem_Calloc(total + 1, sizeof *job->ptrs);
-  if (!job->starts || !job->counts || !job->ops || !job->ptrs) {
-    PyErr_NoMemory();
-    return -1;
-  }
-  *bad = n;
-  size_t at = 0;
-  char what[64];
-  for (size_t i = 0; i < n && *bad == n; i++) {
-    PyObject *item = items[i];
-    job->starts[i] = (Py_ssize_t)at;
-    PyObject *inner = tuples ? PySequence_Fast(item, "tenlane: an item must be a tuple of arrays")
-                             : PyTuple_Pack(1, item);
-    if (!inner) {
+/* The items as a tuple of our own (nobody can change it while the lanes read it): for
+ * einsum each item a tuple too. An item that is no sequence stops the tuple at *bad, its
+ * exception fetched into pending (raised if no item below it fails). */
+static int own_items(PyObject *items_obj, int tuples, lanes_job *job, size_t *bad,
+                     PyObject *pending[3]) {
+  job->inputs = PySequence_Tuple(items_obj);
+  if (!job->inputs) return -1;
+  job->items = (size_t)PyTuple_GET_SIZE(job->inputs);
+  *bad = job->items;
+  for (size_t i = 0; tuples && i < job->items; i++) {
+    PyObject *item = PyTuple_GET_ITEM(job->inputs, (Py_ssize_t)i);
+    if (PyTuple_CheckExact(item)) continue;
+    PyObject *copy = PySequence_Check(item) ? PySequence_Tuple(item) : NULL;
+    if (!copy) {
+      if (!PyErr_Occurred())
+        tlpy_raise(TL_E_INVALID, "%s: item %zu is a %s, not a tuple of arrays", job->where, i,
+                   Py_TYPE(item)->tp_name);
       tag_item((Py_ssize_t)i);
       PyErr_Fetch(&pending[0], &pending[1], &pending[2]);
       *bad = i;
       break;
     }
-    job->counts[i] = PySequence_Fast_GET_SIZE(inner);
-    if (tuples && (job->counts[i] < 1 || job->counts[i] > TL_EINSUM_MAX_OPERANDS)) {
-      tlpy_raise_message(TL_E_INVALID, "item has no operands or too many", (Py_ssize_t)i);
-      PyErr_Fetch(&pending[0], &pending[1], &pending[2]);
-      *bad = i;
-    }
-    for (Py_ssize_t j = 0; j < job->counts[i] && *bad == n; j++) {
-      snprintf(what, sizeof what, tuples ? "item %zu operand %zd" : "item %zu", i, j);
-      if (tlpy_operand_get(PySequence_Fast_GET_ITEM(inner, j), 0, where, what, &job->ops[at]) < 0) {
-        tag_item((Py_ssize_t)i);
-        PyErr_Fetch(&pending[0], &pending[1], &pending[2]);
-        *bad = i;
-        break;
-      }
-      job->ptrs[at] = &job->ops[at].tensor;
-      at++;
-    }
-    Py_DECREF(inner);
+    PyTuple_SET_ITEM(job->inputs, (Py_ssize_t)i, copy); /* the tuple is ours alone */
+    Py_DECREF(item);
   }
-  *converted = at;
   return 0;
 }
 
-/* The shared driver of map_einsum, map_svd and map_qrcp. */
-static PyObject *run_batch(tlpy_session *self, const char *where, PyObject *items_obj,
-                           lanes_job *job) {
-  if (!tlpy_session_exec(self, where)) return NULL;
-  PyObject *seq = PySequence_Fast(items_obj, "tenlane: the items must be a sequence");
-  if (!seq) return NULL;
-  job->items = (size_t)PySequence_Fast_GET_SIZE(seq);
-  size_t n = job->items, converted = 0, bad = n;
-  PyObject *pending[3] = {NULL, NULL, NULL}, *list = NULL;
-  if (read_items(seq, job->kind == JOB_EINSUM, where, job, &converted, &bad, pending) < 0)
-    goto done;
-  if (job->kind == JOB_EINSUM) job->einsum_out = PyMem_Calloc(n + 1, sizeof *job->einsum_out);
-  if (job->kind == JOB_SVD) job->svd_out = PyMem_Calloc(n + 1, sizeof *job->svd_out);
-  if (job->kind == JOB_QRCP) {
-    job->qrcp_out = PyMem_Calloc(n + 1, sizeof *job->qrcp_out);
-    for (size_t i = 0; job->qrcp_out && i < bad; i++)
-      if (tlpy_qrcp_prepare(job->ptrs[job->starts[i]], &job->qrcp_out[i]) < 0) goto done;
-  }
-  if (!job->einsum_out && !job->svd_out && !job->qrcp_out) {
-    PyErr_NoMemory();
-    goto done;
-  }
-  if (bad > 0 && run_map(self->session, where, bad, run_item, job) < 0) goto done;
-  if (bad < n) {
-    PyErr_Restore(pending[0], pending[1], pending[2]);
-    pending[0] = pending[1] = pending[2] = NULL;
-    goto done;
-  }
-  list = PyList_New((Py_ssize_t)n);
+/* The results list, in item order; the slots' memory moves into the arrays. */
+static PyObject *publish(lanes_job *job) {
+  size_t n = job->items;
+  PyObject *list = PyList_New((Py_ssize_t)n);
   for (size_t i = 0; list && i < n; i++) {
-    PyObject *r = job->kind == JOB_EINSUM ? tlpy_result(&job->einsum_out[i], NULL)
-                  : job->kind == JOB_SVD  ? tlpy_svd_tuple(&job->svd_out[i])
-                                          : tlpy_qrcp_tuple(&job->qrcp_out[i]);
+    PyObject *r;
+    if (job->kind == JOB_EINSUM) {
+      r = tlpy_result(&job->einsum_out[i], NULL);
+    } else if (job->kind == JOB_SVD) {
+      r = tlpy_svd_tuple(&job->svd_out[i]);
+    } else {
+      npy_intp columns = 0;
+      PyObject *a = PyTuple_GET_ITEM(job->inputs, (Py_ssize_t)i);
+      if (PyArray_NDIM((PyArrayObject *)a) == 2) columns = PyArray_DIM((PyArrayObject *)a, 1);
+      PyObject *perm = PyArray_SimpleNew(1, &columns, NPY_INT64);
+      if (perm && columns > 0)
+        memcpy(PyArray_DATA((PyArrayObject *)perm), job->perms[i], (size_t)columns * 8);
+      job->qrcp_out[i].perm = perm;
+      r = perm ? tlpy_qrcp_tuple(&job->qrcp_out[i]) : NULL;
+      if (!perm) {
+        tl_tensor_release(&job->qrcp_out[i].q);
+        tl_tensor_release(&job->qrcp_out[i].r);
+      }
+    }
     if (!r)
       Py_CLEAR(list);
     else
       PyList_SET_ITEM(list, (Py_ssize_t)i, r);
   }
+  return list;
+}
+
+/* The shared driver of map_einsum, map_svd and map_qrcp. */
+static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *job) {
+  if (!tlpy_session_exec(self, job->where)) return NULL;
+  size_t bad = 0;
+  PyObject *pending[3] = {NULL, NULL, NULL}, *list = NULL;
+  if (own_items(items_obj, job->kind == JOB_EINSUM, job, &bad, pending) < 0) goto done;
+  size_t n = job->items + 1;
+  job->read_fail = PyMem_Calloc(n, sizeof *job->read_fail);
+  if (job->kind == JOB_EINSUM) job->einsum_out = PyMem_Calloc(n, sizeof *job->einsum_out);
+  if (job->kind == JOB_SVD) job->svd_out = PyMem_Calloc(n, sizeof *job->svd_out);
+  if (job->kind == JOB_QRCP) {
+    job->qrcp_out = PyMem_Calloc(n, sizeof *job->qrcp_out);
+    job->perms = PyMem_Calloc(n, sizeof *job->perms);
+  }
+  if (!job->read_fail || (!job->einsum_out && !job->svd_out && !(job->qrcp_out && job->perms))) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  if (bad > 0 && run_map(self->session, bad, run_item, job) < 0) goto done;
+  if (bad < job->items) {
+    PyErr_Restore(pending[0], pending[1], pending[2]);
+    pending[0] = pending[1] = pending[2] = NULL;
+    goto done;
+  }
+  list = publish(job);
 done:
   Py_XDECREF(pending[0]);
   Py_XDECREF(pending[1]);
   Py_XDECREF(pending[2]);
-  job_free(job, converted);
-  Py_DECREF(seq);
+  job_free(job);
   return list;
 }
 
@@ -229,8 +273,11 @@ static PyObject *session_map_einsum(PyObject *self, PyObject *args, PyObject *kw
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sO|$i:map_einsum", keywords, &spec, &items,
                                    &max_lanes))
     return NULL;
-  lanes_job job = {.kind = JOB_EINSUM, .spec = spec, .max_lanes = max_lanes};
-  return run_batch((tlpy_session *)self, "tenlane.Session.map_einsum", items, &job);
+  lanes_job job = {.kind = JOB_EINSUM,
+                   .where = "tenlane.Session.map_einsum",
+                   .spec = spec,
+                   .max_lanes = max_lanes};
+  return run_batch((tlpy_session *)self, items, &job);
 }
 
 static PyObject *factor_batch(PyObject *self, PyObject *args, PyObject *kwargs, int kind,
@@ -244,8 +291,9 @@ static PyObject *factor_batch(PyObject *self, PyObject *args, PyObject *kwargs, 
   tl_truncation truncation;
   int any;
   if (tlpy_truncation(tol, atol, max_rank, where, &truncation, &any) < 0) return NULL;
-  lanes_job job = {.kind = kind, .truncation = any ? &truncation : NULL, .max_lanes = max_lanes};
-  return run_batch((tlpy_session *)self, where, items, &job);
+  lanes_job job = {
+      .kind = kind, .where = where, .truncation = any ? &truncation : NULL, .max_lanes = max_lanes};
+  return run_batch((tlpy_session *)self, items, &job);
 }
 
 static PyObject *session_map_svd(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -297,11 +345,12 @@ static PyObject *session_map(PyObject *self, PyObject *args, PyObject *kwargs) {
   if (!tlpy_session_exec(s, where)) return NULL;
   if (n < 0) return tlpy_raise(TL_E_INVALID, "%s: n = %zd is negative", where, n);
   if (!PyCallable_Check(fn)) return tlpy_raise(TL_E_INVALID, "%s: fn is not callable", where);
-  lanes_job job = {.kind = JOB_PYTHON, .fn = fn, .py_failed = (size_t)n, .max_lanes = max_lanes};
+  lanes_job job = {
+      .kind = JOB_PYTHON, .where = where, .fn = fn, .py_failed = (size_t)n, .max_lanes = max_lanes};
   job.results = PyList_New(n);
   if (!job.results) return NULL;
   for (Py_ssize_t i = 0; i < n; i++) PyList_SET_ITEM(job.results, i, Py_NewRef(Py_None));
-  if (run_map(s->session, where, (size_t)n, python_item, &job) < 0) {
+  if (run_map(s->session, (size_t)n, python_item, &job) < 0) {
     if (job.py_error) { /* the callback's own exception becomes the cause */
       PyObject *type, *value, *tb;
       PyErr_Fetch(&type, &value, &tb);

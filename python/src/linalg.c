@@ -6,9 +6,10 @@
  * (0 = no cap), tenlane's tl_truncation; none given keeps everything. svd and qrcp return
  * the discarded weight of tenlane's tl_truncation_report (tl_svd_ex, tl_qrcp_ex): the sum
  * of the squares of the dropped singular values, or ||r22||_F^2 of the dropped rows. */
-#include <string.h>
 
-#include "tlpy.h"
+#include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
+
+#include <string.h>
 
 int tlpy_truncation(PyObject *tol, PyObject *atol, PyObject *max_rank, const char *where,
                     tl_truncation *out, int *any) {
@@ -66,18 +67,10 @@ PyObject *tlpy_svd_tuple(tlpy_svd_item *item) {
   return pack(4, parts);
 }
 
-int tlpy_qrcp_prepare(const tl_tensor *a, tlpy_qrcp_item *item) {
-  memset(item, 0, sizeof *item);
-  npy_intp n = a->rank == 2 ? (npy_intp)a->shape[1] : 0;
-  item->perm = PyArray_SimpleNew(1, &n, NPY_INT64);
-  return item->perm ? 0 : -1;
-}
-
 tl_status tlpy_qrcp_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                       tlpy_qrcp_item *item) {
+                       int64_t *perm, tlpy_qrcp_item *item) {
   tl_truncation_report report;
-  tl_status status = tl_qrcp_ex(exec, a, truncation, &item->q, &item->r,
-                                (int64_t *)PyArray_DATA((PyArrayObject *)item->perm), &report);
+  tl_status status = tl_qrcp_ex(exec, a, truncation, &item->q, &item->r, perm, &report);
   if (status != TL_OK) return status;
   item->rank = report.rank;
   item->discarded = report.discarded_weight;
@@ -137,13 +130,18 @@ static PyObject *session_qrcp(PyObject *self, PyObject *args, PyObject *kwargs) 
   tlpy_operand op;
   tl_exec *exec = one_operand(self, a_obj, where, &op);
   if (!exec) return NULL;
+  const tl_tensor *a = &op.tensor;
+  npy_intp columns = a->rank == 2 ? (npy_intp)a->shape[1] : 0;
   tlpy_qrcp_item item;
-  if (tlpy_qrcp_prepare(&op.tensor, &item) < 0) {
+  memset(&item, 0, sizeof item);
+  item.perm = PyArray_SimpleNew(1, &columns, NPY_INT64);
+  if (!item.perm) {
     tlpy_operand_release(&op);
     return NULL;
   }
   tl_status status;
-  RUN(BIG(op), status = tlpy_qrcp_on(exec, &op.tensor, any ? &truncation : NULL, &item));
+  RUN(BIG(op), status = tlpy_qrcp_on(exec, a, any ? &truncation : NULL,
+                                     (int64_t *)PyArray_DATA((PyArrayObject *)item.perm), &item));
   tlpy_operand_release(&op);
   if (status != TL_OK) {
     Py_DECREF(item.perm);

@@ -6,9 +6,12 @@
  * object's byte strides divided by the element size, negative ones included, so a
  * reversed or sliced view is used in place. Strides that are not whole elements,
  * unaligned or byte-swapped data and dtypes tenlane lacks are refused, never copied. */
-#include <string.h>
 
-#include "tlpy.h"
+#include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
 
 static int dtype_of_npy(int type, tl_dtype *out) {
   switch (type) {
@@ -29,17 +32,27 @@ static int dtype_of_npy(int type, tl_dtype *out) {
   }
 }
 
-/* Fill op->tensor from shape and byte strides; checks rank and whole-element strides. */
-static int set_layout(tlpy_operand *op, tl_dtype dtype, int rank, const Py_ssize_t *shape,
-                      const Py_ssize_t *byte_strides, void *data, const char *where,
-                      const char *what) {
-  if (rank > TL_MAX_RANK) {
-    tlpy_raise(TL_E_SHAPE, "%s: %s has %d axes; tenlane takes at most %d", where, what, rank,
-               TL_MAX_RANK);
-    return -1;
-  }
+static tl_status fail_with(tlpy_fail *fail, tl_status status, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static tl_status fail_with(tlpy_fail *fail, tl_status status, const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(fail->message, sizeof fail->message, format, ap);
+  va_end(ap);
+  fail->status = status;
+  return status;
+}
+
+/* Fill t from shape and byte strides; checks rank, whole-element strides and alignment.
+ * Makes no Python call. */
+static tl_status layout_of(tl_tensor *t, tl_dtype dtype, int rank, const Py_ssize_t *shape,
+                           const Py_ssize_t *byte_strides, void *data, const char *where,
+                           const char *what, tlpy_fail *fail) {
+  if (rank > TL_MAX_RANK)
+    return fail_with(fail, TL_E_SHAPE, "%s: %s has %d axes; tenlane takes at most %d", where, what,
+                     rank, TL_MAX_RANK);
   Py_ssize_t size = (Py_ssize_t)tl_dtype_size(dtype);
-  tl_tensor *t = &op->tensor;
   memset(t, 0, sizeof *t);
   t->dtype = dtype;
   t->rank = rank;
@@ -49,47 +62,50 @@ static int set_layout(tlpy_operand *op, tl_dtype dtype, int rank, const Py_ssize
     t->shape[k] = shape[k];
     count *= shape[k];
     Py_ssize_t stride = byte_strides ? byte_strides[k] : 0;
-    if (stride % size != 0) {
-      tlpy_raise(TL_E_SHAPE,
-                 "%s: %s has a stride of %zd bytes on axis %d, not a whole number of %s "
-                 "elements (%zd bytes)",
-                 where, what, stride, k, tl_dtype_name(dtype), size);
-      return -1;
-    }
+    if (stride % size != 0)
+      return fail_with(fail, TL_E_SHAPE,
+                       "%s: %s has a stride of %zd bytes on axis %d, not a whole number of %s "
+                       "elements (%zd bytes)",
+                       where, what, stride, k, tl_dtype_name(dtype), size);
     t->strides[k] = stride / size;
   }
   if (!byte_strides) tl_strides_row_major(rank, t->shape, t->strides);
-  if (count > 0 && ((uintptr_t)data % (uintptr_t)(size > 8 ? 8 : size)) != 0) {
-    tlpy_raise(TL_E_INVALID, "%s: %s's data at %p is not aligned to its %s elements", where, what,
-               data, tl_dtype_name(dtype));
-    return -1;
-  }
-  if (count == 0 && t->data == NULL) t->data = op; /* any non-NULL address for no elements */
-  return 0;
+  if (count > 0 && ((uintptr_t)data % (uintptr_t)(size > 8 ? 8 : size)) != 0)
+    return fail_with(fail, TL_E_INVALID, "%s: %s's data at %p is not aligned to its %s elements",
+                     where, what, data, tl_dtype_name(dtype));
+  if (count == 0 && t->data == NULL) t->data = t; /* any non-NULL address for no elements */
+  return TL_OK;
 }
 
-static int from_ndarray(PyArrayObject *a, int writable, const char *where, const char *what,
-                        tlpy_operand *out) {
+tl_status tlpy_ndarray_tensor(PyObject *obj, int writable, const char *where, const char *what,
+                              tl_tensor *t, tlpy_fail *fail) {
+  if (!PyArray_Check(obj))
+    return fail_with(fail, TL_E_DTYPE, "%s: %s is a %s, not a numpy array", where, what,
+                     Py_TYPE(obj)->tp_name);
+  PyArrayObject *a = (PyArrayObject *)obj;
   tl_dtype dtype;
-  if (dtype_of_npy(PyArray_TYPE(a), &dtype) < 0) {
-    tlpy_raise(TL_E_DTYPE,
-               "%s: %s has dtype %s; tenlane computes in float32, float64, complex64 and "
-               "complex128 and does not convert (use .astype)",
-               where, what, PyArray_DESCR(a)->typeobj->tp_name);
+  if (dtype_of_npy(PyArray_TYPE(a), &dtype) < 0)
+    return fail_with(fail, TL_E_DTYPE,
+                     "%s: %s has dtype %s; tenlane computes in float32, float64, complex64 and "
+                     "complex128 and does not convert (use .astype)",
+                     where, what, PyArray_DESCR(a)->typeobj->tp_name);
+  if (!PyArray_ISNOTSWAPPED(a))
+    return fail_with(fail, TL_E_DTYPE, "%s: %s is byte-swapped (non-native byte order)", where,
+                     what);
+  if (writable && !PyArray_ISWRITEABLE(a))
+    return fail_with(fail, TL_E_INVALID, "%s: %s is read-only", where, what);
+  return layout_of(t, dtype, PyArray_NDIM(a), PyArray_SHAPE(a), PyArray_STRIDES(a), PyArray_DATA(a),
+                   where, what, fail);
+}
+
+static int from_ndarray(PyObject *a, int writable, const char *where, const char *what,
+                        tlpy_operand *out) {
+  tlpy_fail fail;
+  if (tlpy_ndarray_tensor(a, writable, where, what, &out->tensor, &fail) != TL_OK) {
+    tlpy_raise_message(fail.status, fail.message, -1);
     return -1;
   }
-  if (!PyArray_ISNOTSWAPPED(a)) {
-    tlpy_raise(TL_E_DTYPE, "%s: %s is byte-swapped (non-native byte order)", where, what);
-    return -1;
-  }
-  if (writable && !PyArray_ISWRITEABLE(a)) {
-    tlpy_raise(TL_E_INVALID, "%s: %s is read-only", where, what);
-    return -1;
-  }
-  if (set_layout(out, dtype, PyArray_NDIM(a), PyArray_SHAPE(a), PyArray_STRIDES(a), PyArray_DATA(a),
-                 where, what) < 0)
-    return -1;
-  out->owner = Py_NewRef((PyObject *)a);
+  out->owner = Py_NewRef(a);
   return 0;
 }
 
@@ -132,9 +148,12 @@ static int from_buffer(PyObject *obj, int writable, const char *where, const cha
   }
   Py_ssize_t one = out->view.len / out->view.itemsize;
   const Py_ssize_t *shape = out->view.ndim ? out->view.shape : &one;
-  if (set_layout(out, dtype, out->view.ndim, shape, out->view.strides, out->view.buf, where, what) <
-      0)
+  tlpy_fail fail;
+  if (layout_of(&out->tensor, dtype, out->view.ndim, shape, out->view.strides, out->view.buf, where,
+                what, &fail) != TL_OK) {
+    tlpy_raise_message(fail.status, fail.message, -1);
     return -1;
+  }
   out->owner = Py_NewRef(obj);
   return 0;
 }
@@ -144,7 +163,7 @@ int tlpy_operand_get(PyObject *obj, int writable, const char *where, const char 
   memset(out, 0, sizeof *out);
   int rc;
   if (PyArray_Check(obj)) {
-    rc = from_ndarray((PyArrayObject *)obj, writable, where, what, out);
+    rc = from_ndarray(obj, writable, where, what, out);
   } else if (!writable && !PyObject_CheckBuffer(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
     rc = tlpy_operand_from_dlpack(obj, where, what, out);
   } else {

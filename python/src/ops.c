@@ -4,9 +4,10 @@
  * Operands are read in place (operand.c); results are fresh tenlane tensors handed to
  * numpy (result.c). A failing route writes nothing: an `out=` array is unchanged. Calls
  * whose operands hold TLPY_NOGIL_ELEMENTS or more release the GIL while they compute. */
-#include <string.h>
 
-#include "tlpy.h"
+#include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
+
+#include <string.h>
 
 int64_t tlpy_elements(int n, const tlpy_operand *ops) {
   int64_t total = 0;

@@ -5,9 +5,10 @@
  * keep the Buffer alive, and collecting the last of them frees the memory with
  * tl_tensor_release. The memory belongs to no context or session, so a result outlives
  * both. A Buffer is also a DLPack producer (dlpack.c). */
-#include <string.h>
 
-#include "tlpy.h"
+#include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
+
+#include <string.h>
 
 typedef struct tlpy_buffer {
   PyObject_HEAD tl_tensor tensor; /* owned */

@@ -62,6 +62,17 @@ typedef struct tlpy_operand {
  * elements or too many axes, InvalidError for unaligned or read-only memory). */
 int tlpy_operand_get(PyObject *obj, int writable, const char *where, const char *what,
                      tlpy_operand *out);
+/* A failure described without the GIL: raised later with tlpy_raise_message. */
+typedef struct tlpy_fail {
+  tl_status status;
+  char message[TL_MESSAGE_CAPACITY];
+} tlpy_fail;
+
+/* Read a numpy array's own fields as a tensor (as tlpy_operand_get does for one) without
+ * any Python call, so without the GIL as long as the array is kept alive and unchanged.
+ * Anything but a numpy array is TL_E_DTYPE. On failure *fail says why. */
+tl_status tlpy_ndarray_tensor(PyObject *obj, int writable, const char *where, const char *what,
+                              tl_tensor *t, tlpy_fail *fail);
 /* Release what tlpy_operand_get took. Safe on a zeroed operand. GIL held. */
 void tlpy_operand_release(tlpy_operand *op);
 
@@ -154,13 +165,12 @@ typedef struct tlpy_qrcp_item {
   tl_tensor q, r;
   int64_t rank;
   double discarded; /* ||r22||_F^2 of the rows dropped */
-  PyObject *perm;   /* int64 numpy array of a's column count, made before the call */
+  PyObject *perm;   /* int64 numpy array of a's column count (set before tlpy_qrcp_tuple) */
 } tlpy_qrcp_item;
 
-/* Make item->perm for a (GIL held). Returns 0 or -1 with an exception. */
-int tlpy_qrcp_prepare(const tl_tensor *a, tlpy_qrcp_item *item);
+/* Pivoted QR of a on exec into item (q, r, rank, discarded) and perm (a's column count). */
 tl_status tlpy_qrcp_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                       tlpy_qrcp_item *item);
+                       int64_t *perm, tlpy_qrcp_item *item);
 /* (q, r, perm, discarded) from an item; its tensors move into the arrays. */
 PyObject *tlpy_qrcp_tuple(tlpy_qrcp_item *item);
 
