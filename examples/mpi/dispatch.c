@@ -30,7 +30,7 @@
 
 #include "mpi_fanout.h"
 
-enum { DEPTH = 2, TAG_BATCH = 11, TAG_REPLY = 12 };
+enum { DEPTH = 2, TAG_BATCH = 11, TAG_REPLY = 12, TAG_PING = 13 };
 
 /* What a worker sends back after a batch, followed by `count` fan_result. */
 typedef struct reply_header {
@@ -78,6 +78,26 @@ void mpi_quiet_bcast(int *value) {
  * message is copied out; batches are 16 bytes and replies 340 + 32 bytes per item. */
 static void send_now(const void *data, size_t bytes, int to, int tag) {
   MPI_Send(data, (int)bytes, MPI_BYTE, to, tag, MPI_COMM_WORLD);
+}
+
+double mpi_one_way_us(void) {
+  enum { TRIPS = 200 };
+  int rank = 0, world = 1;
+  char byte = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world < 2 || rank > 1) return 0.0;
+  double t0 = fan_now();
+  for (int i = 0; i < TRIPS; i++) {
+    if (rank == 0) {
+      MPI_Send(&byte, 1, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD);
+      MPI_Recv(&byte, 1, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(&byte, 1, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(&byte, 1, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD);
+    }
+  }
+  return rank == 0 ? 1e6 * (fan_now() - t0) / (2.0 * TRIPS) : 0.0;
 }
 
 static void note_failure(mpi_failure *failure, size_t item, int rank, const char *why) {

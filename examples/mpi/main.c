@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <inttypes.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,10 +153,15 @@ static void print_ranks(const mpi_rank_stats *all, int world, int quiet) {
 
 /* The root's summary of a successful run: rates, overheads, allocations, the check. */
 static int report(const mpi_options *opt, const mpi_rank_stats *all, int world,
-                  const fan_result *results, const fan_result *ref, double ref_rate) {
+                  const fan_result *results, const fan_result *ref, double ref_rate,
+                  double one_way_us) {
   const mpi_rank_stats *root = &all[0];
   double items = 0, mallocs = 0, tl_allocs = 0, worker_batches = 0, busy_lane_s = 0, idle_max = 0;
+  double batches = 0, cost_sum = 0, cost_sq = 0;
   for (int r = 0; r < world; r++) {
+    batches += all[r].batches;
+    cost_sum += all[r].batch_cost_sum;
+    cost_sq += all[r].batch_cost_sq;
     items += all[r].items;
     mallocs += all[r].mallocs;
     tl_allocs += all[r].tl_allocs;
@@ -166,6 +172,9 @@ static int report(const mpi_options *opt, const mpi_rank_stats *all, int world,
     if (idle > idle_max) idle_max = idle;
   }
   double rate = root->wall_s > 0 ? (double)opt->patches / root->wall_s : 0.0;
+  double cost_mean = batches > 0 ? cost_sum / batches : 0.0;
+  double cost_var = batches > 0 ? cost_sq / batches - cost_mean * cost_mean : 0.0;
+  double cost_cv = cost_mean > 0 && cost_var > 0 ? sqrt(cost_var) / cost_mean : 0.0;
   double per_batch_us = worker_batches > 0 ? 1e6 * root->dispatch_s / worker_batches : 0.0;
   print_ranks(all, world, opt->quiet);
   printf(
@@ -199,9 +208,10 @@ static int report(const mpi_options *opt, const mpi_rank_stats *all, int world,
       bad == 0, opt->patches, bad, world, root->lanes, fan_dtype_name(opt->dtype), digest);
   printf(
       "mpi-figures ranks=%d lanes=%.0f batch=%zu items_per_s=%.1f item_lane_us=%.2f "
-      "dispatch_us_per_batch=%.2f idle_max=%.4f reference_items_per_s=%.1f\n",
-      world, root->lanes, opt->batch, rate, items > 0 ? 1e6 * busy_lane_s / items : 0.0,
-      per_batch_us, idle_max, ref_rate);
+      "batch_cost_cv=%.4f dispatch_us_per_batch=%.2f one_way_us=%.2f idle_max=%.4f "
+      "reference_items_per_s=%.1f\n",
+      world, root->lanes, opt->batch, rate, items > 0 ? 1e6 * busy_lane_s / items : 0.0, cost_cv,
+      per_batch_us, one_way_us, idle_max, ref_rate);
   return bad ? 4 : 0;
 }
 
@@ -254,6 +264,7 @@ static int run(const mpi_options *opt, const world_info *w, int provided) {
         tl_kernels_provider());
   }
 
+  double one_way_us = mpi_one_way_us();
   mpi_rank_stats stats;
   memset(&stats, 0, sizeof stats);
   mpi_failure failure;
@@ -275,6 +286,8 @@ static int run(const mpi_options *opt, const world_info *w, int provided) {
   stats.batches = (double)engine.batches;
   stats.mallocs = (double)engine.mallocs;
   stats.tl_allocs = (double)engine.tl_allocs;
+  stats.batch_cost_sum = engine.batch_cost_sum;
+  stats.batch_cost_sq = engine.batch_cost_sq;
   stats.first_cpu = cpus ? cpus[0] : -1;
   mpi_rank_close(&engine);
   mpi_rank_stats *all = w->rank == 0 ? calloc((size_t)w->size, sizeof *all) : NULL;
@@ -292,7 +305,7 @@ static int run(const mpi_options *opt, const world_info *w, int provided) {
     fan_result *ref = calloc(opt->patches, sizeof *ref);
     double ref_rate = 0.0;
     status = ref && all ? reference_run(&pb, opt, ref, &ref_rate) : 3;
-    if (status == 0) status = report(opt, all, w->size, results, ref, ref_rate);
+    if (status == 0) status = report(opt, all, w->size, results, ref, ref_rate, one_way_us);
     free(ref);
   }
   mpi_quiet_bcast(&status); /* the workers sleep while the root checks */

@@ -60,8 +60,11 @@ typedef struct mpi_rank {
   /* Totals over the measured batches (mpi_rank_batch with measure = 1). */
   double busy_s;         /* seconds inside phases */
   size_t items, batches; /* items and phases run */
-  uint64_t mallocs;      /* malloc-family calls of the process while a phase ran */
-  uint64_t tl_allocs;    /* tenlane's own heap allocations while a phase ran */
+  double batch_cost_sum; /* per batch: microseconds per item per lane (x = phase time * lanes /
+                            items); the sum of x and of x squared, for the model's inputs */
+  double batch_cost_sq;
+  uint64_t mallocs;   /* malloc-family calls of the process while a phase ran */
+  uint64_t tl_allocs; /* tenlane's own heap allocations while a phase ran */
 } mpi_rank;
 
 /* Make the rank's context (budget `lanes`, pinned to `cpus` when cpus is not NULL) and open
@@ -108,6 +111,7 @@ int mpi_item(tl_exec *exec, size_t index, int lane_index, void *arg);
 /* What one rank measured over the timed run; gathered on the root as doubles. */
 typedef struct mpi_rank_stats {
   double lanes, wall_s, busy_s, dispatch_s, items, batches, mallocs, tl_allocs;
+  double batch_cost_sum, batch_cost_sq; /* see mpi_rank */
   double first_cpu;  /* the first CPU the rank's context is pinned to, -1 when not pinned */
   double root_chunk; /* the root's own chunk (root only) */
 } mpi_rank_stats;
@@ -128,6 +132,10 @@ int mpi_dispatch_root(mpi_rank *rank, int world, fan_result *results, mpi_rank_s
                       mpi_failure *failure, char *why, size_t why_size);
 /* Worker side: run the batches the root sends until it says stop. Returns 0 or 3. */
 int mpi_dispatch_worker(mpi_rank *rank, mpi_rank_stats *stats, char *why, size_t why_size);
+
+/* Half the mean round trip of a small message between rank 0 and rank 1, in microseconds,
+ * on rank 0 (0 elsewhere, and with one rank). Every rank calls it. */
+double mpi_one_way_us(void);
 
 /* A barrier that sleeps while it waits, so a waiting rank leaves its CPU to the others. */
 void mpi_quiet_barrier(void);

@@ -85,6 +85,9 @@ int mpi_rank_batch(mpi_rank *rank, size_t first, size_t count, fan_result *out, 
     rank->busy_s += t1 - t0;
     rank->items += count;
     rank->batches++;
+    double cost = count ? 1e6 * (t1 - t0) * rank->lanes / (double)count : 0.0;
+    rank->batch_cost_sum += cost;
+    rank->batch_cost_sq += cost * cost;
     rank->mallocs += m1 - m0;
     rank->tl_allocs += a1 - a0;
   }
