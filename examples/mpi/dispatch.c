@@ -9,12 +9,14 @@
  * MPI threading (FUNNELED): every MPI call here is made by the thread that initialised
  * MPI, between two phases, never from a lane. While that thread is parked in a phase it
  * cannot answer anyone, so:
- *   - a worker keeps a second batch queued (its receive is posted before its phase), so it
- *     starts the next batch at once and never waits on the root while the root computes;
- *   - the root's own chunk is at most half a worker batch's time (scaled by the lanes), so
- *     the root comes back to refill a queue before the worker has emptied it;
- *   - every message is sent non-blocking and completed later, so no rank waits inside a
- *     send for a peer that is inside a phase.
+ *   - a worker holds up to DEPTH (3) batches, so it starts the next one at once and its
+ *     queue outlasts two of its own batches while the root computes;
+ *   - the root's own chunk is about a quarter of a worker batch's time, so the root comes
+ *     back to refill a queue long before the worker has emptied it, even when the CPUs
+ *     run at different speeds;
+ *   - no rank waits inside a send for a peer that is inside a phase: replies go
+ *     non-blocking (their data arrives at once, only their buffer is held), batch messages
+ *     are small enough to go out inline (send_now).
  *
  * Failures: a batch whose item fails reports its lowest failing item (every item below it
  * in the batch ran). The root then hands out nothing more, every rank drains the batches it
@@ -30,7 +32,7 @@
 
 #include "mpi_fanout.h"
 
-enum { DEPTH = 2, TAG_BATCH = 11, TAG_REPLY = 12, TAG_PING = 13 };
+enum { DEPTH = 3, TAG_BATCH = 11, TAG_REPLY = 12, TAG_PING = 13 };
 
 /* What a worker sends back after a batch, followed by `count` fan_result. */
 typedef struct reply_header {
@@ -70,12 +72,13 @@ void mpi_quiet_bcast(int *value) {
   wait_quiet(&request);
 }
 
-/* Send a small message and return once it is on its way. A blocking send, on purpose: a
- * non-blocking one is pushed out only by the sender's next MPI call, and the next call of a
- * rank that goes into a phase is a whole phase away (measured: a worker then waited for the
- * root for up to a batch's time, 3 to 30 ms per batch). Under the transport's eager limit
- * (4 KiB over shared memory, 64 KiB over TCP in Open MPI) MPI_Send returns as soon as the
- * message is copied out; batches are 16 bytes and replies 340 + 32 bytes per item. */
+/* Send a batch message (16 bytes). Blocking on purpose: a message this small goes out
+ * inline (Open MPI's shared-memory transport: up to 256 bytes) and MPI_Send returns at once,
+ * whereas the request of a non-blocking send would still be open when the root goes into
+ * its next phase. Replies are larger (340 + 40 bytes per item); for those a blocking send
+ * returns only once the root has taken the message (measured: up to a whole root chunk),
+ * so they go non-blocking, their data delivered at once (up to the 4 KiB eager limit), and
+ * each buffer is reused only DEPTH batches later. */
 static void send_now(const void *data, size_t bytes, int to, int tag) {
   MPI_Send(data, (int)bytes, MPI_BYTE, to, tag, MPI_COMM_WORLD);
 }
@@ -199,14 +202,17 @@ static int serve(root_state *rs) {
   return outstanding;
 }
 
-/* The root's own chunk: half a worker batch's time, so it is back before a queue empties. */
+/* The root's own chunk: a quarter of a worker batch's time (when lanes run at one speed),
+ * so it is back well before a worker's queue empties even when its CPU is the slower one.
+ * A phase on the root costs microseconds, so small chunks are cheap; at least one item per
+ * root lane. */
 static size_t root_chunk(const root_state *rs) {
   if (rs->workers == 0) return rs->batch;
   int widest = 1;
   for (int w = 1; w <= rs->workers; w++)
     if (rs->lanes_of[w] > widest) widest = rs->lanes_of[w];
-  size_t chunk = rs->batch * (size_t)rs->lanes_of[0] / (2 * (size_t)widest);
-  return chunk < 1 ? 1 : chunk;
+  size_t chunk = rs->batch * (size_t)rs->lanes_of[0] / (4 * (size_t)widest);
+  return chunk < (size_t)rs->lanes_of[0] ? (size_t)rs->lanes_of[0] : chunk;
 }
 
 static void root_loop(root_state *rs, mpi_rank_stats *stats) {
@@ -288,18 +294,25 @@ int mpi_dispatch_root(mpi_rank *rank, int world, fan_result *results, mpi_rank_s
 /* ---- Worker -------------------------------------------------------------------------- */
 
 int mpi_dispatch_worker(mpi_rank *rank, mpi_rank_stats *stats, char *why, size_t why_size) {
-  char *reply = malloc(reply_bytes(rank->opt->batch));
+  char *replies[DEPTH];
+  MPI_Request reply_requests[DEPTH];
+  int ok = 1;
+  for (int i = 0; i < DEPTH; i++) {
+    replies[i] = malloc(reply_bytes(rank->opt->batch));
+    reply_requests[i] = MPI_REQUEST_NULL;
+    ok = ok && replies[i];
+  }
   int64_t inbox[2][2];
   MPI_Request inbox_request;
-  if (!reply) {
-    /* Without a reply buffer this rank cannot answer: end the job rather than hang it. */
-    fprintf(stderr, "tenlane-fanout-mpi: out of memory for a worker's reply buffer\n");
+  if (!ok) {
+    /* Without its reply buffers this rank cannot answer: end the job rather than hang it. */
+    fprintf(stderr, "tenlane-fanout-mpi: out of memory for a worker's reply buffers\n");
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
   MPI_Gather(&rank->lanes, 1, MPI_INT, NULL, 1, MPI_INT, 0, MPI_COMM_WORLD);
   mpi_quiet_barrier();
   double t0 = fan_now(), dispatch = 0.0;
-  int status = 0, cur = 0;
+  int status = 0, cur = 0, slot = 0;
   MPI_Irecv(inbox[cur], (int)sizeof inbox[cur], MPI_BYTE, 0, TAG_BATCH, MPI_COMM_WORLD,
             &inbox_request);
   wait_quiet(&inbox_request);
@@ -308,26 +321,31 @@ int mpi_dispatch_worker(mpi_rank *rank, mpi_rank_stats *stats, char *why, size_t
     /* Posted before the phase: the next batch lands while this one runs. */
     MPI_Irecv(inbox[cur ^ 1], (int)sizeof inbox[cur], MPI_BYTE, 0, TAG_BATCH, MPI_COMM_WORLD,
               &inbox_request);
+    /* This buffer's reply left DEPTH - 1 batches ago; the root has long taken it. */
+    wait_quiet(&reply_requests[slot]);
     dispatch += fan_now() - s0;
-    reply_header *head = (reply_header *)reply;
+    reply_header *head = (reply_header *)replies[slot];
     head->first = inbox[cur][0];
     head->count = inbox[cur][1];
     head->why[0] = '\0';
     size_t failed_item = 0;
     head->status = mpi_rank_batch(rank, (size_t)head->first, (size_t)head->count,
-                                  (fan_result *)(reply + sizeof *head), 1, &failed_item, head->why,
-                                  sizeof head->why);
+                                  (fan_result *)(replies[slot] + sizeof *head), 1, &failed_item,
+                                  head->why, sizeof head->why);
     head->failed_item = (int64_t)failed_item;
     if (head->status == 3) status = 3;
     s0 = fan_now();
-    send_now(reply, reply_bytes((size_t)head->count), 0, TAG_REPLY);
+    MPI_Isend(replies[slot], (int)reply_bytes((size_t)head->count), MPI_BYTE, 0, TAG_REPLY,
+              MPI_COMM_WORLD, &reply_requests[slot]);
+    slot = (slot + 1) % DEPTH;
     dispatch += fan_now() - s0;
     wait_quiet(&inbox_request);
     cur ^= 1;
   }
+  for (int i = 0; i < DEPTH; i++) wait_quiet(&reply_requests[i]);
   stats->wall_s = fan_now() - t0;
   stats->dispatch_s = dispatch;
   if (status == 3) snprintf(why, why_size, "an engine failure, reported to the root");
-  free(reply);
+  for (int i = 0; i < DEPTH; i++) free(replies[i]);
   return status;
 }
