@@ -8,7 +8,7 @@
  *
  * The invariant the whole program keeps: only the thread that initialised MPI calls MPI,
  * and it never does so from inside a phase (it is parked there: the lanes run the items).
- * So every MPI call sits between two phases; the batch queue of depth two on every worker
+ * So every MPI call sits between two phases; the queue of three batches on every worker
  * rank is what keeps a worker busy while the root is inside one of its own phases. */
 #ifndef MPI_FANOUT_H
 #define MPI_FANOUT_H
