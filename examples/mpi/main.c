@@ -237,10 +237,8 @@ static int run(const mpi_options *opt, const world_info *w, int provided) {
   if (setup) snprintf(why, sizeof why, "out of memory for the tensor train");
   if (!setup && mpi_rank_open(&engine, &pb, opt, lanes, cpus, lanes, why, sizeof why)) setup = 3;
   fan_result *scratch = setup ? NULL : calloc(opt->warmup + 1, sizeof *scratch);
-  size_t ignored = 0;
   if (!setup && !scratch) setup = 3;
-  if (!setup && mpi_rank_batch(&engine, 0, opt->warmup, scratch, 0, &ignored, why, sizeof why) == 3)
-    setup = 3; /* an item failing in the warm-up is left for the timed run to report */
+  if (!setup && mpi_rank_warm_up(&engine, scratch, why, sizeof why)) setup = 3;
   if (setup) fprintf(stderr, "tenlane-fanout-mpi: rank %d: setup failed: %s\n", w->rank, why);
   if (agree_max(setup) != 0) {
     free(scratch);

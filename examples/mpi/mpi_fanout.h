@@ -78,6 +78,11 @@ int mpi_rank_open(mpi_rank *rank, const fan_problem *pb, const mpi_options *opt,
  * totals above. Session's thread only. */
 int mpi_rank_batch(mpi_rank *rank, size_t first, size_t count, fan_result *out, int measure,
                    size_t *failed_item, char *why, size_t why_size);
+/* The untimed warm-up: items 0 .. opt->warmup - 1, again (up to 8 times) until every lane
+ * has run an item, so that every lane's buffers, arena and kernels are made before the
+ * timed run. out holds opt->warmup results. An item that fails here is left for the timed
+ * run to report. Returns 0, or -1 on an engine failure (why set). */
+int mpi_rank_warm_up(mpi_rank *rank, fan_result *out, char *why, size_t why_size);
 /* Close the session and destroy the context (also after a failed open). */
 void mpi_rank_close(mpi_rank *rank);
 

@@ -95,6 +95,18 @@ int mpi_rank_batch(mpi_rank *rank, size_t first, size_t count, fan_result *out, 
   return lowest_failure(rank, &outcome, first, failed_item, why, why_size);
 }
 
+int mpi_rank_warm_up(mpi_rank *rank, fan_result *out, char *why, size_t why_size) {
+  for (int round = 0; round < 8; round++) {
+    size_t failed_item = 0;
+    if (mpi_rank_batch(rank, 0, rank->opt->warmup, out, 0, &failed_item, why, why_size) == 3)
+      return -1;
+    int cold = 0;
+    for (int i = 0; i < rank->lanes; i++) cold += rank->slots[i].block == NULL;
+    if (!cold) break;
+  }
+  return 0;
+}
+
 void mpi_rank_close(mpi_rank *rank) {
   if (rank->session) tl_session_close(rank->session);
   rank->session = NULL;
