@@ -118,6 +118,8 @@ static void providers_init_once(void) {
   }
   blis_cntx_complex = NULL;
   if (chosen != NULL) {
+    /* skx has reference kernels only for complex level-1 operations (blis_level1.c). */
+    if (choice.blis == TL__BLIS_SKX) tl__blis_add_level1(chosen);
     if (choice.complex_1m) {
       skx_1m = *chosen;
       bli_cntx_init_skx_ind(BLIS_1M, &skx_1m);

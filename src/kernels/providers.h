@@ -20,6 +20,9 @@
 cntx_t *tl__blis_context(void);
 /* The context for complex dtypes: the same, or its induced-method (1m) form. Any thread. */
 cntx_t *tl__blis_context_complex(void);
+/* Put tenlane's level-1 kernels (blis_level1.c) into the skx context `cntx` in place of
+ * BLIS's reference ones (complex axpyv). Once, at provider initialisation; needs AVX-512F. */
+void tl__blis_add_level1(cntx_t *cntx);
 /* A copy of the one-thread BLIS runtime tenlane passes with it. */
 rntm_t tl__blis_runtime(void);
 

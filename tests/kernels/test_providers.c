@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/providers.h"
 #include "tenlane/tenlane.h"
 #include "tl_fixtures.h"
 #include "tl_test.h"
@@ -209,6 +210,31 @@ static void small_complex_kernels_match_naive(void) {
                                   1, 81, x, 1, 80, tl_scalar_real(0), x, 1, 81) == 0);
 }
 
+/* ---- the complex axpyv kernel tenlane gives BLIS's skx context ---------------------------- */
+static void blis_complex_axpyv_matches_naive(void) {
+  cntx_t *cntx = tl__blis_context();
+  zaxpyv_ker_ft kernel = (zaxpyv_ker_ft)cntx->l1v_kers[BLIS_AXPYV_KER].ptr[BLIS_DCOMPLEX];
+  TL_CHECK(kernel != NULL);
+  unsigned seed = 99u;
+  for (int n = 0; n <= 13; n++)
+    for (int conj = 0; conj < 2; conj++)
+      for (int inc = 1; inc <= 2; inc++) {
+        dcomplex x[32], y[32], y0[32], alpha = {0.75, -1.25};
+        fill_random(TL_C128, x, 32, &seed);
+        fill_random(TL_C128, y, 32, &seed);
+        memcpy(y0, y, sizeof y);
+        kernel(conj ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE, n, &alpha, x, inc, y, inc, cntx);
+        for (int i = 0; i < 32; i++) {
+          double complex want = y0[i].real + I * y0[i].imag;
+          if (i % inc == 0 && i / inc < n) {
+            double complex xv = x[i].real + I * (conj ? -x[i].imag : x[i].imag);
+            want += (alpha.real + I * alpha.imag) * xv;
+          }
+          TL_CHECK(cabs(y[i].real + I * y[i].imag - want) <= 1e-14 * (1.0 + cabs(want)));
+        }
+      }
+}
+
 /* ---- no provider thread --------------------------------------------------------------- */
 typedef struct watcher {
   atomic_int stop;
@@ -286,6 +312,6 @@ static void no_provider_thread_during_complex_and_lapack_calls(void) {
 }
 
 TL_TEST_MAIN(TL_CASE(provider_choice_covers_each_feature_set),
-             TL_CASE(small_complex_kernels_match_naive),
+             TL_CASE(small_complex_kernels_match_naive), TL_CASE(blis_complex_axpyv_matches_naive),
              TL_CASE(provider_choice_of_this_process_follows_its_features),
              TL_CASE(no_provider_thread_during_complex_and_lapack_calls))
