@@ -122,6 +122,63 @@ static void expand_term(const raw_term *raw, int ellipsis_axes, int broadcast_ra
   out->has_ellipsis = raw->ellipsis_at >= 0;
 }
 
+/* The output term: the explicit one checked against the inputs' labels (occurrences counts
+ * each label's uses), or the implicit one (the broadcast axes, then every letter used
+ * exactly once, in id order). */
+static tl_status bind_output(const char *spec, int has_arrow, const raw_term *raw_output,
+                             const int *occurrences, tl__einsum_spec *out) {
+  tl__einsum_term *output = &out->output;
+  out->explicit_output = has_arrow;
+  if (has_arrow) {
+    if (raw_output->count + (raw_output->ellipsis_at >= 0 ? out->broadcast_rank : 0) >
+        TL_MAX_RANK) {
+      return tl__fail(TL_E_SHAPE, "einsum spec \"%s\": the output has more than %d axes", spec,
+                      TL_MAX_RANK);
+    }
+    expand_term(raw_output, raw_output->ellipsis_at >= 0 ? out->broadcast_rank : 0,
+                out->broadcast_rank, output);
+    int seen_at[TL__EINSUM_LABELS];
+    for (int l = 0; l < TL__EINSUM_LABELS; l++) seen_at[l] = -1;
+    for (int k = 0; k < output->count; k++) {
+      int label = output->labels[k];
+      char name[16];
+      if (label < TL__EINSUM_LETTERS && occurrences[label] == 0) {
+        return tl__fail(TL_E_INVALID,
+                        "einsum spec \"%s\": output label '%s' at position %d appears in no "
+                        "input term",
+                        spec, tl__einsum_label_name(label, name), output->positions[k]);
+      }
+      if (seen_at[label] >= 0) {
+        return tl__fail(TL_E_INVALID,
+                        "einsum spec \"%s\": output label '%s' repeats (positions %d and %d)", spec,
+                        tl__einsum_label_name(label, name), seen_at[label], output->positions[k]);
+      }
+      seen_at[label] = output->positions[k];
+    }
+  } else {
+    /* Implicit: the broadcast axes, then every letter used exactly once, in id order. */
+    int k = 0;
+    for (int e = 0; e < out->broadcast_rank; e++) {
+      output->labels[k] = TL__EINSUM_LETTERS + e;
+      output->positions[k] = -1;
+      k++;
+    }
+    for (int label = 0; label < TL__EINSUM_LETTERS; label++) {
+      if (occurrences[label] != 1) continue;
+      if (k == TL_MAX_RANK) {
+        return tl__fail(TL_E_SHAPE, "einsum spec \"%s\": the implicit output has more than %d axes",
+                        spec, TL_MAX_RANK);
+      }
+      output->labels[k] = label;
+      output->positions[k] = -1;
+      k++;
+    }
+    output->count = k;
+    output->has_ellipsis = out->broadcast_rank > 0;
+  }
+  return TL_OK;
+}
+
 tl_status tl__einsum_parse(const char *spec, int n_operands, const int *ranks,
                            tl__einsum_spec *out) {
   if (spec == NULL) return tl__fail(TL_E_INVALID, "einsum: spec is NULL");
@@ -209,53 +266,5 @@ tl_status tl__einsum_parse(const char *spec, int n_operands, const int *ranks,
     for (int k = 0; k < out->inputs[i].count; k++) occurrences[out->inputs[i].labels[k]]++;
   }
 
-  tl__einsum_term *output = &out->output;
-  out->explicit_output = has_arrow;
-  if (has_arrow) {
-    if (raw_output.count + (raw_output.ellipsis_at >= 0 ? broadcast_rank : 0) > TL_MAX_RANK) {
-      return tl__fail(TL_E_SHAPE, "einsum spec \"%s\": the output has more than %d axes", spec,
-                      TL_MAX_RANK);
-    }
-    expand_term(&raw_output, raw_output.ellipsis_at >= 0 ? broadcast_rank : 0, broadcast_rank,
-                output);
-    int seen_at[TL__EINSUM_LABELS];
-    for (int l = 0; l < TL__EINSUM_LABELS; l++) seen_at[l] = -1;
-    for (int k = 0; k < output->count; k++) {
-      int label = output->labels[k];
-      char name[16];
-      if (label < TL__EINSUM_LETTERS && occurrences[label] == 0) {
-        return tl__fail(TL_E_INVALID,
-                        "einsum spec \"%s\": output label '%s' at position %d appears in no "
-                        "input term",
-                        spec, tl__einsum_label_name(label, name), output->positions[k]);
-      }
-      if (seen_at[label] >= 0) {
-        return tl__fail(TL_E_INVALID,
-                        "einsum spec \"%s\": output label '%s' repeats (positions %d and %d)", spec,
-                        tl__einsum_label_name(label, name), seen_at[label], output->positions[k]);
-      }
-      seen_at[label] = output->positions[k];
-    }
-  } else {
-    /* Implicit: the broadcast axes, then every letter used exactly once, in id order. */
-    int k = 0;
-    for (int e = 0; e < broadcast_rank; e++) {
-      output->labels[k] = TL__EINSUM_LETTERS + e;
-      output->positions[k] = -1;
-      k++;
-    }
-    for (int label = 0; label < TL__EINSUM_LETTERS; label++) {
-      if (occurrences[label] != 1) continue;
-      if (k == TL_MAX_RANK) {
-        return tl__fail(TL_E_SHAPE, "einsum spec \"%s\": the implicit output has more than %d axes",
-                        spec, TL_MAX_RANK);
-      }
-      output->labels[k] = label;
-      output->positions[k] = -1;
-      k++;
-    }
-    output->count = k;
-    output->has_ellipsis = broadcast_rank > 0;
-  }
-  return TL_OK;
+  return bind_output(spec, has_arrow, &raw_output, occurrences, out);
 }

@@ -113,6 +113,76 @@ static tl_status choose_path(const tl__path_problem *problem, tl_einsum_path_kin
   return TL_OK;
 }
 
+/* The label order of each path step's result; the last step's is the output's. */
+static tl_status order_step_labels(const char *spec, tl__einsum_plan *plan) {
+  for (int step = 0; step < plan->path.n_steps; step++) {
+    int *labels = plan->step_labels[step];
+    int count = 0;
+    if (step == plan->path.n_steps - 1) {
+      memcpy(labels, plan->out_labels, sizeof(int) * (size_t)plan->out_rank);
+      count = plan->out_rank;
+    } else {
+      /* The larger input's surviving labels in its order, then the smaller one's new
+       * labels. That is the column-major GEMM form C[M, N] with M in the order the big
+       * operand holds it, so the contraction writes the intermediate in place, and a chain
+       * of basis changes (X[i,j,k] P[a,i] -> [j,k,a], then j, then k) always finds the next
+       * summed label at the front: no step needs a permuted copy. */
+      int big_slot = plan->path.pairs[step][0], small_slot = plan->path.pairs[step][1];
+      if (slot_size(plan, small_slot) > slot_size(plan, big_slot)) {
+        int swap = big_slot;
+        big_slot = small_slot;
+        small_slot = swap;
+      }
+      int sides[2] = {big_slot, small_slot};
+      for (int side = 0; side < 2; side++) {
+        int rank;
+        const int *in = slot_labels(plan, sides[side], &rank);
+        for (int k = 0; k < rank; k++) {
+          int label = in[k];
+          if (!tl__labelset_has(plan->path.result[step], label)) continue;
+          int seen = 0;
+          for (int m = 0; m < count; m++) seen |= labels[m] == label;
+          if (seen) continue;
+          if (count == TL_MAX_RANK) return too_many_axes(spec, step);
+          labels[count++] = label;
+        }
+      }
+    }
+    plan->step_rank[step] = count;
+  }
+
+  return TL_OK;
+}
+
+/* Offsets in the surface's scratch of every summed operand and intermediate. */
+static tl_status layout_scratch(const char *spec, tl__einsum_plan *plan) {
+  int n = plan->n_inputs;
+  size_t element_size = tl_dtype_size(plan->dtype);
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    tl__einsum_prep *prep = &plan->prep[i];
+    if (!prep->sum) continue;
+    if (!reserve_bytes(plan->extent, prep->n_kept, prep->kept_labels, element_size, &total,
+                       &prep->scratch_offset)) {
+      return tl__fail(TL_E_SHAPE,
+                      "einsum spec \"%s\": operand %d summed over its lone labels "
+                      "overflows the address space",
+                      spec, i);
+    }
+  }
+  for (int step = 0; step + 1 < plan->path.n_steps; step++) {
+    if (!reserve_bytes(plan->extent, plan->step_rank[step], plan->step_labels[step], element_size,
+                       &total, &plan->step_offset[step])) {
+      return tl__fail(TL_E_SHAPE,
+                      "einsum spec \"%s\": the intermediate of path step %d overflows the address "
+                      "space",
+                      spec, step);
+    }
+  }
+  plan->scratch_bytes = total;
+  return TL_OK;
+}
+
 tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
                                 const int64_t *const *shapes, tl_dtype dtype,
                                 tl_einsum_path_kind kind, tl__einsum_plan *plan) {
@@ -185,68 +255,8 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
   status = choose_path(&problem, kind, plan);
   if (status != TL_OK) return status;
 
-  /* Label order of each step's result (below); the last step is the output itself. */
-  for (int step = 0; step < plan->path.n_steps; step++) {
-    int *labels = plan->step_labels[step];
-    int count = 0;
-    if (step == plan->path.n_steps - 1) {
-      memcpy(labels, plan->out_labels, sizeof(int) * (size_t)plan->out_rank);
-      count = plan->out_rank;
-    } else {
-      /* The larger input's surviving labels in its order, then the smaller one's new
-       * labels. That is the column-major GEMM form C[M, N] with M in the order the big
-       * operand holds it, so the contraction writes the intermediate in place, and a chain
-       * of basis changes (X[i,j,k] P[a,i] -> [j,k,a], then j, then k) always finds the next
-       * summed label at the front: no step needs a permuted copy. */
-      int big_slot = plan->path.pairs[step][0], small_slot = plan->path.pairs[step][1];
-      if (slot_size(plan, small_slot) > slot_size(plan, big_slot)) {
-        int swap = big_slot;
-        big_slot = small_slot;
-        small_slot = swap;
-      }
-      int sides[2] = {big_slot, small_slot};
-      for (int side = 0; side < 2; side++) {
-        int rank;
-        const int *in = slot_labels(plan, sides[side], &rank);
-        for (int k = 0; k < rank; k++) {
-          int label = in[k];
-          if (!tl__labelset_has(plan->path.result[step], label)) continue;
-          int seen = 0;
-          for (int m = 0; m < count; m++) seen |= labels[m] == label;
-          if (seen) continue;
-          if (count == TL_MAX_RANK) return too_many_axes(spec, step);
-          labels[count++] = label;
-        }
-      }
-    }
-    plan->step_rank[step] = count;
-  }
-
-  /* Scratch layout. */
-  size_t element_size = tl_dtype_size(dtype);
-  size_t total = 0;
-  for (int i = 0; i < n; i++) {
-    tl__einsum_prep *prep = &plan->prep[i];
-    if (!prep->sum) continue;
-    if (!reserve_bytes(plan->extent, prep->n_kept, prep->kept_labels, element_size, &total,
-                       &prep->scratch_offset)) {
-      return tl__fail(TL_E_SHAPE,
-                      "einsum spec \"%s\": operand %d summed over its lone labels "
-                      "overflows the address space",
-                      spec, i);
-    }
-  }
-  for (int step = 0; step + 1 < plan->path.n_steps; step++) {
-    if (!reserve_bytes(plan->extent, plan->step_rank[step], plan->step_labels[step], element_size,
-                       &total, &plan->step_offset[step])) {
-      return tl__fail(TL_E_SHAPE,
-                      "einsum spec \"%s\": the intermediate of path step %d overflows the address "
-                      "space",
-                      spec, step);
-    }
-  }
-  plan->scratch_bytes = total;
-  return TL_OK;
+  if ((status = order_step_labels(spec, plan)) != TL_OK) return status;
+  return layout_scratch(spec, plan);
 }
 
 tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,

@@ -94,6 +94,38 @@ tl_status tl__exec_parallel_for(tl_exec *exec, size_t count, size_t grain, tl_po
   return TL_OK;
 }
 
+typedef struct chunk_job {
+  tl_pool_range_fn fn;
+  void *arg;
+  const tl_exec *exec;
+  atomic_int cancelled;
+} chunk_job;
+
+static void cancel_aware_chunk(size_t begin, size_t end, int worker_index, void *arg) {
+  chunk_job *job = arg;
+  if (tl__exec_cancelled(job->exec)) {
+    atomic_store_explicit(&job->cancelled, 1, memory_order_relaxed);
+    return;
+  }
+  job->fn(begin, end, worker_index, job->arg);
+}
+
+tl_status tl__exec_run_chunks(tl_exec *exec, int parallel, size_t count, size_t grain,
+                              tl_pool_range_fn fn, void *arg, const char *what) {
+  chunk_job job = {fn, arg, exec, 0};
+  if (grain == 0) grain = 1;
+  if (parallel) {
+    tl_status status = tl__exec_parallel_for(exec, count, grain, cancel_aware_chunk, &job);
+    if (status != TL_OK) return status;
+  } else {
+    for (size_t begin = 0; begin < count && !atomic_load(&job.cancelled); begin += grain)
+      cancel_aware_chunk(begin, count - begin > grain ? begin + grain : count, -1, &job);
+  }
+  if (atomic_load_explicit(&job.cancelled, memory_order_relaxed))
+    return tl__fail(TL_E_CANCELLED, "cancelled while %s (output partly written)", what);
+  return TL_OK;
+}
+
 tl_status tl__exec_scratch(tl_exec *exec, size_t bytes, size_t align, void **out) {
   return tl__arena_alloc(&exec->resources->arena, bytes, align, out);
 }

@@ -98,6 +98,14 @@ static inline size_t tl__exec_thread_slots(const tl_exec *exec) {
   return 1 + (exec->pool != NULL ? (size_t)tl_pool_workers(exec->pool) : 0);
 }
 
+/* Run fn over [0, count) in chunks of `grain` (>= 1), checking the lane's cancellation before
+ * every chunk: once seen, the chunks not started are skipped and the call returns
+ * TL_E_CANCELLED ("cancelled while <what> (output partly written)"). parallel != 0 splits
+ * the chunks with tl__exec_parallel_for; else they run in order on the calling thread
+ * (worker index -1). The one cancel-aware chunk loop every route uses. */
+tl_status tl__exec_run_chunks(tl_exec *exec, int parallel, size_t count, size_t grain,
+                              tl_pool_range_fn fn, void *arg, const char *what);
+
 /* 1 when the surface belongs to a lane whose run has been cancelled. Routes may check it
  * between blocks and stop with TL_E_CANCELLED (writing nothing when they can). */
 static inline int tl__exec_cancelled(const tl_exec *exec) {

@@ -201,6 +201,29 @@ static int operand_fits(const contraction *x, int op, const group *g0, const gro
   return 1;
 }
 
+/* A column-major scratch tensor for c with its axes in GEMM order (m, n, batch), its
+ * labels in c_tmp_labels. */
+static tl_status scratch_c(tl_exec *exec, const contraction *x, tl_tensor *c_tmp,
+                           int *c_tmp_labels) {
+  const tl_tensor *t = x->t[OP_C];
+  memset(c_tmp, 0, sizeof *c_tmp);
+  c_tmp->dtype = t->dtype;
+  const group *groups[3] = {&x->m, &x->n, &x->batch};
+  int r = 0;
+  for (int gi = 0; gi < 3; gi++) {
+    for (int i = 0; i < groups[gi]->count; i++) {
+      int pos = find_label(x->labels[OP_C], t->rank, groups[gi]->labels[i]);
+      c_tmp->shape[r] = t->shape[pos];
+      c_tmp_labels[r] = groups[gi]->labels[i];
+      r++;
+    }
+  }
+  c_tmp->rank = r;
+  tl_strides_col_major(r, c_tmp->shape, c_tmp->strides);
+  size_t bytes = (size_t)tl_tensor_numel(c_tmp) * tl_dtype_size(t->dtype);
+  return tl__exec_scratch(exec, bytes ? bytes : 64, 64, &c_tmp->data);
+}
+
 static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
                               tl_scalar beta, const int *c_labels) {
   tl_status status;
@@ -254,24 +277,7 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
   int c_tmp_labels[TL_MAX_RANK];
   int c_in_scratch = 0;
   if (!operand_fits(x, OP_C, &x->m, &x->n, g.m, g.n, &rs[2], &cs[2])) {
-    const tl_tensor *t = c;
-    memset(&c_tmp, 0, sizeof c_tmp);
-    c_tmp.dtype = t->dtype;
-    const group *groups[3] = {&x->m, &x->n, &x->batch};
-    int r = 0;
-    for (int gi = 0; gi < 3; gi++) {
-      for (int i = 0; i < groups[gi]->count; i++) {
-        int pos = find_label(x->labels[OP_C], t->rank, groups[gi]->labels[i]);
-        c_tmp.shape[r] = t->shape[pos];
-        c_tmp_labels[r] = groups[gi]->labels[i];
-        r++;
-      }
-    }
-    c_tmp.rank = r;
-    tl_strides_col_major(r, c_tmp.shape, c_tmp.strides);
-    size_t bytes = (size_t)tl_tensor_numel(&c_tmp) * (size_t)es;
-    if ((status = tl__exec_scratch(exec, bytes ? bytes : 64, 64, &c_tmp.data)) != TL_OK)
-      return status;
+    if ((status = scratch_c(exec, x, &c_tmp, c_tmp_labels)) != TL_OK) return status;
     x->t[OP_C] = &c_tmp;
     x->labels[OP_C] = c_tmp_labels;
     c_in_scratch = 1;

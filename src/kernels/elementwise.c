@@ -1,5 +1,5 @@
 /* src/kernels/elementwise.c: the elementwise routes (binary, unary, scale, axpby, fill,
- * copy) and the helper that runs a loop plan over a surface.
+ * copy); they run their loop plans over the surface through drive.c.
  *
  * Invariant: every check (arguments, dtypes, broadcast, aliasing, team) happens before the
  * first element is written, so a failing call writes nothing; once the work starts only
@@ -11,73 +11,6 @@
 #include "kernels.h"
 #include "base/base.h"
 #include "exec/exec.h"
-
-/* ---- running a plan over the surface ------------------------------------------------- */
-
-typedef struct loop_job {
-  const tl__loop *loop;
-  tl__row_fn fn;
-  const void *params;
-  tl_exec *exec;
-  int64_t pieces;    /* pieces each row is cut into (1 = whole rows) */
-  int64_t piece_len; /* elements per piece */
-  atomic_int cancelled;
-} loop_job;
-
-static void loop_chunk(size_t begin, size_t end, int worker_index, void *arg) {
-  loop_job *job = (loop_job *)arg;
-  (void)worker_index;
-  if (tl__exec_cancelled(job->exec)) {
-    atomic_store_explicit(&job->cancelled, 1, memory_order_relaxed);
-    return;
-  }
-  if (job->pieces == 1) {
-    tl__loop_run(job->loop, (int64_t)begin, (int64_t)end, job->fn, job->params);
-    return;
-  }
-  for (size_t item = begin; item < end; item++) {
-    int64_t row = (int64_t)item / job->pieces, piece = (int64_t)item % job->pieces;
-    int64_t i0 = piece * job->piece_len;
-    int64_t i1 = i0 + job->piece_len < job->loop->inner ? i0 + job->piece_len : job->loop->inner;
-    tl__loop_run_span(job->loop, row, i0, i1, job->fn, job->params);
-  }
-}
-
-tl_status tl__loop_execute(tl_exec *exec, int team, const tl__loop *loop, tl__row_fn fn,
-                           const void *params) {
-  int64_t total = loop->rows * loop->inner;
-  if (total == 0) return TL_OK;
-  if (tl__exec_cancelled(exec))
-    return tl__fail(TL_E_CANCELLED, "cancelled before the first element was written");
-  if (team <= 1 || total < TL__PARALLEL_MIN_ELEMENTS) {
-    tl__loop_run(loop, 0, loop->rows, fn, params);
-    return TL_OK;
-  }
-  loop_job job;
-  job.loop = loop;
-  job.fn = fn;
-  job.params = params;
-  job.exec = exec;
-  job.pieces = 1;
-  job.piece_len = loop->inner;
-  atomic_init(&job.cancelled, 0);
-  /* Few long rows: cut each row into pieces so every worker gets work. */
-  if (loop->rows < (int64_t)team * 8 && loop->inner >= 8192) {
-    job.piece_len = 4096;
-    job.pieces = (loop->inner + job.piece_len - 1) / job.piece_len;
-  }
-  int64_t items = loop->rows * job.pieces;
-  int64_t per_item = job.pieces == 1 ? loop->inner : job.piece_len;
-  int64_t grain = 16384 / (per_item > 0 ? per_item : 1);
-  if (grain < 1) grain = 1;
-  int64_t max_grain = (items + team * 4 - 1) / (team * 4);
-  if (grain > max_grain) grain = max_grain > 0 ? max_grain : 1;
-  tl_status status = tl__exec_parallel_for(exec, (size_t)items, (size_t)grain, loop_chunk, &job);
-  if (status != TL_OK) return status;
-  if (atomic_load_explicit(&job.cancelled, memory_order_relaxed))
-    return tl__fail(TL_E_CANCELLED, "cancelled while writing (output partly written)");
-  return TL_OK;
-}
 
 /* ---- binary ------------------------------------------------------------------------- */
 

@@ -41,8 +41,6 @@ typedef struct gemm_job {
   int64_t blocks;    /* blocks per GEMM */
   int split_rows;    /* 1: blocks cut m, 0: blocks cut n */
   int64_t block_len; /* rows or columns per block */
-  tl_exec *exec;
-  atomic_int cancelled;
 } gemm_job;
 
 static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, int64_t begin,
@@ -74,14 +72,10 @@ static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, i
 }
 
 static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
-  gemm_job *job = (gemm_job *)arg;
+  const gemm_job *job = arg;
   (void)worker_index;
   const tl__gemm_batch *g = job->g;
   for (size_t item = begin; item < end; item++) {
-    if (tl__exec_cancelled(job->exec)) {
-      atomic_store_explicit(&job->cancelled, 1, memory_order_relaxed);
-      return;
-    }
     int64_t batch = (int64_t)item / job->blocks, block = (int64_t)item % job->blocks;
     int64_t total = job->split_rows ? g->m : g->n;
     int64_t b0 = block * job->block_len;
@@ -94,13 +88,7 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (g->m == 0 || g->n == 0 || g->batches == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
-  gemm_job job;
-  job.g = g;
-  job.exec = exec;
-  job.blocks = 1;
-  job.split_rows = g->m > g->n;
-  job.block_len = job.split_rows ? g->m : g->n;
-  atomic_init(&job.cancelled, 0);
+  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n};
   double flops =
       2.0 * (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) * (double)g->batches;
   if (team > 1 && flops >= 2.0 * 48 * 48 * 48 * 4) {
@@ -123,13 +111,9 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
       }
     }
     int64_t items = g->batches * job.blocks;
-    if (items > 1) {
-      tl_status status = tl__exec_parallel_for(exec, (size_t)items, 1, gemm_chunk, &job);
-      if (status != TL_OK) return status;
-      if (atomic_load_explicit(&job.cancelled, memory_order_relaxed))
-        return tl__fail(TL_E_CANCELLED, "cancelled between GEMM blocks (output partly written)");
-      return TL_OK;
-    }
+    if (items > 1)
+      return tl__exec_run_chunks(exec, 1, (size_t)items, 1, gemm_chunk, &job,
+                                 "computing GEMM blocks");
   }
   for (int64_t batch = 0; batch < g->batches; batch++) {
     if (batch > 0 && tl__exec_cancelled(exec))

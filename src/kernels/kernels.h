@@ -232,13 +232,13 @@ tl_status tl__check_scalar(const char *name, tl_scalar s, tl_dtype dtype);
  * TL_E_SHAPE with a message naming x_name when an extent fits neither way. */
 tl_status tl__broadcast_to(const tl_tensor *x, const char *x_name, const tl_tensor *out,
                            tl_tensor *view);
-/* Run a loop plan over the surface with `team` threads (route files only; defined in
- * elementwise.c). TL_E_CANCELLED when cancellation was seen. */
+/* Run a loop plan over the surface with `team` threads (drive.c). TL_E_CANCELLED when
+ * cancellation was seen. */
 struct tl_exec;
 tl_status tl__loop_execute(struct tl_exec *exec, int team, const tl__loop *loop, tl__row_fn fn,
                            const void *params);
 
-/* dst = src (same shape) over the surface through the permute core (permute.c). */
+/* dst = src (same shape) over the surface through the permute core (drive.c). */
 tl_status tl__copy_execute(struct tl_exec *exec, int team, const tl_tensor *dst,
                            const tl_tensor *src);
 

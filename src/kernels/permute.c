@@ -10,55 +10,6 @@
 #include "base/base.h"
 #include "exec/exec.h"
 
-typedef struct permute_job {
-  const tl__permute_plan *plan;
-  tl_exec *exec;
-  atomic_int cancelled;
-} permute_job;
-
-static void permute_chunk(size_t begin, size_t end, int worker_index, void *arg) {
-  permute_job *job = (permute_job *)arg;
-  (void)worker_index;
-  if (tl__exec_cancelled(job->exec)) {
-    atomic_store_explicit(&job->cancelled, 1, memory_order_relaxed);
-    return;
-  }
-  tl__permute_run(job->plan, (int64_t)begin, (int64_t)end);
-}
-
-tl_status tl__copy_execute(tl_exec *exec, int team, const tl_tensor *dst, const tl_tensor *src) {
-  tl__permute_plan plan;
-  tl__permute_plan_make(&plan, dst, src);
-  int64_t total = plan.loop.rows * plan.loop.inner;
-  if (total == 0) return TL_OK;
-  if (tl__exec_cancelled(exec))
-    return tl__fail(TL_E_CANCELLED, "cancelled before the first element was written");
-  if (team <= 1 || total < TL__PARALLEL_MIN_ELEMENTS || plan.blocks < 2) {
-    if (!plan.tiled && plan.loop.rows < 2 && team > 1 && total >= TL__PARALLEL_MIN_ELEMENTS) {
-      /* one long contiguous row: the elementwise runner cuts it into pieces */
-      tl__row_fn copy = tl__ew_unary_kernel(TL_OP_COPY, dst->dtype);
-      return tl__loop_execute(exec, team, &plan.loop, copy, NULL);
-    }
-    tl__permute_run(&plan, 0, plan.blocks);
-    return TL_OK;
-  }
-  permute_job job;
-  job.plan = &plan;
-  job.exec = exec;
-  atomic_init(&job.cancelled, 0);
-  int64_t per_block = total / plan.blocks;
-  int64_t grain = 65536 / (per_block > 0 ? per_block : 1);
-  int64_t max_grain = (plan.blocks + team * 8 - 1) / (team * 8);
-  if (grain > max_grain) grain = max_grain;
-  if (grain < 1) grain = 1;
-  tl_status status =
-      tl__exec_parallel_for(exec, (size_t)plan.blocks, (size_t)grain, permute_chunk, &job);
-  if (status != TL_OK) return status;
-  if (atomic_load_explicit(&job.cancelled, memory_order_relaxed))
-    return tl__fail(TL_E_CANCELLED, "cancelled while copying (output partly written)");
-  return TL_OK;
-}
-
 static tl_status check_perm(const int *perm, int rank) {
   if (perm == NULL && rank > 0) return tl__fail(TL_E_INVALID, "perm is NULL");
   unsigned seen = 0;

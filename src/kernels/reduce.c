@@ -1,372 +1,19 @@
-/* src/kernels/reduce.c: reduction over axes (sum, prod, max, min, 2-norm).
- *
- * Two shapes of loop, chosen by where the input is dense:
- *   - inner: the input's densest axis is reduced. Each output element is one accumulator
- *     fed by unit-stride runs of the input (vectorised, several partial sums).
- *   - outer: the densest axis is kept. A chunk of up to CHUNK (8192) outputs along it is
- *     held in accumulators (scratch, one block per worker) while the reduced axes stream
- *     past, so the input is read in long sequential runs.
- * Accumulators are double (f32 inputs too; complex as two doubles), so f32 sums are
- * accurate to f32 rounding at the end. When there are fewer output items than workers
- * (a full reduction, say) the reduced range is cut into parts whose partial accumulators
- * live in scratch and are combined at the end.
+/* src/kernels/reduce.c: the reduce routes (tl_reduce_into, tl_reduce): argument checks,
+ * the plan's axes, its scratch, and the split of its items over the surface. The loops are
+ * in reduce_core.c.
  *
  * Invariants: all checks precede the first write; an empty reduction gives the identity
  * (0, 1, -inf, +inf, 0); max and min propagate NaN. */
-#include <complex.h>
-#include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
-#include "kernels.h"
 #include "base/base.h"
 #include "exec/exec.h"
+#include "reduce_core.h"
 
-TL__HOT_FILE
-
-#define CHUNK 8192
-
-typedef struct reduce_plan {
-  tl_reduce_op op;
-  tl_dtype dtype, out_dtype;
-  int complex_in;
-  int inner_mode;
-  const char *xbase;
-  char *obase;
-  int64_t xes, oes;
-  int nk, nr;
-  int64_t ke[TL_MAX_RANK], kx[TL_MAX_RANK], ko[TL_MAX_RANK]; /* kept: extent, x, out strides */
-  int64_t re[TL_MAX_RANK], rx[TL_MAX_RANK];                  /* reduced: extent, x stride */
-  int64_t out_items; /* output items (elements in inner mode, chunks in outer mode) */
-  int64_t chunks;    /* outer mode: chunks along kept axis 0 */
-  int64_t r_rows;    /* reduced rows walked per item (inner: excluding axis 0) */
-  int64_t parts, part_len;
-  int empty;         /* a reduced axis has extent 0: every output is the identity */
-  double *partials;  /* [item][part][2] (inner) or [item][part][2 * CHUNK] (outer) */
-  double *acc_slots; /* outer mode: one 2 * CHUNK accumulator block per worker (+1) */
-  tl_exec *exec;
-  atomic_int cancelled;
-} reduce_plan;
-
-static double identity(tl_reduce_op op) {
-  switch (op) {
-    case TL_REDUCE_PROD:
-      return 1.0;
-    case TL_REDUCE_MAX:
-      return -INFINITY;
-    case TL_REDUCE_MIN:
-      return INFINITY;
-    default:
-      return 0.0;
-  }
-}
-
-static inline double max_nan(double acc, double v) { return (v > acc || v != v) ? v : acc; }
-static inline double min_nan(double acc, double v) { return (v < acc || v != v) ? v : acc; }
-
-/* Load element i of a run as (re, im). */
-static inline void load(tl_dtype dtype, const char *p, double *re, double *im) {
-  switch (dtype) {
-    case TL_F32:
-      *re = *(const float *)p, *im = 0;
-      break;
-    case TL_F64:
-      *re = *(const double *)p, *im = 0;
-      break;
-    case TL_C64:
-      *re = ((const float *)p)[0], *im = ((const float *)p)[1];
-      break;
-    default:
-      *re = ((const double *)p)[0], *im = ((const double *)p)[1];
-      break;
-  }
-}
-
-/* Reduce a run of n elements (stride s elements) into acc[0..1]. */
-static void run_into_scalar(const reduce_plan *pl, const char *p, int64_t n, int64_t s,
-                            double *acc) {
-  const tl_reduce_op op = pl->op;
-  if (op == TL_REDUCE_SUM && pl->dtype == TL_F64 && s == 1) {
-    const double *x = (const double *)p;
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      s0 += x[i], s1 += x[i + 1], s2 += x[i + 2], s3 += x[i + 3];
-      s4 += x[i + 4], s5 += x[i + 5], s6 += x[i + 6], s7 += x[i + 7];
-    }
-    for (; i < n; i++) s0 += x[i];
-    acc[0] += ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
-    return;
-  }
-  if (op == TL_REDUCE_SUM && pl->dtype == TL_F32 && s == 1) {
-    const float *x = (const float *)p;
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) s0 += x[i], s1 += x[i + 1], s2 += x[i + 2], s3 += x[i + 3];
-    for (; i < n; i++) s0 += x[i];
-    acc[0] += (s0 + s1) + (s2 + s3);
-    return;
-  }
-  if (op == TL_REDUCE_NORM2 && pl->dtype == TL_F64 && s == 1) {
-    const double *x = (const double *)p;
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-      s0 += x[i] * x[i], s1 += x[i + 1] * x[i + 1], s2 += x[i + 2] * x[i + 2],
-          s3 += x[i + 3] * x[i + 3];
-    for (; i < n; i++) s0 += x[i] * x[i];
-    acc[0] += (s0 + s1) + (s2 + s3);
-    return;
-  }
-  const int64_t step = s * pl->xes;
-  double a0 = acc[0], a1 = acc[1];
-  for (int64_t i = 0; i < n; i++, p += step) {
-    double re, im;
-    load(pl->dtype, p, &re, &im);
-    switch (op) {
-      case TL_REDUCE_SUM:
-        a0 += re, a1 += im;
-        break;
-      case TL_REDUCE_NORM2:
-        a0 += re * re + im * im;
-        break;
-      case TL_REDUCE_PROD: {
-        double r = a0 * re - a1 * im, m = a0 * im + a1 * re;
-        a0 = r, a1 = m;
-        break;
-      }
-      case TL_REDUCE_MAX:
-        a0 = max_nan(a0, re);
-        break;
-      case TL_REDUCE_MIN:
-        a0 = min_nan(a0, re);
-        break;
-    }
-  }
-  acc[0] = a0, acc[1] = a1;
-}
-
-/* acc[i] op= x[i] for a run of n elements; acc holds reals (n doubles) or complex (2n). */
-static void run_into_vector(const reduce_plan *pl, const char *p, int64_t n, int64_t s,
-                            double *acc) {
-  const tl_reduce_op op = pl->op;
-  if (pl->dtype == TL_F64 && s == 1 && (op == TL_REDUCE_SUM || op == TL_REDUCE_NORM2)) {
-    const double *restrict x = (const double *)p;
-    double *restrict a = acc;
-    if (op == TL_REDUCE_SUM)
-      for (int64_t i = 0; i < n; i++) a[i] += x[i];
-    else
-      for (int64_t i = 0; i < n; i++) a[i] += x[i] * x[i];
-    return;
-  }
-  if (pl->dtype == TL_F32 && s == 1 && op == TL_REDUCE_SUM) {
-    const float *restrict x = (const float *)p;
-    double *restrict a = acc;
-    for (int64_t i = 0; i < n; i++) a[i] += x[i];
-    return;
-  }
-  const int64_t step = s * pl->xes;
-  for (int64_t i = 0; i < n; i++, p += step) {
-    double re, im;
-    load(pl->dtype, p, &re, &im);
-    if (pl->complex_in) {
-      double *a = acc + 2 * i;
-      switch (op) {
-        case TL_REDUCE_SUM:
-          a[0] += re, a[1] += im;
-          break;
-        case TL_REDUCE_NORM2:
-          acc[i] += re * re + im * im;
-          break; /* real accumulators */
-        case TL_REDUCE_PROD: {
-          double r = a[0] * re - a[1] * im, m = a[0] * im + a[1] * re;
-          a[0] = r, a[1] = m;
-          break;
-        }
-        default:
-          break;
-      }
-    } else {
-      switch (op) {
-        case TL_REDUCE_SUM:
-          acc[i] += re;
-          break;
-        case TL_REDUCE_NORM2:
-          acc[i] += re * re;
-          break;
-        case TL_REDUCE_PROD:
-          acc[i] *= re;
-          break;
-        case TL_REDUCE_MAX:
-          acc[i] = max_nan(acc[i], re);
-          break;
-        case TL_REDUCE_MIN:
-          acc[i] = min_nan(acc[i], re);
-          break;
-      }
-    }
-  }
-}
-
-/* Complex accumulators are pairs except for NORM2, whose accumulators are real. */
-static int acc_width(const reduce_plan *pl) {
-  return pl->complex_in && pl->op != TL_REDUCE_NORM2 ? 2 : 1;
-}
-
-static void merge(tl_reduce_op op, double *into, const double *from, int width) {
-  switch (op) {
-    case TL_REDUCE_SUM:
-    case TL_REDUCE_NORM2:
-      into[0] += from[0];
-      if (width == 2) into[1] += from[1];
-      break;
-    case TL_REDUCE_PROD:
-      if (width == 2) {
-        double r = into[0] * from[0] - into[1] * from[1];
-        double m = into[0] * from[1] + into[1] * from[0];
-        into[0] = r, into[1] = m;
-      } else {
-        into[0] *= from[0];
-      }
-      break;
-    case TL_REDUCE_MAX:
-      into[0] = max_nan(into[0], from[0]);
-      break;
-    case TL_REDUCE_MIN:
-      into[0] = min_nan(into[0], from[0]);
-      break;
-  }
-}
-
-static void store(const reduce_plan *pl, const double *acc, int width, char *dst) {
-  double re = acc[0], im = width == 2 ? acc[1] : 0.0;
-  if (pl->op == TL_REDUCE_NORM2) re = sqrt(re), im = 0.0;
-  switch (pl->out_dtype) {
-    case TL_F32:
-      *(float *)dst = (float)re;
-      break;
-    case TL_F64:
-      *(double *)dst = re;
-      break;
-    case TL_C64:
-      ((float *)dst)[0] = (float)re, ((float *)dst)[1] = (float)im;
-      break;
-    default:
-      ((double *)dst)[0] = re, ((double *)dst)[1] = im;
-      break;
-  }
-}
-
-/* Walk reduced rows [r0, r1) over axes [first, nr), calling fn per row pointer. */
-#define WALK_ROWS(PL, FIRST, BASE, R0, R1, BODY)        \
-  do {                                                  \
-    int64_t idx_[TL_MAX_RANK];                          \
-    int64_t rem_ = (R0);                                \
-    const char *rp_ = (BASE);                           \
-    for (int k_ = (FIRST); k_ < (PL)->nr; k_++) {       \
-      idx_[k_] = rem_ % (PL)->re[k_];                   \
-      rem_ /= (PL)->re[k_];                             \
-      rp_ += idx_[k_] * (PL)->rx[k_] * (PL)->xes;       \
-    }                                                   \
-    for (int64_t row_ = (R0); row_ < (R1); row_++) {    \
-      const char *row_ptr = rp_;                        \
-      BODY;                                             \
-      for (int k_ = (FIRST); k_ < (PL)->nr; k_++) {     \
-        rp_ += (PL)->rx[k_] * (PL)->xes;                \
-        if (++idx_[k_] < (PL)->re[k_]) break;           \
-        rp_ -= (PL)->re[k_] * (PL)->rx[k_] * (PL)->xes; \
-        idx_[k_] = 0;                                   \
-      }                                                 \
-    }                                                   \
-  } while (0)
-
-static void item_pointers(const reduce_plan *pl, int64_t item, int first_kept, const char **xp,
-                          char **op) {
-  const char *x = pl->xbase;
-  char *o = pl->obase;
-  for (int k = first_kept; k < pl->nk; k++) {
-    int64_t idx = item % pl->ke[k];
-    item /= pl->ke[k];
-    x += idx * pl->kx[k] * pl->xes;
-    o += idx * pl->ko[k] * pl->oes;
-  }
-  *xp = x;
-  *op = o;
-}
-
-static void run_item(reduce_plan *pl, int64_t item, int64_t part, int slot) {
-  const int width = acc_width(pl);
-  const int64_t r0 = part * pl->part_len;
-  const int64_t r1 = r0 + pl->part_len < pl->r_rows ? r0 + pl->part_len : pl->r_rows;
-  if (pl->inner_mode) {
-    const char *x;
-    char *o;
-    item_pointers(pl, item, 0, &x, &o);
-    double acc[2] = {identity(pl->op), 0.0};
-    const int64_t n0 = pl->nr > 0 ? pl->re[0] : 1, s0 = pl->nr > 0 ? pl->rx[0] : 1;
-    if (pl->nr > 0)
-      WALK_ROWS(pl, 1, x, r0, r1, run_into_scalar(pl, row_ptr, n0, s0, acc));
-    else if (!pl->empty && r0 == 0)
-      run_into_scalar(pl, x, 1, 1, acc); /* every reduced axis has extent 1 */
-    if (pl->parts == 1) {
-      store(pl, acc, width, o);
-    } else {
-      double *partial = pl->partials + (item * pl->parts + part) * 2;
-      partial[0] = acc[0], partial[1] = acc[1];
-    }
-    return;
-  }
-  /* outer mode: item = chunk along kept axis 0 x the other kept axes */
-  int64_t chunk = item % pl->chunks, rest = item / pl->chunks;
-  const char *x;
-  char *o;
-  item_pointers(pl, rest, 1, &x, &o);
-  int64_t c0 = chunk * CHUNK, len = pl->ke[0] - c0 < CHUNK ? pl->ke[0] - c0 : CHUNK;
-  x += c0 * pl->kx[0] * pl->xes;
-  o += c0 * pl->ko[0] * pl->oes;
-  double *local = pl->acc_slots + (int64_t)slot * 2 * CHUNK;
-  double *acc = pl->parts == 1 ? local : pl->partials + (item * pl->parts + part) * 2 * CHUNK;
-  const double id = identity(pl->op);
-  for (int64_t i = 0; i < len * width; i++) acc[i] = (width == 2 && (i & 1)) ? 0.0 : id;
-  const int64_t s0 = pl->kx[0];
-  WALK_ROWS(pl, 0, x, r0, r1, run_into_vector(pl, row_ptr, len, s0, acc));
-  if (pl->parts == 1) {
-    for (int64_t i = 0; i < len; i++)
-      store(pl, acc + i * width, width, o + i * pl->ko[0] * pl->oes);
-  }
-}
-
-static void reduce_chunk(size_t begin, size_t end, int worker_index, void *arg) {
-  reduce_plan *pl = (reduce_plan *)arg;
-  (void)worker_index;
-  for (size_t w = begin; w < end; w++) {
-    if (tl__exec_cancelled(pl->exec)) {
-      atomic_store_explicit(&pl->cancelled, 1, memory_order_relaxed);
-      return;
-    }
-    run_item(pl, (int64_t)w / pl->parts, (int64_t)w % pl->parts, worker_index + 1);
-  }
-}
-
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
-
-/* Sort axes (extent, strides...) ascending by key; n <= 16. */
-static void sort_axes(int n, int64_t *key, int64_t *e, int64_t *s1, int64_t *s2) {
-  for (int i = 1; i < n; i++) {
-    for (int j = i; j > 0 && key[j - 1] > key[j]; j--) {
-      int64_t t;
-#define SWAP(A) t = A[j], A[j] = A[j - 1], A[j - 1] = t
-      SWAP(key);
-      SWAP(e);
-      SWAP(s1);
-      if (s2) SWAP(s2);
-#undef SWAP
-    }
-  }
-}
-
-static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tensor *x,
-                                  int axis_count, const int *axes, tl_tensor *out) {
+/* The checks on op, x, out and the axes, before anything is planned: the reduced axes as a
+ * bit mask in *reduced. */
+static tl_status check_args(tl_reduce_op op, const tl_tensor *x, int axis_count, const int *axes,
+                            const tl_tensor *out, unsigned *reduced) {
   tl_status status;
   if ((unsigned)op > TL_REDUCE_NORM2)
     return tl__fail(TL_E_INVALID, "op %d is not a tl_reduce_op", (int)op);
@@ -375,24 +22,33 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
   if (axis_count < 0 || axis_count > x->rank)
     return tl__fail(TL_E_INVALID, "axis_count %d outside [0, %d]", axis_count, x->rank);
   if (axis_count > 0 && axes == NULL) return tl__fail(TL_E_INVALID, "axes is NULL");
-  unsigned reduced = 0;
+  *reduced = 0;
   for (int i = 0; i < axis_count; i++) {
     if (axes[i] < 0 || axes[i] >= x->rank)
       return tl__fail(TL_E_INVALID, "axes[%d] = %d outside [0, %d)", i, axes[i], x->rank);
-    if (reduced & (1u << axes[i]))
+    if (*reduced & (1u << axes[i]))
       return tl__fail(TL_E_INVALID, "axes[%d] = %d is listed twice", i, axes[i]);
-    reduced |= 1u << axes[i];
+    *reduced |= 1u << axes[i];
   }
-  int cplx = tl_dtype_is_complex(x->dtype);
-  if (cplx && (op == TL_REDUCE_MAX || op == TL_REDUCE_MIN))
+  if (tl_dtype_is_complex(x->dtype) && (op == TL_REDUCE_MAX || op == TL_REDUCE_MIN))
     return tl__fail(TL_E_DTYPE, "max and min need a real dtype, x is %s", tl_dtype_name(x->dtype));
   tl_dtype out_dtype = op == TL_REDUCE_NORM2 ? tl_dtype_real(x->dtype) : x->dtype;
   if ((status = tl__check_dtype(out, "out", out_dtype)) != TL_OK) return status;
-  int keepdims = out->rank == x->rank && axis_count > 0;
-  if (out->rank != x->rank - axis_count && !keepdims)
+  if (out->rank != x->rank - axis_count && !(out->rank == x->rank && axis_count > 0))
     return tl__fail(TL_E_SHAPE, "out has rank %d; reducing %d of x's %d axes needs rank %d or %d",
                     out->rank, axis_count, x->rank, x->rank - axis_count, x->rank);
-  reduce_plan *pl;
+  return TL_OK;
+}
+
+static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tensor *x,
+                                  int axis_count, const int *axes, tl_tensor *out) {
+  unsigned reduced = 0;
+  tl_status status = check_args(op, x, axis_count, axes, out, &reduced);
+  if (status != TL_OK) return status;
+  int cplx = tl_dtype_is_complex(x->dtype);
+  tl_dtype out_dtype = op == TL_REDUCE_NORM2 ? tl_dtype_real(x->dtype) : x->dtype;
+  int keepdims = out->rank == x->rank && axis_count > 0;
+  tl__reduce_plan *pl;
   if ((status = tl__exec_scratch(exec, sizeof *pl, 64, (void **)&pl)) != TL_OK) return status;
   memset(pl, 0, sizeof *pl);
   int64_t key_k[TL_MAX_RANK], key_r[TL_MAX_RANK];
@@ -409,7 +65,7 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
       if (x->shape[k] != 1) {
         pl->re[pl->nr] = x->shape[k];
         pl->rx[pl->nr] = x->strides[k];
-        key_r[pl->nr] = abs64(x->strides[k]);
+        key_r[pl->nr] = tl__reduce_abs64(x->strides[k]);
         pl->nr++;
       }
       if (keepdims) o++;
@@ -418,7 +74,7 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
         pl->ke[pl->nk] = x->shape[k];
         pl->kx[pl->nk] = x->strides[k];
         pl->ko[pl->nk] = out->strides[o];
-        key_k[pl->nk] = abs64(out->strides[o]);
+        key_k[pl->nk] = tl__reduce_abs64(out->strides[o]);
         pl->nk++;
       }
       o++;
@@ -430,8 +86,8 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
   if (tl_tensor_numel(out) == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first element was written");
-  sort_axes(pl->nr, key_r, pl->re, pl->rx, NULL);
-  sort_axes(pl->nk, key_k, pl->ke, pl->kx, pl->ko);
+  tl__reduce_sort_axes(pl->nr, key_r, pl->re, pl->rx, NULL);
+  tl__reduce_sort_axes(pl->nk, key_k, pl->ke, pl->kx, pl->ko);
   pl->op = op;
   pl->dtype = x->dtype;
   pl->out_dtype = out_dtype;
@@ -440,49 +96,8 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
   pl->oes = (int64_t)tl_dtype_size(out_dtype);
   pl->xbase = (const char *)x->data + x->offset * pl->xes;
   pl->obase = (char *)out->data + out->offset * pl->oes;
-  pl->exec = exec;
-  atomic_init(&pl->cancelled, 0);
-  int empty = 0;
-  for (int k = 0; k < pl->nr; k++) empty |= pl->re[k] == 0;
-  if (empty) pl->nr = 0; /* nothing to reduce: every output is the identity */
-  pl->empty = empty;
-  /* inner when x is densest along a reduced axis (or nothing is kept) */
-  int64_t best_k = INT64_MAX, best_r = INT64_MAX;
-  int best_k_axis = 0;
-  for (int k = 0; k < pl->nk; k++) {
-    if (abs64(pl->kx[k]) < best_k) best_k = abs64(pl->kx[k]), best_k_axis = k;
-  }
-  if (pl->nr > 0) best_r = abs64(pl->rx[0]);
-  pl->inner_mode = pl->nk == 0 || (pl->nr > 0 && best_r < best_k);
-  int64_t total_reduced = 1;
-  for (int k = 0; k < pl->nr; k++) total_reduced *= pl->re[k];
-  if (pl->inner_mode) {
-    pl->out_items = 1;
-    for (int k = 0; k < pl->nk; k++) pl->out_items *= pl->ke[k];
-    pl->r_rows = pl->nr > 0 ? total_reduced / pl->re[0] : 1;
-  } else {
-    if (best_k_axis != 0) { /* kept axis densest in x goes first */
-      int64_t t;
-      t = pl->ke[0], pl->ke[0] = pl->ke[best_k_axis], pl->ke[best_k_axis] = t;
-      t = pl->kx[0], pl->kx[0] = pl->kx[best_k_axis], pl->kx[best_k_axis] = t;
-      t = pl->ko[0], pl->ko[0] = pl->ko[best_k_axis], pl->ko[best_k_axis] = t;
-    }
-    pl->chunks = (pl->ke[0] + CHUNK - 1) / CHUNK;
-    pl->out_items = pl->chunks;
-    for (int k = 1; k < pl->nk; k++) pl->out_items *= pl->ke[k];
-    pl->r_rows = empty ? 0 : total_reduced;
-  }
-  /* Parts: cut the reduced rows when there are too few items for the team. */
-  int64_t total = total_reduced * tl_tensor_numel(out);
-  pl->parts = 1;
-  if (team > 1 && total >= TL__PARALLEL_MIN_ELEMENTS && pl->out_items < (int64_t)team * 4 &&
-      pl->r_rows >= 2) {
-    pl->parts = ((int64_t)team * 4 + pl->out_items - 1) / pl->out_items;
-    if (pl->parts > pl->r_rows) pl->parts = pl->r_rows;
-  }
-  pl->part_len = (pl->r_rows + pl->parts - 1) / pl->parts;
-  if (pl->part_len == 0) pl->part_len = 1;
-  const int width = acc_width(pl);
+  tl__reduce_plan_modes(pl, team, tl_tensor_numel(out));
+  int64_t total = pl->total;
   if (pl->parts > 1) {
     size_t per = pl->inner_mode ? 2 : 2 * CHUNK;
     size_t bytes = (size_t)pl->out_items * (size_t)pl->parts * per * sizeof(double);
@@ -497,46 +112,15 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
       return status;
   }
   size_t work = (size_t)(pl->out_items * pl->parts);
-  if (team > 1 && total >= TL__PARALLEL_MIN_ELEMENTS && work > 1) {
-    int64_t per_item = total / (int64_t)work;
-    int64_t grain = 32768 / (per_item > 0 ? per_item : 1);
-    int64_t max_grain = ((int64_t)work + team * 4 - 1) / (team * 4);
-    if (grain > max_grain) grain = max_grain;
-    if (grain < 1) grain = 1;
-    if ((status = tl__exec_parallel_for(exec, work, (size_t)grain, reduce_chunk, pl)) != TL_OK)
-      return status;
-  } else {
-    reduce_chunk(0, work, -1, pl);
-  }
-  if (atomic_load_explicit(&pl->cancelled, memory_order_relaxed))
-    return tl__fail(TL_E_CANCELLED, "cancelled while reducing (output partly written)");
-  if (pl->parts > 1) {
-    /* combine partials in part order (deterministic for a given team) */
-    for (int64_t item = 0; item < pl->out_items; item++) {
-      if (pl->inner_mode) {
-        const char *xp;
-        char *o;
-        item_pointers(pl, item, 0, &xp, &o);
-        double *first = pl->partials + item * pl->parts * 2;
-        for (int64_t p = 1; p < pl->parts; p++) merge(op, first, first + p * 2, width);
-        store(pl, first, width, o);
-      } else {
-        int64_t chunk = item % pl->chunks, rest = item / pl->chunks;
-        const char *xp;
-        char *o;
-        item_pointers(pl, rest, 1, &xp, &o);
-        int64_t c0 = chunk * CHUNK, len = pl->ke[0] - c0 < CHUNK ? pl->ke[0] - c0 : CHUNK;
-        o += c0 * pl->ko[0] * pl->oes;
-        double *first = pl->partials + item * pl->parts * 2 * CHUNK;
-        for (int64_t p = 1; p < pl->parts; p++) {
-          double *other = first + p * 2 * CHUNK;
-          for (int64_t i = 0; i < len; i++) merge(op, first + i * width, other + i * width, width);
-        }
-        for (int64_t i = 0; i < len; i++)
-          store(pl, first + i * width, width, o + i * pl->ko[0] * pl->oes);
-      }
-    }
-  }
+  int parallel = team > 1 && total >= TL__PARALLEL_MIN_ELEMENTS && work > 1;
+  int64_t per_item = total / (int64_t)(work > 0 ? work : 1);
+  int64_t grain = 32768 / (per_item > 0 ? per_item : 1);
+  int64_t max_grain = ((int64_t)work + team * 4 - 1) / (team * 4);
+  if (grain > max_grain) grain = max_grain;
+  if (grain < 1) grain = 1;
+  status = tl__exec_run_chunks(exec, parallel, work, (size_t)grain, tl__reduce_run, pl, "reducing");
+  if (status != TL_OK) return status;
+  if (pl->parts > 1) tl__reduce_combine(pl);
   return TL_OK;
 }
 

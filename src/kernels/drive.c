@@ -1,0 +1,88 @@
+/* src/kernels/drive.c: running the cores over a surface, for every route file: a loop plan
+ * with a row kernel (tl__loop_execute) and a copy through the permute core
+ * (tl__copy_execute). Small work runs on the calling thread; large work is cut into chunks
+ * that tl__exec_run_chunks spreads over the pool, checking cancellation before each chunk.
+ * The route files call these and not each other. */
+#include <stdint.h>
+
+#include "kernels.h"
+#include "base/base.h"
+#include "exec/exec.h"
+
+typedef struct loop_job {
+  const tl__loop *loop;
+  tl__row_fn fn;
+  const void *params;
+  int64_t pieces;    /* pieces each row is cut into (1 = whole rows) */
+  int64_t piece_len; /* elements per piece */
+} loop_job;
+
+static void loop_chunk(size_t begin, size_t end, int worker_index, void *arg) {
+  const loop_job *job = arg;
+  (void)worker_index;
+  if (job->pieces == 1) {
+    tl__loop_run(job->loop, (int64_t)begin, (int64_t)end, job->fn, job->params);
+    return;
+  }
+  for (size_t item = begin; item < end; item++) {
+    int64_t row = (int64_t)item / job->pieces, piece = (int64_t)item % job->pieces;
+    int64_t i0 = piece * job->piece_len;
+    int64_t i1 = i0 + job->piece_len < job->loop->inner ? i0 + job->piece_len : job->loop->inner;
+    tl__loop_run_span(job->loop, row, i0, i1, job->fn, job->params);
+  }
+}
+
+/* A grain of about `target` elements per chunk, at most a quarter of the items per worker. */
+static int64_t chunk_grain(int64_t items, int64_t per_item, int64_t target, int team, int spread) {
+  int64_t grain = target / (per_item > 0 ? per_item : 1);
+  int64_t max_grain = (items + (int64_t)team * spread - 1) / ((int64_t)team * spread);
+  if (grain > max_grain) grain = max_grain;
+  return grain < 1 ? 1 : grain;
+}
+
+tl_status tl__loop_execute(tl_exec *exec, int team, const tl__loop *loop, tl__row_fn fn,
+                           const void *params) {
+  int64_t total = loop->rows * loop->inner;
+  if (total == 0) return TL_OK;
+  if (tl__exec_cancelled(exec))
+    return tl__fail(TL_E_CANCELLED, "cancelled before the first element was written");
+  if (team <= 1 || total < TL__PARALLEL_MIN_ELEMENTS) {
+    tl__loop_run(loop, 0, loop->rows, fn, params);
+    return TL_OK;
+  }
+  loop_job job = {loop, fn, params, 1, loop->inner};
+  /* Few long rows: cut each row into pieces so every worker gets work. */
+  if (loop->rows < (int64_t)team * 8 && loop->inner >= 8192) {
+    job.piece_len = 4096;
+    job.pieces = (loop->inner + job.piece_len - 1) / job.piece_len;
+  }
+  int64_t items = loop->rows * job.pieces;
+  int64_t grain = chunk_grain(items, job.pieces == 1 ? loop->inner : job.piece_len, 16384, team, 4);
+  return tl__exec_run_chunks(exec, 1, (size_t)items, (size_t)grain, loop_chunk, &job, "writing");
+}
+
+static void permute_chunk(size_t begin, size_t end, int worker_index, void *arg) {
+  (void)worker_index;
+  tl__permute_run(arg, (int64_t)begin, (int64_t)end);
+}
+
+tl_status tl__copy_execute(tl_exec *exec, int team, const tl_tensor *dst, const tl_tensor *src) {
+  tl__permute_plan plan;
+  tl__permute_plan_make(&plan, dst, src);
+  int64_t total = plan.loop.rows * plan.loop.inner;
+  if (total == 0) return TL_OK;
+  if (tl__exec_cancelled(exec))
+    return tl__fail(TL_E_CANCELLED, "cancelled before the first element was written");
+  if (team <= 1 || total < TL__PARALLEL_MIN_ELEMENTS || plan.blocks < 2) {
+    if (!plan.tiled && plan.loop.rows < 2 && team > 1 && total >= TL__PARALLEL_MIN_ELEMENTS) {
+      /* one long contiguous row: the loop runner cuts it into pieces */
+      tl__row_fn copy = tl__ew_unary_kernel(TL_OP_COPY, dst->dtype);
+      return tl__loop_execute(exec, team, &plan.loop, copy, NULL);
+    }
+    tl__permute_run(&plan, 0, plan.blocks);
+    return TL_OK;
+  }
+  int64_t grain = chunk_grain(plan.blocks, total / plan.blocks, 65536, team, 8);
+  return tl__exec_run_chunks(exec, 1, (size_t)plan.blocks, (size_t)grain, permute_chunk, &plan,
+                             "copying");
+}

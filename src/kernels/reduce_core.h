@@ -1,0 +1,60 @@
+/* src/kernels/reduce_core.h: the reduction core shared by reduce_core.c (the loops) and
+ * reduce.c (the route), for sum, prod, max, min and the 2-norm.
+ *
+ * Two shapes of loop, chosen by where the input is dense:
+ *   - inner: the input's densest axis is reduced. Each output element is one accumulator
+ *     fed by unit-stride runs of the input (vectorised, several partial sums).
+ *   - outer: the densest axis is kept. A chunk of up to CHUNK (8192) outputs along it is
+ *     held in accumulators (scratch, one block per worker) while the reduced axes stream
+ *     past, so the input is read in long sequential runs.
+ * Accumulators are double (f32 inputs too; complex as two doubles), so f32 sums are
+ * accurate to f32 rounding at the end. When there are fewer output items than workers
+ * (a full reduction, say) the reduced range is cut into parts whose partial accumulators
+ * live in scratch and are combined at the end.
+ *
+ * Invariants: all checks precede the first write; an empty reduction gives the identity
+ * (0, 1, -inf, +inf, 0); max and min propagate NaN. */
+#ifndef TL_KERNELS_REDUCE_CORE_H
+#define TL_KERNELS_REDUCE_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+#define CHUNK 8192
+
+typedef struct tl__reduce_plan {
+  tl_reduce_op op;
+  tl_dtype dtype, out_dtype;
+  int complex_in;
+  int inner_mode;
+  const char *xbase;
+  char *obase;
+  int64_t xes, oes;
+  int nk, nr;
+  int64_t ke[TL_MAX_RANK], kx[TL_MAX_RANK], ko[TL_MAX_RANK]; /* kept: extent, x, out strides */
+  int64_t re[TL_MAX_RANK], rx[TL_MAX_RANK];                  /* reduced: extent, x stride */
+  int64_t out_items; /* output items (elements in inner mode, chunks in outer mode) */
+  int64_t chunks;    /* outer mode: chunks along kept axis 0 */
+  int64_t r_rows;    /* reduced rows walked per item (inner: excluding axis 0) */
+  int64_t parts, part_len;
+  int empty;         /* a reduced axis has extent 0: every output is the identity */
+  double *partials;  /* [item][part][2] (inner) or [item][part][2 * CHUNK] (outer) */
+  double *acc_slots; /* outer mode: one 2 * CHUNK accumulator block per worker (+1) */
+  int64_t total;     /* elements read: reduced extent times outputs */
+} tl__reduce_plan;
+
+/* |v|, and an insertion sort of up to 16 axes (extent, strides...) ascending by key. */
+int64_t tl__reduce_abs64(int64_t v);
+void tl__reduce_sort_axes(int n, int64_t *key, int64_t *e, int64_t *s1, int64_t *s2);
+/* Choose inner or outer mode, count items and parts for a team (the axes are filled in,
+ * op, dtypes and bases set). */
+void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements);
+/* Items [begin, end) of the plan (item * parts + part), on thread slot worker_index + 1; a
+ * tl_pool_range_fn. */
+void tl__reduce_run(size_t begin, size_t end, int worker_index, void *arg);
+/* With parts > 1: merge each item's partials in part order and store the results. */
+void tl__reduce_combine(const tl__reduce_plan *pl);
+
+#endif
