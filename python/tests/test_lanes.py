@@ -144,3 +144,13 @@ def test_map_releases_the_gil(ctx, rng):
     stop.set()
     t.join()
     assert n1 > n0
+
+
+def test_batched_operands_are_numpy_arrays(s):
+    a = np.ones((2, 2))
+    items = [(a, a), (a, memoryview(a)), [a, a]]  # a list is taken as a tuple
+    with pytest.raises(tenlane.DtypeError) as info:
+        s.map_einsum("ij,jk->ik", items)
+    assert info.value.item == 1 and "not a numpy array" in info.value.message
+    got = s.map_einsum("ij,jk->ik", [(a, a), [a, tenlane.from_dlpack(a)]])
+    assert all((g == 2.0).all() for g in got)
