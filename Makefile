@@ -67,7 +67,10 @@ valgrind: deps
 bench: build
 	scripts/run-benches $(BUILD)
 
+# The fan-out sweeps (scripts/fanout-sweep) are run afresh each time: f64, c128 and a bond
+# drawn per patch.
 bench-plot: build
+	rm -f $(BUILD)/fanout-sweep.csv $(BUILD)/fanout-sweep-c128.csv $(BUILD)/fanout-sweep-bond-range.csv
 	TL_BENCH_PHASE_CSV=$(CURDIR)/$(BUILD)/bench-phase-latency.csv $(BUILD)/benches/tenlane/bench_phase --rounds 3 > /dev/null
 	scripts/bench-plot $(BUILD)
 

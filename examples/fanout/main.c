@@ -29,7 +29,7 @@
 
 #include "fanout.h"
 
-#define DEFAULT_PATCHES 4000
+#define DEFAULT_PATCHES 8000
 #define DEFAULT_LENGTH 24
 #define DEFAULT_PHYS 2
 #define DEFAULT_BOND 32
@@ -45,14 +45,16 @@ static const fan_config configs[FAN_CONFIGS] = {
      FAN_DIRECT_KEPT},
     {"b", "(b) tenlane on one lane (budget 1)", "(b) tenlane, one lane", FAN_B, 1, 1,
      FAN_DIRECT_KEPT},
-    {"c", "(c) OpenMP, same algorithm, malloc", "(c) OpenMP, malloc", FAN_C, 0, 0,
+    {"c", "(c) OpenMP same algorithm + malloc", "(c) OpenMP + malloc", FAN_C, 0, 0,
      FAN_DIRECT_MALLOC},
-    {"d", "(d) OpenMP, same algorithm, kept", "(d) OpenMP, kept", FAN_D, 0, 0, FAN_DIRECT_KEPT},
-    {"e", "(e) OpenMP, typical: full geqp3, malloc", "(e) OpenMP, typical", FAN_E, 0, 0,
+    {"d", "(d) OpenMP same algorithm + kept buffers", "(d) OpenMP + kept", FAN_D, 0, 0,
+     FAN_DIRECT_KEPT},
+    {"e", "(e) OpenMP typical: full geqp3 + malloc", "(e) OpenMP typical", FAN_E, 0, 0,
      FAN_DIRECT_TYPICAL},
-    {"c1", "    (c) on one thread", "(c) OpenMP, malloc, 1 thread", FAN_C, 1, 0, FAN_DIRECT_MALLOC},
-    {"d1", "    (d) on one thread", "(d) OpenMP, kept, 1 thread", FAN_D, 1, 0, FAN_DIRECT_KEPT},
-    {"e1", "    (e) on one thread", "(e) OpenMP, typical, 1 thread", FAN_E, 1, 0,
+    {"c1", "    (c) on one thread", "(c) OpenMP + malloc on 1 thread", FAN_C, 1, 0,
+     FAN_DIRECT_MALLOC},
+    {"d1", "    (d) on one thread", "(d) OpenMP + kept on 1 thread", FAN_D, 1, 0, FAN_DIRECT_KEPT},
+    {"e1", "    (e) on one thread", "(e) OpenMP typical on 1 thread", FAN_E, 1, 0,
      FAN_DIRECT_TYPICAL}};
 
 /* The configuration whose one-thread rate divides a row's rate in the scaling column. */
@@ -624,7 +626,8 @@ static void print_table(const fan_run *run) {
   for (int k = 0; k < FAN_CONFIGS; k++) {
     if (!run->ran[k]) continue;
     const fan_totals *r = &run->runs[k];
-    double rate = rate_of(run, k), scaling = configs[k].one_thread ? 0.0 : scaling_of(run, k);
+    double rate = rate_of(run, k);
+    double scaling = configs[k].one_thread || opt->threads < 2 ? 0.0 : scaling_of(run, k);
     char tl_allocs[32] = "-", mallocs[32] = "n/a", spread[32] = "-", scale[32] = "-";
     if (configs[k].tenlane)
       snprintf(tl_allocs, sizeof tl_allocs, "%.4f", (double)r->tl_allocs / (double)r->items);
@@ -652,7 +655,7 @@ static void print_speedups(const fan_run *run) {
       printf("  (a)/(%s) %.2fx (%s)", configs[v].key, a / rate_of(run, v), notes[v]);
   printf("\n");
   double sa = scaling_of(run, FAN_A), sd = scaling_of(run, FAN_D);
-  if (sa > 0) {
+  if (sa > 0 && opt->threads > 1) {
     printf("scaling %d/1: (a) %.2f", opt->threads, sa);
     for (int v = FAN_C; v <= FAN_E; v++)
       if (scaling_of(run, v) > 0) printf("  (%s) %.2f", configs[v].key, scaling_of(run, v));
@@ -757,7 +760,7 @@ static int write_csv(const fan_run *run, int cpu_count) {
       fprintf(csv, "%.6f,", (double)r->mallocs / (double)r->items);
     else
       fprintf(csv, ",");
-    double scaling = configs[k].one_thread ? 0.0 : scaling_of(run, k);
+    double scaling = configs[k].one_thread || opt->threads < 2 ? 0.0 : scaling_of(run, k);
     fprintf(csv, "%d,%s,%d,%d,", r->threads_seen, fan_dtype_name(opt->dtype), opt->bond_lo,
             opt->bond_hi);
     if (scaling > 0)
