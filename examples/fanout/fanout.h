@@ -47,6 +47,7 @@ typedef struct fan_config {
 typedef struct fan_options {
   size_t patches;
   int length, phys, bond_lo, bond_hi;
+  int bond_sorted; /* --bond-order sorted */
   fan_dtype dtype;
   double tol;
   int threads;

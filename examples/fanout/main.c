@@ -106,6 +106,8 @@ static void usage(FILE *to, int cpus) {
           "  --bond X           bond dimension of every patch, >= 1     (default %d)\n"
           "  --bond-range LO:HI each patch draws its bond from LO..HI (seeded; the tensor\n"
           "                     train has bond HI)\n"
+          "  --bond-order O     random (default) or sorted: the same spread of bonds, the\n"
+          "                     items in increasing bond (runs of one shape)\n"
           "  --dtype T          f64 or c128                             (default f64)\n"
           "  --tol T            relative truncation tolerance, 0 < T < 1 (default %g)\n"
           "  --threads N        lanes of (a), OpenMP threads of (c)-(e) (default %d: the CPUs\n"
@@ -176,6 +178,7 @@ enum {
   OPT_PHYS,
   OPT_BOND,
   OPT_BOND_RANGE,
+  OPT_BOND_ORDER,
   OPT_DTYPE,
   OPT_TOL,
   OPT_THREADS,
@@ -243,6 +246,15 @@ static int parse_problem_option(int c, fan_options *opt, int cpus, int *status) 
             status,
             bad_option("--bond-range needs LO:HI with 1 <= LO <= HI <= 1024", optarg, cpus));
       return 1;
+    case OPT_BOND_ORDER:
+      if (strcmp(optarg, "random") == 0)
+        opt->bond_sorted = 0;
+      else if (strcmp(optarg, "sorted") == 0)
+        opt->bond_sorted = 1;
+      else
+        return option_failed(status,
+                             bad_option("--bond-order needs random or sorted", optarg, cpus));
+      return 1;
     case OPT_DTYPE:
       if (strcmp(optarg, "f64") == 0)
         opt->dtype = FAN_F64;
@@ -277,6 +289,7 @@ static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
       {"phys", required_argument, NULL, OPT_PHYS},
       {"bond", required_argument, NULL, OPT_BOND},
       {"bond-range", required_argument, NULL, OPT_BOND_RANGE},
+      {"bond-order", required_argument, NULL, OPT_BOND_ORDER},
       {"dtype", required_argument, NULL, OPT_DTYPE},
       {"tol", required_argument, NULL, OPT_TOL},
       {"threads", required_argument, NULL, OPT_THREADS},
@@ -726,10 +739,14 @@ static int print_checks(const fan_run *run) {
   }
   for (int v = FAN_C; v <= FAN_E && mine >= 0; v++) {
     if (!run->ran[v]) continue;
-    size_t first = 0;
+    size_t first = 0, same_pivots = 0;
     size_t bad = count_mismatches(run->results[mine], run->results[v], opt->patches, &first);
-    printf("compare (%s) with (%s): %zu of %zu items differ in some bit\n", configs[v].key,
-           configs[mine].key, bad, opt->patches);
+    for (size_t i = 0; i < opt->patches; i++)
+      same_pivots += run->results[mine][i].pivots == run->results[v][i].pivots;
+    printf(
+        "compare (%s) with (%s): all bits equal in %zu of %zu items; rank and pivots equal in "
+        "%zu\n",
+        configs[v].key, configs[mine].key, opt->patches - bad, opt->patches, same_pivots);
   }
   return status;
 }
@@ -778,6 +795,8 @@ static int make_problem(const fan_options *opt, fan_problem *pb) {
   pb->phys = opt->phys;
   pb->bond_lo = opt->bond_lo;
   pb->bond_hi = opt->bond_hi;
+  pb->bond_sorted = opt->bond_sorted;
+  pb->patches = opt->patches;
   pb->tol = opt->tol;
   pb->seed = opt->seed;
   pb->fail_item = opt->fail_item;
@@ -791,8 +810,8 @@ static void print_header(const fan_options *opt, const int *cpus, int cpu_count)
     snprintf(bond_text, sizeof bond_text, "chi=%d, grid %dx%d", opt->bond_hi,
              opt->bond_hi * opt->phys, opt->bond_hi * opt->phys);
   else
-    snprintf(bond_text, sizeof bond_text, "chi drawn from %d..%d per patch", opt->bond_lo,
-             opt->bond_hi);
+    snprintf(bond_text, sizeof bond_text, "chi %s from %d..%d per patch",
+             opt->bond_sorted ? "in sorted order" : "drawn", opt->bond_lo, opt->bond_hi);
   printf("tenlane-fanout: %zu patches, %s, tensor train L=%d d=%d %s, tol %g, seed %" PRIu64 "\n",
          opt->patches, fan_dtype_name(opt->dtype), opt->length, opt->phys, bond_text, opt->tol,
          opt->seed);

@@ -55,15 +55,19 @@ static uint64_t item_stream(uint64_t seed, size_t item) {
   return s;
 }
 
-/* The item's bond dimension: the first draw of its stream, when there is a range. */
-static int draw_bond(const fan_problem *pb, uint64_t *state) {
+/* The item's bond dimension: the first draw of its stream, when there is a range (drawn
+ * in sorted order too, so that the rest of the stream is the same in both orders). */
+static int draw_bond(const fan_problem *pb, size_t item, uint64_t *state) {
   if (pb->bond_hi <= pb->bond_lo) return pb->bond_hi;
-  return pb->bond_lo + (int)below(state, (uint64_t)(pb->bond_hi - pb->bond_lo + 1));
+  uint64_t span = (uint64_t)(pb->bond_hi - pb->bond_lo + 1);
+  int drawn = pb->bond_lo + (int)below(state, span);
+  if (!pb->bond_sorted || pb->patches == 0 || item >= pb->patches) return drawn;
+  return pb->bond_lo + (int)((uint64_t)item * span / (uint64_t)pb->patches);
 }
 
 int fan_item_bond(const fan_problem *pb, size_t item) {
   uint64_t state = item_stream(pb->seed, item);
-  return draw_bond(pb, &state);
+  return draw_bond(pb, item, &state);
 }
 
 /* ---- Elements of either dtype ------------------------------------------------------------ */
@@ -256,7 +260,7 @@ typedef struct patch_shape {
 
 static void draw_inputs(const fan_problem *pb, size_t item, fan_work *w, patch_shape *ps) {
   uint64_t state = item_stream(pb->seed, item);
-  ps->chi = draw_bond(pb, &state);
+  ps->chi = draw_bond(pb, item, &state);
   ps->d = pb->phys;
   ps->length = pb->length;
   ps->m = ps->chi * ps->d;
@@ -425,6 +429,12 @@ int fan_patch_run(const fan_problem *pb, size_t item, fan_call *call, fan_work *
   h = fnv_bytes(h, &rank, sizeof rank);
   h = fnv_bytes(h, w->perm, sizeof(int64_t) * (size_t)m);
   h = fnv_bytes(h, w->rows, sizeof(int) * (size_t)rank);
+  /* The pivots that matter: the kept columns J and rows I (the order of the dropped columns
+   * follows their rounding-level remainders). */
+  uint64_t pivots = fnv_bytes(0xcbf29ce484222325ULL, &ps.chi, sizeof ps.chi);
+  pivots = fnv_bytes(pivots, &rank, sizeof rank);
+  pivots = fnv_bytes(pivots, w->perm, sizeof(int64_t) * (size_t)rank);
+  pivots = fnv_bytes(pivots, w->rows, sizeof(int) * (size_t)rank);
   h = fnv_bytes(h, w->left_core, e * (size_t)m * (size_t)rank);
   h = fnv_bytes(h, w->right_core, e * (size_t)rank * (size_t)m);
   h = fnv_bytes(h, &residual, sizeof residual);
@@ -434,6 +444,7 @@ int fan_patch_run(const fan_problem *pb, size_t item, fan_call *call, fan_work *
   out->bond = ps.chi;
   out->residual = residual;
   out->digest = h;
+  out->pivots = pivots;
   out->computed = 1;
   return 0;
 }

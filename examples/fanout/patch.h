@@ -34,7 +34,12 @@ typedef struct fan_problem {
   int phys;    /* d: physical dimension of every site */
   int bond_lo; /* each patch draws its bond dimension chi from bond_lo..bond_hi (seeded); */
   int bond_hi; /* the tensor train has bond dimension bond_hi, a patch uses its leading chi */
-  double tol;  /* relative truncation tolerance of the rank-revealing factorization */
+  /* 0: each item draws its bond from its own stream; 1: item i of `patches` gets bond
+   * bond_lo + i (bond_hi - bond_lo + 1) / patches (the same spread, in runs of one shape;
+   * the rest of its inputs as drawn). */
+  int bond_sorted;
+  size_t patches;
+  double tol; /* relative truncation tolerance of the rank-revealing factorization */
   uint64_t seed;
   long long fail_item; /* a test hook: this item fails on purpose (-1: none) */
   /* The tensor train, read-only once made (X = bond_hi, elements of `dtype`):
@@ -66,6 +71,7 @@ typedef struct fan_result {
   int bond;        /* the patch's bond dimension chi; its grid is (chi d) x (d chi) */
   double residual; /* ||A - A[:,J] A[I,J]^-1 A[I,:]||_F / ||A||_F */
   uint64_t digest; /* FNV-1a over the new cores' bits, the pivots, rank and residual */
+  uint64_t pivots; /* FNV-1a over the bond, the rank and the kept pivots (J and I) alone */
   int computed;    /* 1 once the item ran to the end */
 } fan_result;
 
