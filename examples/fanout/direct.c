@@ -9,7 +9,8 @@
  *     blocks of 8 columns, stopping once the last diagonal entry falls to the cut, as
  *     tl_qrcp_into does for real types; complex types run the full geqp3 (as tenlane does);
  *     then orgqr/ungqr for the kept columns;
- *   - LU: getf2 (unblocked) for panels up to 32 columns, getrf otherwise, as tenlane does;
+ *   - LU: LAPACK's unblocked getf2 for panels up to 32 columns (no level-3 BLAS call, like
+ *     tenlane's own LU), getrf otherwise;
  *     triangular solves: BLAS trsm (tenlane solves small triangles in its own loops, so
  *     the left cores of (a) and of this backend may differ in the last bits);
  * FAN_DIRECT_TYPICAL is the other common way: the full geqp3 for every type, truncated
@@ -40,7 +41,7 @@ extern void dgetf2_(const lapack_int *m, const lapack_int *n, double *a, const l
 extern void zgetf2_(const lapack_int *m, const lapack_int *n, double complex *a,
                     const lapack_int *lda, lapack_int *ipiv, lapack_int *info);
 
-/* Up to this many columns LU is LAPACK's unblocked getf2, as in tenlane's LU route. */
+/* Up to this many columns LU is LAPACK's unblocked getf2 (level-2 BLAS only). */
 #define GETF2_MAX 32
 
 /* Columns one blocked step of the truncated pivoted QR takes (tenlane's block). */

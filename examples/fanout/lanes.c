@@ -4,13 +4,13 @@
  * each pass opens a held session and runs tl_map over its items: each item runs on its
  * lane's child surface, and every kernel of the patch is a tenlane route on that surface
  * (routes.c), so the routes' temporaries come from the lane's private scratch arena, kept
- * across every item the lane pulls. The patch's own buffers live in a
- * block per lane index, made on the lane's first item and kept across passes, the same
- * way. Results go to the caller's private array, which main publishes only after every
- * pass succeeded: a failed map may have left any of them half written.
+ * across every item the lane pulls. The patch's own buffers live in a block per lane
+ * index, made when the variant opens and kept across passes. Results go to the caller's
+ * private array, which main publishes only after every pass succeeded: a failed map may
+ * have left any of them half written.
  *
- * Invariant: nothing here allocates per item; the warm-up pass makes the per-lane blocks
- * and grows the arenas, so the measured pass's allocation count is the steady state. */
+ * Invariant: nothing here allocates per item; the warm-up pass grows the arenas, so the
+ * measured pass's allocation count is the steady state. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,17 +58,6 @@ static int fan_item(tl_exec *exec, size_t index, int lane_index, void *arg) {
   size_t item = ma->pass->first + index;
   if (lane_index < 0 || lane_index >= ma->slot_count) return 1;
   lane_slot *slot = &ma->slots[lane_index];
-  if (!slot->block) {
-    size_t bytes = (fan_work_bytes(ma->pb) + 63) & ~(size_t)63;
-    slot->block = aligned_alloc(64, bytes);
-    if (!slot->block) {
-      slot->failed = 1;
-      slot->failed_item = item;
-      snprintf(slot->why, sizeof slot->why, "out of memory for lane %d's buffers", lane_index);
-      return 1;
-    }
-    fan_work_carve(ma->pb, slot->block, &slot->work);
-  }
   fan_tenlane_backend backend;
   fan_call call;
   fan_tenlane_call_init(&call, ma->pb->dtype, &backend, exec);
@@ -90,6 +79,8 @@ static int fan_item(tl_exec *exec, size_t index, int lane_index, void *arg) {
   fan_progress_item(ma->pass->progress);
   return 0;
 }
+
+static void tenlane_close(void *state);
 
 static int tenlane_open(const fan_env *env, const fan_config *which, void **out, char *why,
                         size_t why_size) {
@@ -119,6 +110,18 @@ static int tenlane_open(const fan_env *env, const fan_config *which, void **out,
     tl_context_destroy(st->ctx);
     free(st);
     return 3;
+  }
+  /* Every lane's patch buffers now, so that a lane whose first item comes after the
+   * warm-up (oversubscribed CPUs) does not allocate during a measured pass. */
+  size_t bytes = (fan_work_bytes(env->pb) + 63) & ~(size_t)63;
+  for (int i = 0; i < st->lanes; i++) {
+    st->slots[i].block = aligned_alloc(64, bytes);
+    if (!st->slots[i].block) {
+      snprintf(why, why_size, "out of memory for lane %d's buffers", i);
+      tenlane_close(st);
+      return 3;
+    }
+    fan_work_carve(env->pb, st->slots[i].block, &st->slots[i].work);
   }
   *out = st;
   return 0;
