@@ -30,7 +30,8 @@ tl_status tl_pool_broadcast(tl_pool *pool, tl_pool_fn fn, void *arg) {
                     "tl_pool_broadcast: called from worker %d of the same pool, which would wait "
                     "on itself",
                     tl_pool_current_index(pool));
-  /* One broadcast at a time; a second driver waits (running its own pool's work if any). */
+  /* One broadcast at a time; a second driver yields until the slot is free (it runs no
+   * work meanwhile, its own pool's included: see docs/design/pool.md, invariant 4). */
   if (!broadcast_slot_free(pool)) {
     while (!broadcast_slot_free(pool)) sched_yield();
   }

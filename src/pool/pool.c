@@ -49,6 +49,13 @@ static tl_status pin_self(int cpu) {
   return TL_OK;
 }
 
+/* An idle worker waits for work in its own pool (or the stop flag, which wakes it). */
+static int poll_idle(void *arg, int may_run) {
+  (void)may_run;
+  tl__worker *self = arg;
+  return tl__pool_has_work(self->pool, self) ? TL__POLL_READY : TL__POLL_NOTHING;
+}
+
 static void *worker_main(void *arg) {
   tl__worker *self = arg;
   tl_pool *pool = self->pool;
@@ -68,26 +75,7 @@ static void *worker_main(void *arg) {
     if (tl__pool_run_one(pool, self)) continue;
     if (atomic_load_explicit(&pool->stop, memory_order_acquire)) break;
     /* Idle: spin for the window, then sleep until woken. */
-    uint64_t deadline = tl__now_ns() + pool->spin_ns;
-    int found = 0;
-    for (unsigned spins = 1;; spins++) {
-      if (tl__pool_has_work(pool, self)) {
-        found = 1;
-        break;
-      }
-      if ((spins & 63u) == 0) {
-        if (tl__now_ns() >= deadline) break;
-        /* Give the core to a runnable thread (the driver, on an oversubscribed machine). */
-        sched_yield();
-      } else {
-        tl__cpu_relax();
-      }
-    }
-    if (found) continue;
-    unsigned seen = atomic_load(&waiter->seq);
-    atomic_store(&waiter->sleeping, 1);
-    if (!tl__pool_has_work(pool, self)) tl__waiter_sleep(waiter, seen);
-    atomic_store(&waiter->sleeping, 0);
+    tl__spin_then_sleep(pool->spin_ns, 63u, poll_idle, self);
   }
   current_worker = NULL;
   return NULL;

@@ -86,6 +86,16 @@ void tl__pool_wake_all(tl_pool *pool);
  * tl__waiter_wake this thread's waiter after making done() true. */
 void tl__pool_wait(tl_pool *target, int (*done)(void *arg), void *arg);
 
+/* What a poll saw: nothing, some work done (the spin window starts again), or the awaited
+ * state. poll(arg, 0) (just before sleeping) must not run work. */
+enum { TL__POLL_NOTHING = 0, TL__POLL_PROGRESS = 1, TL__POLL_READY = 2 };
+typedef int (*tl__poll_fn)(void *arg, int may_run);
+
+/* Spin up to spin_ns polling (yielding the CPU every yield_mask + 1 spins once the window
+ * has passed the check), then sleep on the calling thread's waiter unless a last poll is
+ * READY. Returns after READY or one wake-up: callers loop until their condition holds. */
+void tl__spin_then_sleep(uint64_t spin_ns, unsigned yield_mask, tl__poll_fn poll, void *arg);
+
 /* Default idle spin window of workers. */
 #define TL__POOL_DEFAULT_SPIN_US 200
 
