@@ -28,7 +28,10 @@ typedef struct world_info {
   int local_rank, local_size; /* among the ranks on this node */
   int cpus[CPU_SETSIZE];      /* what sched_getaffinity gives this rank */
   int cpu_count;
+  int node_layout; /* how the node's ranks' CPU sets relate: NODE_SHARED, _DISJOINT, _MIXED */
 } world_info;
+
+enum { NODE_SHARED, NODE_DISJOINT, NODE_MIXED };
 
 /* The same verdict on every rank: the largest status any rank has (-1 < 0 < 1 < ...). */
 static int agree_max(int status) {
@@ -67,29 +70,53 @@ static int agree_options(int argc, char **argv, mpi_options *opt, const world_in
   return -1;
 }
 
+/* The rank's CPU set, its place on its node, and how the node's ranks' sets relate:
+ * all the same (mpirun --bind-to none), pairwise disjoint (--bind-to core and friends:
+ * each rank already has CPUs of its own), or anything else. */
 static void learn_world(world_info *w) {
   MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w->size);
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &w->local_rank);
-  MPI_Comm_size(node, &w->local_size);
-  MPI_Comm_free(&node);
   cpu_set_t set;
   CPU_ZERO(&set);
   w->cpu_count = 0;
   if (sched_getaffinity(0, sizeof set, &set) == 0)
     for (int c = 0; c < CPU_SETSIZE; c++)
       if (CPU_ISSET(c, &set)) w->cpus[w->cpu_count++] = c;
-  if (w->cpu_count == 0) w->cpus[w->cpu_count++] = 0;
+  if (w->cpu_count == 0) {
+    CPU_SET(0, &set);
+    w->cpus[w->cpu_count++] = 0;
+  }
+  enum { WORDS = sizeof(cpu_set_t) / sizeof(unsigned long) };
+  unsigned long mine[WORDS], any[WORDS], every[WORDS];
+  memcpy(mine, &set, sizeof mine);
+  int count = w->cpu_count, total = 0;
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &w->local_rank);
+  MPI_Comm_size(node, &w->local_size);
+  MPI_Allreduce(mine, any, WORDS, MPI_UNSIGNED_LONG, MPI_BOR, node);
+  MPI_Allreduce(mine, every, WORDS, MPI_UNSIGNED_LONG, MPI_BAND, node);
+  MPI_Allreduce(&count, &total, 1, MPI_INT, MPI_SUM, node);
+  MPI_Comm_free(&node);
+  cpu_set_t union_set;
+  memcpy(&union_set, any, sizeof union_set);
+  if (memcmp(any, every, sizeof any) == 0)
+    w->node_layout = NODE_SHARED;
+  else if (CPU_COUNT(&union_set) == total)
+    w->node_layout = NODE_DISJOINT;
+  else
+    w->node_layout = NODE_MIXED;
 }
 
-/* Pin the rank's lanes to CPUs of its own when the ranks of this node fit on its CPUs
- * side by side (each rank its own slice, by node-local rank); otherwise pin nothing and
- * let the kernel share the CPUs (oversubscribed). Returns the CPUs to pin, or NULL. */
+/* Which CPUs the rank's lanes are pinned to, or NULL for none. Ranks that share one CPU set
+ * each take a slice of it by node-local rank, when all fit side by side; ranks with sets of
+ * their own use theirs, when the lanes fit; otherwise nothing is pinned and the kernel
+ * shares the CPUs (oversubscribed, or sets that overlap in part). */
 static const int *rank_cpus(const world_info *w, int lanes) {
-  if ((long long)lanes * w->local_size > w->cpu_count) return NULL;
-  return w->cpus + (size_t)lanes * (size_t)w->local_rank;
+  if (w->node_layout == NODE_SHARED && (long long)lanes * w->local_size <= w->cpu_count)
+    return w->cpus + (size_t)lanes * (size_t)w->local_rank;
+  if (w->node_layout == NODE_DISJOINT && lanes <= w->cpu_count) return w->cpus;
+  return NULL;
 }
 
 /* FNV-1a over every item's result, in item order: equal runs print equal digests. */
