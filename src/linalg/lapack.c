@@ -4,7 +4,9 @@
  *
  * Invariant: these functions allocate nothing and start no thread: every buffer is the
  * caller's, workspace sizes come from the *_query functions (LAPACK's lwork = -1 query),
- * and the providers linked are single-threaded. */
+ * and the providers linked are single-threaded. A query is its compute twin called with no
+ * buffers and lwork = -1 (through the twin's static *_call where the public twin arms the
+ * injected argument fault), so the dtype dispatch is written once per routine. */
 #include <complex.h>
 #include <math.h>
 
@@ -59,29 +61,8 @@ static lapack_int queried(tl__la_work *sizes, int64_t work, int64_t rwork, int64
   return info;
 }
 
-lapack_int tl__lapack_geqrf_query(tl_dtype dtype, lapack_int m, lapack_int n, tl__la_work *sizes) {
-  double complex q = 0;
-  lapack_int lda = tl__la_ld(m), info = 0;
-  switch (dtype) {
-    case TL_F32:
-      info = checked(LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1));
-      break;
-    case TL_F64:
-      info = checked(LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1));
-      break;
-    case TL_C64:
-      info = checked(LAPACKE_cgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1));
-      break;
-    case TL_C128:
-      info = checked(LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, (void *)&q, -1));
-      break;
-  }
-  return queried(sizes, size_from(dtype, &q), 0, 0, info);
-}
-
-lapack_int tl__lapack_geqrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
-                            void *tau, void *work, lapack_int lwork) {
-  lda = fault_ld(lda);
+static lapack_int geqrf_call(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
+                             void *tau, void *work, lapack_int lwork) {
   switch (dtype) {
     case TL_F32:
       return checked(LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork));
@@ -95,28 +76,14 @@ lapack_int tl__lapack_geqrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a,
   return -1;
 }
 
-lapack_int tl__lapack_ungqr_query(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k,
-                                  tl__la_work *sizes) {
+lapack_int tl__lapack_geqrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
+                            void *tau, void *work, lapack_int lwork) {
+  return geqrf_call(dtype, m, n, a, fault_ld(lda), tau, work, lwork);
+}
+
+lapack_int tl__lapack_geqrf_query(tl_dtype dtype, lapack_int m, lapack_int n, tl__la_work *sizes) {
   double complex q = 0;
-  lapack_int lda = tl__la_ld(m), info = 0;
-  switch (dtype) {
-    case TL_F32:
-      info =
-          checked(LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1));
-      break;
-    case TL_F64:
-      info =
-          checked(LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1));
-      break;
-    case TL_C64:
-      info =
-          checked(LAPACKE_cungqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1));
-      break;
-    case TL_C128:
-      info =
-          checked(LAPACKE_zungqr_work(LAPACK_COL_MAJOR, m, n, k, NULL, lda, NULL, (void *)&q, -1));
-      break;
-  }
+  lapack_int info = geqrf_call(dtype, m, n, NULL, tl__la_ld(m), NULL, &q, -1);
   return queried(sizes, size_from(dtype, &q), 0, 0, info);
 }
 
@@ -135,29 +102,11 @@ lapack_int tl__lapack_ungqr(tl_dtype dtype, lapack_int m, lapack_int n, lapack_i
   return -1;
 }
 
-lapack_int tl__lapack_geqp3_query(tl_dtype dtype, lapack_int m, lapack_int n, tl__la_work *sizes) {
+lapack_int tl__lapack_ungqr_query(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k,
+                                  tl__la_work *sizes) {
   double complex q = 0;
-  lapack_int lda = tl__la_ld(m), info = 0;
-  switch (dtype) {
-    case TL_F32:
-      info = checked(
-          LAPACKE_sgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1));
-      break;
-    case TL_F64:
-      info = checked(
-          LAPACKE_dgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1));
-      break;
-    case TL_C64:
-      info = checked(
-          LAPACKE_cgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1, NULL));
-      break;
-    case TL_C128:
-      info = checked(
-          LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, m, n, NULL, lda, NULL, NULL, (void *)&q, -1, NULL));
-      break;
-  }
-  return queried(sizes, size_from(dtype, &q), tl_dtype_is_complex(dtype) ? 2 * (int64_t)n + 1 : 0,
-                 0, info);
+  lapack_int info = tl__lapack_ungqr(dtype, m, n, k, NULL, tl__la_ld(m), NULL, &q, -1);
+  return queried(sizes, size_from(dtype, &q), 0, 0, info);
 }
 
 lapack_int tl__lapack_geqp3(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
@@ -176,6 +125,13 @@ lapack_int tl__lapack_geqp3(tl_dtype dtype, lapack_int m, lapack_int n, void *a,
           LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, m, n, a, lda, jpvt, tau, work, lwork, rwork));
   }
   return -1;
+}
+
+lapack_int tl__lapack_geqp3_query(tl_dtype dtype, lapack_int m, lapack_int n, tl__la_work *sizes) {
+  double complex q = 0;
+  lapack_int info = tl__lapack_geqp3(dtype, m, n, NULL, tl__la_ld(m), NULL, NULL, &q, -1, NULL);
+  return queried(sizes, size_from(dtype, &q), tl_dtype_is_complex(dtype) ? 2 * (int64_t)n + 1 : 0,
+                 0, info);
 }
 
 /* LAPACK's blocked step of QR with column pivoting (the step geqp3 loops over) and the
@@ -234,43 +190,10 @@ void tl__lapack_column_norms(tl_dtype dtype, lapack_int m, lapack_int n, const v
   }
 }
 
-lapack_int tl__lapack_gesdd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
-                                  tl__la_work *sizes) {
-  double complex q = 0;
-  lapack_int lda = tl__la_ld(m), info = 0;
-  lapack_int mn = m < n ? m : n, mx = m < n ? n : m;
-  lapack_int ldu = lda, ldvt = tl__la_ld(mn);
-  switch (dtype) {
-    case TL_F32:
-      info = checked(LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu,
-                                         NULL, ldvt, (void *)&q, -1, NULL));
-      break;
-    case TL_F64:
-      info = checked(LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu,
-                                         NULL, ldvt, (void *)&q, -1, NULL));
-      break;
-    case TL_C64:
-      info = checked(LAPACKE_cgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu,
-                                         NULL, ldvt, (void *)&q, -1, NULL, NULL));
-      break;
-    case TL_C128:
-      info = checked(LAPACKE_zgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, NULL, lda, NULL, NULL, ldu,
-                                         NULL, ldvt, (void *)&q, -1, NULL, NULL));
-      break;
-  }
-  /* LAPACK 3.7+ bounds for the complex rwork (not returned by the query). */
-  int64_t a5 = 5 * (int64_t)mn + 7, b2 = 2 * (int64_t)mx + 2 * (int64_t)mn + 1;
-  int64_t rwork = !tl_dtype_is_complex(dtype) ? 0
-                  : jobz == 'N'               ? 7 * (int64_t)mn + 1
-                                              : (int64_t)mn * (a5 > b2 ? a5 : b2) + 1;
-  return queried(sizes, size_from(dtype, &q), rwork, 8 * (int64_t)mn + 1, info);
-}
-
-lapack_int tl__lapack_gesdd(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
-                            lapack_int lda, void *s, void *u, lapack_int ldu, void *vt,
-                            lapack_int ldvt, void *work, lapack_int lwork, void *rwork,
-                            lapack_int *iwork) {
-  lda = fault_ld(lda);
+static lapack_int gesdd_call(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
+                             lapack_int lda, void *s, void *u, lapack_int ldu, void *vt,
+                             lapack_int ldvt, void *work, lapack_int lwork, void *rwork,
+                             lapack_int *iwork) {
   switch (dtype) {
     case TL_F32:
       return checked(LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt,
@@ -288,32 +211,27 @@ lapack_int tl__lapack_gesdd(tl_dtype dtype, char jobz, lapack_int m, lapack_int 
   return -1;
 }
 
-lapack_int tl__lapack_gesvd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
+lapack_int tl__lapack_gesdd(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
+                            lapack_int lda, void *s, void *u, lapack_int ldu, void *vt,
+                            lapack_int ldvt, void *work, lapack_int lwork, void *rwork,
+                            lapack_int *iwork) {
+  return gesdd_call(dtype, jobz, m, n, a, fault_ld(lda), s, u, ldu, vt, ldvt, work, lwork, rwork,
+                    iwork);
+}
+
+lapack_int tl__lapack_gesdd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
                                   tl__la_work *sizes) {
   double complex q = 0;
-  lapack_int lda = tl__la_ld(m), info = 0;
-  lapack_int mn = m < n ? m : n;
+  lapack_int lda = tl__la_ld(m), info;
+  lapack_int mn = m < n ? m : n, mx = m < n ? n : m;
   lapack_int ldu = lda, ldvt = tl__la_ld(mn);
-  switch (dtype) {
-    case TL_F32:
-      info = checked(LAPACKE_sgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL,
-                                         ldu, NULL, ldvt, (void *)&q, -1));
-      break;
-    case TL_F64:
-      info = checked(LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL,
-                                         ldu, NULL, ldvt, (void *)&q, -1));
-      break;
-    case TL_C64:
-      info = checked(LAPACKE_cgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL,
-                                         ldu, NULL, ldvt, (void *)&q, -1, NULL));
-      break;
-    case TL_C128:
-      info = checked(LAPACKE_zgesvd_work(LAPACK_COL_MAJOR, jobz, jobz, m, n, NULL, lda, NULL, NULL,
-                                         ldu, NULL, ldvt, (void *)&q, -1, NULL));
-      break;
-  }
-  return queried(sizes, size_from(dtype, &q), tl_dtype_is_complex(dtype) ? 5 * (int64_t)mn + 1 : 0,
-                 0, info);
+  info = gesdd_call(dtype, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL, ldvt, &q, -1, NULL, NULL);
+  /* LAPACK 3.7+ bounds for the complex rwork (not returned by the query). */
+  int64_t a5 = 5 * (int64_t)mn + 7, b2 = 2 * (int64_t)mx + 2 * (int64_t)mn + 1;
+  int64_t rwork = !tl_dtype_is_complex(dtype) ? 0
+                  : jobz == 'N'               ? 7 * (int64_t)mn + 1
+                                              : (int64_t)mn * (a5 > b2 ? a5 : b2) + 1;
+  return queried(sizes, size_from(dtype, &q), rwork, 8 * (int64_t)mn + 1, info);
 }
 
 lapack_int tl__lapack_gesvd(tl_dtype dtype, char jobz, lapack_int m, lapack_int n, void *a,
@@ -334,6 +252,18 @@ lapack_int tl__lapack_gesvd(tl_dtype dtype, char jobz, lapack_int m, lapack_int 
                                          ldvt, work, lwork, rwork));
   }
   return -1;
+}
+
+lapack_int tl__lapack_gesvd_query(tl_dtype dtype, char jobz, lapack_int m, lapack_int n,
+                                  tl__la_work *sizes) {
+  double complex q = 0;
+  lapack_int lda = tl__la_ld(m);
+  lapack_int mn = m < n ? m : n;
+  lapack_int ldu = lda, ldvt = tl__la_ld(mn);
+  lapack_int info =
+      tl__lapack_gesvd(dtype, jobz, m, n, NULL, lda, NULL, NULL, ldu, NULL, ldvt, &q, -1, NULL);
+  return queried(sizes, size_from(dtype, &q), tl_dtype_is_complex(dtype) ? 5 * (int64_t)mn + 1 : 0,
+                 0, info);
 }
 
 lapack_int tl__lapack_getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
@@ -371,37 +301,9 @@ lapack_int tl__lapack_getrs(tl_dtype dtype, char trans, lapack_int n, lapack_int
   return -1;
 }
 
-lapack_int tl__lapack_heevd_query(tl_dtype dtype, char jobz, char uplo, lapack_int n,
-                                  tl__la_work *sizes) {
-  double complex q = 0;
-  double rq = 0;
-  lapack_int iq = 0, lda = tl__la_ld(n), info = 0;
-  switch (dtype) {
-    case TL_F32:
-      info = checked(LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL,
-                                         (void *)&q, -1, &iq, -1));
-      break;
-    case TL_F64:
-      info = checked(LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL,
-                                         (void *)&q, -1, &iq, -1));
-      break;
-    case TL_C64:
-      info = checked(LAPACKE_cheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL,
-                                         (void *)&q, -1, (void *)&rq, -1, &iq, -1));
-      break;
-    case TL_C128:
-      info = checked(LAPACKE_zheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, NULL, lda, NULL,
-                                         (void *)&q, -1, (void *)&rq, -1, &iq, -1));
-      break;
-  }
-  return queried(sizes, size_from(dtype, &q),
-                 tl_dtype_is_complex(dtype) ? size_from(dtype, &rq) : 0, isize_from(iq), info);
-}
-
-lapack_int tl__lapack_heevd(tl_dtype dtype, char jobz, char uplo, lapack_int n, void *a,
-                            lapack_int lda, void *w, void *work, lapack_int lwork, void *rwork,
-                            lapack_int lrwork, lapack_int *iwork, lapack_int liwork) {
-  lda = fault_ld(lda);
+static lapack_int heevd_call(tl_dtype dtype, char jobz, char uplo, lapack_int n, void *a,
+                             lapack_int lda, void *w, void *work, lapack_int lwork, void *rwork,
+                             lapack_int lrwork, lapack_int *iwork, lapack_int liwork) {
   switch (dtype) {
     case TL_F32:
       return checked(LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork,
@@ -417,6 +319,23 @@ lapack_int tl__lapack_heevd(tl_dtype dtype, char jobz, char uplo, lapack_int n, 
                                          rwork, lrwork, iwork, liwork));
   }
   return -1;
+}
+
+lapack_int tl__lapack_heevd(tl_dtype dtype, char jobz, char uplo, lapack_int n, void *a,
+                            lapack_int lda, void *w, void *work, lapack_int lwork, void *rwork,
+                            lapack_int lrwork, lapack_int *iwork, lapack_int liwork) {
+  return heevd_call(dtype, jobz, uplo, n, a, fault_ld(lda), w, work, lwork, rwork, lrwork, iwork,
+                    liwork);
+}
+
+lapack_int tl__lapack_heevd_query(tl_dtype dtype, char jobz, char uplo, lapack_int n,
+                                  tl__la_work *sizes) {
+  double complex q = 0;
+  double rq = 0;
+  lapack_int iq = 0, lda = tl__la_ld(n), info = 0;
+  info = heevd_call(dtype, jobz, uplo, n, NULL, lda, NULL, &q, -1, &rq, -1, &iq, -1);
+  return queried(sizes, size_from(dtype, &q),
+                 tl_dtype_is_complex(dtype) ? size_from(dtype, &rq) : 0, isize_from(iq), info);
 }
 
 void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, lapack_int m,
