@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
-.PHONY: all deps build build-clang demo test test-asan test-tsan bench bench-plot install format format-check lint clean python \
+.PHONY: all deps build build-clang demo test test-asan test-tsan bench bench-plot scale-out install format format-check lint clean python \
 	fuzz soak valgrind
 
 all: build
@@ -69,6 +69,12 @@ bench: build
 
 # The fan-out sweeps (scripts/fanout-sweep) are run afresh each time: f64, c128 and a bond
 # drawn per patch.
+# The fan-out over MPI ranks (docs/scale-out.md): the four measured configurations, then the
+# model of 10, 100 and 1000 ranks fed with the per-batch costs just measured.
+scale-out: build
+	/usr/bin/python3 scripts/scale-out-bench $(BUILD)
+	/usr/bin/python3 scripts/scale-out-model $(BUILD)/scale-out-costs.json
+
 bench-plot: build
 	rm -f $(BUILD)/fanout-sweep.csv $(BUILD)/fanout-sweep-c128.csv $(BUILD)/fanout-sweep-bond-range.csv
 	TL_BENCH_PHASE_CSV=$(CURDIR)/$(BUILD)/bench-phase-latency.csv $(BUILD)/benches/tenlane/bench_phase --rounds 3 > /dev/null
