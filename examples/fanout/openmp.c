@@ -76,8 +76,9 @@ static void run_region(omp_pass *op) {
     fan_direct_thread_init();
     omp_thread_state *ts = &st->threads[tid];
     int kept = st->style == FAN_DIRECT_KEPT;
-    fan_direct per_call;
-    fan_direct_make(&per_call, st->style, pb); /* the per-call styles allocate nothing here */
+    fan_direct per_call; /* the per-call styles' backend: allocates nothing here */
+    memset(&per_call, 0, sizeof per_call);
+    if (!kept) fan_direct_make(&per_call, st->style, pb);
     if (kept && !ts->ready) {
       size_t bytes = (fan_work_bytes(pb) + 63) & ~(size_t)63;
       if (!ts->block) ts->block = aligned_alloc(64, bytes);
