@@ -283,7 +283,7 @@ static int run(const mpi_options *opt, const world_info *w, int provided) {
         "tenlane-fanout-mpi: %d rank%s x %d lane%s (%s), %zu patches (%s L=%d d=%d %s "
         "tol=%g seed=%" PRIu64 "), batch %zu, MPI thread level %s, kernels %s\n",
         w->size, w->size > 1 ? "s" : "", engine.lanes, engine.lanes > 1 ? "s" : "",
-        cpus ? "pinned, a CPU slice per rank" : "not pinned: the ranks share the CPUs",
+        cpus ? "pinned, each rank on CPUs of its own" : "not pinned: the ranks share the CPUs",
         opt->patches, fan_dtype_name(opt->dtype), opt->length, opt->phys, bond, opt->tol, opt->seed,
         opt->batch, provided == MPI_THREAD_FUNNELED ? "FUNNELED" : "above FUNNELED (FUNNELED used)",
         tl_kernels_provider());
