@@ -1,4 +1,5 @@
 /* src/admission/arbiter.c: FIFO admission with direct hand-off (see arbiter.h). */
+#include <assert.h>
 #include "arbiter.h"
 
 #include "base/base.h"
@@ -82,6 +83,7 @@ void tl__admission_drain_children(tl__arbiter *arbiter) {
 
 void tl__admission_close(tl__arbiter *arbiter) {
   pthread_mutex_lock(&arbiter->lock);
+  assert(arbiter->holder != 0 && "admission closed with no holder");
   atomic_store(&arbiter->granted, 0);
   atomic_store(&arbiter->closing, 0);
   tl__opener *next = arbiter->head;

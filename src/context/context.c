@@ -1,5 +1,6 @@
 /* src/context/context.c: creating and destroying the engine, and its stats. Creation makes
  * every thread the context will ever use (the pool); nothing later creates one. */
+#include <assert.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -108,6 +109,9 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
       return tl__fail(status, "tl_context_create: the pool of %d workers: %s", budget, reason);
     }
   }
+  /* session.md / context_int.h: the pool exists exactly when budget > 1, with budget workers */
+  assert((ctx->pool != NULL) == (budget > 1));
+  assert(ctx->pool == NULL || tl_pool_workers(ctx->pool) == budget);
   *out = ctx;
   return TL_OK;
 }

@@ -1,6 +1,7 @@
 /* src/exec/arena.c: the scratch arena (see arena.h). Chunks are kept in a list and
  * reused after a reset, so a surface that repeats an operation takes scratch without any
  * heap traffic once its first run has grown it. The limit caps the bytes held. */
+#include <assert.h>
 #include "arena.h"
 
 #include "base/base.h"
@@ -47,6 +48,7 @@ tl__arena_mark tl__arena_mark_get(const tl__arena *arena) {
 }
 
 void tl__arena_reset_to(tl__arena *arena, tl__arena_mark mark) {
+  assert(mark.chunk != NULL || mark.used == 0);
   arena->current = mark.chunk;
   arena->used = mark.used;
   if (arena->current == NULL) arena->current = arena->first, arena->used = 0;

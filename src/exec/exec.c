@@ -1,6 +1,7 @@
 /* src/exec/exec.c: the operation surface (exec.h). Every route call passes through
  * tl__exec_begin/tl__exec_end, which enforce the surface's rules (its own thread; a root
  * surface is parked while a phase runs) and hand scratch back at the end of the call. */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +42,8 @@ tl_status tl__exec_begin(tl_exec *exec, const char *route) {
 }
 
 tl_status tl__exec_end(tl_exec *exec, tl_status status) {
+  assert(exec->depth > 0 && "tl__exec_end without its tl__exec_begin");
+  assert(exec->thread_token == tl__thread_token() && "a surface used off its thread");
   tl__arena_reset_to(&exec->resources->arena, exec->marks[--exec->depth]);
   if (exec->reserved_out != NULL && exec->depth == 0) {
     atomic_store_explicit(exec->reserved_out, exec->resources->arena.reserved,
@@ -200,5 +203,6 @@ tl_status tl_exec_scratch(tl_exec *exec, size_t bytes, tl_scratch_scope scope, v
 }
 
 void tl__exec_item_end(tl_exec *exec) {
+  assert(exec->depth == 0 && exec->kind != TL_EXEC_ROOT);
   tl__arena_reset_to(&exec->resources->arena, exec->item_floor);
 }

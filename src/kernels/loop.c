@@ -4,6 +4,7 @@
  * the plan is the one along which the output (operand 0) is densest, so a row kernel
  * writes memory in order. Axes are merged only where every operand is contiguous across
  * them, so merging never changes which elements pair up. */
+#include <assert.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -11,6 +12,7 @@
 static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
 void tl__loop_plan(tl__loop *loop, int ops, const tl_tensor *const *tensors) {
+  assert(ops >= 1 && ops <= TL__LOOP_MAX_OPS);
   const tl_tensor *out = tensors[0];
   memset(loop, 0, sizeof *loop);
   loop->ops = ops;

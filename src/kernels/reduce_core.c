@@ -1,6 +1,7 @@
 /* src/kernels/reduce_core.c: the reduction core: accumulate runs of the input in double,
  * walk an item's reduced rows, store and combine accumulators (see reduce_core.h). Pure
  * functions of the plan: no surface, no allocation, no messages. */
+#include <assert.h>
 #include <complex.h>
 #include <math.h>
 #include <string.h>
@@ -372,6 +373,7 @@ void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements) 
 }
 
 void tl__reduce_combine(const tl__reduce_plan *pl) {
+  assert(pl->parts > 1 && pl->partials != NULL);
   const int width = acc_width(pl);
   const tl_reduce_op op = pl->op;
   if (pl->parts > 1) {

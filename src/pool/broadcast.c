@@ -2,6 +2,7 @@
  * bumping the generation and waits for the remaining-count to reach zero; the worker that
  * brings it to zero wakes the driver. No lock and no system call is on this path while the
  * workers are awake. */
+#include <assert.h>
 #include <sched.h>
 
 #include "pool_int.h"
@@ -44,6 +45,7 @@ tl_status tl_pool_broadcast(tl_pool *pool, tl_pool_fn fn, void *arg) {
   tl__pool_wake_all(pool);
   broadcast_wait wait = {pool};
   tl__pool_wait(pool, broadcast_done, &wait);
+  assert(atomic_load(&pool->bc_busy) == 1 && "one broadcast at a time");
   atomic_store_explicit(&pool->bc_busy, 0, memory_order_release);
   return TL_OK;
 }
