@@ -35,6 +35,10 @@ typedef struct tl_context_config {
                            at most TL_SPIN_US_MAX (10 ms) */
 } tl_context_config;
 
+/* The most contexts one thread may execute for at once: hold their sessions, or run their
+ * lanes or ticket entries. One more is refused with TL_E_LIMIT. */
+#define TL_CONTEXTS_PER_THREAD_MAX 8
+
 /* Fill `config` with the defaults: budget = CPUs available, no CPU set, default limits. */
 TL_API void tl_context_config_init(tl_context_config *config);
 

@@ -17,11 +17,12 @@ int tl__marker_has(const tl_context *ctx) {
   return 0;
 }
 
-tl_status tl__marker_push(const tl_context *ctx, tl_owner owner) {
+tl_status tl__marker_push(const tl_context *ctx, tl_owner owner, const char *call) {
   if (mark_count == TL__MARKS_MAX)
-    return tl__fail(TL_E_INVALID,
-                    "this thread already executes for %d contexts, the most it may at once",
-                    TL__MARKS_MAX);
+    return tl__fail(TL_E_LIMIT,
+                    "%s: owner %llu: this thread already executes for %d contexts (holds their "
+                    "sessions or runs their lanes or tickets), TL_CONTEXTS_PER_THREAD_MAX",
+                    call, (unsigned long long)owner, TL__MARKS_MAX);
   marks[mark_count].ctx = ctx;
   marks[mark_count].owner = owner;
   mark_count++;

@@ -10,12 +10,13 @@
 
 #include "tenlane/context.h"
 
-#define TL__MARKS_MAX 8
+#define TL__MARKS_MAX TL_CONTEXTS_PER_THREAD_MAX
 
 /* 1 when the calling thread carries a mark for ctx. */
 int tl__marker_has(const tl_context *ctx);
-/* Add a mark; TL_E_INVALID (with a message) when the thread already carries TL__MARKS_MAX. */
-tl_status tl__marker_push(const tl_context *ctx, tl_owner owner);
+/* Add a mark; TL_E_LIMIT, with a message that begins with `call` (the public entry point),
+ * when the thread already carries TL__MARKS_MAX. */
+tl_status tl__marker_push(const tl_context *ctx, tl_owner owner, const char *call);
 /* Remove the thread's mark for ctx (no-op when it has none). */
 void tl__marker_pop(const tl_context *ctx);
 

@@ -13,7 +13,10 @@ typedef struct ticket_entry {
 } ticket_entry;
 
 static void leave(ticket_entry *entry) {
-  if (entry->bundle != NULL) tl__bundle_return(entry->ctx, entry->bundle);
+  if (entry->bundle != NULL) {
+    entry->bundle->surface->thread_token = TL__EXEC_RETIRED;
+    tl__bundle_return(entry->ctx, entry->bundle);
+  }
   if (entry->marked) tl__marker_pop(entry->ctx);
   atomic_fetch_sub(&entry->ctx->active_children, 1);
   tl__child_leave(&entry->ctx->arbiter);
@@ -32,15 +35,13 @@ tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg, i
                     "tl_ticket_enter: owner %llu: this thread already executes for the context "
                     "(the session's own thread, or a lane or ticket entry)",
                     (unsigned long long)ticket->owner);
-  tl_status status = tl__child_enter(&ctx->arbiter, ticket->owner, ticket->session_generation);
-  if (status != TL_OK) {
-    char reason[TL_MESSAGE_CAPACITY];
-    tl__message_copy(reason);
-    return tl__fail(status, "tl_ticket_enter: the ticket outlived its session: %s", reason);
-  }
+  /* Joined through the registry of open sessions: a ticket of a closed session is refused
+   * without reading its context, which may have been destroyed since. */
+  tl_status status = tl__session_join(ticket, "tl_ticket_enter");
+  if (status != TL_OK) return status;
   atomic_fetch_add(&ctx->active_children, 1);
   ticket_entry entry = {ctx, NULL, 0};
-  status = tl__marker_push(ctx, ticket->owner);
+  status = tl__marker_push(ctx, ticket->owner, "tl_ticket_enter");
   if (status != TL_OK) {
     leave(&entry);
     return status;
@@ -51,11 +52,13 @@ tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg, i
     leave(&entry);
     return status;
   }
-  tl_exec exec;
-  tl__exec_init(&exec, TL_EXEC_TICKET, entry.bundle, NULL, 1, NULL);
+  /* The surface lives in the bundle, not on this stack: kept past fn, it is retired
+   * (TL_E_STALE for routes) rather than a dead frame. */
+  tl_exec *exec = entry.bundle->surface;
+  tl__exec_init(exec, TL_EXEC_TICKET, entry.bundle, NULL, 1, NULL);
   tl__unwind_node unwind;
   tl__unwind_push(&unwind, leave_on_unwind, &entry);
-  int result = fn(&exec, arg);
+  int result = fn(exec, arg);
   tl__unwind_pop(&unwind);
   leave(&entry);
   if (fn_result != NULL) *fn_result = result;

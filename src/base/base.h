@@ -4,6 +4,7 @@
 #define TL_BASE_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,8 +36,18 @@ void tl__code_text(int code, char *dst, size_t size);
 /* Copy the thread's current message into `dst` (TL_MESSAGE_CAPACITY bytes). */
 void tl__message_copy(char *dst);
 
-/* An identity of the calling thread that is cheap to compare (never 0). */
-unsigned long tl__thread_token(void);
+/* The calling thread's identity: a 64-bit number drawn once per thread from a process-wide
+ * counter, never 0 and never given to another thread (so it cannot wrap in any run). */
+uint64_t tl__thread_token(void);
+
+/* The fork epoch (fork.c): bumped in the child of every fork(). tl__fork_watch registers
+ * the handler (once) and returns the current epoch, to be kept by an object that needs
+ * threads; tl__forked(epoch) is 1 when the process has forked since. */
+extern atomic_uint tl__fork_epoch_value;
+unsigned tl__fork_watch(void);
+static inline int tl__forked(unsigned epoch) {
+  return TL__UNLIKELY(atomic_load_explicit(&tl__fork_epoch_value, memory_order_relaxed) != epoch);
+}
 
 /* Allocation through the installed hooks. Return NULL on failure (callers report
  * TL_E_NOMEM). align must be a power of two <= 4096; size 0 is treated as 1. */

@@ -1,5 +1,6 @@
 /* src/base/message.c: the per-thread failure message and the thread token. Each thread owns
  * a fixed message buffer, so recording a failure (out of memory included) never allocates. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -10,9 +11,16 @@ static _Thread_local char thread_message[TL_MESSAGE_CAPACITY];
 
 const char *tl_last_message(void) { return thread_message; }
 
-static _Thread_local char token_anchor;
+/* Thread identities are drawn from one 64-bit counter, never reused: the address of a
+ * thread-local variable is not an identity, since the next thread gets the same address
+ * back once a thread has exited. */
+static atomic_uint_fast64_t last_thread_token;
+static _Thread_local uint64_t thread_token;
 
-unsigned long tl__thread_token(void) { return (unsigned long)(uintptr_t)&token_anchor; }
+uint64_t tl__thread_token(void) {
+  if (TL__UNLIKELY(thread_token == 0)) thread_token = atomic_fetch_add(&last_thread_token, 1) + 1;
+  return thread_token;
+}
 
 void tl__message_copy(char *dst) { memcpy(dst, thread_message, TL_MESSAGE_CAPACITY); }
 

@@ -2,8 +2,17 @@
  * its own. A ticket entry takes one from the context's free list and returns it; a lane
  * index keeps its own bundle across runs (lane i always runs on worker i), so its scratch
  * and plans stay warm and a steady-state phase allocates nothing and takes no lock. */
+#include <string.h>
+
 #include "base/base.h"
 #include "context/context_int.h"
+
+/* A bundle and the surface a child entry gets over it, made and freed together, so that a
+ * surface pointer kept past its callback points at memory the context still owns. */
+typedef struct bundle_block {
+  tl__resources resources;
+  tl_exec surface;
+} bundle_block;
 
 tl_status tl__bundle_checkout(tl_context *ctx, tl__resources **out) {
   pthread_mutex_lock(&ctx->bundle_lock);
@@ -11,10 +20,14 @@ tl_status tl__bundle_checkout(tl_context *ctx, tl__resources **out) {
   if (bundle != NULL) ctx->free_bundles = bundle->next_free;
   pthread_mutex_unlock(&ctx->bundle_lock);
   if (bundle == NULL) {
-    bundle = tl__alloc(sizeof *bundle, TL__CACHE_LINE);
-    if (bundle == NULL)
+    bundle_block *block = tl__alloc(sizeof *block, TL__CACHE_LINE);
+    if (block == NULL)
       return tl__fail(TL_E_NOMEM, "no memory for a child resource bundle (%zu bytes)",
-                      sizeof *bundle);
+                      sizeof *block);
+    bundle = &block->resources;
+    bundle->surface = &block->surface;
+    memset(bundle->surface, 0, sizeof *bundle->surface);
+    bundle->surface->thread_token = TL__EXEC_RETIRED;
     tl__arena_init(&bundle->arena, ctx->scratch_limit);
     tl__plan_cache_init(&bundle->plans);
     atomic_fetch_add(&ctx->bundle_count, 1);

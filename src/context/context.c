@@ -75,6 +75,7 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
     return tl__fail(TL_E_NOMEM, "tl_context_create: no memory for %d lane reports", budget);
   }
   ctx->budget = budget;
+  ctx->fork_epoch = tl__fork_watch();
   ctx->scratch_limit = config->scratch_limit ? config->scratch_limit : TL__DEFAULT_SCRATCH_LIMIT;
   ctx->has_cpu_set = config->cpus != NULL;
   ctx->cpu_set = set;
@@ -116,14 +117,35 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
   return TL_OK;
 }
 
+/* In the child of a fork(): the workers and any lock holder are gone, so nothing is joined
+ * or locked; the memory the context owns is freed (the pool's threads cannot be). */
+static tl_status destroy_forked(tl_context *ctx) {
+  tl_pool_destroy(ctx->pool); /* in the child it frees memory only */
+  tl__bundles_release(ctx);
+  tl__arena_release(&ctx->root.arena);
+  tl__plan_cache_clear(&ctx->root.plans);
+  tl__free(ctx->lane_reports);
+  tl__free(ctx->lane_bundles);
+  tl__free(ctx);
+  return TL_OK;
+}
+
 tl_status tl_context_destroy(tl_context *ctx) {
   if (ctx == NULL) return TL_OK;
+  if (tl__forked(ctx->fork_epoch)) return destroy_forked(ctx);
   if (ctx->pool != NULL && tl_pool_current_index(ctx->pool) >= 0)
     return tl__fail(TL_E_TARGET_POOL_CALLER,
                     "tl_context_destroy: called from worker %d of the context's own pool",
                     tl_pool_current_index(ctx->pool));
   tl_owner holder;
   int waiting;
+  tl_owner dead = atomic_exchange(&ctx->owner_died, 0);
+  if (dead != 0)
+    return tl__fail(TL_E_OWNER_DEAD,
+                    "tl_context_destroy: owner %llu's thread ended while it held the session; "
+                    "tenlane closed that session for it. Nothing was destroyed: call "
+                    "tl_context_destroy again",
+                    (unsigned long long)dead);
   if (tl__arbiter_in_use(&ctx->arbiter, &holder, &waiting))
     return tl__fail(TL_E_BUSY,
                     "tl_context_destroy: a session is open (owner %llu) or %d opener(s) wait; "

@@ -40,6 +40,10 @@ struct tl_context {
   tl__resources *free_bundles;
   atomic_size_t bundle_count;
 
+  atomic_uint_fast64_t owner_died; /* an owner whose thread ended holding the session, not
+                                     yet reported (TL_E_OWNER_DEAD); 0 when none */
+  unsigned fork_epoch;             /* the fork epoch the context was made in */
+
   atomic_int phase_active;
   atomic_int active_children;
   tl__lane_report *lane_reports; /* budget entries, reused by every run */

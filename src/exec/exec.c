@@ -22,11 +22,17 @@ void tl__exec_init(tl_exec *exec, tl_exec_kind kind, tl__resources *resources, t
 
 tl_status tl__exec_begin(tl_exec *exec, const char *route) {
   if (TL__UNLIKELY(exec == NULL)) return tl__fail(TL_E_INVALID, "%s: exec is NULL", route);
-  if (TL__UNLIKELY(exec->thread_token != tl__thread_token()))
+  if (TL__UNLIKELY(exec->thread_token != tl__thread_token())) {
+    if (exec->thread_token == TL__EXEC_RETIRED)
+      return tl__fail(TL_E_STALE,
+                      "%s: this lane or ticket surface was kept past the callback it was handed "
+                      "to",
+                      route);
     return tl__fail(TL_E_WRONG_THREAD,
                     "%s: this surface belongs to another thread (a session, lane or ticket "
                     "surface is used only on the thread it was handed to)",
                     route);
+  }
   if (exec->gate != NULL) {
     int gate = atomic_load_explicit(exec->gate, memory_order_relaxed);
     if (TL__UNLIKELY(gate != TL__GATE_OPEN))

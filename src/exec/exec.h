@@ -15,6 +15,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tenlane/pool.h"
 #include "tenlane/session.h"
@@ -28,7 +29,14 @@ typedef struct tl__resources {
   tl__arena arena;
   tl__plan_cache plans;
   struct tl__resources *next_free; /* the context's free list of child bundles */
+  struct tl_exec *surface;         /* a ticket entry's surface over this bundle (made with the
+                                      bundle, outlives the entry: a kept pointer stays
+                                      checkable until the context is destroyed) */
 } tl__resources;
+
+/* The thread token of a retired surface: its lane or ticket callback returned. Routes on it
+ * get TL_E_STALE. No thread has this token. */
+#define TL__EXEC_RETIRED UINT64_MAX
 
 /* The gate a root surface's holder keeps (the session's state): a route runs only while it
  * is OPEN; PARKED while the session's phase runs, CLOSED after close. */
@@ -48,7 +56,8 @@ struct tl_exec {
   tl__arena_mark item_floor;   /* where a map item's scratch starts (above lane scratch) */
   tl_order order;              /* the order of fresh results (tl_exec_set_order) */
   const atomic_int *cancel;    /* the lane's run flag, or NULL */
-  unsigned long thread_token;  /* the thread allowed to use it (0 = any) */
+  uint64_t thread_token;       /* the thread allowed to use it; TL__EXEC_RETIRED after its
+                                  lane or ticket callback returned */
   const char *route;           /* the public entry point of the outermost call in progress */
   char message[TL_MESSAGE_CAPACITY];
 };

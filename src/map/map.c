@@ -145,7 +145,8 @@ static void map_in_phase(tl_phase *phase, void *arg) {
 
 /* tl_map and tl_map_ex: messages name `call`, the entry point the user called. */
 static tl_status map_session(tl_session *session, size_t count, tl_map_fn fn, void *arg,
-                             int max_lanes, tl_map_outcome *outcome, const char *call_name) {
+                             int max_lanes, tl_map_outcome *outcome, const char *call_name,
+                             const void *frame) {
   tl_map_outcome local;
   if (outcome == NULL) outcome = &local;
   memset(outcome, 0, sizeof *outcome);
@@ -156,7 +157,7 @@ static tl_status map_session(tl_session *session, size_t count, tl_map_fn fn, vo
     return outcome->status;
   }
   map_call call = {count, max_lanes, fn, arg, outcome, TL_OK};
-  tl_status status = tl__session_phase_named(session, map_in_phase, &call, call_name);
+  tl_status status = tl__session_phase_named(session, map_in_phase, &call, call_name, frame);
   if (status != TL_OK) {
     memcpy(outcome->message, tl_last_message(), sizeof outcome->message);
     return outcome->status = status;
@@ -166,8 +167,9 @@ static tl_status map_session(tl_session *session, size_t count, tl_map_fn fn, vo
      * it too, as it keeps a failed route's. */
     const char *message = outcome->message;
     if (strncmp(message, "tl_phase_map: ", 14) == 0) message += 14;
+    tl_session *held = tl__session_resolve(session, call_name, &status);
     tl__fail(call.status, "%s: %s", call_name, message);
-    tl__message_copy(session->message);
+    if (held != NULL) tl__message_copy(held->message);
   }
   return call.status;
 }
@@ -175,10 +177,10 @@ static tl_status map_session(tl_session *session, size_t count, tl_map_fn fn, vo
 tl_status tl_map_ex(tl_session *session, size_t count, tl_map_fn fn, void *arg,
                     const tl_map_options *options, tl_map_outcome *outcome) {
   return map_session(session, count, fn, arg, options != NULL ? options->max_lanes : 0, outcome,
-                     "tl_map_ex");
+                     "tl_map_ex", __builtin_frame_address(0));
 }
 
 tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
                  tl_map_outcome *outcome) {
-  return map_session(session, count, fn, arg, 0, outcome, "tl_map");
+  return map_session(session, count, fn, arg, 0, outcome, "tl_map", __builtin_frame_address(0));
 }

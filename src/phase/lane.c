@@ -62,7 +62,7 @@ static void lane_body(tl__run *run, int index, int inline_lane) {
     status = tl__fail(TL_E_NOMEM, "lane %d: child entry failed (injected fault)", index);
   }
   if (status == TL_OK && !inline_lane) {
-    status = tl__marker_push(ctx, run->owner);
+    status = tl__marker_push(ctx, run->owner, "tl_phase_run");
     marked = status == TL_OK;
   }
   if (status == TL_OK) status = tl__lane_bundle(ctx, index, &bundle);
@@ -75,15 +75,21 @@ static void lane_body(tl__run *run, int index, int inline_lane) {
   atomic_store_explicit(&report->active, 1, memory_order_relaxed);
 
   if (!is_cancelled(run)) {
-    tl_lane lane;
-    tl__exec_init(&lane.exec, inline_lane ? TL_EXEC_INLINE : TL_EXEC_LANE, bundle, NULL, 1,
+    tl_lane *lane = &report->lane;
+    lane->exec = bundle->surface;
+    tl__exec_init(lane->exec, inline_lane ? TL_EXEC_INLINE : TL_EXEC_LANE, bundle, NULL, 1,
                   &run->cancel);
-    lane.run = run;
-    lane.index = index;
-    lane.report = report;
-    lane_call call = {&lane, 0};
+    lane->run = run;
+    lane->index = index;
+    lane->report = report;
+    atomic_store_explicit(&lane->live, 1, memory_order_relaxed);
+    lane_call call = {lane, 0};
     tl_panic_info info;
-    if (tl_catch(lane_trampoline, &call, &info) == TL_E_PANICKED) {
+    tl_status caught = tl_catch(lane_trampoline, &call, &info);
+    /* Retired on every path: a tl_lane or surface kept past the callback is refused. */
+    atomic_store_explicit(&lane->live, 0, memory_order_relaxed);
+    lane->exec->thread_token = TL__EXEC_RETIRED;
+    if (caught == TL_E_PANICKED) {
       report->panicked = 1;
       snprintf(report->message, sizeof report->message, "%s", info.message);
       set_cancel(run);
@@ -209,18 +215,24 @@ tl_status tl_phase_run(tl_phase *handle, tl_lane_fn lane_fn, void *arg, tl_phase
                   outcome->message);
 }
 
-tl_exec *tl_lane_exec(tl_lane *lane) { return lane ? &lane->exec : NULL; }
+static int lane_live(const tl_lane *lane) {
+  return lane != NULL && atomic_load_explicit(&lane->live, memory_order_relaxed);
+}
+
+tl_exec *tl_lane_exec(tl_lane *lane) { return lane ? lane->exec : NULL; }
 
 int tl_lane_cancelled(const tl_lane *lane) {
-  return lane != NULL && atomic_load_explicit(&lane->run->cancel, memory_order_relaxed);
+  if (lane == NULL) return 0;
+  if (!lane_live(lane)) return 1; /* kept past its callback: nothing more to do there */
+  return atomic_load_explicit(&lane->run->cancel, memory_order_relaxed);
 }
 
 void tl_lane_cancel(tl_lane *lane) {
-  if (lane != NULL) set_cancel(lane->run);
+  if (lane_live(lane)) set_cancel(lane->run);
 }
 
 int tl_lane_fail(tl_lane *lane, int code, const char *format, ...) {
-  if (lane == NULL || format == NULL) return code;
+  if (!lane_live(lane) || format == NULL) return code;
   va_list args;
   va_start(args, format);
   vsnprintf(lane->report->message, sizeof lane->report->message, format, args);

@@ -6,7 +6,23 @@
 
 #include <stdatomic.h>
 
+#include "exec/exec.h"
 #include "tenlane/status.h"
+
+struct tl__run;
+struct tl__lane_report;
+
+/* What a lane callback's tl_lane * points at. It lives in the lane's report (context
+ * memory), not on the worker's stack, and `live` says whether its callback is running: a
+ * tl_lane kept past its callback is recognised (tl_lane_cancelled reads 1, tl_lane_cancel
+ * and tl_lane_fail do nothing, its surface is retired) without reading a dead frame. */
+struct tl_lane {
+  tl_exec *exec; /* the lane's surface: its bundle's (context memory) */
+  struct tl__run *run;
+  int index;
+  struct tl__lane_report *report;
+  atomic_int live;
+};
 
 /* One lane's report, written by its worker, read by the driver after the join. */
 typedef struct tl__lane_report {
@@ -17,6 +33,7 @@ typedef struct tl__lane_report {
   tl_status session_status; /* entry or cleanup failure */
   int panicked;
   char message[TL_MESSAGE_CAPACITY];
+  struct tl_lane lane; /* what the lane's callback is handed */
 } tl__lane_report;
 
 #endif

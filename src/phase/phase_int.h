@@ -15,15 +15,19 @@
 #include "context/context_int.h"
 #include "tenlane/phase.h"
 
+/* An open phase: a record in the opening thread's table of open phases (thread-local
+ * memory, never a stack frame), found through its token. */
 typedef struct tl__phase {
+  uint64_t token; /* what users hold as tl_phase *: a process-wide 64-bit number */
   tl_session *session;
   tl_context *ctx;
-  void *token; /* what users hold as tl_phase * */
   int lanes;
-  int running; /* a run is in progress (refuses a nested run from the inline lane) */
-  struct tl__phase *next_active;
-  tl__unwind_node unwind;
+  int running;     /* a run is in progress (refuses a nested run from the inline lane) */
+  uintptr_t frame; /* the stack frame of the call that opened it (jump-out detection) */
 } tl__phase;
+
+/* The most phases one thread may have open at once (nested on different contexts). */
+#define TL__PHASES_NESTED_MAX 16
 
 /* Everything a lane reads to start sits in this one cache line, written by the driver just
  * before the broadcast: a lane pays one cross-core line transfer for its start-up state
@@ -38,15 +42,15 @@ typedef struct tl__run {
   tl__phase *phase;
 } tl__run;
 
-struct tl_lane {
-  tl_exec exec;
-  tl__run *run;
-  int index;
-  tl__lane_report *report;
-};
+/* tl_session_phase, with its messages naming `call` (tl_map opens its phase through it);
+ * frame is the public entry point's own stack frame (__builtin_frame_address(0)). */
+tl_status tl__session_phase_named(tl_session *handle, tl_phase_fn fn, void *arg, const char *call,
+                                  const void *frame);
 
-/* tl_session_phase, with its messages naming `call` (tl_map opens its phase through it). */
-tl_status tl__session_phase_named(tl_session *session, tl_phase_fn fn, void *arg, const char *call);
+/* End a phase of `session` that a longjmp left open: its record says it was opened from a
+ * frame at or below `frame` (the caller's own frame), so that frame is gone. Returns 1
+ * when one was ended. Only the session's own thread calls it. */
+int tl__phase_prune(tl_session *session, const void *frame);
 
 /* The phase that `handle` names on the calling thread, or NULL with the refusal in *status
  * (TL_E_INVALID, TL_E_STALE or TL_E_WRONG_THREAD) and a message naming `call`. */

@@ -26,6 +26,8 @@ tl_status tl_pool_broadcast(tl_pool *pool, tl_pool_fn fn, void *arg) {
   if (pool == NULL || fn == NULL)
     return tl__fail(TL_E_INVALID, "tl_pool_broadcast: pool (%p) and fn must not be NULL",
                     (void *)pool);
+  tl_status forked = tl__pool_refuse_forked(pool, "tl_pool_broadcast");
+  if (forked != TL_OK) return forked;
   if (tl_pool_current_index(pool) >= 0)
     return tl__fail(TL_E_TARGET_POOL_CALLER,
                     "tl_pool_broadcast: called from worker %d of the same pool, which would wait "

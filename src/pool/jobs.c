@@ -47,6 +47,8 @@ tl_status tl_pool_parallel_for(tl_pool *pool, size_t count, size_t grain, tl_poo
   if (pool == NULL || fn == NULL)
     return tl__fail(TL_E_INVALID, "tl_pool_parallel_for: pool (%p) and fn must not be NULL",
                     (void *)pool);
+  tl_status forked = tl__pool_refuse_forked(pool, "tl_pool_parallel_for");
+  if (forked != TL_OK) return forked;
   if (count == 0) return TL_OK;
   if (grain == 0) {
     size_t pieces = (size_t)pool->workers * 4;

@@ -133,6 +133,7 @@ tl_status tl_pool_create(const tl_pool_config *config, tl_pool **out) {
     return tl__fail(TL_E_NOMEM, "tl_pool_create: no memory for %d workers", config->workers);
   }
   pool->workers = config->workers;
+  pool->fork_epoch = tl__fork_watch();
   int spin_us = config->spin_us < 0 ? TL__POOL_DEFAULT_SPIN_US : config->spin_us;
   pool->spin_ns = (uint64_t)spin_us * 1000u;
   /* An outside driver that shares a core with a worker (as many workers as CPUs) should
@@ -179,8 +180,23 @@ tl_status tl_pool_create(const tl_pool_config *config, tl_pool **out) {
   return TL_OK;
 }
 
+tl_status tl__pool_refuse_forked(const tl_pool *pool, const char *call) {
+  if (!tl__forked(pool->fork_epoch)) return TL_OK;
+  return tl__fail(TL_E_FORKED,
+                  "%s: the pool was created before fork(); this process has none of its "
+                  "workers, so only tl_pool_destroy may be called on it here",
+                  call);
+}
+
 void tl_pool_destroy(tl_pool *pool) {
   if (pool == NULL) return;
+  if (tl__forked(pool->fork_epoch)) {
+    /* The child of a fork(): no worker to stop or join, and a lock may have been copied
+     * held; the memory is freed, nothing else is touched. */
+    tl__free(pool->worker);
+    tl__free(pool);
+    return;
+  }
   pool_stop(pool, pool->workers);
   pool_free(pool);
 }

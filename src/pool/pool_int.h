@@ -43,6 +43,7 @@ typedef struct tl__worker {
 
 struct tl_pool {
   int workers;
+  unsigned fork_epoch;     /* the fork epoch it was made in (base/fork.c) */
   uint64_t spin_ns;        /* idle spin window of the workers */
   uint64_t driver_spin_ns; /* how long an outside thread waiting on this pool spins first */
   tl__worker *worker;
@@ -95,6 +96,10 @@ typedef int (*tl__poll_fn)(void *arg, int may_run);
  * has passed the check), then sleep on the calling thread's waiter unless a last poll is
  * READY. Returns after READY or one wake-up: callers loop until their condition holds. */
 void tl__spin_then_sleep(uint64_t spin_ns, unsigned yield_mask, tl__poll_fn poll, void *arg);
+
+/* TL_E_FORKED (message beginning with `call`) when the pool was made before a fork() and
+ * this is the child, whose copy of the pool has no workers; TL_OK otherwise. */
+tl_status tl__pool_refuse_forked(const tl_pool *pool, const char *call);
 
 /* Default idle spin window of workers. */
 #define TL__POOL_DEFAULT_SPIN_US 200

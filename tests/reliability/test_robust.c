@@ -6,11 +6,17 @@
  * alarm and ctest's TIMEOUT. */
 #include <limits.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "rel_common.h"
+#include "tenlane/ops.h"
 #include "tenlane/map.h"
 #include "tenlane/phase.h"
 #include "tenlane/pool.h"
@@ -99,5 +105,382 @@ static void robust_wrong_thread_message_names_call(void) {
   tl_held_close(&held);
 }
 
+/* ---- Item 4: fork() with a live context ------------------------------------------------ */
+
+static int noop_lane(tl_lane *lane, int lane_index, void *arg) {
+  (void)lane, (void)lane_index, (void)arg;
+  return 0;
+}
+
+static void run_noop(tl_phase *phase, void *arg) {
+  tl_status *status = arg;
+  *status = tl_phase_run(phase, noop_lane, NULL, NULL);
+}
+
+static void noop_pool_fn(int worker_index, void *arg) { (void)worker_index, (void)arg; }
+
+/* What the child checks; its exit status is the number of the first failed check. */
+static int child_after_fork(tl_context *ctx, tl_session *session, tl_pool *pool) {
+  tl_status inner = TL_OK;
+  if (tl_session_phase(session, run_noop, &inner) != TL_E_FORKED) return 10;
+  if (tl_map(session, 4, NULL, NULL, NULL) == TL_OK) return 11;
+  int64_t n = 1 << 20;
+  tl_tensor a, out;
+  if (tl_tensor_create(TL_F64, 1, &n, &a) != TL_OK) return 12;
+  if (tl_tensor_create(TL_F64, 1, &n, &out) != TL_OK) return 13;
+  for (int64_t i = 0; i < n; i++) ((double *)a.data)[i] = (double)i;
+  tl_status add = tl_add_into(tl_session_exec(session), &a, &a, &out);
+  if (add != TL_OK && add != TL_E_FORKED) return 14;
+  if (add == TL_OK && ((double *)out.data)[n - 1] != 2.0 * (double)(n - 1)) return 15;
+  tl_tensor_release(&a);
+  tl_tensor_release(&out);
+  if (tl_pool_broadcast(pool, noop_pool_fn, NULL) != TL_E_FORKED) return 16;
+  if (tl_session_close(session) != TL_E_FORKED) return 17;
+  if (tl_context_destroy(ctx) != TL_OK) return 18;
+  tl_pool_destroy(pool);
+  return 0;
+}
+
+static void robust_fork_child_never_hangs(void) {
+  tl_held held;
+  tl_held_open(&held, 2);
+  tl_pool_config config;
+  tl_pool_config_init(&config);
+  config.workers = 2;
+  tl_pool *pool;
+  TL_CHECK_OK(tl_pool_create(&config, &pool));
+  tl_status inner = TL_E_INVALID;
+  TL_CHECK_OK(tl_session_phase(held.session, run_noop, &inner)); /* workers warm */
+  TL_CHECK_OK(inner);
+  fflush(NULL);
+  pid_t child = fork();
+  TL_CHECK(child >= 0);
+  if (child == 0) _exit(child_after_fork(held.ctx, held.session, pool));
+  int status = 0;
+  int waited_ms = 0;
+  while (waitpid(child, &status, WNOHANG) == 0 && waited_ms < 20000) {
+    usleep(10000);
+    waited_ms += 10;
+  }
+  if (waited_ms >= 20000) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    fprintf(stderr, "the child hung after fork()\n");
+    TL_CHECK(0);
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "child: %s %d\n", WIFEXITED(status) ? "exit" : "signal",
+            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    TL_CHECK(0);
+  }
+  /* The parent is untouched. */
+  TL_CHECK_OK(tl_session_phase(held.session, run_noop, &inner));
+  TL_CHECK_OK(inner);
+  TL_CHECK_OK(tl_pool_broadcast(pool, noop_pool_fn, NULL));
+  tl_pool_destroy(pool);
+  tl_held_close(&held);
+}
+
+/* ---- Items 5 and 8: a thread that exits holding a session ------------------------------- */
+
+typedef struct exiting_owner {
+  tl_context *ctx;
+  tl_session *session;
+  tl_status status;
+  uint64_t token;
+} exiting_owner;
+
+static void *open_and_exit(void *arg) {
+  exiting_owner *owner = arg;
+  owner->token = tl__thread_token();
+  owner->status = tl_session_open(owner->ctx, tl_owner_new(), TL_NOWAIT, &owner->session);
+  return NULL; /* exits holding the session */
+}
+
+typedef struct stale_use {
+  tl_session *session;
+  tl_status phase_status, close_status;
+  uint64_t token;
+} stale_use;
+
+static void *use_old_session(void *arg) {
+  stale_use *use = arg;
+  use->token = tl__thread_token();
+  tl_status inner = TL_OK;
+  use->phase_status = tl_session_phase(use->session, run_noop, &inner);
+  use->close_status = tl_session_close(use->session);
+  return NULL;
+}
+
+/* Item 5: the next thread (glibc gives it the same thread-local addresses) is not taken for
+ * the dead opener: it has another identity, and the session is not its. */
+static void robust_thread_identity_is_not_reused(void) {
+  tl_context *ctx = tl_make_context(2);
+  exiting_owner owner = {ctx, NULL, TL_E_INVALID, 0};
+  tl_thread thread;
+  tl_thread_start(&thread, open_and_exit, &owner);
+  tl_thread_join(&thread, 10000);
+  TL_CHECK_OK(owner.status);
+  stale_use use = {owner.session, TL_OK, TL_OK, 0};
+  tl_thread_start(&thread, use_old_session, &use);
+  tl_thread_join(&thread, 10000);
+  TL_CHECK(use.token != owner.token);
+  TL_CHECK(use.phase_status != TL_OK);
+  TL_CHECK(use.close_status != TL_OK);
+  tl_status destroyed = tl_context_destroy(ctx);
+  if (destroyed == TL_E_OWNER_DEAD) destroyed = tl_context_destroy(ctx);
+  TL_CHECK_OK(destroyed);
+}
+
+typedef struct waiting_opener {
+  tl_context *ctx;
+  tl_status status;
+} waiting_opener;
+
+static void *open_waiting(void *arg) {
+  waiting_opener *opener = arg;
+  tl_session *session;
+  opener->status = tl_session_open(opener->ctx, tl_owner_new(), TL_WAIT, &session);
+  if (opener->status == TL_OK) tl_session_close(session);
+  return NULL;
+}
+
+static int one_waiter(void *arg) {
+  tl_context_stats stats;
+  tl_context_stats_get(arg, &stats);
+  return stats.waiting_openers == 1;
+}
+
+static int held_by_someone(void *arg) {
+  tl_context_stats stats;
+  tl_context_stats_get(arg, &stats);
+  return stats.owner != 0;
+}
+
+typedef struct gate {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int open;
+} gate;
+
+typedef struct held_then_exit {
+  tl_context *ctx;
+  gate *release;
+  tl_status status;
+} held_then_exit;
+
+static void *hold_until_released_then_exit(void *arg) {
+  held_then_exit *owner = arg;
+  tl_session *session;
+  owner->status = tl_session_open(owner->ctx, tl_owner_new(), TL_NOWAIT, &session);
+  pthread_mutex_lock(&owner->release->lock);
+  while (!owner->release->open) pthread_cond_wait(&owner->release->cond, &owner->release->lock);
+  pthread_mutex_unlock(&owner->release->lock);
+  return NULL; /* exits holding the session */
+}
+
+/* Item 8: the owner's thread ends holding the session. A TL_WAIT opener queued behind it is
+ * served with TL_E_OWNER_DEAD (once), destroy likewise, and then everything works. */
+static void robust_abandoned_owner_is_recovered(void) {
+  tl_context *ctx = tl_make_context(2);
+  gate release = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  held_then_exit owner = {ctx, &release, TL_E_INVALID};
+  tl_thread holder, waiter;
+  tl_thread_start(&holder, hold_until_released_then_exit, &owner);
+  waiting_opener opener = {ctx, TL_E_INVALID};
+  TL_CHECK(tl_wait_until(held_by_someone, ctx, 10000));
+  tl_thread_start(&waiter, open_waiting, &opener);
+  TL_CHECK(tl_wait_until(one_waiter, ctx, 10000));
+  pthread_mutex_lock(&release.lock);
+  release.open = 1;
+  pthread_cond_signal(&release.cond);
+  pthread_mutex_unlock(&release.lock);
+  tl_thread_join(&holder, 10000);
+  tl_thread_join(&waiter, 10000); /* before the fix: blocked for ever */
+  TL_CHECK_OK(owner.status);
+  TL_CHECK_STATUS(opener.status, TL_E_OWNER_DEAD);
+  /* Reported once: the next opener gets the context, works, closes. */
+  tl_session *session;
+  TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
+  tl_status inner = TL_E_INVALID;
+  TL_CHECK_OK(tl_session_phase(session, run_noop, &inner));
+  TL_CHECK_OK(inner);
+  TL_CHECK_OK(tl_session_close(session));
+  TL_CHECK_OK(tl_context_destroy(ctx));
+  /* Destroy right after the death: told once, then done. */
+  ctx = tl_make_context(1);
+  exiting_owner gone = {ctx, NULL, TL_E_INVALID, 0};
+  tl_thread_start(&holder, open_and_exit, &gone);
+  tl_thread_join(&holder, 10000);
+  TL_CHECK_OK(gone.status);
+  TL_CHECK_STATUS(tl_context_destroy(ctx), TL_E_OWNER_DEAD);
+  check_prefix(tl_last_message(), "tl_context_destroy");
+  TL_CHECK_OK(tl_context_destroy(ctx));
+}
+
+/* ---- Item 6: a closed handle stays closed after a reopen on the same thread -------------- */
+
+static void robust_closed_session_stays_stale(void) {
+  tl_context *ctx = tl_make_context(2);
+  tl_session *first, *second;
+  TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &first));
+  TL_CHECK_OK(tl_session_close(first));
+  TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &second));
+  tl_status inner = TL_OK;
+  TL_CHECK_STATUS(tl_session_phase(first, run_noop, &inner), TL_E_STALE);
+  check_prefix(tl_last_message(), "tl_session_phase");
+  tl_ticket ticket;
+  TL_CHECK_STATUS(tl_session_ticket(first, &ticket), TL_E_STALE);
+  TL_CHECK_STATUS(tl_map(first, 2, NULL, NULL, NULL), TL_E_STALE);
+  TL_CHECK_STATUS(tl_session_close(first), TL_E_STALE);
+  TL_CHECK(tl_session_owner(first) == 0);
+  TL_CHECK_OK(tl_session_phase(second, run_noop, &inner)); /* the live one is untouched */
+  TL_CHECK_OK(inner);
+  TL_CHECK_OK(tl_session_close(second));
+  TL_CHECK_OK(tl_context_destroy(ctx));
+}
+
+/* ---- Item 7: lanes, tickets and phases kept past their callback ------------------------- */
+
+typedef struct kept {
+  tl_exec *exec[8];
+  tl_lane *lane[8];
+  tl_phase *phase;
+} kept;
+
+static int keep_lane(tl_lane *lane, int lane_index, void *arg) {
+  kept *k = arg;
+  k->exec[lane_index] = tl_lane_exec(lane);
+  k->lane[lane_index] = lane;
+  return 0;
+}
+
+static void keep_phase(tl_phase *phase, void *arg) {
+  kept *k = arg;
+  k->phase = phase;
+  TL_CHECK_OK(tl_phase_run(phase, keep_lane, k, NULL));
+}
+
+static int keep_ticket_exec(tl_exec *exec, void *arg) {
+  *(tl_exec **)arg = exec;
+  return 0;
+}
+
+typedef struct ticket_use {
+  tl_ticket ticket;
+  tl_status enter_status, kept_status;
+} ticket_use;
+
+static void *enter_then_use_kept(void *arg) {
+  ticket_use *use = arg;
+  tl_exec *exec = NULL;
+  use->enter_status = tl_ticket_enter(&use->ticket, keep_ticket_exec, &exec, NULL);
+  double data[4] = {1, 2, 3, 4}, out[4];
+  tl_tensor x = tl_vec_f64(data, 4), y = tl_vec_f64(out, 4);
+  use->kept_status = tl_add_into(exec, &x, &x, &y);
+  return NULL;
+}
+
+typedef struct old_token {
+  tl_phase *old;
+  tl_status run_status;
+  int lanes;
+} old_token;
+
+static void use_old_token(tl_phase *phase, void *arg) {
+  (void)phase;
+  old_token *use = arg;
+  use->lanes = tl_phase_lanes(use->old);
+  use->run_status = tl_phase_run(use->old, noop_lane, NULL, NULL);
+}
+
+static void robust_kept_handles_are_refused(void) {
+  for (int budget = 1; budget <= 2; budget++) {
+    tl_held held;
+    tl_held_open(&held, budget);
+    kept k;
+    memset(&k, 0, sizeof k);
+    TL_CHECK_OK(tl_session_phase(held.session, keep_phase, &k));
+    double data[4] = {1, 2, 3, 4}, out[4];
+    tl_tensor x = tl_vec_f64(data, 4), y = tl_vec_f64(out, 4);
+    for (int i = 0; i < budget; i++) {
+      TL_CHECK_STATUS(tl_add_into(k.exec[i], &x, &x, &y), TL_E_STALE);
+      TL_CHECK(tl_lane_cancelled(k.lane[i]) == 1);
+      tl_lane_cancel(k.lane[i]);
+    }
+    TL_CHECK_STATUS(tl_phase_run(k.phase, noop_lane, NULL, NULL), TL_E_STALE);
+    /* A token kept across 4096 later phases does not name a live one. */
+    tl_status inner;
+    for (int i = 0; i < 4096; i++) TL_CHECK_OK(tl_session_phase(held.session, run_noop, &inner));
+    old_token use = {k.phase, TL_OK, -1};
+    TL_CHECK_OK(tl_session_phase(held.session, use_old_token, &use));
+    TL_CHECK(use.lanes == 0);
+    TL_CHECK_STATUS(use.run_status, TL_E_STALE);
+    /* A ticket surface used after its entry returned, on the same thread. */
+    ticket_use ticket = {{0}, TL_E_INVALID, TL_OK};
+    TL_CHECK_OK(tl_session_ticket(held.session, &ticket.ticket));
+    tl_thread thread;
+    tl_thread_start(&thread, enter_then_use_kept, &ticket);
+    tl_thread_join(&thread, 10000);
+    TL_CHECK_OK(ticket.enter_status);
+    TL_CHECK_STATUS(ticket.kept_status, TL_E_STALE);
+    tl_held_close(&held);
+  }
+}
+
+/* ---- Item 8: a longjmp out of a phase callback ------------------------------------------ */
+
+static jmp_buf escape;
+
+static void jump_out(tl_phase *phase, void *arg) {
+  (void)phase, (void)arg;
+  longjmp(escape, 1);
+}
+
+static void robust_longjmp_out_of_phase_is_detected(void) {
+  tl_context *ctx = tl_make_context(2);
+  tl_session *session;
+  TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
+  if (setjmp(escape) == 0) {
+    tl_session_phase(session, jump_out, NULL);
+    TL_CHECK(0); /* not reached */
+  }
+  /* Before the fix: TL_E_PHASE_ACTIVE for ever. */
+  tl_status inner = TL_E_INVALID;
+  TL_CHECK_OK(tl_session_phase(session, run_noop, &inner));
+  TL_CHECK_OK(inner);
+  if (setjmp(escape) == 0) {
+    tl_session_phase(session, jump_out, NULL);
+    TL_CHECK(0);
+  }
+  TL_CHECK_OK(tl_session_close(session));
+  TL_CHECK_OK(tl_context_destroy(ctx));
+}
+
+/* ---- Item 9: contexts per thread --------------------------------------------------------- */
+
+static void robust_contexts_per_thread_limit(void) {
+  tl_context *ctx[9];
+  tl_session *session[9];
+  for (int i = 0; i < 9; i++) ctx[i] = tl_make_context(1);
+  for (int i = 0; i < 8; i++)
+    TL_CHECK_OK(tl_session_open(ctx[i], tl_owner_new(), TL_NOWAIT, &session[i]));
+  TL_CHECK_STATUS(tl_session_open(ctx[8], tl_owner_new(), TL_NOWAIT, &session[8]), TL_E_LIMIT);
+  check_prefix(tl_last_message(), "tl_session_open");
+  TL_CHECK(strstr(tl_last_message(), "TL_CONTEXTS_PER_THREAD_MAX") != NULL);
+  tl_context_stats stats;
+  TL_CHECK_OK(tl_context_stats_get(ctx[8], &stats));
+  TL_CHECK(stats.owner == 0); /* nothing held */
+  TL_CHECK_OK(tl_session_close(session[0]));
+  TL_CHECK_OK(tl_session_open(ctx[8], tl_owner_new(), TL_NOWAIT, &session[8]));
+  for (int i = 1; i < 9; i++) TL_CHECK_OK(tl_session_close(session[i]));
+  for (int i = 0; i < 9; i++) TL_CHECK_OK(tl_context_destroy(ctx[i]));
+}
+
 TL_TEST_MAIN(TL_CASE(robust_spin_is_bounded), TL_CASE(robust_map_message_names_status),
-             TL_CASE(robust_wrong_thread_message_names_call))
+             TL_CASE(robust_wrong_thread_message_names_call),
+             TL_CASE(robust_fork_child_never_hangs), TL_CASE(robust_thread_identity_is_not_reused),
+             TL_CASE(robust_abandoned_owner_is_recovered),
+             TL_CASE(robust_closed_session_stays_stale), TL_CASE(robust_kept_handles_are_refused),
+             TL_CASE(robust_longjmp_out_of_phase_is_detected),
+             TL_CASE(robust_contexts_per_thread_limit))
