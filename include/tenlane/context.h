@@ -50,7 +50,10 @@ TL_API tl_status tl_context_create(const tl_context_config *config, tl_context *
 
 /* Destroy a context with no open session. NULL is ignored (TL_OK). Returns TL_E_BUSY
  * and destroys nothing while a session is open or an opener waits; TL_E_TARGET_POOL_CALLER
- * from one of its own workers. */
+ * from one of its own workers; TL_E_OWNER_DEAD once, destroying nothing, when a holder's
+ * thread ended holding the session and no opener was told yet (call it again). In the
+ * child of a fork() it frees the context's memory without joining the workers (they do
+ * not exist there) or taking a lock, and returns TL_OK whatever was open. Any thread. */
 TL_API tl_status tl_context_destroy(tl_context *ctx);
 
 /* The thread budget (>= 1): the number of lanes a phase runs. */

@@ -28,12 +28,17 @@ typedef struct tl_lane tl_lane;
 typedef void (*tl_phase_fn)(tl_phase *phase, void *arg);
 
 /* Open a phase on `session` and call fn(phase, arg) on the calling thread; the phase
- * handle is valid only inside that call (afterwards calls on it return TL_E_STALE).
+ * handle is valid only inside that call (afterwards calls on it return TL_E_STALE; it is
+ * a 64-bit token, never reused). fn must return normally or through tl_panic: a longjmp
+ * out of fn is forbidden; when the next tl_session_phase, tl_map or tl_session_close on
+ * the session is made from the frame that opened the phase or an outer one, tenlane sees
+ * the jump and ends the abandoned phase first.
  * Returns TL_OK after fn returned. Errors (fn not called):
  *   TL_E_INVALID (NULL), TL_E_WRONG_THREAD (not the session's thread),
  *   TL_E_PHASE_ACTIVE (a phase is already open on it),
  *   TL_E_TARGET_POOL_CALLER (the caller is a worker of the context's pool; refused before
- *   any wait).
+ *   any wait), TL_E_STALE (the session was closed), TL_E_FORKED (in the child of a fork()),
+ *   TL_E_LIMIT (16 phases already open on this thread).
  * A panic raised inside fn (including one re-raised by tl_phase_run) ends the phase and
  * leaves the session idle before it unwinds further. */
 TL_API tl_status tl_session_phase(tl_session *session, tl_phase_fn fn, void *arg);
@@ -77,13 +82,16 @@ typedef struct tl_phase_outcome {
 TL_API tl_status tl_phase_run(tl_phase *phase, tl_lane_fn lane_fn, void *arg,
                               tl_phase_outcome *outcome);
 
-/* The lane's child surface, valid for the lane callback's duration. */
+/* The lane's child surface, valid for the lane callback's duration; kept past it, routes
+ * on it return TL_E_STALE. */
 TL_API tl_exec *tl_lane_exec(tl_lane *lane);
 
-/* 1 once the run's cancellation flag is set. Cheap (one relaxed atomic load). */
+/* 1 once the run's cancellation flag is set, and for a lane kept past its callback. Cheap
+ * (relaxed atomic loads). */
 TL_API int tl_lane_cancelled(const tl_lane *lane);
 
-/* Set the run's cancellation flag (peers see it) without failing this lane. */
+/* Set the run's cancellation flag (peers see it) without failing this lane. Nothing for a
+ * lane kept past its callback. */
 TL_API void tl_lane_cancel(tl_lane *lane);
 
 /* Record a printf-style message for this lane's failure and return `code`, for

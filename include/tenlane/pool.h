@@ -45,7 +45,8 @@ TL_API void tl_pool_config_init(tl_pool_config *config);
  * failed or the mask read back differs). Any thread may call it. */
 TL_API tl_status tl_pool_create(const tl_pool_config *config, tl_pool **out);
 
-/* Stop and join the workers and free the pool. NULL is ignored. Must not be called
+/* Stop and join the workers and free the pool. NULL is ignored. In the child of a fork()
+ * it only frees the memory (the workers do not exist there). Must not be called
  * from one of the pool's own workers or while a broadcast or loop on it is running. */
 TL_API void tl_pool_destroy(tl_pool *pool);
 
@@ -63,7 +64,8 @@ typedef void (*tl_pool_fn)(int worker_index, void *arg);
 /* Run fn(i, arg) exactly once on each worker i and return after all have returned.
  * Broadcasts to one pool from several threads run one after another.
  * Errors: TL_E_INVALID (NULL), TL_E_TARGET_POOL_CALLER when called from one of the
- * pool's own workers (nothing runs). fn must not call tl_panic without its own tl_catch. */
+ * pool's own workers (nothing runs), TL_E_FORKED in the child of a fork() (the pool's
+ * workers do not exist there; nothing runs). fn must not call tl_panic without its own tl_catch. */
 TL_API tl_status tl_pool_broadcast(tl_pool *pool, tl_pool_fn fn, void *arg);
 
 typedef void (*tl_pool_range_fn)(size_t begin, size_t end, int worker_index, void *arg);
@@ -72,7 +74,8 @@ typedef void (*tl_pool_range_fn)(size_t begin, size_t end, int worker_index, voi
  * fn on each chunk on the pool's workers; return once every chunk is done.
  * worker_index is the index of the worker running the chunk, or -1 when the calling
  * thread ran it itself (a worker of this same pool helps with its own loop).
- * Errors: TL_E_INVALID (NULL pool or fn). count 0 returns TL_OK at once. */
+ * Errors: TL_E_INVALID (NULL pool or fn), TL_E_FORKED (in the child of a fork(); nothing
+ * runs). count 0 returns TL_OK at once. */
 TL_API tl_status tl_pool_parallel_for(tl_pool *pool, size_t count, size_t grain,
                                       tl_pool_range_fn fn, void *arg);
 

@@ -34,7 +34,10 @@ typedef enum tl_wait_mode {
 } tl_wait_mode;
 
 /* Open a held session for `owner` on the calling thread.
- * On success *out is the session; close it on this same thread with tl_session_close.
+ * On success *out is the session's handle: a 64-bit open number, never reused, so a
+ * handle kept after close stays TL_E_STALE whatever is opened later. Close it on this
+ * same thread with tl_session_close. If the thread ends without closing it, tenlane
+ * closes it at the thread's exit (see TL_E_OWNER_DEAD).
  * Errors (nothing held, *out untouched):
  *   TL_E_INVALID: NULL ctx or out, owner 0, an unknown mode;
  *   TL_E_REENTERED: this thread already executes for ctx (holds its session, runs one of
@@ -42,6 +45,11 @@ typedef enum tl_wait_mode {
  *   TL_E_BUSY: another owner holds ctx and mode is TL_NOWAIT, or the calling thread is a
  *     worker of some tl_pool (pool workers never wait for admission);
  *   TL_E_AFFINITY: the thread could not be narrowed to the CPU set;
+ *   TL_E_OWNER_DEAD: the previous holder's thread ended while it held the session; tenlane
+ *     closed that session for it. Reported once, to the first opener granted the context
+ *     after the death (a TL_WAIT opener queued behind it is woken); open again;
+ *   TL_E_LIMIT: this thread already executes for TL_CONTEXTS_PER_THREAD_MAX contexts;
+ *   TL_E_FORKED: ctx was made before fork() and this is the child (only destroy works);
  *   TL_E_NOMEM.
  * If a tl_catch scope is active on this thread, the session is registered on it, so a
  * panic that unwinds that scope closes the session. */
@@ -53,17 +61,21 @@ TL_API tl_status tl_session_open(tl_context *ctx, tl_owner owner, tl_wait_mode m
  * Waits for ticket entries still running on other threads to return. Everything is
  * released even when the affinity cannot be restored; that failure (TL_E_AFFINITY) is
  * then what close returns. Errors: TL_E_INVALID (NULL), TL_E_WRONG_THREAD (another
- * thread; nothing changes), TL_E_PHASE_ACTIVE (called inside its own phase). */
+ * thread; nothing changes), TL_E_STALE (already closed), TL_E_PHASE_ACTIVE (called inside
+ * its own phase), TL_E_FORKED (in the child of a fork(): nothing changes). */
 TL_API tl_status tl_session_close(tl_session *session);
 
-/* The session's root operation surface, borrowed for the session's life. NULL for NULL. */
+/* The session's root operation surface, borrowed for the session's life. Any thread may
+ * fetch it (routes on it from another thread return TL_E_WRONG_THREAD). NULL for NULL or
+ * a closed session. */
 TL_API tl_exec *tl_session_exec(tl_session *session);
 
-/* The owner that holds the session. */
+/* The owner that holds the session; 0 when it is closed. Any thread. */
 TL_API tl_owner tl_session_owner(const tl_session *session);
 
 /* The message of the last failing call made through this session (or ""). Valid until
- * the next call on the session. Opening thread only. */
+ * the next call on the session. Opening thread only: "" from another thread or for a
+ * closed session. Does not change tl_last_message. */
 TL_API const char *tl_session_message(const tl_session *session);
 
 typedef int (*tl_session_fn)(tl_exec *exec, void *arg);
@@ -91,8 +103,11 @@ typedef int (*tl_ticket_fn)(tl_exec *exec, void *arg);
 
 /* Run fn(exec, arg) on the calling thread with a child surface of its own: private
  * scratch and plan cache, one thread, the session's owner. Never waits for admission.
+ * The surface fn gets lives until the context is destroyed but is retired when fn returns:
+ * kept and used later, a route returns TL_E_STALE.
  * Errors (fn not called): TL_E_INVALID (NULL), TL_E_STALE (the session closed or is
- * closing), TL_E_REENTERED (the calling thread already executes for this context, e.g.
+ * closing; the context of a closed session is not read, so a ticket may outlive it),
+ * TL_E_LIMIT (this thread executes for TL_CONTEXTS_PER_THREAD_MAX contexts), TL_E_REENTERED (the calling thread already executes for this context, e.g.
  * the session's own thread), TL_E_NOMEM. Otherwise TL_OK and fn's value in *fn_result
  * (may be NULL). Any thread. */
 TL_API tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg,
