@@ -107,9 +107,9 @@ typedef int (*tl_ticket_fn)(tl_exec *exec, void *arg);
  * kept and used later, a route returns TL_E_STALE.
  * Errors (fn not called): TL_E_INVALID (NULL), TL_E_STALE (the session closed or is
  * closing; the context of a closed session is not read, so a ticket may outlive it),
- * TL_E_LIMIT (this thread executes for TL_CONTEXTS_PER_THREAD_MAX contexts), TL_E_REENTERED (the calling thread already executes for this context, e.g.
- * the session's own thread), TL_E_NOMEM. Otherwise TL_OK and fn's value in *fn_result
- * (may be NULL). Any thread. */
+ * TL_E_LIMIT (this thread executes for TL_CONTEXTS_PER_THREAD_MAX contexts), TL_E_REENTERED (the
+ * calling thread already executes for this context, e.g. the session's own thread), TL_E_NOMEM.
+ * Otherwise TL_OK and fn's value in *fn_result (may be NULL). Any thread. */
 TL_API tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg,
                                  int *fn_result);
 
