@@ -9,10 +9,17 @@
  * also ended, that the outcome is the one the precedence rules (docs/design/phase.md,
  * invariant 7) give for what the lanes actually did, and that the session is idle and
  * usable; at the end that nothing leaked (the allocator's live count).
+ * Hostile input and dead owners (issue 11): some lanes hand NaN or infinity to tl_svd
+ * (TL_E_NONFINITE, the lane fails with it), one lane of some runs meets a LAPACK argument
+ * error injected through TL__FAULT_LAPACK_ARGUMENT (TL_E_PROVIDER naming DGESDD), and in
+ * some iterations a thread opens a fourth context, runs a map, and exits holding its
+ * session: the next opener (waiting with TL_WAIT) or destroy gets TL_E_OWNER_DEAD once,
+ * then the context is used and closed (or destroyed and made again).
  *
  * Knobs (environment): TL_SOAK_SEED (the seed; printed at start, random when unset),
  * TL_SOAK_PHASES (at least this many phases, default 10000), TL_SOAK_SECONDS (and keep
  * going until this many seconds have passed, default 0). `make soak` runs it for longer. */
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -26,6 +33,8 @@
 #include "rel_alloc.h"
 #include "rel_common.h"
 #include "tenlane/einsum.h"
+#include "tenlane/linalg.h"
+#include "tenlane/map.h"
 #include "tenlane/ops.h"
 #include "tenlane/panic.h"
 #include "tenlane/phase.h"
@@ -37,7 +46,7 @@
 #define VEC 16
 #define WAIT_MS 20000u
 
-enum { ACT_WORK, ACT_FAIL, ACT_PANIC, ACT_CANCEL };
+enum { ACT_WORK, ACT_FAIL, ACT_PANIC, ACT_CANCEL, ACT_NONFINITE, ACT_LAPACK };
 
 typedef struct lane_plan {
   int action;
@@ -58,13 +67,15 @@ typedef struct run_plan {
    * to about 2 ms), so several really fail in one run and the lowest-index rule is tested. */
   int rendezvous;
   atomic_int arrived;
+  int lapack_lane; /* the one ACT_LAPACK lane, or -1 */
   lane_plan lane[LANES_MAX];
   lane_state state[LANES_MAX];
 } run_plan;
 
 typedef struct counters {
   long phases, lanes_run, lane_failures, panics, entry_faults, cleanup_faults, cancels,
-      cancelled_returns, tickets, busy_refusals, waiters_served, recoveries, root_calls;
+      cancelled_returns, tickets, busy_refusals, waiters_served, recoveries, root_calls, nonfinite,
+      lapack_errors, orphans;
 } counters;
 
 static counters totals;
@@ -92,6 +103,29 @@ static int do_item(tl_exec *exec, lane_state *state, int item) {
   return (int)tl_add_into(exec, &a, &b, &c);
 }
 
+/* A values-only SVD of a 4 x 3 matrix: with a NaN or an infinity in it (ACT_NONFINITE) it
+ * must be refused with TL_E_NONFINITE naming the element; under the armed LAPACK fault
+ * (ACT_LAPACK, at most one such lane per run) with TL_E_PROVIDER naming DGESDD. The lane
+ * fails with that status as its code. */
+static int hostile_svd(tl_exec *exec, int action, int lane_index) {
+  double values[12];
+  for (int k = 0; k < 12; k++) values[k] = (double)(k % 5) - 1.5;
+  if (action == ACT_NONFINITE) values[(lane_index * 5) % 12] = lane_index % 2 ? NAN : -INFINITY;
+  const int64_t shape[2] = {4, 3};
+  tl_tensor a, s;
+  TL_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, values, 0, &a));
+  tl_status status = tl_svd(exec, &a, NULL, NULL, &s, NULL, NULL);
+  if (status == TL_E_CANCELLED) return (int)status; /* another lane failed first */
+  if (action == ACT_NONFINITE) {
+    TL_CHECK_STATUS(status, TL_E_NONFINITE);
+    TL_CHECK(strncmp(tl_last_message(), "tl_svd: a[", 10) == 0);
+  } else {
+    TL_CHECK_STATUS(status, TL_E_PROVIDER);
+    TL_CHECK(strstr(tl_last_message(), "DGESDD rejected its argument") != NULL);
+  }
+  return (int)status;
+}
+
 static int plan_lane(tl_lane *lane, int lane_index, void *arg) {
   run_plan *plan = arg;
   lane_state *state = &plan->state[lane_index];
@@ -99,7 +133,7 @@ static int plan_lane(tl_lane *lane, int lane_index, void *arg) {
   TL_CHECK(atomic_fetch_add(&state->started, 1) == 0); /* one callback per lane per run */
   tl_exec *exec = tl_lane_exec(lane);
   int code = 0;
-  int acts = lp->action == ACT_FAIL || lp->action == ACT_PANIC;
+  int acts = lp->action != ACT_WORK && lp->action != ACT_CANCEL;
   for (int item = 0; item < lp->items; item++) {
     /* Lanes that will fail or panic ignore cancellation (it is cooperative). */
     if (!acts && tl_lane_cancelled(lane)) {
@@ -129,6 +163,10 @@ static int plan_lane(tl_lane *lane, int lane_index, void *arg) {
       tl_panic("lane %d panics on purpose", lane_index);
     case ACT_CANCEL:
       tl_lane_cancel(lane);
+      break;
+    case ACT_NONFINITE:
+    case ACT_LAPACK:
+      code = hostile_svd(exec, lp->action, lane_index);
       break;
     default:
       break;
@@ -288,14 +326,22 @@ static int fault_fired(const phase_call *call, tl__fault_site site, int armed) {
 static void make_plan(uint64_t *rng, run_plan *plan, int lanes, int faulty) {
   memset(plan, 0, sizeof *plan);
   plan->lanes = lanes;
+  plan->lapack_lane = -1;
   int acting = 0;
   for (int i = 0; i < lanes; i++) {
     lane_plan *lp = &plan->lane[i];
     uint32_t roll = faulty ? rel_rand_below(rng, 100) : 0;
-    lp->action = roll < 72 ? ACT_WORK : roll < 84 ? ACT_FAIL : roll < 90 ? ACT_PANIC : ACT_CANCEL;
+    lp->action = roll < 68   ? ACT_WORK
+                 : roll < 78 ? ACT_FAIL
+                 : roll < 84 ? ACT_PANIC
+                 : roll < 90 ? ACT_CANCEL
+                 : roll < 96 ? ACT_NONFINITE
+                             : ACT_LAPACK;
+    if (lp->action == ACT_LAPACK && plan->lapack_lane >= 0) lp->action = ACT_NONFINITE;
+    if (lp->action == ACT_LAPACK) plan->lapack_lane = i;
     lp->items = (int)rel_rand_below(rng, 7);
     lp->cancelled_code = (int)rel_rand_below(rng, 2);
-    acting += lp->action == ACT_FAIL || lp->action == ACT_PANIC;
+    acting += lp->action != ACT_WORK && lp->action != ACT_CANCEL;
     lane_state *state = &plan->state[i];
     for (int k = 0; k < VEC; k++) state->a[k] = k, state->b[k] = i;
     for (int k = 0; k < 9; k++) state->m[k] = k, state->n[k] = i + 1;
@@ -336,9 +382,15 @@ static void check_outcome(const run_plan *plan, const phase_call *call, int entr
   } else if (real >= 0) {
     TL_CHECK(call->status == TL_E_LANE);
     TL_CHECK(o->kind == TL_PHASE_LANE && o->lane_index == real);
-    TL_CHECK(o->lane_code == 100 + real);
     char expect[64];
-    snprintf(expect, sizeof expect, "lane %d fails on purpose", real);
+    if (plan->lane[real].action == ACT_FAIL) {
+      TL_CHECK(o->lane_code == 100 + real);
+      snprintf(expect, sizeof expect, "lane %d fails on purpose", real);
+    } else {
+      /* A hostile SVD's status, named in the lane's message. */
+      TL_CHECK(o->lane_code == plan->state[real].code);
+      snprintf(expect, sizeof expect, "returned %s", tl_status_name((tl_status)o->lane_code));
+    }
     TL_CHECK(strstr(o->message, expect) != NULL);
   } else if (cancelled >= 0) {
     TL_CHECK(call->status == TL_E_LANE);
@@ -401,10 +453,12 @@ static void iteration(uint64_t *rng, slot *slots, tl_pool *foreign, run_plan *pl
   call.recover = rel_rand_below(rng, 100) < 30;
   tl__fault_arm(TL__FAULT_CHILD_ENTRY, entry_armed);
   tl__fault_arm(TL__FAULT_CHILD_CLEANUP, cleanup_armed);
+  tl__fault_arm(TL__FAULT_LAPACK_ARGUMENT, plan->lapack_lane >= 0 ? 1 : 0);
   tl_panic_info info;
   tl_status caught = tl_catch(phase_in_catch, &call, &info);
   int entry_fired = fault_fired(&call, TL__FAULT_CHILD_ENTRY, entry_armed);
   int cleanup_fired = fault_fired(&call, TL__FAULT_CHILD_CLEANUP, cleanup_armed);
+  tl__fault_arm(TL__FAULT_LAPACK_ARGUMENT, 0); /* its lane may have been skipped */
   totals.phases++;
   totals.entry_faults += entry_fired;
   totals.cleanup_faults += cleanup_fired;
@@ -419,6 +473,10 @@ static void iteration(uint64_t *rng, slot *slots, tl_pool *foreign, run_plan *pl
     }
     if (plan->lane[i].action == ACT_FAIL && plan->state[i].code >= 100) totals.lane_failures++;
     if (plan->lane[i].action == ACT_CANCEL && atomic_load(&plan->state[i].ended)) totals.cancels++;
+    if (plan->lane[i].action == ACT_NONFINITE && plan->state[i].code == (int)TL_E_NONFINITE)
+      totals.nonfinite++;
+    if (plan->lane[i].action == ACT_LAPACK && plan->state[i].code == (int)TL_E_PROVIDER)
+      totals.lapack_errors++;
   }
   if (lowest_panic >= 0) {
     TL_CHECK_STATUS(caught, TL_E_PANICKED);
@@ -471,6 +529,62 @@ static void iteration(uint64_t *rng, slot *slots, tl_pool *foreign, run_plan *pl
   }
 }
 
+/* ---- an owner thread that exits holding its session -------------------------------------- */
+
+typedef struct orphan_job {
+  tl_context *ctx;
+  tl_status open_status, map_status;
+  atomic_int opened;
+} orphan_job;
+
+static int orphan_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
+  (void)lane_index, (void)arg;
+  double a[VEC], c[VEC];
+  for (int k = 0; k < VEC; k++) a[k] = (double)(k + (int)item);
+  tl_tensor ta = tl_vec_f64(a, VEC), tc = tl_vec_f64(c, VEC);
+  return (int)tl_add_into(exec, &ta, &ta, &tc);
+}
+
+static void *orphan_main(void *arg) {
+  orphan_job *job = arg;
+  tl_session *session;
+  job->open_status = tl_session_open(job->ctx, tl_owner_new(), TL_NOWAIT, &session);
+  atomic_store(&job->opened, 1);
+  if (job->open_status == TL_OK) job->map_status = tl_map(session, 16, orphan_item, NULL, NULL);
+  return NULL; /* ends holding the session */
+}
+
+static int orphan_opened(void *arg) { return atomic_load(&((orphan_job *)arg)->opened); }
+
+/* A thread opens *ctx, runs a map and exits holding the session. Then either this thread
+ * waits to open it (served with TL_E_OWNER_DEAD once the owner is gone, then it opens,
+ * works and closes), or destroy is told once and then destroys (and a new context is
+ * made). Either way nothing blocks and nothing leaks. */
+static void orphan_round(uint64_t *rng, tl_context **ctx) {
+  orphan_job job = {*ctx, TL_E_INVALID, TL_E_INVALID, 0};
+  tl_thread thread;
+  tl_thread_start(&thread, orphan_main, &job);
+  if (rel_rand_below(rng, 2)) {
+    /* Held from here until the owner's thread ends (it never closes). */
+    TL_CHECK(tl_wait_until(orphan_opened, &job, WAIT_MS));
+    tl_session *session;
+    /* Waits until the owner's thread has ended (its exit hook hands the context on). */
+    TL_CHECK_STATUS(tl_session_open(*ctx, tl_owner_new(), TL_WAIT, &session), TL_E_OWNER_DEAD);
+    tl_thread_join(&thread, WAIT_MS);
+    TL_CHECK_OK(tl_session_open(*ctx, tl_owner_new(), TL_NOWAIT, &session));
+    root_call_works(session);
+    TL_CHECK_OK(tl_session_close(session));
+  } else {
+    tl_thread_join(&thread, WAIT_MS);
+    TL_CHECK_STATUS(tl_context_destroy(*ctx), TL_E_OWNER_DEAD);
+    TL_CHECK_OK(tl_context_destroy(*ctx));
+    *ctx = tl_make_context(2);
+  }
+  TL_CHECK_OK(job.open_status);
+  TL_CHECK_OK(job.map_status);
+  totals.orphans++;
+}
+
 static long env_long(const char *name, long fallback) {
   const char *value = getenv(name);
   return value != NULL && *value != '\0' ? strtol(value, NULL, 0) : fallback;
@@ -509,17 +623,20 @@ static void faulty_phases_randomized(void) {
   tl_pool *foreign;
   TL_CHECK_OK(tl_pool_create(&pool_config, &foreign));
   run_plan *plan = calloc(1, sizeof *plan), *clean = calloc(1, sizeof *clean);
+  tl_context *orphan_ctx = tl_make_context(2);
 
   double start = now_seconds();
   long i = 0;
   while (i < min_phases || now_seconds() - start < (double)min_seconds) {
     iteration(&rng, slots, foreign, plan, clean);
+    if (rel_rand_below(&rng, 1000) < 5) orphan_round(&rng, &orphan_ctx);
     i++;
   }
   double elapsed = now_seconds() - start;
 
   free(plan);
   free(clean);
+  TL_CHECK_OK(tl_context_destroy(orphan_ctx));
   tl_pool_destroy(foreign);
   for (int k = 0; k < 3; k++) {
     TL_CHECK_OK(tl_session_close(slots[k].session));
@@ -530,16 +647,19 @@ static void faulty_phases_randomized(void) {
       "REL-FIGURE soak seed=0x%016llx phases=%ld seconds=%.1f lanes_run=%ld lane_failures=%ld "
       "panics=%ld entry_faults=%ld cleanup_faults=%ld lane_cancels=%ld "
       "cancelled_returns=%ld recoveries=%ld foreign_tickets=%ld busy_refusals=%ld "
-      "waiters_served=%ld root_calls=%ld leaked_allocations=%ld\n",
+      "waiters_served=%ld root_calls=%ld nonfinite_refusals=%ld lapack_argument_errors=%ld "
+      "dead_owners_recovered=%ld leaked_allocations=%ld\n",
       (unsigned long long)seed, totals.phases, elapsed, totals.lanes_run, totals.lane_failures,
       totals.panics, totals.entry_faults, totals.cleanup_faults, totals.cancels,
       totals.cancelled_returns, totals.recoveries, totals.tickets, totals.busy_refusals,
-      totals.waiters_served, totals.root_calls, leaked);
+      totals.waiters_served, totals.root_calls, totals.nonfinite, totals.lapack_errors,
+      totals.orphans, leaked);
   TL_CHECK(leaked == 0);
   /* The injected faults and failures really happened (a soak that injects nothing proves
    * nothing). */
   TL_CHECK(totals.entry_faults > 0 && totals.cleanup_faults > 0 && totals.panics > 0);
   TL_CHECK(totals.lane_failures > 0 && totals.tickets > 0 && totals.waiters_served > 0);
+  TL_CHECK(totals.nonfinite > 0 && totals.lapack_errors > 0 && totals.orphans > 0);
 }
 
 TL_TEST_MAIN(TL_CASE(faulty_phases_randomized))
