@@ -5,9 +5,10 @@
  * and where scratch comes from, not in the numerical algorithm:
  *   - GEMM: a libxsmm JIT kernel for small real shapes (the same bound tenlane's GEMM route
  *     uses), otherwise BLIS with the context tenlane selected for the CPU;
- *   - QR with column pivoting, truncated: LAPACK's blocked pivoted-QR step (laqps) in
- *     blocks of 8 columns, stopping once the last diagonal entry falls to the cut, as
- *     tl_qrcp_into does for real types; complex types run the full geqp3 (as tenlane does);
+ *   - QR with column pivoting, truncated: one Householder step at a time (LAPACK's larfg and
+ *     larf, up to 128 columns) or LAPACK's blocked step laqps in blocks of 8 columns,
+ *     stopping once the last diagonal entry falls to the cut, as tl_qrcp_into does for real
+ *     types; complex types run the full geqp3 (as tenlane does);
  *     then orgqr/ungqr for the kept columns;
  *   - LU: LAPACK's unblocked getf2 for panels up to 32 columns (no level-3 BLAS call, like
  *     tenlane's own LU), getrf otherwise;
@@ -20,6 +21,7 @@
  * fan_direct_make); the other two styles malloc their scratch in every call. */
 #define _GNU_SOURCE
 #include <complex.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,8 +46,10 @@ extern void zgetf2_(const lapack_int *m, const lapack_int *n, double complex *a,
 /* Up to this many columns LU is LAPACK's unblocked getf2 (level-2 BLAS only). */
 #define GETF2_MAX 32
 
-/* Columns one blocked step of the truncated pivoted QR takes (tenlane's block). */
+/* Columns one blocked step of the truncated pivoted QR takes (tenlane's block), and the
+ * width up to which it takes unblocked steps instead (as tenlane does). */
 #define QRCP_BLOCK 8
+#define UNBLOCKED_MAX 128
 
 /* ---- Scratch of one factorization ------------------------------------------------------ */
 
@@ -122,10 +126,57 @@ static void qr_scratch_put(fan_direct *self, qr_scratch *s) {
 
 /* ---- QR with column pivoting ----------------------------------------------------------- */
 
-/* tenlane's truncated pivoted QR on a real matrix (factor, m x n, ld m): blocked laqps
- * steps until the last diagonal entry reaches the cut. Returns the columns factored. */
-static int laqps_until_cut(int m, int n, double *factor, int *jpvt, double *tau, double *norms,
-                           double *aux, double rtol) {
+/* One unblocked step of pivoted QR at row and column i (LAPACK laqp2's step), through
+ * LAPACK's reflector routines and BLAS nrm2. */
+static void qp_step(int m, int n, int i, double *a, int *jpvt, double *tau, double *vn1,
+                    double *vn2, double *work) {
+  const lapack_int one = 1, ld = m;
+  int pvt = i;
+  for (int j = i + 1; j < n; j++)
+    if (vn1[j] > vn1[pvt]) pvt = j;
+  if (pvt != i) {
+    for (int r = 0; r < m; r++) {
+      double keep = a[r + (size_t)m * pvt];
+      a[r + (size_t)m * pvt] = a[r + (size_t)m * i];
+      a[r + (size_t)m * i] = keep;
+    }
+    int keep = jpvt[pvt];
+    jpvt[pvt] = jpvt[i];
+    jpvt[i] = keep;
+    vn1[pvt] = vn1[i];
+    vn2[pvt] = vn2[i];
+  }
+  double *aii = a + i + (size_t)m * i;
+  lapack_int len = m - i;
+  LAPACK_dlarfg(&len, aii, len > 1 ? aii + 1 : aii, &one, &tau[i]);
+  if (i + 1 < n) {
+    double saved = *aii;
+    lapack_int cols = n - i - 1;
+    *aii = 1.0;
+    LAPACK_dlarf("L", &len, &cols, aii, &one, &tau[i], aii + m, &ld, work);
+    *aii = saved;
+  }
+  const double tol3z = sqrt(DBL_EPSILON * 0.5);
+  for (int j = i + 1; j < n; j++) {
+    if (vn1[j] == 0.0) continue;
+    double ratio = fabs(a[i + (size_t)m * j]) / vn1[j];
+    double temp = 1.0 - ratio * ratio;
+    if (temp < 0.0) temp = 0.0;
+    double scale = vn1[j] / vn2[j];
+    if (temp * scale * scale <= tol3z) {
+      vn1[j] = i + 1 < m ? fan_direct_norm(m - i - 1, a + i + 1 + (size_t)m * j) : 0.0;
+      vn2[j] = vn1[j];
+    } else {
+      vn1[j] *= sqrt(temp);
+    }
+  }
+}
+
+/* tenlane's truncated pivoted QR on a real matrix (factor, m x n, ld m): up to
+ * UNBLOCKED_MAX columns one unblocked step at a time, else blocked laqps steps, until the
+ * last diagonal entry reaches the cut. Returns the columns factored. */
+static int qrcp_until_cut(int m, int n, double *factor, int *jpvt, double *tau, double *norms,
+                          double *aux, double rtol) {
   int k = m < n ? m : n;
   double *vn1 = norms, *vn2 = norms + n, *auxv = aux, *f = aux + QRCP_BLOCK;
   for (int j = 0; j < n; j++) jpvt[j] = j + 1;
@@ -134,12 +185,17 @@ static int laqps_until_cut(int m, int n, double *factor, int *jpvt, double *tau,
   double cut = -1.0;
   int done = 0;
   while (done < k) {
-    lapack_int rows = m, cols = n - done, offset = done, ld = m, ldf = n - done, kb = 0;
-    lapack_int block = k - done < QRCP_BLOCK ? k - done : QRCP_BLOCK;
-    dlaqps_(&rows, &cols, &offset, &block, &kb, factor + (size_t)done * m, &ld, jpvt + done,
-            tau + done, vn1 + done, vn2 + done, auxv, f, &ldf);
-    if (kb <= 0) break;
-    done += kb;
+    if (n <= UNBLOCKED_MAX) {
+      qp_step(m, n, done, factor, jpvt, tau, vn1, vn2, f);
+      done++;
+    } else {
+      lapack_int rows = m, cols = n - done, offset = done, ld = m, ldf = n - done, kb = 0;
+      lapack_int block = k - done < QRCP_BLOCK ? k - done : QRCP_BLOCK;
+      dlaqps_(&rows, &cols, &offset, &block, &kb, factor + (size_t)done * m, &ld, jpvt + done,
+              tau + done, vn1 + done, vn2 + done, auxv, f, &ldf);
+      if (kb <= 0) break;
+      done += kb;
+    }
     if (cut < 0) {
       cut = rtol * fabs(factor[0]);
       if (cut < 0.0) cut = 0.0;
@@ -208,7 +264,7 @@ static int direct_qrcp(fan_call *call, int m, int n, const void *a, int lda, dou
   lapack_int info = 0;
   int steps = k;
   if (call->dtype == FAN_F64 && self->style != FAN_DIRECT_TYPICAL)
-    steps = laqps_until_cut(m, n, s.factor, s.jpvt, s.tau, s.norms, s.aux, rtol);
+    steps = qrcp_until_cut(m, n, s.factor, s.jpvt, s.tau, s.norms, s.aux, rtol);
   else
     info = full_geqp3(self, m, n, &s);
   int rank = info == 0 ? kept_rank(call->dtype, s.factor, m, steps, rtol) : 0;

@@ -8,6 +8,7 @@
  * buffers and lwork = -1 (through the twin's static *_call where the public twin arms the
  * injected argument fault), so the dtype dispatch is written once per routine. */
 #include <complex.h>
+#include <float.h>
 #include <math.h>
 
 #include "base/fault.h"
@@ -157,6 +158,79 @@ lapack_int tl__lapack_laqps(tl_dtype dtype, lapack_int m, lapack_int n, lapack_i
     slaqps_(&m, &n, &offset, &nb, &kb, a, &lda, jpvt, tau, vn1, vn2, auxv, f, &ldf);
   }
   return kb;
+}
+
+/* LAPACK's Householder reflector, generated (larfg) and applied from the left (larf), both
+ * with level-2 BLAS only; lapack.h declares them (LAPACK_dlarf passes the hidden length of
+ * its character argument). */
+static void larf_d(const lapack_int *m, const lapack_int *n, const double *v,
+                   const lapack_int *incv, const double *tau, double *c, const lapack_int *ldc,
+                   double *work) {
+  LAPACK_dlarf("L", m, n, v, incv, tau, c, ldc, work);
+}
+static void larf_s(const lapack_int *m, const lapack_int *n, const float *v, const lapack_int *incv,
+                   const float *tau, float *c, const lapack_int *ldc, float *work) {
+  LAPACK_slarf("L", m, n, v, incv, tau, c, ldc, work);
+}
+
+/* One step of the unblocked pivoted QR, for T = double or float (the step of LAPACK's
+ * laqp2, at row and column i of the whole matrix). */
+#define TL__QP_STEP(NAME, T, LARFG, LARF, NRM2, EPS)                                  \
+  static void NAME(lapack_int m, lapack_int n, lapack_int i, T *a, lapack_int lda,    \
+                   lapack_int *jpvt, T *tau, T *vn1, T *vn2, T *work) {               \
+    const lapack_int one = 1;                                                         \
+    lapack_int pvt = i;                                                               \
+    for (lapack_int j = i + 1; j < n; j++)                                            \
+      if (vn1[j] > vn1[pvt]) pvt = j;                                                 \
+    if (pvt != i) {                                                                   \
+      for (lapack_int r = 0; r < m; r++) {                                            \
+        T keep = a[r + (int64_t)lda * pvt];                                           \
+        a[r + (int64_t)lda * pvt] = a[r + (int64_t)lda * i];                          \
+        a[r + (int64_t)lda * i] = keep;                                               \
+      }                                                                               \
+      lapack_int keep = jpvt[pvt];                                                    \
+      jpvt[pvt] = jpvt[i];                                                            \
+      jpvt[i] = keep;                                                                 \
+      vn1[pvt] = vn1[i];                                                              \
+      vn2[pvt] = vn2[i];                                                              \
+    }                                                                                 \
+    T *aii = a + i + (int64_t)lda * i;                                                \
+    lapack_int len = m - i;                                                           \
+    LARFG(&len, aii, len > 1 ? aii + 1 : aii, &one, &tau[i]);                         \
+    if (i + 1 < n) {                                                                  \
+      T saved = *aii;                                                                 \
+      lapack_int cols = n - i - 1;                                                    \
+      *aii = (T)1;                                                                    \
+      LARF(&len, &cols, aii, &one, &tau[i], aii + lda, &lda, work);                   \
+      *aii = saved;                                                                   \
+    }                                                                                 \
+    const T tol3z = (T)sqrt((double)(EPS));                                           \
+    for (lapack_int j = i + 1; j < n; j++) {                                          \
+      if (vn1[j] == (T)0) continue;                                                   \
+      T ratio = (T)fabs((double)a[i + (int64_t)lda * j]) / vn1[j];                    \
+      T temp = (T)1 - ratio * ratio;                                                  \
+      if (temp < (T)0) temp = (T)0;                                                   \
+      T scale = vn1[j] / vn2[j];                                                      \
+      if (temp * scale * scale <= tol3z) {                                            \
+        lapack_int below = m - i - 1;                                                 \
+        vn1[j] = below > 0 ? NRM2(&below, a + i + 1 + (int64_t)lda * j, &one) : (T)0; \
+        vn2[j] = vn1[j];                                                              \
+      } else {                                                                        \
+        vn1[j] *= (T)sqrt((double)temp);                                              \
+      }                                                                               \
+    }                                                                                 \
+  }
+
+TL__QP_STEP(qp_step_d, double, LAPACK_dlarfg, larf_d, dnrm2_, DBL_EPSILON * 0.5)
+TL__QP_STEP(qp_step_s, float, LAPACK_slarfg, larf_s, snrm2_, FLT_EPSILON * 0.5f)
+
+void tl__lapack_qp_step(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int i, void *a,
+                        lapack_int lda, lapack_int *jpvt, void *tau, void *vn1, void *vn2,
+                        void *work) {
+  if (dtype == TL_F64)
+    qp_step_d(m, n, i, a, lda, jpvt, tau, vn1, vn2, work);
+  else
+    qp_step_s(m, n, i, a, lda, jpvt, tau, vn1, vn2, work);
 }
 
 /* The sum of squares of x (m reals), in four running sums. */

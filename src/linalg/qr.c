@@ -147,9 +147,12 @@ static void r_diagonal(tl_dtype dtype, const void *a, int64_t lda, int64_t k, vo
 
 /* Columns one blocked step of the truncated factorization takes (what geqp3 loops over). */
 #define TL__QRCP_BLOCK 8
+/* Up to this many columns the truncated factorization takes unblocked steps. */
+#define TL__QRCP_UNBLOCKED_MAX 128
 
 /* Pivoted QR of a (m x n, lda; real dtypes) that stops as soon as the truncation is decided:
- * after each blocked step it looks at the last diagonal entry, and once that has fallen to
+ * after each step (unblocked up to TL__QRCP_UNBLOCKED_MAX columns, else blocked) it looks
+ * at the last diagonal entry, and once that has fallen to
  * the cut (or `cap` steps are done) the remaining steps could only be thrown away. With
  * column pivoting the diagonal does not grow down the factorization, so the entries kept
  * are the ones the full factorization would keep; a low-rank input costs rank/min(m, n) of
@@ -173,15 +176,27 @@ static tl_status qrcp_until_cut(tl_exec *exec, tl_dtype dtype, int64_t m, int64_
   memcpy(vn2, vn1, (size_t)n * esize);
   double cut = -1.0;
   int64_t done = 0;
+  /* Up to TL__QRCP_UNBLOCKED_MAX columns: one unblocked step at a time (level-2 BLAS only),
+   * checked against the cut after each. laqps's trailing update is a level-3 call into
+   * BLIS, which takes BLIS's process-wide pool locks (seven lock operations a call, that
+   * lanes contend on) and a microsecond or two of set-up: on a small matrix that costs more
+   * than the update. */
+  int unblocked = n <= TL__QRCP_UNBLOCKED_MAX;
   while (done < k && done < cap) {
-    int64_t block = k - done < TL__QRCP_BLOCK ? k - done : TL__QRCP_BLOCK;
-    lapack_int taken = tl__lapack_laqps(
-        dtype, (lapack_int)m, (lapack_int)(n - done), (lapack_int)done, (lapack_int)block,
-        (char *)a + (size_t)done * (size_t)lda * esize, lda, jpvt + done,
-        (char *)tau + (size_t)done * esize, (char *)vn1 + (size_t)done * esize,
-        (char *)vn2 + (size_t)done * esize, auxv, f, (lapack_int)(n - done));
-    if (taken <= 0) break; /* cannot happen with block >= 1; never loop forever */
-    done += taken;
+    if (unblocked) {
+      tl__lapack_qp_step(dtype, (lapack_int)m, (lapack_int)n, (lapack_int)done, a, lda, jpvt, tau,
+                         vn1, vn2, f);
+      done++;
+    } else {
+      int64_t block = k - done < TL__QRCP_BLOCK ? k - done : TL__QRCP_BLOCK;
+      lapack_int taken = tl__lapack_laqps(
+          dtype, (lapack_int)m, (lapack_int)(n - done), (lapack_int)done, (lapack_int)block,
+          (char *)a + (size_t)done * (size_t)lda * esize, lda, jpvt + done,
+          (char *)tau + (size_t)done * esize, (char *)vn1 + (size_t)done * esize,
+          (char *)vn2 + (size_t)done * esize, auxv, f, (lapack_int)(n - done));
+      if (taken <= 0) break; /* cannot happen with block >= 1; never loop forever */
+      done += taken;
+    }
     double first = dtype == TL_F64 ? fabs(((const double *)a)[0]) : fabs(((const float *)a)[0]);
     if (cut < 0)
       cut =
