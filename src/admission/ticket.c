@@ -49,8 +49,10 @@ tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg, i
   entry.marked = 1;
   status = tl__bundle_checkout(ctx, &entry.bundle);
   if (status != TL_OK) {
+    char reason[TL_MESSAGE_CAPACITY];
+    tl__message_copy(reason);
     leave(&entry);
-    return status;
+    return tl__fail(status, "tl_ticket_enter: %s", reason);
   }
   /* The surface lives in the bundle, not on this stack: kept past fn, it is retired
    * (TL_E_STALE for routes) rather than a dead frame. */
