@@ -6,84 +6,84 @@
 #include <string.h>
 
 #include "tenlane/tenlane.h"
-#include "tl_fixtures.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_test.h"
 
 static void version_macros_match_the_library(void) {
   char text[32];
   snprintf(text, sizeof text, "%d.%d.%d", TL_VERSION_MAJOR, TL_VERSION_MINOR, TL_VERSION_PATCH);
-  TL_CHECK(strcmp(text, TL_VERSION_STRING) == 0);
-  TL_CHECK(strcmp(tl_version(), TL_VERSION_STRING) == 0);
+  TH_CHECK(strcmp(text, TL_VERSION_STRING) == 0);
+  TH_CHECK(strcmp(tl_version(), TL_VERSION_STRING) == 0);
 }
 
 static void tensor_get_set_round_trip_every_dtype(void) {
   int64_t shape[2] = {3, 4}, at[2] = {2, 1}, bad[2] = {3, 0};
   for (int d = 0; d < TL_DTYPE_COUNT; d++) {
     tl_tensor t;
-    TL_CHECK_OK(tl_tensor_create((tl_dtype)d, 2, shape, &t));
+    TH_CHECK_OK(tl_tensor_create((tl_dtype)d, 2, shape, &t));
     int complex = tl_dtype_is_complex((tl_dtype)d);
     tl_scalar v = {1.5, complex ? -2.25 : 0.0}, got;
-    TL_CHECK_OK(tl_tensor_set(&t, at, v));
-    TL_CHECK_OK(tl_tensor_get(&t, at, &got));
-    TL_CHECK(got.re == 1.5 && got.im == (complex ? -2.25 : 0.0));
+    TH_CHECK_OK(tl_tensor_set(&t, at, v));
+    TH_CHECK_OK(tl_tensor_get(&t, at, &got));
+    TH_CHECK(got.re == 1.5 && got.im == (complex ? -2.25 : 0.0));
     /* the element sits where the strides say (column-major: 2 + 1 * 3) */
-    TL_CHECK(tl_tensor_element(&t, at) == (char *)t.data + 5 * tl_dtype_size((tl_dtype)d));
-    TL_CHECK_STATUS(tl_tensor_get(&t, bad, &got), TL_E_SHAPE);
-    TL_CHECK(strstr(tl_last_message(), "tl_tensor_get: index[0] is 3") != NULL);
+    TH_CHECK(tl_tensor_element(&t, at) == (char *)t.data + 5 * tl_dtype_size((tl_dtype)d));
+    TH_CHECK_STATUS(tl_tensor_get(&t, bad, &got), TL_E_SHAPE);
+    TH_CHECK(strstr(tl_last_message(), "tl_tensor_get: index[0] is 3") != NULL);
     if (!complex) {
       tl_scalar imag = {0.0, 1.0};
-      TL_CHECK_STATUS(tl_tensor_set(&t, at, imag), TL_E_DTYPE);
+      TH_CHECK_STATUS(tl_tensor_set(&t, at, imag), TL_E_DTYPE);
     }
     tl_tensor_release(&t);
   }
 }
 
 static void reshape_move_takes_ownership(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int64_t shape[2] = {2, 6}, flat[1] = {12}, cube[3] = {2, 3, 2};
   tl_tensor a;
-  TL_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &a));
-  TL_CHECK_OK(tl_random_into(h.exec, 7, &a));
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &a));
+  TH_CHECK_OK(tl_random_into(h.exec, 7, &a));
   double first = ((double *)a.data)[5];
   void *buffer = a.owned;
   tl_tensor v;
-  TL_CHECK_OK(tl_tensor_reshape_move(&a, 1, flat, &v));
-  TL_CHECK(v.owned == buffer && a.owned == NULL && a.data == NULL && v.shape[0] == 12);
-  TL_CHECK(((double *)v.data)[5] == first);
-  TL_CHECK_OK(tl_tensor_reshape_move(&v, 3, cube, &v)); /* in place */
-  TL_CHECK(v.owned == buffer && v.rank == 3);
+  TH_CHECK_OK(tl_tensor_reshape_move(&a, 1, flat, &v));
+  TH_CHECK(v.owned == buffer && a.owned == NULL && a.data == NULL && v.shape[0] == 12);
+  TH_CHECK(((double *)v.data)[5] == first);
+  TH_CHECK_OK(tl_tensor_reshape_move(&v, 3, cube, &v)); /* in place */
+  TH_CHECK(v.owned == buffer && v.rank == 3);
   tl_tensor view;
-  TL_CHECK_OK(tl_tensor_slice(&v, 0, 0, 1, 1, &view));
-  TL_CHECK_STATUS(tl_tensor_reshape_move(&view, 1, flat, &a), TL_E_INVALID);
-  TL_CHECK_STATUS(tl_tensor_reshape_move(&v, 1, shape, &a), TL_E_SHAPE);
-  TL_CHECK(v.owned == buffer);
+  TH_CHECK_OK(tl_tensor_slice(&v, 0, 0, 1, 1, &view));
+  TH_CHECK_STATUS(tl_tensor_reshape_move(&view, 1, flat, &a), TL_E_INVALID);
+  TH_CHECK_STATUS(tl_tensor_reshape_move(&v, 1, shape, &a), TL_E_SHAPE);
+  TH_CHECK(v.owned == buffer);
   tl_tensor_release(&v);
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 static void convert_every_dtype_pair(void) {
-  tl_held h;
-  tl_held_open(&h, 2);
+  th_held h;
+  th_held_open(&h, 2);
   int64_t shape[2] = {5, 3};
   for (int from = 0; from < TL_DTYPE_COUNT; from++) {
     tl_tensor x;
-    TL_CHECK_OK(tl_tensor_create((tl_dtype)from, 2, shape, &x));
-    TL_CHECK_OK(tl_random_into(h.exec, 11, &x));
+    TH_CHECK_OK(tl_tensor_create((tl_dtype)from, 2, shape, &x));
+    TH_CHECK_OK(tl_random_into(h.exec, 11, &x));
     for (int to = 0; to < TL_DTYPE_COUNT; to++) {
       tl_tensor y;
-      TL_CHECK_OK(tl_convert(h.exec, &x, (tl_dtype)to, &y));
-      TL_CHECK(y.dtype == (tl_dtype)to && y.rank == 2);
+      TH_CHECK_OK(tl_convert(h.exec, &x, (tl_dtype)to, &y));
+      TH_CHECK(y.dtype == (tl_dtype)to && y.rank == 2);
       int single = to == TL_F32 || to == TL_C64 || from == TL_F32 || from == TL_C64;
       for (int64_t i = 0; i < 5; i++) {
         for (int64_t j = 0; j < 3; j++) {
           int64_t idx[2] = {i, j};
           tl_scalar a, b;
-          TL_CHECK_OK(tl_tensor_get(&x, idx, &a));
-          TL_CHECK_OK(tl_tensor_get(&y, idx, &b));
+          TH_CHECK_OK(tl_tensor_get(&x, idx, &a));
+          TH_CHECK_OK(tl_tensor_get(&y, idx, &b));
           double tol = single ? 1e-7 : 0.0;
-          TL_CHECK(fabs(a.re - b.re) <= tol);
-          TL_CHECK(fabs((tl_dtype_is_complex((tl_dtype)to) ? a.im : 0.0) - b.im) <= tol);
+          TH_CHECK(fabs(a.re - b.re) <= tol);
+          TH_CHECK(fabs((tl_dtype_is_complex((tl_dtype)to) ? a.im : 0.0) - b.im) <= tol);
         }
       }
       tl_tensor_release(&y);
@@ -92,90 +92,90 @@ static void convert_every_dtype_pair(void) {
   }
   /* a broadcast input into a strided output */
   double one[1] = {4.0};
-  tl_tensor s = tl_vec_f64(one, 1), out;
+  tl_tensor s = th_vec_f64(one, 1), out;
   int64_t wide[1] = {6};
-  TL_CHECK_OK(tl_tensor_create(TL_C128, 1, wide, &out));
-  TL_CHECK_OK(tl_convert_into(h.exec, &s, &out));
-  TL_CHECK(((double *)out.data)[10] == 4.0 && ((double *)out.data)[11] == 0.0);
-  TL_CHECK_STATUS(tl_convert(h.exec, &s, (tl_dtype)9, &out), TL_E_DTYPE);
+  TH_CHECK_OK(tl_tensor_create(TL_C128, 1, wide, &out));
+  TH_CHECK_OK(tl_convert_into(h.exec, &s, &out));
+  TH_CHECK(((double *)out.data)[10] == 4.0 && ((double *)out.data)[11] == 0.0);
+  TH_CHECK_STATUS(tl_convert(h.exec, &s, (tl_dtype)9, &out), TL_E_DTYPE);
   tl_tensor_release(&out);
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 static void fill_identity_random_write_what_they_say(void) {
-  tl_held h;
-  tl_held_open(&h, 2);
+  th_held h;
+  th_held_open(&h, 2);
   int64_t shape[2] = {4, 6};
   tl_tensor m, r;
-  TL_CHECK_OK(tl_tensor_create(TL_C64, 2, shape, &m));
-  TL_CHECK_OK(tl_fill_into(h.exec, (tl_scalar){2.0, -1.0}, &m));
-  TL_CHECK(((float *)m.data)[46] == 2.0f && ((float *)m.data)[47] == -1.0f);
-  TL_CHECK_OK(tl_identity_into(h.exec, &m));
+  TH_CHECK_OK(tl_tensor_create(TL_C64, 2, shape, &m));
+  TH_CHECK_OK(tl_fill_into(h.exec, (tl_scalar){2.0, -1.0}, &m));
+  TH_CHECK(((float *)m.data)[46] == 2.0f && ((float *)m.data)[47] == -1.0f);
+  TH_CHECK_OK(tl_identity_into(h.exec, &m));
   for (int64_t i = 0; i < 4; i++) {
     for (int64_t j = 0; j < 6; j++) {
       tl_scalar v;
-      TL_CHECK_OK(tl_tensor_get(&m, (int64_t[2]){i, j}, &v));
-      TL_CHECK(v.re == (i == j ? 1.0 : 0.0) && v.im == 0.0);
+      TH_CHECK_OK(tl_tensor_get(&m, (int64_t[2]){i, j}, &v));
+      TH_CHECK(v.re == (i == j ? 1.0 : 0.0) && v.im == 0.0);
     }
   }
   /* random: same seed, same values whatever the layout; another seed differs */
-  TL_CHECK_OK(tl_tensor_create_row_major(TL_F64, 2, shape, &r));
+  TH_CHECK_OK(tl_tensor_create_row_major(TL_F64, 2, shape, &r));
   tl_tensor c;
-  TL_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &c));
-  TL_CHECK_OK(tl_random_into(h.exec, 42, &r));
-  TL_CHECK_OK(tl_random_into(h.exec, 42, &c));
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &c));
+  TH_CHECK_OK(tl_random_into(h.exec, 42, &r));
+  TH_CHECK_OK(tl_random_into(h.exec, 42, &c));
   double sum = 0.0;
   int same = 1;
   for (int64_t i = 0; i < 4; i++) {
     for (int64_t j = 0; j < 6; j++) {
       tl_scalar a, b;
-      TL_CHECK_OK(tl_tensor_get(&r, (int64_t[2]){i, j}, &a));
-      TL_CHECK_OK(tl_tensor_get(&c, (int64_t[2]){i, j}, &b));
+      TH_CHECK_OK(tl_tensor_get(&r, (int64_t[2]){i, j}, &a));
+      TH_CHECK_OK(tl_tensor_get(&c, (int64_t[2]){i, j}, &b));
       same = same && a.re == b.re;
-      TL_CHECK(a.re >= -1.0 && a.re < 1.0);
+      TH_CHECK(a.re >= -1.0 && a.re < 1.0);
       sum += fabs(a.re);
     }
   }
-  TL_CHECK(same && sum > 1.0);
-  TL_CHECK_OK(tl_random_into(h.exec, 43, &c));
-  TL_CHECK(((double *)c.data)[0] != ((double *)r.data)[0]);
+  TH_CHECK(same && sum > 1.0);
+  TH_CHECK_OK(tl_random_into(h.exec, 43, &c));
+  TH_CHECK(((double *)c.data)[0] != ((double *)r.data)[0]);
   int64_t three[3] = {2, 2, 2};
   tl_tensor t3;
-  TL_CHECK_OK(tl_tensor_create(TL_F64, 3, three, &t3));
-  TL_CHECK_STATUS(tl_identity_into(h.exec, &t3), TL_E_SHAPE);
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 3, three, &t3));
+  TH_CHECK_STATUS(tl_identity_into(h.exec, &t3), TL_E_SHAPE);
   tl_tensor_release(&t3);
   tl_tensor_release(&m);
   tl_tensor_release(&r);
   tl_tensor_release(&c);
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 static void fresh_results_follow_the_surface_order(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int64_t shape[2] = {3, 5};
   tl_tensor a, sum, u, s, vt;
-  TL_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &a));
-  TL_CHECK_OK(tl_random_into(h.exec, 3, &a));
-  TL_CHECK_OK(tl_add(h.exec, &a, &a, &sum));
-  TL_CHECK(tl_tensor_is_col_major(&sum) && !tl_tensor_is_row_major(&sum));
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &a));
+  TH_CHECK_OK(tl_random_into(h.exec, 3, &a));
+  TH_CHECK_OK(tl_add(h.exec, &a, &a, &sum));
+  TH_CHECK(tl_tensor_is_col_major(&sum) && !tl_tensor_is_row_major(&sum));
   tl_tensor_release(&sum);
-  TL_CHECK_OK(tl_exec_set_order(h.exec, TL_ORDER_ROW_MAJOR));
-  TL_CHECK_OK(tl_add(h.exec, &a, &a, &sum));
-  TL_CHECK(tl_tensor_is_row_major(&sum) && sum.offset == 0);
+  TH_CHECK_OK(tl_exec_set_order(h.exec, TL_ORDER_ROW_MAJOR));
+  TH_CHECK_OK(tl_add(h.exec, &a, &a, &sum));
+  TH_CHECK(tl_tensor_is_row_major(&sum) && sum.offset == 0);
   tl_scalar x, y;
-  TL_CHECK_OK(tl_tensor_get(&a, (int64_t[2]){2, 3}, &x));
-  TL_CHECK_OK(tl_tensor_get(&sum, (int64_t[2]){2, 3}, &y));
-  TL_CHECK(y.re == 2.0 * x.re);
-  TL_CHECK_OK(tl_svd(h.exec, &a, NULL, &u, &s, &vt, NULL));
-  TL_CHECK(tl_tensor_is_row_major(&u) && tl_tensor_is_row_major(&vt));
-  TL_CHECK_STATUS(tl_exec_set_order(h.exec, (tl_order)5), TL_E_INVALID);
+  TH_CHECK_OK(tl_tensor_get(&a, (int64_t[2]){2, 3}, &x));
+  TH_CHECK_OK(tl_tensor_get(&sum, (int64_t[2]){2, 3}, &y));
+  TH_CHECK(y.re == 2.0 * x.re);
+  TH_CHECK_OK(tl_svd(h.exec, &a, NULL, &u, &s, &vt, NULL));
+  TH_CHECK(tl_tensor_is_row_major(&u) && tl_tensor_is_row_major(&vt));
+  TH_CHECK_STATUS(tl_exec_set_order(h.exec, (tl_order)5), TL_E_INVALID);
   tl_tensor_release(&a);
   tl_tensor_release(&sum);
   tl_tensor_release(&u);
   tl_tensor_release(&s);
   tl_tensor_release(&vt);
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 typedef struct lanes_seen {
@@ -189,21 +189,21 @@ static int note_lane(tl_exec *exec, size_t item, int lane_index, void *arg) {
 }
 
 static void map_ex_caps_the_lanes(void) {
-  tl_held h;
-  tl_held_open(&h, 2);
+  th_held h;
+  th_held_open(&h, 2);
   for (int cap = 0; cap <= 3; cap++) {
     lanes_seen seen = {0};
     tl_map_options options = {cap};
     tl_map_outcome outcome;
-    TL_CHECK_OK(tl_map_ex(h.session, 64, note_lane, &seen, &options, &outcome));
-    TL_CHECK(outcome.items_done == 64);
-    TL_CHECK(atomic_load(&seen.items[0]) + atomic_load(&seen.items[1]) == 64);
-    if (cap == 1) TL_CHECK(atomic_load(&seen.items[1]) == 0);
+    TH_CHECK_OK(tl_map_ex(h.session, 64, note_lane, &seen, &options, &outcome));
+    TH_CHECK(outcome.items_done == 64);
+    TH_CHECK(atomic_load(&seen.items[0]) + atomic_load(&seen.items[1]) == 64);
+    if (cap == 1) TH_CHECK(atomic_load(&seen.items[1]) == 0);
   }
   tl_map_options bad = {-1};
-  TL_CHECK_STATUS(tl_map_ex(h.session, 4, note_lane, NULL, &bad, NULL), TL_E_INVALID);
-  TL_CHECK(strstr(tl_last_message(), "tl_map_ex") == tl_last_message());
-  tl_held_close(&h);
+  TH_CHECK_STATUS(tl_map_ex(h.session, 4, note_lane, NULL, &bad, NULL), TL_E_INVALID);
+  TH_CHECK(strstr(tl_last_message(), "tl_map_ex") == tl_last_message());
+  th_held_close(&h);
 }
 
 typedef struct scratch_check {
@@ -235,83 +235,83 @@ static int use_scratch(tl_exec *exec, size_t item, int lane_index, void *arg) {
 }
 
 static void exec_scratch_item_and_lane_scopes(void) {
-  tl_held h;
-  tl_held_open(&h, 2);
+  th_held h;
+  th_held_open(&h, 2);
   scratch_check check;
   /* warm up until both lanes have taken items (a lane's arena grows at its first scratch) */
   int both = 0;
   for (int round = 0; round < 200 && !both; round++) {
     memset(&check, 0, sizeof check);
-    TL_CHECK_OK(tl_map(h.session, 200, use_scratch, &check, NULL));
-    TL_CHECK(check.failures == 0);
+    TH_CHECK_OK(tl_map(h.session, 200, use_scratch, &check, NULL));
+    TH_CHECK(check.failures == 0);
     both = check.lane_block[0] != NULL && check.lane_block[1] != NULL;
   }
   void *p;
-  TL_CHECK_STATUS(tl_exec_scratch(h.exec, 64, TL_SCRATCH_ITEM, &p), TL_E_UNAVAILABLE);
-  TL_CHECK(strstr(tl_exec_message(h.exec), "tl_exec_scratch") != NULL);
+  TH_CHECK_STATUS(tl_exec_scratch(h.exec, 64, TL_SCRATCH_ITEM, &p), TL_E_UNAVAILABLE);
+  TH_CHECK(strstr(tl_exec_message(h.exec), "tl_exec_scratch") != NULL);
   /* a second map allocates nothing: the arenas kept their memory */
   memset(&check, 0, sizeof check);
   uint64_t before = tl_allocation_count();
-  TL_CHECK_OK(tl_map(h.session, 200, use_scratch, &check, NULL));
-  TL_CHECK(check.failures == 0);
+  TH_CHECK_OK(tl_map(h.session, 200, use_scratch, &check, NULL));
+  TH_CHECK(check.failures == 0);
   /* (a lane that never took an item in the warm-up may still grow its arena here) */
-  if (both) TL_CHECK(tl_allocation_count() == before);
-  tl_held_close(&h);
+  if (both) TH_CHECK(tl_allocation_count() == before);
+  th_held_close(&h);
 }
 
 static void svd_and_qrcp_report_the_discarded_weight(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int64_t shape[2] = {12, 9};
   for (int d = 0; d < TL_DTYPE_COUNT; d++) {
     tl_tensor a, u, s, vt, q, r, full_u, full_s, full_vt;
-    TL_CHECK_OK(tl_tensor_create((tl_dtype)d, 2, shape, &a));
-    TL_CHECK_OK(tl_random_into(h.exec, 5 + d, &a));
+    TH_CHECK_OK(tl_tensor_create((tl_dtype)d, 2, shape, &a));
+    TH_CHECK_OK(tl_random_into(h.exec, 5 + d, &a));
     tl_truncation keep4 = {4, 0.0, 0.0};
     tl_truncation_report report;
-    TL_CHECK_OK(tl_svd_ex(h.exec, &a, &keep4, &u, &s, &vt, &report));
-    TL_CHECK_OK(tl_svd(h.exec, &a, NULL, &full_u, &full_s, &full_vt, NULL));
+    TH_CHECK_OK(tl_svd_ex(h.exec, &a, &keep4, &u, &s, &vt, &report));
+    TH_CHECK_OK(tl_svd(h.exec, &a, NULL, &full_u, &full_s, &full_vt, NULL));
     double total = 0.0, dropped = 0.0;
     for (int64_t i = 0; i < 9; i++) {
       tl_scalar v;
-      TL_CHECK_OK(tl_tensor_get(&full_s, &i, &v));
+      TH_CHECK_OK(tl_tensor_get(&full_s, &i, &v));
       total += v.re * v.re;
       if (i >= 4) dropped += v.re * v.re;
     }
     double tol = (d == TL_F32 || d == TL_C64) ? 1e-4 : 1e-10;
-    TL_CHECK(report.rank == 4 && s.shape[0] == 4);
-    TL_CHECK(fabs(report.total_weight - total) <= tol * total);
-    TL_CHECK(fabs(report.discarded_weight - dropped) <= tol * total);
-    TL_CHECK(dropped > 0.01 * total);
+    TH_CHECK(report.rank == 4 && s.shape[0] == 4);
+    TH_CHECK(fabs(report.total_weight - total) <= tol * total);
+    TH_CHECK(fabs(report.discarded_weight - dropped) <= tol * total);
+    TH_CHECK(dropped > 0.01 * total);
     int64_t perm[9];
-    TL_CHECK_OK(tl_qrcp_ex(h.exec, &a, &keep4, &q, &r, perm, &report));
+    TH_CHECK_OK(tl_qrcp_ex(h.exec, &a, &keep4, &q, &r, perm, &report));
     /* the residual of the kept factors is what the report says was dropped */
     tl_tensor ap, qr, diff, norm;
-    TL_CHECK_OK(tl_tensor_create((tl_dtype)d, 2, shape, &ap));
+    TH_CHECK_OK(tl_tensor_create((tl_dtype)d, 2, shape, &ap));
     for (int64_t j = 0; j < 9; j++) {
       tl_tensor src, dst;
-      TL_CHECK_OK(tl_tensor_select(&a, 1, perm[j], &src));
-      TL_CHECK_OK(tl_tensor_select(&ap, 1, j, &dst));
-      TL_CHECK_OK(tl_copy_into(h.exec, &src, &dst));
+      TH_CHECK_OK(tl_tensor_select(&a, 1, perm[j], &src));
+      TH_CHECK_OK(tl_tensor_select(&ap, 1, j, &dst));
+      TH_CHECK_OK(tl_copy_into(h.exec, &src, &dst));
     }
-    TL_CHECK_OK(tl_gemm(h.exec, &q, &r, &qr));
-    TL_CHECK_OK(tl_sub(h.exec, &ap, &qr, &diff));
-    TL_CHECK_OK(tl_reduce(h.exec, TL_REDUCE_NORM2, &diff, 2, (int[2]){0, 1}, &norm));
+    TH_CHECK_OK(tl_gemm(h.exec, &q, &r, &qr));
+    TH_CHECK_OK(tl_sub(h.exec, &ap, &qr, &diff));
+    TH_CHECK_OK(tl_reduce(h.exec, TL_REDUCE_NORM2, &diff, 2, (int[2]){0, 1}, &norm));
     tl_scalar residual;
-    TL_CHECK_OK(tl_tensor_get(&norm, NULL, &residual));
-    TL_CHECK(report.rank == 4);
-    TL_CHECK(fabs(residual.re * residual.re - report.discarded_weight) <= 10 * tol * total);
-    TL_CHECK(fabs(report.total_weight - total) <= tol * total);
+    TH_CHECK_OK(tl_tensor_get(&norm, NULL, &residual));
+    TH_CHECK(report.rank == 4);
+    TH_CHECK(fabs(residual.re * residual.re - report.discarded_weight) <= 10 * tol * total);
+    TH_CHECK(fabs(report.total_weight - total) <= tol * total);
     tl_tensor *all[] = {&a,      &u,       &s,  &vt, &q,    &r,   &full_u,
                         &full_s, &full_vt, &ap, &qr, &diff, &norm};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tl_tensor_release(all[i]);
   }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
-TL_TEST_MAIN(TL_CASE(version_macros_match_the_library),
-             TL_CASE(tensor_get_set_round_trip_every_dtype), TL_CASE(reshape_move_takes_ownership),
-             TL_CASE(convert_every_dtype_pair), TL_CASE(fill_identity_random_write_what_they_say),
-             TL_CASE(fresh_results_follow_the_surface_order), TL_CASE(map_ex_caps_the_lanes),
-             TL_CASE(exec_scratch_item_and_lane_scopes),
-             TL_CASE(svd_and_qrcp_report_the_discarded_weight))
+TH_TEST_MAIN(TH_CASE(version_macros_match_the_library),
+             TH_CASE(tensor_get_set_round_trip_every_dtype), TH_CASE(reshape_move_takes_ownership),
+             TH_CASE(convert_every_dtype_pair), TH_CASE(fill_identity_random_write_what_they_say),
+             TH_CASE(fresh_results_follow_the_surface_order), TH_CASE(map_ex_caps_the_lanes),
+             TH_CASE(exec_scratch_item_and_lane_scopes),
+             TH_CASE(svd_and_qrcp_report_the_discarded_weight))

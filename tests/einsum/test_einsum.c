@@ -18,30 +18,30 @@
 #include "tenlane/einsum.h"
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
-#include "tl_fixtures.h"
-#include "tl_numeric.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_numeric.h"
+#include "th_test.h"
 
 /* ---- Data ---------------------------------------------------------------------------- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double rng_uniform(void) { return tl_num_uniform(&rng_state); }
+static double rng_uniform(void) { return th_num_uniform(&rng_state); }
 
 /* Visit every index of t in column-major order; fn(t, idx, arg). */
 static void for_each_index(const tl_tensor *t,
                            void (*fn)(const tl_tensor *, const int64_t *, void *), void *arg) {
-  TL_NUM_FOR_EACH(idx, t->rank, t->shape) fn(t, idx, arg);
+  TH_NUM_FOR_EACH(idx, t->rank, t->shape) fn(t, idx, arg);
 }
 
 static void fill_random_at(const tl_tensor *t, const int64_t *idx, void *arg) {
   (void)arg;
   double re = rng_uniform();
   double im = tl_dtype_is_complex(t->dtype) ? rng_uniform() : 0.0;
-  tl_num_set(t, idx, re + im * I);
+  th_num_set(t, idx, re + im * I);
 }
 
 static void fill_value_at(const tl_tensor *t, const int64_t *idx, void *arg) {
-  tl_num_set(t, idx, *(const double *)arg);
+  th_num_set(t, idx, *(const double *)arg);
 }
 
 /* Operand layouts: 0 column-major, 1 row-major, 2 column-major with axis 0 reversed
@@ -56,16 +56,16 @@ static void operand_make(operand *o, tl_dtype dtype, int rank, const int64_t *sh
   if (layout == 3) {
     int64_t padded[TL_MAX_RANK] = {0};
     for (int k = 0; k < rank; k++) padded[k] = 2 * shape[k];
-    TL_CHECK_OK(tl_tensor_create(dtype, rank, padded, &o->storage));
+    TH_CHECK_OK(tl_tensor_create(dtype, rank, padded, &o->storage));
     o->view = o->storage;
     o->view.owned = NULL;
     for (int k = 0; k < rank; k++) o->view.shape[k] = shape[k];
   } else if (layout == 1) {
-    TL_CHECK_OK(tl_tensor_create_row_major(dtype, rank, shape, &o->storage));
+    TH_CHECK_OK(tl_tensor_create_row_major(dtype, rank, shape, &o->storage));
     o->view = o->storage;
     o->view.owned = NULL;
   } else {
-    TL_CHECK_OK(tl_tensor_create(dtype, rank, shape, &o->storage));
+    TH_CHECK_OK(tl_tensor_create(dtype, rank, shape, &o->storage));
     o->view = o->storage;
     o->view.owned = NULL;
     if (layout == 2 && rank > 0 && shape[0] > 0) {
@@ -125,7 +125,7 @@ static void naive_parse(const char *spec, int n, const tl_tensor *const *ops, na
     if (!comma) break;
     p = comma + 1;
   }
-  TL_CHECK(count == n);
+  TH_CHECK(count == n);
   int broadcast = 0;
   out->n = n;
   for (int i = 0; i < n; i++) {
@@ -213,7 +213,7 @@ static void naive_eval(const char *spec, int n, const tl_tensor *const *ops, int
       for (int a = 0; a < s.rank[i]; a++) {
         at[a] = ops[i]->shape[a] == 1 ? 0 : idx[op_axis_label[i][a]];
       }
-      double complex v = tl_num_get(ops[i], at);
+      double complex v = th_num_get(ops[i], at);
       term *= v;
       term_mag *= cabs(v);
     }
@@ -357,7 +357,7 @@ static int run_case(tl_exec *exec, const spec_case *c, tl_dtype dtype, int layou
   if (fresh) {
     status = tl_einsum(exec, c->spec, n, views, &out);
   } else {
-    TL_CHECK_OK(tl_tensor_create(dtype, out_rank, out_shape, &out));
+    TH_CHECK_OK(tl_tensor_create(dtype, out_rank, out_shape, &out));
     double poison = 1234.5;
     for_each_index(&out, fill_value_at, &poison);
     status = tl_einsum_ex_into(exec, c->spec, n, views, kind, &out);
@@ -367,19 +367,19 @@ static int run_case(tl_exec *exec, const spec_case *c, tl_dtype dtype, int layou
     fprintf(stderr, "  %s [%s] %s layout %d: %s (%s)\n", c->spec, c->shapes, tl_dtype_name(dtype),
             layout, tl_status_name(status), tl_last_message());
   } else {
-    TL_CHECK(out.rank == out_rank);
+    TH_CHECK(out.rank == out_rank);
     for (int k = 0; k < out_rank && ok; k++) ok = out.shape[k] == out_shape[k];
     int64_t idx[TL_MAX_RANK] = {0};
     int64_t count = 1;
     for (int k = 0; k < out_rank; k++) count *= out_shape[k];
-    double tol = tl_num_tolerance(dtype);
+    double tol = th_num_tolerance(dtype);
     for (int64_t pos = 0; pos < count && ok; pos++) {
       int64_t rest = pos;
       for (int k = 0; k < out_rank; k++) {
         idx[k] = rest % out_shape[k];
         rest /= out_shape[k];
       }
-      double complex got = tl_num_get(&out, idx);
+      double complex got = th_num_get(&out, idx);
       double err = cabs(got - ref[pos]);
       if (!(err <= tol * (1.0 + mag[pos]))) {
         fprintf(stderr, "  %s [%s] %s layout %d: element %lld is %g%+gi, expected %g%+gi\n",
@@ -398,9 +398,9 @@ static int run_case(tl_exec *exec, const spec_case *c, tl_dtype dtype, int layou
 }
 
 static void einsum_spec_table_matches_naive_evaluation(void) {
-  TL_CHECK(SPEC_COUNT >= 40);
-  tl_held h;
-  tl_held_open(&h, 2);
+  TH_CHECK(SPEC_COUNT >= 40);
+  th_held h;
+  th_held_open(&h, 2);
   int failures = 0;
   for (size_t c = 0; c < SPEC_COUNT; c++) {
     for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
@@ -410,21 +410,21 @@ static void einsum_spec_table_matches_naive_evaluation(void) {
       }
     }
   }
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 static void einsum_fresh_form_and_every_path_kind_match_naive(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int failures = 0;
   for (size_t c = 0; c < SPEC_COUNT; c++) {
     failures += !run_case(h.exec, &spec_table[c], TL_F64, 0, 1, TL_EINSUM_PATH_AUTO);
     failures += !run_case(h.exec, &spec_table[c], TL_C128, 2, 0, TL_EINSUM_PATH_GREEDY);
     failures += !run_case(h.exec, &spec_table[c], TL_F64, 1, 0, TL_EINSUM_PATH_OPTIMAL);
   }
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 /* ---- Paths ---------------------------------------------------------------------------- */
@@ -437,22 +437,22 @@ static void einsum_chosen_path_never_costs_more_than_greedy(void) {
     const int64_t *shape_ptrs[TL_EINSUM_MAX_OPERANDS];
     for (int i = 0; i < n; i++) shape_ptrs[i] = shapes[i];
     tl_einsum_path_info info;
-    TL_CHECK_OK(
+    TH_CHECK_OK(
         tl_einsum_path(spec_table[c].spec, n, ranks, shape_ptrs, TL_EINSUM_PATH_AUTO, &info));
-    TL_CHECK(info.n_steps == n - 1);
-    TL_CHECK(info.flops <= info.greedy_flops);
-    if (n <= TL_EINSUM_AUTO_OPTIMAL_MAX) TL_CHECK(info.flops == info.optimal_flops);
+    TH_CHECK(info.n_steps == n - 1);
+    TH_CHECK(info.flops <= info.greedy_flops);
+    if (n <= TL_EINSUM_AUTO_OPTIMAL_MAX) TH_CHECK(info.flops == info.optimal_flops);
   }
   /* The benchmark's spec at a size where the order matters. */
   int ranks[5] = {2, 2, 4, 2, 2};
   int64_t m[2] = {48, 48}, t[4] = {48, 48, 48, 48};
   const int64_t *shapes[5] = {m, m, t, m, m};
   tl_einsum_path_info info;
-  TL_CHECK_OK(
+  TH_CHECK_OK(
       tl_einsum_path("pi,qj,ijkl,rk,sl->pqrs", 5, ranks, shapes, TL_EINSUM_PATH_AUTO, &info));
-  TL_CHECK(info.flops <= info.greedy_flops);
+  TH_CHECK(info.flops <= info.greedy_flops);
   /* Sequencing the four matrices one by one: 4 steps of 2 * 48^5 each. */
-  TL_CHECK(info.flops == 4.0 * 2.0 * pow(48.0, 5.0));
+  TH_CHECK(info.flops == 4.0 * 2.0 * pow(48.0, 5.0));
 }
 
 /* Brute force: the cheapest of every sequence of pairwise contractions. */
@@ -541,20 +541,20 @@ static void einsum_exact_path_matches_brute_force_on_random_networks(void) {
     }
     double expected = brute_force(&p, prepared, n);
     tl_einsum_path_info info;
-    TL_CHECK_OK(tl_einsum_path(spec, n, ranks, shape_ptrs, TL_EINSUM_PATH_OPTIMAL, &info));
+    TH_CHECK_OK(tl_einsum_path(spec, n, ranks, shape_ptrs, TL_EINSUM_PATH_OPTIMAL, &info));
     if (fabs(info.optimal_flops - expected) > 1e-9 * expected) {
       fprintf(stderr, "  %s: exact %g, brute force %g\n", spec, info.optimal_flops, expected);
-      TL_CHECK(0);
+      TH_CHECK(0);
     }
-    TL_CHECK(info.optimal_flops <= info.greedy_flops);
+    TH_CHECK(info.optimal_flops <= info.greedy_flops);
   }
 }
 
 /* ---- Plan cache and allocation --------------------------------------------------------- */
 
 static void einsum_repeated_into_makes_no_heap_allocation(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   const char *spec = "abc,asd,bste,ctf->def";
   int ranks[4];
   int64_t shapes[4][TL_MAX_RANK];
@@ -567,18 +567,18 @@ static void einsum_repeated_into_makes_no_heap_allocation(void) {
   }
   int64_t out_shape[3] = {4, 2, 4};
   tl_tensor out;
-  TL_CHECK_OK(tl_tensor_create(TL_F64, 3, out_shape, &out));
-  TL_CHECK_OK(tl_einsum_into(h.exec, spec, n, views, &out));
-  TL_CHECK_OK(tl_einsum_into(h.exec, spec, n, views, &out));
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 3, out_shape, &out));
+  TH_CHECK_OK(tl_einsum_into(h.exec, spec, n, views, &out));
+  TH_CHECK_OK(tl_einsum_into(h.exec, spec, n, views, &out));
   uint64_t before = tl_allocation_count();
-  for (int r = 0; r < 20; r++) TL_CHECK_OK(tl_einsum_into(h.exec, spec, n, views, &out));
+  for (int r = 0; r < 20; r++) TH_CHECK_OK(tl_einsum_into(h.exec, spec, n, views, &out));
   uint64_t after = tl_allocation_count();
   if (after != before)
     fprintf(stderr, "  %llu allocations in 20 calls\n", (unsigned long long)(after - before));
-  TL_CHECK(after == before);
+  TH_CHECK(after == before);
   tl_tensor_release(&out);
   for (int i = 0; i < n; i++) tl_tensor_release(&ops[i].storage);
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 /* ---- Bad input ------------------------------------------------------------------------ */
@@ -662,7 +662,7 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
   int64_t out_shapes[1][TL_MAX_RANK];
   parse_shapes(c->out_shape, out_ranks, out_shapes);
   tl_tensor out;
-  TL_CHECK_OK(tl_tensor_create(c->variant == BAD_OUT_DTYPE ? TL_F32 : TL_F64, out_ranks[0],
+  TH_CHECK_OK(tl_tensor_create(c->variant == BAD_OUT_DTYPE ? TL_F32 : TL_F64, out_ranks[0],
                                out_shapes[0], &out));
   double poison = 77.0;
   for_each_index(&out, fill_value_at, &poison);
@@ -714,7 +714,7 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
       idx[k] = rest % out.shape[k];
       rest /= out.shape[k];
     }
-    intact &= creal(tl_num_get(&out, idx)) == 77.0;
+    intact &= creal(th_num_get(&out, idx)) == 77.0;
   }
   if (!intact) fprintf(stderr, "  bad case \"%s\": the output was written\n", c->what);
   /* The fresh form rejects the same calls (those about out's own shape aside). */
@@ -736,15 +736,15 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
 }
 
 static void einsum_bad_input_table_fails_typed_and_writes_nothing(void) {
-  TL_CHECK(BAD_COUNT >= 30);
-  tl_held h;
-  tl_held_open(&h, 1);
+  TH_CHECK(BAD_COUNT >= 30);
+  th_held h;
+  th_held_open(&h, 1);
   int failures = 0;
   for (size_t c = 0; c < BAD_COUNT; c++) failures += !run_bad(h.exec, &bad_table[c]);
   /* The session surface still works after all that. */
   failures += !run_case(h.exec, &spec_table[0], TL_F64, 0, 0, TL_EINSUM_PATH_AUTO);
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 static void einsum_path_rejects_bad_arguments(void) {
@@ -756,24 +756,24 @@ static void einsum_path_rejects_bad_arguments(void) {
     shapes[i] = shape;
   }
   tl_einsum_path_info info;
-  TL_CHECK_STATUS(tl_einsum_path("a,a,a,a,a,a,a,a,a,a,a,a,a->a", 13, ranks, shapes,
+  TH_CHECK_STATUS(tl_einsum_path("a,a,a,a,a,a,a,a,a,a,a,a,a->a", 13, ranks, shapes,
                                  TL_EINSUM_PATH_OPTIMAL, &info),
                   TL_E_INVALID);
-  TL_CHECK_OK(tl_einsum_path("a,a,a,a,a,a,a,a,a,a,a,a,a->a", 13, ranks, shapes, TL_EINSUM_PATH_AUTO,
+  TH_CHECK_OK(tl_einsum_path("a,a,a,a,a,a,a,a,a,a,a,a,a->a", 13, ranks, shapes, TL_EINSUM_PATH_AUTO,
                              &info));
-  TL_CHECK(info.chosen == TL_EINSUM_PATH_GREEDY && info.optimal_flops < 0);
-  TL_CHECK_STATUS(tl_einsum_path(NULL, 1, ranks, shapes, TL_EINSUM_PATH_AUTO, &info), TL_E_INVALID);
-  TL_CHECK_STATUS(tl_einsum_path("a->a", 1, ranks, shapes, TL_EINSUM_PATH_AUTO, NULL),
+  TH_CHECK(info.chosen == TL_EINSUM_PATH_GREEDY && info.optimal_flops < 0);
+  TH_CHECK_STATUS(tl_einsum_path(NULL, 1, ranks, shapes, TL_EINSUM_PATH_AUTO, &info), TL_E_INVALID);
+  TH_CHECK_STATUS(tl_einsum_path("a->a", 1, ranks, shapes, TL_EINSUM_PATH_AUTO, NULL),
                   TL_E_INVALID);
   ranks[0] = 17;
-  TL_CHECK_STATUS(tl_einsum_path("a->a", 1, ranks, shapes, TL_EINSUM_PATH_AUTO, &info),
+  TH_CHECK_STATUS(tl_einsum_path("a->a", 1, ranks, shapes, TL_EINSUM_PATH_AUTO, &info),
                   TL_E_INVALID);
 }
 
-TL_TEST_MAIN(TL_CASE(einsum_spec_table_matches_naive_evaluation),
-             TL_CASE(einsum_fresh_form_and_every_path_kind_match_naive),
-             TL_CASE(einsum_chosen_path_never_costs_more_than_greedy),
-             TL_CASE(einsum_exact_path_matches_brute_force_on_random_networks),
-             TL_CASE(einsum_repeated_into_makes_no_heap_allocation),
-             TL_CASE(einsum_bad_input_table_fails_typed_and_writes_nothing),
-             TL_CASE(einsum_path_rejects_bad_arguments))
+TH_TEST_MAIN(TH_CASE(einsum_spec_table_matches_naive_evaluation),
+             TH_CASE(einsum_fresh_form_and_every_path_kind_match_naive),
+             TH_CASE(einsum_chosen_path_never_costs_more_than_greedy),
+             TH_CASE(einsum_exact_path_matches_brute_force_on_random_networks),
+             TH_CASE(einsum_repeated_into_makes_no_heap_allocation),
+             TH_CASE(einsum_bad_input_table_fails_typed_and_writes_nothing),
+             TH_CASE(einsum_path_rejects_bad_arguments))

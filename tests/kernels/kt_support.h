@@ -17,12 +17,12 @@
 #include "tenlane/ops.h"
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
-#include "tl_fixtures.h"
-#include "tl_numeric.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_numeric.h"
+#include "th_test.h"
 
 static uint64_t kt_rng = 0x9e3779b97f4a7c15ull;
-static inline double kt_uniform(void) { return tl_num_uniform(&kt_rng); } /* [-1, 1) */
+static inline double kt_uniform(void) { return th_num_uniform(&kt_rng); } /* [-1, 1) */
 
 typedef enum kt_layout {
   KT_COL = 0,
@@ -50,7 +50,7 @@ static inline void kt_make(kt_tensor *kt, tl_dtype dtype, int rank, const int64_
   int64_t span = 1, offset = 0;
   if (layout == KT_ROW) {
     tl_strides_row_major(rank, shape, strides);
-    span = tl_num_numel(rank, shape);
+    span = th_num_numel(rank, shape);
   } else if (layout == KT_GENERAL) {
     int64_t step = 2;
     for (int k = 0; k < rank; k++) {
@@ -70,7 +70,7 @@ static inline void kt_make(kt_tensor *kt, tl_dtype dtype, int rank, const int64_
     span = step;
   } else {
     tl_strides_col_major(rank, shape, strides);
-    span = tl_num_numel(rank, shape);
+    span = th_num_numel(rank, shape);
     if (layout == KT_NEGATIVE && rank > 0) {
       int axes[2] = {0, rank - 1};
       for (int i = 0; i < (rank > 1 ? 2 : 1); i++) {
@@ -80,17 +80,17 @@ static inline void kt_make(kt_tensor *kt, tl_dtype dtype, int rank, const int64_
       }
     }
   }
-  if (tl_num_numel(rank, shape) == 0) span = 1, offset = 0;
+  if (th_num_numel(rank, shape) == 0) span = 1, offset = 0;
   int64_t bshape[1] = {span};
-  TL_CHECK_OK(tl_tensor_create(dtype, 1, bshape, &kt->backing));
+  TH_CHECK_OK(tl_tensor_create(dtype, 1, bshape, &kt->backing));
   /* NaN everywhere, then values at the tensor's elements */
   int64_t i0[1] = {0};
-  for (i0[0] = 0; i0[0] < span; i0[0]++) tl_num_set(&kt->backing, i0, NAN + I * NAN);
-  TL_CHECK_OK(tl_tensor_wrap(dtype, rank, shape, strides, kt->backing.data, offset, &kt->t));
-  TL_NUM_FOR_EACH(idx, rank, shape) {
+  for (i0[0] = 0; i0[0] < span; i0[0]++) th_num_set(&kt->backing, i0, NAN + I * NAN);
+  TH_CHECK_OK(tl_tensor_wrap(dtype, rank, shape, strides, kt->backing.data, offset, &kt->t));
+  TH_NUM_FOR_EACH(idx, rank, shape) {
     double re = kt_uniform(), im = kt_uniform();
     if (positive) re = 1.0 + 0.5 * re, im = 0.25 * im;
-    tl_num_set(&kt->t, idx, re + I * (tl_dtype_is_complex(dtype) ? im : 0.0));
+    th_num_set(&kt->t, idx, re + I * (tl_dtype_is_complex(dtype) ? im : 0.0));
   }
 }
 

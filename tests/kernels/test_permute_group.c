@@ -10,9 +10,9 @@
 
 #include "kernels/kernels.h"
 #include "tenlane/ops.h"
-#include "tl_fixtures.h"
-#include "tl_numeric.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_numeric.h"
+#include "th_test.h"
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
 static int64_t draw(int64_t lo, int64_t hi) {
@@ -28,7 +28,7 @@ static void make_view(tl_dtype dt, int rank, const int64_t *shape, int layout, t
   int64_t bshape[TL_MAX_RANK];
   memcpy(bshape, shape, sizeof(int64_t) * (size_t)rank);
   if (layout == 2) bshape[rank - 1] *= 2;
-  TL_CHECK_OK(tl_tensor_create(dt, rank, bshape, base));
+  TH_CHECK_OK(tl_tensor_create(dt, rank, bshape, base));
   *view = *base;
   view->owned = NULL;
   memcpy(view->shape, shape, sizeof(int64_t) * (size_t)rank);
@@ -51,23 +51,23 @@ static int check_case(tl_exec *exec, tl_dtype dt, int rank, const int64_t *shape
   make_view(dt, rank, shape, lx, &xb, &x);
   make_view(dt, rank, oshape, lo, &ob, &out);
   uint64_t state = (uint64_t)draw(1, 1 << 30);
-  TL_NUM_FOR_EACH(idx, rank, shape) {
-    tl_num_set_parts(&x, idx, tl_num_uniform(&state), tl_num_uniform(&state));
+  TH_NUM_FOR_EACH(idx, rank, shape) {
+    th_num_set_parts(&x, idx, th_num_uniform(&state), th_num_uniform(&state));
   }
   tl__permute_plan plan;
   tl_tensor permuted;
-  TL_CHECK_OK(tl_tensor_permute_view(&x, perm, &permuted));
+  TH_CHECK_OK(tl_tensor_permute_view(&x, perm, &permuted));
   tl__permute_plan_make(&plan, &out, &permuted);
-  TL_CHECK_OK(tl_permute_into(exec, &x, perm, &out));
+  TH_CHECK_OK(tl_permute_into(exec, &x, perm, &out));
 
   int64_t src[TL_MAX_RANK];
-  TL_NUM_FOR_EACH(idx, rank, oshape) {
+  TH_NUM_FOR_EACH(idx, rank, oshape) {
     for (int k = 0; k < rank; k++) src[perm[k]] = idx[k];
-    if (tl_num_get(&out, idx) != tl_num_get(&x, src)) {
+    if (th_num_get(&out, idx) != th_num_get(&x, src)) {
       char what[200];
       snprintf(what, sizeof what, "%s rank %d layouts %d %d grouped %d: element differs",
                tl_dtype_name(dt), rank, lx, lo, plan.grouped);
-      tl_test_fail_at(__FILE__, __LINE__, what);
+      th_test_fail_at(__FILE__, __LINE__, what);
       break;
     }
   }
@@ -104,8 +104,8 @@ static void random_orders(tl_exec *exec, int cases, int *grouped, int *total) {
 
 static void permute_short_axes_match_naive_in_every_dtype(void) {
   int grouped = 0, total = 0;
-  tl_held h1;
-  tl_held_open(&h1, 1);
+  th_held h1;
+  th_held_open(&h1, 1);
   /* the bench's 6-D order on a smaller cube, each dtype and layout */
   int64_t s6[6] = {6, 7, 5, 6, 4, 6};
   int p6[6] = {5, 3, 1, 4, 2, 0};
@@ -117,42 +117,42 @@ static void permute_short_axes_match_naive_in_every_dtype(void) {
         total++;
       }
   random_orders(h1.exec, 160, &grouped, &total);
-  tl_held_close(&h1);
+  th_held_close(&h1);
   /* two threads split the tiles between them (big enough to be split) */
-  tl_held h2;
-  tl_held_open(&h2, 2);
+  th_held h2;
+  th_held_open(&h2, 2);
   int64_t c6[6] = {9, 10, 8, 9, 7, 8};
   for (int d = 0; d < 4; d++) {
     grouped += check_case(h2.exec, dtypes[d], 6, c6, p6, d % 3, d % 2);
     total++;
   }
   random_orders(h2.exec, 40, &grouped, &total);
-  tl_held_close(&h2);
+  th_held_close(&h2);
   char what[96];
   snprintf(what, sizeof what, "only %d of %d cases took the grouped path", grouped, total);
   /* the path needs the source's dense axis forward (not reversed) and a dense chain in one
    * of the two operands; about half the random cases have both */
-  if (grouped * 3 < total) tl_test_fail_at(__FILE__, __LINE__, what);
+  if (grouped * 3 < total) th_test_fail_at(__FILE__, __LINE__, what);
 }
 
 /* 12^6 doubles (24 MB out): large enough for streaming stores, rows 32-byte aligned. */
 static void permute_short_axes_streaming_output_matches_naive(void) {
-  tl_held h;
-  tl_held_open(&h, 2);
+  th_held h;
+  th_held_open(&h, 2);
   int64_t s6[6] = {12, 12, 12, 12, 12, 12};
   int p6[6] = {5, 3, 1, 4, 2, 0};
   tl_tensor x, out;
-  TL_CHECK_OK(tl_tensor_create(TL_F64, 6, s6, &x));
-  TL_CHECK_OK(tl_tensor_create(TL_F64, 6, s6, &out));
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 6, s6, &x));
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 6, s6, &out));
   double *xd = x.data;
   for (int64_t i = 0; i < tl_tensor_numel(&x); i++) xd[i] = (double)i;
   tl_tensor permuted;
-  TL_CHECK_OK(tl_tensor_permute_view(&x, p6, &permuted));
+  TH_CHECK_OK(tl_tensor_permute_view(&x, p6, &permuted));
   tl__permute_plan plan;
   tl__permute_plan_make(&plan, &out, &permuted);
-  TL_CHECK(plan.grouped);
-  TL_CHECK(plan.stream == (tl__small_gemm_isa() >= 1)); /* streaming stores need AVX2 */
-  TL_CHECK_OK(tl_permute_into(h.exec, &x, p6, &out));
+  TH_CHECK(plan.grouped);
+  TH_CHECK(plan.stream == (tl__small_gemm_isa() >= 1)); /* streaming stores need AVX2 */
+  TH_CHECK_OK(tl_permute_into(h.exec, &x, p6, &out));
   const double *od = out.data;
   int64_t idx[6] = {0}, bad = 0;
   for (int64_t i = 0; i < tl_tensor_numel(&out); i++) {
@@ -163,11 +163,11 @@ static void permute_short_axes_streaming_output_matches_naive(void) {
     bad += od[i] != (double)want;
     for (int k = 0; k < 6 && ++idx[k] == 12; k++) idx[k] = 0;
   }
-  TL_CHECK(bad == 0);
+  TH_CHECK(bad == 0);
   tl_tensor_release(&x);
   tl_tensor_release(&out);
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
-TL_TEST_MAIN(TL_CASE(permute_short_axes_match_naive_in_every_dtype),
-             TL_CASE(permute_short_axes_streaming_output_matches_naive))
+TH_TEST_MAIN(TH_CASE(permute_short_axes_match_naive_in_every_dtype),
+             TH_CASE(permute_short_axes_streaming_output_matches_naive))

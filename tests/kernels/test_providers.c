@@ -9,8 +9,8 @@
 #include "kernels/kernels.h"
 #include "kernels/providers.h"
 #include "tenlane/tenlane.h"
-#include "tl_fixtures.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_test.h"
 
 static tl__cpu_features features(int avx2, int fma, int avx512) {
   tl__cpu_features f;
@@ -25,38 +25,38 @@ static void provider_choice_covers_each_feature_set(void) {
   /* Full AVX-512 on a CPU BLIS does not recognise: skx, complex through 1m. */
   tl__cpu_features f = features(1, 1, 1);
   tl__provider_choice c = tl__provider_choose(&f, 0);
-  TL_CHECK(c.blis == TL__BLIS_SKX && c.complex_1m == 1);
-  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
+  TH_CHECK(c.blis == TL__BLIS_SKX && c.complex_1m == 1);
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
   /* AVX-512F without BW (or any other subset skx needs): haswell, its complex kernels. */
   f.avx512bw = 0;
   c = tl__provider_choose(&f, 0);
-  TL_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
-  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512); /* the tiny kernel needs F only */
+  TH_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512); /* the tiny kernel needs F only */
   f = features(1, 1, 1);
   f.avx512vl = 0;
-  TL_CHECK(tl__provider_choose(&f, 0).blis == TL__BLIS_HASWELL);
+  TH_CHECK(tl__provider_choose(&f, 0).blis == TL__BLIS_HASWELL);
   /* AVX-512 without FMA reported cannot take skx's FMA kernels. */
   f = features(1, 0, 1);
   c = tl__provider_choose(&f, 0);
-  TL_CHECK(c.blis == TL__BLIS_DETECTED && c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
+  TH_CHECK(c.blis == TL__BLIS_DETECTED && c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
   /* AVX2 + FMA only. */
   f = features(1, 1, 0);
   c = tl__provider_choose(&f, 0);
-  TL_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
-  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2);
+  TH_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2);
   /* AVX2 without FMA, and nothing at all: BLIS's own context, portable tiny kernel. */
   f = features(1, 0, 0);
   c = tl__provider_choose(&f, 0);
-  TL_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
-  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
+  TH_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
   f = features(0, 0, 0);
   c = tl__provider_choose(&f, 0);
-  TL_CHECK(c.blis == TL__BLIS_DETECTED && c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
+  TH_CHECK(c.blis == TL__BLIS_DETECTED && c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
   /* A CPU BLIS recognised keeps BLIS's choice whatever the features. */
   f = features(1, 1, 1);
   c = tl__provider_choose(&f, 1);
-  TL_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
-  TL_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
+  TH_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
 }
 
 /* The choice made here agrees with the pure function on this CPU's own features, and the
@@ -74,17 +74,17 @@ static void provider_choice_of_this_process_follows_its_features(void) {
   f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
   tl__provider_choice now = tl__provider_current();
   const char *name = tl_kernels_provider();
-  TL_CHECK(strncmp(name, "blis:", 5) == 0);
-  TL_CHECK(now.small_complex == tl__provider_choose(&f, 0).small_complex);
+  TH_CHECK(strncmp(name, "blis:", 5) == 0);
+  TH_CHECK(now.small_complex == tl__provider_choose(&f, 0).small_complex);
   if (now.blis == TL__BLIS_SKX) {
-    TL_CHECK(strstr(name, "skx") != NULL);
-    TL_CHECK(now.complex_1m == 1 && strstr(name, "(1m)") != NULL);
+    TH_CHECK(strstr(name, "skx") != NULL);
+    TH_CHECK(now.complex_1m == 1 && strstr(name, "(1m)") != NULL);
   }
-  if (now.blis == TL__BLIS_HASWELL) TL_CHECK(strstr(name, "haswell") != NULL);
+  if (now.blis == TL__BLIS_HASWELL) TH_CHECK(strstr(name, "haswell") != NULL);
   if (now.blis != TL__BLIS_DETECTED) {
     /* Only chosen over BLIS's own detection when that detection fell back to generic. */
     tl__provider_choice pure = tl__provider_choose(&f, 0);
-    TL_CHECK(pure.blis == now.blis);
+    TH_CHECK(pure.blis == now.blis);
   }
 }
 
@@ -194,19 +194,19 @@ static void small_complex_kernels_match_naive(void) {
                              kernel, tl_dtype_name(dt), (long long)m, (long long)n, (long long)k,
                              la, lc, ab, (long long)i, (long long)j, creal(got), cimag(got),
                              creal(want), cimag(want));
-                    tl_test_fail_at(__FILE__, __LINE__, buf);
+                    th_test_fail_at(__FILE__, __LINE__, buf);
                   }
                 }
               free(a), free(b), free(c), free(c0);
             }
     }
   }
-  TL_CHECK(taken > 0);
+  TH_CHECK(taken > 0);
   /* Real dtypes and products over the kernel's reach are not taken. */
   double x[4] = {0};
-  TL_CHECK(tl__gemm_small_complex(TL__SMALL_COMPLEX_PORTABLE, TL_F64, 1, 1, 1, tl_scalar_real(1), x,
+  TH_CHECK(tl__gemm_small_complex(TL__SMALL_COMPLEX_PORTABLE, TL_F64, 1, 1, 1, tl_scalar_real(1), x,
                                   1, 1, x, 1, 1, tl_scalar_real(0), x, 1, 1) == 0);
-  TL_CHECK(tl__gemm_small_complex(TL__SMALL_COMPLEX_AVX2, TL_C128, 81, 80, 80, tl_scalar_real(1), x,
+  TH_CHECK(tl__gemm_small_complex(TL__SMALL_COMPLEX_AVX2, TL_C128, 81, 80, 80, tl_scalar_real(1), x,
                                   1, 81, x, 1, 80, tl_scalar_real(0), x, 1, 81) == 0);
 }
 
@@ -214,7 +214,7 @@ static void small_complex_kernels_match_naive(void) {
 static void blis_complex_axpyv_matches_naive(void) {
   cntx_t *cntx = tl__blis_context();
   zaxpyv_ker_ft kernel = (zaxpyv_ker_ft)cntx->l1v_kers[BLIS_AXPYV_KER].ptr[BLIS_DCOMPLEX];
-  TL_CHECK(kernel != NULL);
+  TH_CHECK(kernel != NULL);
   unsigned seed = 99u;
   for (int n = 0; n <= 13; n++)
     for (int conj = 0; conj < 2; conj++)
@@ -230,7 +230,7 @@ static void blis_complex_axpyv_matches_naive(void) {
             double complex xv = x[i].real + I * (conj ? -x[i].imag : x[i].imag);
             want += (alpha.real + I * alpha.imag) * xv;
           }
-          TL_CHECK(cabs(y[i].real + I * y[i].imag - want) <= 1e-14 * (1.0 + cabs(want)));
+          TH_CHECK(cabs(y[i].real + I * y[i].imag - want) <= 1e-14 * (1.0 + cabs(want)));
         }
       }
 }
@@ -244,7 +244,7 @@ typedef struct watcher {
 static void *watch_threads(void *arg) {
   watcher *w = arg;
   while (!atomic_load(&w->stop)) {
-    int n = tl_thread_count();
+    int n = th_thread_count();
     if (n > atomic_load(&w->most)) atomic_store(&w->most, n);
   }
   return NULL;
@@ -269,20 +269,20 @@ static void complex_and_lapack_calls(tl_exec *exec) {
     for (int si = 0; si < 3; si++) {
       int64_t n = sizes[si], shape[2] = {n, n};
       tl_tensor a, b, c, q, r, u, s, vt, lu;
-      TL_CHECK_OK(tl_tensor_create(dtypes[di], 2, shape, &a));
-      TL_CHECK_OK(tl_tensor_create(dtypes[di], 2, shape, &b));
+      TH_CHECK_OK(tl_tensor_create(dtypes[di], 2, shape, &a));
+      TH_CHECK_OK(tl_tensor_create(dtypes[di], 2, shape, &b));
       fill(&a, 1.0);
       fill(&b, 2.0);
-      TL_CHECK_OK(tl_gemm(exec, &a, &b, &c));
+      TH_CHECK_OK(tl_gemm(exec, &a, &b, &c));
       tl_tensor_release(&c);
       const int la[2] = {0, 1}, lb[2] = {1, 2}, lc[2] = {0, 2};
-      TL_CHECK_OK(tl_contract(exec, &a, la, &b, lb, 2, lc, &c));
+      TH_CHECK_OK(tl_contract(exec, &a, la, &b, lb, 2, lc, &c));
       tl_tensor_release(&c);
-      TL_CHECK_OK(tl_qr(exec, &a, &q, &r));
+      TH_CHECK_OK(tl_qr(exec, &a, &q, &r));
       int64_t rank = 0;
-      TL_CHECK_OK(tl_svd(exec, &a, NULL, &u, &s, &vt, &rank));
+      TH_CHECK_OK(tl_svd(exec, &a, NULL, &u, &s, &vt, &rank));
       int64_t pivots[96];
-      TL_CHECK_OK(tl_lu(exec, &a, &lu, pivots));
+      TH_CHECK_OK(tl_lu(exec, &a, &lu, pivots));
       tl_tensor_release(&q), tl_tensor_release(&r), tl_tensor_release(&u);
       tl_tensor_release(&s), tl_tensor_release(&vt), tl_tensor_release(&lu);
       tl_tensor_release(&a), tl_tensor_release(&b);
@@ -290,28 +290,28 @@ static void complex_and_lapack_calls(tl_exec *exec) {
 }
 
 static void no_provider_thread_during_complex_and_lapack_calls(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   watcher w;
   atomic_init(&w.stop, 0);
   atomic_init(&w.most, 0);
-  tl_thread t;
-  tl_thread_start(&t, watch_threads, &w);
-  int before = tl_thread_count(); /* the pool's, the caller, the watcher */
+  th_thread t;
+  th_thread_start(&t, watch_threads, &w);
+  int before = th_thread_count(); /* the pool's, the caller, the watcher */
   for (int round = 0; round < 3; round++) complex_and_lapack_calls(h.exec);
-  int after = tl_thread_count();
+  int after = th_thread_count();
   atomic_store(&w.stop, 1);
-  tl_thread_join(&t, 5000);
+  th_thread_join(&t, 5000);
   if (atomic_load(&w.most) > before || after != before) {
     char buf[128];
     snprintf(buf, sizeof buf, "threads: %d before, at most %d during, %d after", before,
              atomic_load(&w.most), after);
-    tl_test_fail_at(__FILE__, __LINE__, buf);
+    th_test_fail_at(__FILE__, __LINE__, buf);
   }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
-TL_TEST_MAIN(TL_CASE(provider_choice_covers_each_feature_set),
-             TL_CASE(small_complex_kernels_match_naive), TL_CASE(blis_complex_axpyv_matches_naive),
-             TL_CASE(provider_choice_of_this_process_follows_its_features),
-             TL_CASE(no_provider_thread_during_complex_and_lapack_calls))
+TH_TEST_MAIN(TH_CASE(provider_choice_covers_each_feature_set),
+             TH_CASE(small_complex_kernels_match_naive), TH_CASE(blis_complex_axpyv_matches_naive),
+             TH_CASE(provider_choice_of_this_process_follows_its_features),
+             TH_CASE(no_provider_thread_during_complex_and_lapack_calls))

@@ -6,8 +6,8 @@
 #include "kt_support.h"
 
 static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int64_t s34[2] = {3, 4}, s35[2] = {3, 5}, s43[2] = {4, 3}, s3[1] = {3}, s344[3] = {3, 4, 4};
   kt_tensor a, b, out, b35, bf32, c128, a3, big;
   kt_make(&a, TL_F64, 2, s34, KT_COL, 0);
@@ -51,7 +51,7 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
   kt_tensor out33;
   kt_make(&out33, TL_F64, 2, s33, KT_COL, 0);
   tl_tensor c_alias_a;
-  TL_CHECK_OK(tl_tensor_slice(&a.t, 1, 0, 3, 1, &c_alias_a));
+  TH_CHECK_OK(tl_tensor_slice(&a.t, 1, 0, 3, 1, &c_alias_a));
   tl_scalar one = tl_scalar_real(1), zero = tl_scalar_real(0), imag = {1.0, 2.0};
 
   struct {
@@ -71,14 +71,14 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
       char text[600];                                                                         \
       snprintf(text, sizeof text, "%s returned %s, expected %s (%s)", #CALL,                  \
                tl_status_name(rows[n].got), tl_status_name(EXPECTED), tl_last_message());     \
-      tl_test_fail_at(__FILE__, __LINE__, text);                                              \
+      th_test_fail_at(__FILE__, __LINE__, text);                                              \
     }                                                                                         \
-    TL_CHECK(tl_last_message()[0] != '\0');                                                   \
-    TL_CHECK(kt_unchanged(&before_out, &out.backing));                                        \
-    TL_CHECK(kt_unchanged(&before_b, &b.backing));                                            \
-    TL_CHECK(kt_unchanged(&before_big, &big.backing));                                        \
-    TL_CHECK(kt_unchanged(&before_33, &out33.backing));                                       \
-    TL_CHECK(memcmp(&fresh, &fresh_before, sizeof fresh) == 0);                               \
+    TH_CHECK(tl_last_message()[0] != '\0');                                                   \
+    TH_CHECK(kt_unchanged(&before_out, &out.backing));                                        \
+    TH_CHECK(kt_unchanged(&before_b, &b.backing));                                            \
+    TH_CHECK(kt_unchanged(&before_big, &big.backing));                                        \
+    TH_CHECK(kt_unchanged(&before_33, &out33.backing));                                       \
+    TH_CHECK(memcmp(&fresh, &fresh_before, sizeof fresh) == 0);                               \
     n++;                                                                                      \
   } while (0)
 
@@ -143,10 +143,10 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
   BAD(TL_E_ALIAS, tl_contract_into(h.exec, &a.t, l_ab, &big.t, l_bc, &c_alias_a, l_ac));
   BAD(TL_E_INVALID, tl_contract(h.exec, &a.t, l_ab, &big.t, l_bc, 2, l_c_neither, &fresh));
   BAD(TL_E_INVALID, tl_contract(h.exec, &a.t, l_ab, &big.t, l_bc, 17, l_ac, &fresh));
-  TL_CHECK(n >= 30);
+  TH_CHECK(n >= 30);
   /* the surface keeps the last failure's message too */
-  TL_CHECK(tl_exec_message(h.exec)[0] != '\0');
-  tl_held_close(&h);
+  TH_CHECK(tl_exec_message(h.exec)[0] != '\0');
+  th_held_close(&h);
   kt_free(&a), kt_free(&b), kt_free(&out), kt_free(&b35), kt_free(&bf32), kt_free(&c128);
   kt_free(&a3), kt_free(&big), kt_free(&red4), kt_free(&flat12), kt_free(&mat3_4);
   kt_free(&out33);
@@ -176,26 +176,26 @@ static void run_workload(tl_exec *exec, workload *w) {
   int perm[2] = {1, 0}, axes[1] = {1};
   int ij[2] = {0, 1}, jk[2] = {1, 2}, ik[2] = {0, 2};
   int x3l[3] = {0, 1, 2}, y3l[3] = {2, 1, 3}, c3l[2] = {3, 0};
-  TL_CHECK_OK(tl_add_into(exec, &w->a.t, &w->b.t, &w->out.t));
-  TL_CHECK_OK(tl_axpby(exec, tl_scalar_real(2), &w->a.t, tl_scalar_real(0.5), &w->out.t));
-  TL_CHECK_OK(tl_permute_into(exec, &w->big.t, perm, &w->bigt.t));
-  TL_CHECK_OK(tl_reduce_into(exec, TL_REDUCE_SUM, &w->big.t, 1, axes, &w->red.t));
-  TL_CHECK_OK(tl_contract_into(exec, &w->tiny_a.t, ij, &w->tiny_b.t, jk, &w->tiny_c.t, ik));
+  TH_CHECK_OK(tl_add_into(exec, &w->a.t, &w->b.t, &w->out.t));
+  TH_CHECK_OK(tl_axpby(exec, tl_scalar_real(2), &w->a.t, tl_scalar_real(0.5), &w->out.t));
+  TH_CHECK_OK(tl_permute_into(exec, &w->big.t, perm, &w->bigt.t));
+  TH_CHECK_OK(tl_reduce_into(exec, TL_REDUCE_SUM, &w->big.t, 1, axes, &w->red.t));
+  TH_CHECK_OK(tl_contract_into(exec, &w->tiny_a.t, ij, &w->tiny_b.t, jk, &w->tiny_c.t, ik));
   tl_tensor bt, bigv;
-  TL_CHECK_OK(tl_tensor_transpose_view(&w->b.t, 0, 1, &bt)); /* 200 x 300, negative strides */
-  TL_CHECK_OK(
+  TH_CHECK_OK(tl_tensor_transpose_view(&w->b.t, 0, 1, &bt)); /* 200 x 300, negative strides */
+  TH_CHECK_OK(
       tl_gemm_into(exec, tl_scalar_real(1), &w->a.t, &bt, tl_scalar_real(0.5), &w->c_neg.t));
-  TL_CHECK_OK(tl_contract_into(exec, &w->x3.t, x3l, &w->y3.t, y3l, &w->c3.t, c3l));
-  TL_CHECK_OK(tl_tensor_transpose_view(&w->big.t, 0, 1, &bigv));
-  TL_CHECK_OK(tl_copy_into(exec, &bigv, &w->bigt.t));
+  TH_CHECK_OK(tl_contract_into(exec, &w->x3.t, x3l, &w->y3.t, y3l, &w->c3.t, c3l));
+  TH_CHECK_OK(tl_tensor_transpose_view(&w->big.t, 0, 1, &bigv));
+  TH_CHECK_OK(tl_copy_into(exec, &bigv, &w->bigt.t));
 }
 
 static void routes_make_no_heap_allocation_in_steady_state(void) {
   tl_allocator hooks = {counting_alloc, counting_free, NULL};
   tl_allocator_set(&hooks);
   for (int threads = 1; threads <= 2; threads++) {
-    tl_held h;
-    tl_held_open(&h, threads);
+    th_held h;
+    th_held_open(&h, threads);
     workload w;
     int64_t s[2] = {300, 200}, sb[2] = {400, 300}, sbt[2] = {300, 400}, sr[1] = {400};
     int64_t s2[2] = {2, 2}, sx[3] = {20, 30, 40}, sy[3] = {40, 30, 50}, sc[2] = {50, 20};
@@ -223,9 +223,9 @@ static void routes_make_no_heap_allocation_in_steady_state(void) {
       char text[200];
       snprintf(text, sizeof text, "%ld heap allocations in 20 repeats with %d thread(s)",
                after - before, threads);
-      tl_test_fail_at(__FILE__, __LINE__, text);
+      th_test_fail_at(__FILE__, __LINE__, text);
     }
-    tl_held_close(&h);
+    th_held_close(&h);
     kt_free(&w.a), kt_free(&w.b), kt_free(&w.out), kt_free(&w.big), kt_free(&w.bigt);
     kt_free(&w.red), kt_free(&w.tiny_a), kt_free(&w.tiny_b), kt_free(&w.tiny_c);
     kt_free(&w.c_neg), kt_free(&w.x3), kt_free(&w.y3), kt_free(&w.c3);
@@ -233,5 +233,5 @@ static void routes_make_no_heap_allocation_in_steady_state(void) {
   tl_allocator_set(NULL);
 }
 
-TL_TEST_MAIN(TL_CASE(route_bad_input_table_fails_typed_and_writes_nothing),
-             TL_CASE(routes_make_no_heap_allocation_in_steady_state))
+TH_TEST_MAIN(TH_CASE(route_bad_input_table_fails_typed_and_writes_nothing),
+             TH_CASE(routes_make_no_heap_allocation_in_steady_state))

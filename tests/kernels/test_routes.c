@@ -27,7 +27,7 @@ static void fail_at(const char *what, tl_dtype dtype, int layout, int shape_inde
   snprintf(text, sizeof text, "%s: dtype %s layout %s shape #%d: got %g%+gi, want %g%+gi", what,
            tl_dtype_name(dtype), layout >= 0 ? kt_layout_name[layout] : "-", shape_index,
            creal(got), cimag(got), creal(want), cimag(want));
-  tl_test_fail_at(__FILE__, __LINE__, text);
+  th_test_fail_at(__FILE__, __LINE__, text);
 }
 
 /* ---- elementwise ---------------------------------------------------------------------- */
@@ -46,8 +46,8 @@ static double complex naive_binary(tl_binary_op op, double complex x, double com
 }
 
 static void elementwise_binary_table_matches_naive(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++)
       for (int lo = 0; lo < KT_LAYOUTS; lo++)
@@ -58,50 +58,50 @@ static void elementwise_binary_table_matches_naive(void) {
             kt_make(&a, dtypes[di], sc->rank, sc->shape, (kt_layout)li, 1);
             kt_make(&b, dtypes[di], sc->rank, sc->shape, (kt_layout)((li + 2) % KT_LAYOUTS), 1);
             kt_make(&out, dtypes[di], sc->rank, sc->shape, (kt_layout)lo, 0);
-            TL_CHECK_OK(tl_binary_into(h.exec, (tl_binary_op)op, &a.t, &b.t, &out.t));
-            TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+            TH_CHECK_OK(tl_binary_into(h.exec, (tl_binary_op)op, &a.t, &b.t, &out.t));
+            TH_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
               double complex want =
-                  naive_binary((tl_binary_op)op, tl_num_get(&a.t, idx), tl_num_get(&b.t, idx));
-              double complex got = tl_num_get(&out.t, idx);
-              if (!tl_num_close_enough(got, want, tl_num_tolerance(dtypes[di]), 1.0))
+                  naive_binary((tl_binary_op)op, th_num_get(&a.t, idx), th_num_get(&b.t, idx));
+              double complex got = th_num_get(&out.t, idx);
+              if (!th_num_close_enough(got, want, th_num_tolerance(dtypes[di]), 1.0))
                 fail_at("binary", dtypes[di], lo, si, got, want);
             }
             kt_free(&a), kt_free(&b), kt_free(&out);
           }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 static void elementwise_broadcasts_extent_one_axes(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   for (int di = 0; di < 4; di++) {
     int64_t so[3] = {4, 3, 5}, sa[3] = {4, 1, 5}, sb[2] = {1, 3}; /* b padded with a trailing 1 */
     kt_tensor a, b, out;
     kt_make(&a, dtypes[di], 3, sa, KT_GENERAL, 1);
     kt_make(&b, dtypes[di], 2, sb, KT_NEGATIVE, 1);
     kt_make(&out, dtypes[di], 3, so, KT_ROW, 0);
-    TL_CHECK_OK(tl_mul_into(h.exec, &a.t, &b.t, &out.t));
-    TL_NUM_FOR_EACH(idx, 3, so) {
+    TH_CHECK_OK(tl_mul_into(h.exec, &a.t, &b.t, &out.t));
+    TH_NUM_FOR_EACH(idx, 3, so) {
       int64_t ia[3] = {idx[0], 0, idx[2]}, ib[2] = {0, idx[1]};
-      double complex want = tl_num_get(&a.t, ia) * tl_num_get(&b.t, ib);
-      if (!tl_num_close_enough(tl_num_get(&out.t, idx), want, tl_num_tolerance(dtypes[di]), 1.0))
-        fail_at("broadcast mul", dtypes[di], -1, 0, tl_num_get(&out.t, idx), want);
+      double complex want = th_num_get(&a.t, ia) * th_num_get(&b.t, ib);
+      if (!th_num_close_enough(th_num_get(&out.t, idx), want, th_num_tolerance(dtypes[di]), 1.0))
+        fail_at("broadcast mul", dtypes[di], -1, 0, th_num_get(&out.t, idx), want);
     }
     /* the fresh form takes the larger extent on each axis */
     tl_tensor fresh;
-    TL_CHECK_OK(tl_sub(h.exec, &a.t, &b.t, &fresh));
-    TL_CHECK(fresh.rank == 3 && fresh.shape[0] == 4 && fresh.shape[1] == 3 && fresh.shape[2] == 5);
-    TL_CHECK(fresh.owned != NULL && tl_tensor_is_col_major(&fresh));
-    TL_NUM_FOR_EACH(idx, 3, so) {
+    TH_CHECK_OK(tl_sub(h.exec, &a.t, &b.t, &fresh));
+    TH_CHECK(fresh.rank == 3 && fresh.shape[0] == 4 && fresh.shape[1] == 3 && fresh.shape[2] == 5);
+    TH_CHECK(fresh.owned != NULL && tl_tensor_is_col_major(&fresh));
+    TH_NUM_FOR_EACH(idx, 3, so) {
       int64_t ia[3] = {idx[0], 0, idx[2]}, ib[2] = {0, idx[1]};
-      double complex want = tl_num_get(&a.t, ia) - tl_num_get(&b.t, ib);
-      if (!tl_num_close_enough(tl_num_get(&fresh, idx), want, tl_num_tolerance(dtypes[di]), 1.0))
-        fail_at("broadcast sub", dtypes[di], -1, 0, tl_num_get(&fresh, idx), want);
+      double complex want = th_num_get(&a.t, ia) - th_num_get(&b.t, ib);
+      if (!th_num_close_enough(th_num_get(&fresh, idx), want, th_num_tolerance(dtypes[di]), 1.0))
+        fail_at("broadcast sub", dtypes[di], -1, 0, th_num_get(&fresh, idx), want);
     }
     tl_tensor_release(&fresh);
     kt_free(&a), kt_free(&b), kt_free(&out);
   }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 static double complex naive_unary(tl_unary_op op, double complex x, int is_complex) {
@@ -124,8 +124,8 @@ static double complex naive_unary(tl_unary_op op, double complex x, int is_compl
 }
 
 static void elementwise_unary_table_matches_naive(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++)
       for (int lo = 0; lo < KT_LAYOUTS; lo++)
@@ -136,34 +136,34 @@ static void elementwise_unary_table_matches_naive(void) {
           kt_tensor x, out;
           kt_make(&x, dt, sc->rank, sc->shape, (kt_layout)((lo + 1) % KT_LAYOUTS), 1);
           kt_make(&out, odt, sc->rank, sc->shape, (kt_layout)lo, 0);
-          TL_CHECK_OK(tl_unary_into(h.exec, (tl_unary_op)op, &x.t, &out.t));
-          TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          TH_CHECK_OK(tl_unary_into(h.exec, (tl_unary_op)op, &x.t, &out.t));
+          TH_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
             double complex want =
-                naive_unary((tl_unary_op)op, tl_num_get(&x.t, idx), tl_dtype_is_complex(dt));
-            if (!tl_num_close_enough(tl_num_get(&out.t, idx), want, tl_num_tolerance(dt), 1.0))
-              fail_at("unary", dt, lo, si, tl_num_get(&out.t, idx), want);
+                naive_unary((tl_unary_op)op, th_num_get(&x.t, idx), tl_dtype_is_complex(dt));
+            if (!th_num_close_enough(th_num_get(&out.t, idx), want, th_num_tolerance(dt), 1.0))
+              fail_at("unary", dt, lo, si, th_num_get(&out.t, idx), want);
           }
           kt_free(&x), kt_free(&out);
           /* fresh form */
           tl_tensor fresh;
           kt_make(&x, dt, sc->rank, sc->shape, KT_GENERAL, 1);
-          TL_CHECK_OK(tl_unary(h.exec, (tl_unary_op)op, &x.t, &fresh));
-          TL_CHECK(fresh.dtype == odt);
-          TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          TH_CHECK_OK(tl_unary(h.exec, (tl_unary_op)op, &x.t, &fresh));
+          TH_CHECK(fresh.dtype == odt);
+          TH_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
             double complex want =
-                naive_unary((tl_unary_op)op, tl_num_get(&x.t, idx), tl_dtype_is_complex(dt));
-            if (!tl_num_close_enough(tl_num_get(&fresh, idx), want, tl_num_tolerance(dt), 1.0))
-              fail_at("unary fresh", dt, -1, si, tl_num_get(&fresh, idx), want);
+                naive_unary((tl_unary_op)op, th_num_get(&x.t, idx), tl_dtype_is_complex(dt));
+            if (!th_num_close_enough(th_num_get(&fresh, idx), want, th_num_tolerance(dt), 1.0))
+              fail_at("unary fresh", dt, -1, si, th_num_get(&fresh, idx), want);
           }
           tl_tensor_release(&fresh);
           kt_free(&x);
         }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 static void scale_axpby_fill_match_naive(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++)
       for (int lo = 0; lo < KT_LAYOUTS; lo++) {
@@ -176,42 +176,42 @@ static void scale_axpby_fill_match_naive(void) {
         kt_make(&x, dt, sc->rank, sc->shape, (kt_layout)((lo + 3) % KT_LAYOUTS), 0);
         kt_make(&y, dt, sc->rank, sc->shape, (kt_layout)lo, 0);
         kt_make(&y0, dt, sc->rank, sc->shape, KT_COL, 0);
-        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) tl_num_set(&y0.t, idx, tl_num_get(&y.t, idx));
+        TH_NUM_FOR_EACH(idx, sc->rank, sc->shape) th_num_set(&y0.t, idx, th_num_get(&y.t, idx));
         kt_make(&out, dt, sc->rank, sc->shape, (kt_layout)((lo + 1) % KT_LAYOUTS), 0);
-        TL_CHECK_OK(tl_axpby_into(h.exec, alpha, &x.t, beta, &y.t, &out.t));
-        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
-          double complex want = al * tl_num_get(&x.t, idx) + be * tl_num_get(&y.t, idx);
-          if (!tl_num_close_enough(tl_num_get(&out.t, idx), want, tl_num_tolerance(dt), 1.0))
-            fail_at("axpby_into", dt, lo, si, tl_num_get(&out.t, idx), want);
+        TH_CHECK_OK(tl_axpby_into(h.exec, alpha, &x.t, beta, &y.t, &out.t));
+        TH_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * th_num_get(&x.t, idx) + be * th_num_get(&y.t, idx);
+          if (!th_num_close_enough(th_num_get(&out.t, idx), want, th_num_tolerance(dt), 1.0))
+            fail_at("axpby_into", dt, lo, si, th_num_get(&out.t, idx), want);
         }
-        TL_CHECK_OK(tl_axpby(h.exec, alpha, &x.t, beta, &y.t)); /* in place */
-        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
-          double complex want = al * tl_num_get(&x.t, idx) + be * tl_num_get(&y0.t, idx);
-          if (!tl_num_close_enough(tl_num_get(&y.t, idx), want, tl_num_tolerance(dt), 1.0))
-            fail_at("axpby", dt, lo, si, tl_num_get(&y.t, idx), want);
+        TH_CHECK_OK(tl_axpby(h.exec, alpha, &x.t, beta, &y.t)); /* in place */
+        TH_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * th_num_get(&x.t, idx) + be * th_num_get(&y0.t, idx);
+          if (!th_num_close_enough(th_num_get(&y.t, idx), want, th_num_tolerance(dt), 1.0))
+            fail_at("axpby", dt, lo, si, th_num_get(&y.t, idx), want);
         }
-        TL_CHECK_OK(tl_scale_into(h.exec, alpha, &x.t, &out.t));
-        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
-          double complex want = al * tl_num_get(&x.t, idx);
-          if (!tl_num_close_enough(tl_num_get(&out.t, idx), want, tl_num_tolerance(dt), 1.0))
-            fail_at("scale", dt, lo, si, tl_num_get(&out.t, idx), want);
+        TH_CHECK_OK(tl_scale_into(h.exec, alpha, &x.t, &out.t));
+        TH_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * th_num_get(&x.t, idx);
+          if (!th_num_close_enough(th_num_get(&out.t, idx), want, th_num_tolerance(dt), 1.0))
+            fail_at("scale", dt, lo, si, th_num_get(&out.t, idx), want);
         }
-        TL_CHECK_OK(tl_fill_into(h.exec, beta, &out.t));
-        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
-          if (!tl_num_close_enough(tl_num_get(&out.t, idx), be, tl_num_tolerance(dt), 1.0))
-            fail_at("fill", dt, lo, si, tl_num_get(&out.t, idx), be);
+        TH_CHECK_OK(tl_fill_into(h.exec, beta, &out.t));
+        TH_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          if (!th_num_close_enough(th_num_get(&out.t, idx), be, th_num_tolerance(dt), 1.0))
+            fail_at("fill", dt, lo, si, th_num_get(&out.t, idx), be);
         }
         /* beta = 0 does not read y: NaN in y must not reach out */
-        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) tl_num_set(&y.t, idx, NAN);
-        TL_CHECK_OK(tl_axpby(h.exec, alpha, &x.t, tl_scalar_real(0.0), &y.t));
-        TL_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
-          double complex want = al * tl_num_get(&x.t, idx);
-          if (!tl_num_close_enough(tl_num_get(&y.t, idx), want, tl_num_tolerance(dt), 1.0))
-            fail_at("axpby beta 0", dt, lo, si, tl_num_get(&y.t, idx), want);
+        TH_NUM_FOR_EACH(idx, sc->rank, sc->shape) th_num_set(&y.t, idx, NAN);
+        TH_CHECK_OK(tl_axpby(h.exec, alpha, &x.t, tl_scalar_real(0.0), &y.t));
+        TH_NUM_FOR_EACH(idx, sc->rank, sc->shape) {
+          double complex want = al * th_num_get(&x.t, idx);
+          if (!th_num_close_enough(th_num_get(&y.t, idx), want, th_num_tolerance(dt), 1.0))
+            fail_at("axpby beta 0", dt, lo, si, th_num_get(&y.t, idx), want);
         }
         kt_free(&x), kt_free(&y), kt_free(&y0), kt_free(&out);
       }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 /* ---- permute, copy, reshape ----------------------------------------------------------- */
@@ -223,11 +223,11 @@ static void check_permute(tl_exec *exec, tl_dtype dt, int rank, const int64_t *s
   kt_tensor x, out;
   kt_make(&x, dt, rank, shape, lx, 0);
   kt_make(&out, dt, rank, oshape, lo, 0);
-  TL_CHECK_OK(tl_permute_into(exec, &x.t, perm, &out.t));
-  TL_NUM_FOR_EACH(idx, rank, oshape) {
+  TH_CHECK_OK(tl_permute_into(exec, &x.t, perm, &out.t));
+  TH_NUM_FOR_EACH(idx, rank, oshape) {
     int64_t src[TL_MAX_RANK];
     for (int k = 0; k < rank; k++) src[perm[k]] = idx[k];
-    double complex want = tl_num_get(&x.t, src), got = tl_num_get(&out.t, idx);
+    double complex want = th_num_get(&x.t, src), got = th_num_get(&out.t, idx);
     if (memcmp(&want, &got, sizeof want) != 0 && !(want == got))
       fail_at("permute", dt, lo, si, got, want);
   }
@@ -235,8 +235,8 @@ static void check_permute(tl_exec *exec, tl_dtype dt, int rank, const int64_t *s
 }
 
 static void permute_table_matches_naive(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++)
       for (int lx = 0; lx < KT_LAYOUTS; lx++)
@@ -264,76 +264,76 @@ static void permute_table_matches_naive(void) {
     for (int o = 0; o < 5; o++)
       check_permute(h.exec, dtypes[di], 3, s3, orders[o], KT_COL, KT_COL, 300 + o);
   }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 static void copy_into_and_fresh_permute_match_naive(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++) {
       const shape_case *sc = &shapes[si];
       kt_tensor x, out;
       kt_make(&x, dtypes[di], sc->rank, sc->shape, KT_PERMUTED, 0);
       kt_make(&out, dtypes[di], sc->rank, sc->shape, KT_NEGATIVE, 0);
-      TL_CHECK_OK(tl_copy_into(h.exec, &x.t, &out.t));
-      TL_NUM_FOR_EACH(idx, sc->rank, sc->shape)
-      TL_CHECK(tl_num_get(&x.t, idx) == tl_num_get(&out.t, idx));
+      TH_CHECK_OK(tl_copy_into(h.exec, &x.t, &out.t));
+      TH_NUM_FOR_EACH(idx, sc->rank, sc->shape)
+      TH_CHECK(th_num_get(&x.t, idx) == th_num_get(&out.t, idx));
       int perm[4];
       for (int k = 0; k < sc->rank; k++) perm[k] = sc->rank - 1 - k;
       tl_tensor fresh;
-      TL_CHECK_OK(tl_permute(h.exec, &x.t, perm, &fresh));
-      TL_CHECK(tl_tensor_is_col_major(&fresh));
-      TL_NUM_FOR_EACH(idx, sc->rank, fresh.shape) {
+      TH_CHECK_OK(tl_permute(h.exec, &x.t, perm, &fresh));
+      TH_CHECK(tl_tensor_is_col_major(&fresh));
+      TH_NUM_FOR_EACH(idx, sc->rank, fresh.shape) {
         int64_t src[TL_MAX_RANK];
         for (int k = 0; k < sc->rank; k++) src[perm[k]] = idx[k];
-        TL_CHECK(tl_num_get(&x.t, src) == tl_num_get(&fresh, idx));
+        TH_CHECK(th_num_get(&x.t, src) == th_num_get(&fresh, idx));
       }
       tl_tensor_release(&fresh);
       kt_free(&x), kt_free(&out);
     }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 static void reshape_is_a_view_when_strides_allow_else_a_copy(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   for (int di = 0; di < 4; di++) {
     int64_t shape[3] = {4, 3, 5}, flat[2] = {12, 5}, other[3] = {2, 30, 1};
     kt_tensor x;
     kt_make(&x, dtypes[di], 3, shape, KT_COL, 0);
     tl_tensor r;
-    TL_CHECK_OK(tl_reshape(h.exec, &x.t, 2, flat, &r));
-    TL_CHECK(r.owned == NULL && r.data == x.t.data); /* a view */
-    TL_NUM_FOR_EACH(idx, 3, shape) {
+    TH_CHECK_OK(tl_reshape(h.exec, &x.t, 2, flat, &r));
+    TH_CHECK(r.owned == NULL && r.data == x.t.data); /* a view */
+    TH_NUM_FOR_EACH(idx, 3, shape) {
       int64_t j[2] = {idx[0] + 4 * idx[1], idx[2]};
-      TL_CHECK(tl_num_get(&x.t, idx) == tl_num_get(&r, j));
+      TH_CHECK(th_num_get(&x.t, idx) == th_num_get(&r, j));
     }
     kt_free(&x);
     /* row-major source: merging axes 0 and 1 in column-major order needs a copy */
     kt_make(&x, dtypes[di], 3, shape, KT_ROW, 0);
-    TL_CHECK_OK(tl_reshape(h.exec, &x.t, 3, other, &r));
-    TL_CHECK(r.owned != NULL);
+    TH_CHECK_OK(tl_reshape(h.exec, &x.t, 3, other, &r));
+    TH_CHECK(r.owned != NULL);
     int64_t n = 0;
-    TL_NUM_FOR_EACH(idx, 3, shape) {
+    TH_NUM_FOR_EACH(idx, 3, shape) {
       int64_t j[3] = {n % 2, n / 2, 0};
-      TL_CHECK(tl_num_get(&x.t, idx) == tl_num_get(&r, j));
+      TH_CHECK(th_num_get(&x.t, idx) == th_num_get(&r, j));
       n++;
     }
     tl_tensor_release(&r);
     /* reshape_into any layout */
     kt_tensor out;
     kt_make(&out, dtypes[di], 2, flat, KT_NEGATIVE, 0);
-    TL_CHECK_OK(tl_reshape_into(h.exec, &x.t, &out.t));
+    TH_CHECK_OK(tl_reshape_into(h.exec, &x.t, &out.t));
     n = 0;
-    TL_NUM_FOR_EACH(idx, 3, shape) {
+    TH_NUM_FOR_EACH(idx, 3, shape) {
       int64_t j[2] = {n % 12, n / 12};
-      TL_CHECK(tl_num_get(&x.t, idx) == tl_num_get(&out.t, j));
+      TH_CHECK(th_num_get(&x.t, idx) == th_num_get(&out.t, j));
       n++;
     }
     kt_free(&x), kt_free(&out);
   }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 /* ---- reduce ---------------------------------------------------------------------------- */
@@ -346,13 +346,13 @@ static double complex naive_reduce(tl_reduce_op op, const tl_tensor *x, unsigned
                        : op == TL_REDUCE_MIN ? INFINITY
                                              : 0;
   *empty = 1;
-  TL_NUM_FOR_EACH(idx, x->rank, x->shape) {
+  TH_NUM_FOR_EACH(idx, x->rank, x->shape) {
     int match = 1;
     for (int k = 0; k < x->rank; k++)
       if (!((mask >> k) & 1) && idx[k] != kept_idx[k]) match = 0;
     if (!match) continue;
     *empty = 0;
-    double complex v = tl_num_get(x, idx);
+    double complex v = th_num_get(x, idx);
     switch (op) {
       case TL_REDUCE_SUM:
         acc += v;
@@ -376,8 +376,8 @@ static double complex naive_reduce(tl_reduce_op op, const tl_tensor *x, unsigned
 }
 
 static void reduce_table_matches_naive(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   for (int di = 0; di < 4; di++)
     for (int si = 0; si < N_SHAPES; si++)
       for (int lx = 0; lx < KT_LAYOUTS; lx++)
@@ -402,8 +402,8 @@ static void reduce_table_matches_naive(void) {
               kt_make(&x, dt, sc->rank, sc->shape, (kt_layout)lx, 1);
               tl_dtype odt = op == TL_REDUCE_NORM2 ? tl_dtype_real(dt) : dt;
               kt_make(&out, odt, orank, oshape, (kt_layout)((lx + 1) % KT_LAYOUTS), 0);
-              TL_CHECK_OK(tl_reduce_into(h.exec, (tl_reduce_op)op, &x.t, n_axes, axes, &out.t));
-              TL_NUM_FOR_EACH(oidx, orank, oshape) {
+              TH_CHECK_OK(tl_reduce_into(h.exec, (tl_reduce_op)op, &x.t, n_axes, axes, &out.t));
+              TH_NUM_FOR_EACH(oidx, orank, oshape) {
                 int64_t kept[4] = {0};
                 for (int k = 0, o = 0; k < sc->rank; k++) {
                   if ((mask >> k) & 1) {
@@ -414,20 +414,20 @@ static void reduce_table_matches_naive(void) {
                 }
                 int empty;
                 double complex want = naive_reduce((tl_reduce_op)op, &x.t, mask, kept, &empty);
-                double complex got = tl_num_get(&out.t, oidx);
-                if (!tl_num_close_enough(got, want, tl_num_tolerance(dt) * 10, 1.0))
+                double complex got = th_num_get(&out.t, oidx);
+                if (!th_num_close_enough(got, want, th_num_tolerance(dt) * 10, 1.0))
                   fail_at("reduce", dt, lx, si * 100 + op * 10 + (int)mask, got, want);
               }
               kt_free(&x), kt_free(&out);
             }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 /* ---- gemm and contraction -------------------------------------------------------------- */
 
 static void gemm_table_matches_naive(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int64_t sizes[][3] = {{0, 3, 2}, {3, 0, 2}, {3, 2, 0},    {1, 1, 1},    {2, 2, 2},
                         {7, 5, 3}, {8, 8, 8}, {33, 17, 40}, {64, 64, 64}, {97, 70, 45}};
   for (int di = 0; di < 4; di++)
@@ -445,28 +445,28 @@ static void gemm_table_matches_naive(void) {
             kt_make(&b, dt, 2, sb, (kt_layout)((la + 1) % KT_LAYOUTS), 0);
             kt_make(&c, dt, 2, sc2, (kt_layout)lc, 0);
             kt_make(&c0, dt, 2, sc2, KT_COL, 0);
-            TL_NUM_FOR_EACH(idx, 2, sc2) tl_num_set(&c0.t, idx, tl_num_get(&c.t, idx));
+            TH_NUM_FOR_EACH(idx, 2, sc2) th_num_set(&c0.t, idx, th_num_get(&c.t, idx));
             int cplx = tl_dtype_is_complex(dt);
             tl_scalar alpha = ab ? (tl_scalar){1.0, 0.0} : (tl_scalar){0.5, cplx ? 0.25 : 0.0};
             tl_scalar beta = ab ? (tl_scalar){0.0, 0.0} : (tl_scalar){-1.5, cplx ? 1.0 : 0.0};
-            TL_CHECK_OK(tl_gemm_into(h.exec, alpha, &a.t, &b.t, beta, &c.t));
+            TH_CHECK_OK(tl_gemm_into(h.exec, alpha, &a.t, &b.t, beta, &c.t));
             double complex al = alpha.re + I * alpha.im, be = beta.re + I * beta.im;
-            TL_NUM_FOR_EACH(idx, 2, sc2) {
+            TH_NUM_FOR_EACH(idx, 2, sc2) {
               double complex s = 0;
               double scale = 0;
               for (int64_t p = 0; p < k; p++) {
                 int64_t ia[2] = {idx[0], p}, ib[2] = {p, idx[1]};
-                s += tl_num_get(&a.t, ia) * tl_num_get(&b.t, ib);
-                scale += cabs(tl_num_get(&a.t, ia) * tl_num_get(&b.t, ib));
+                s += th_num_get(&a.t, ia) * th_num_get(&b.t, ib);
+                scale += cabs(th_num_get(&a.t, ia) * th_num_get(&b.t, ib));
               }
-              double complex want = al * s + (ab ? 0 : be * tl_num_get(&c0.t, idx));
-              if (!tl_num_close_enough(tl_num_get(&c.t, idx), want, tl_num_tolerance(dt) * 4,
+              double complex want = al * s + (ab ? 0 : be * th_num_get(&c0.t, idx));
+              if (!th_num_close_enough(th_num_get(&c.t, idx), want, th_num_tolerance(dt) * 4,
                                        scale + 1.0))
-                fail_at("gemm", dt, la, zi, tl_num_get(&c.t, idx), want);
+                fail_at("gemm", dt, la, zi, th_num_get(&c.t, idx), want);
             }
             kt_free(&a), kt_free(&b), kt_free(&c), kt_free(&c0);
           }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 typedef struct contract_case {
@@ -503,8 +503,8 @@ static void labels_of(const char *s, int *labels, int64_t *shape, const int64_t 
 }
 
 static void contract_table_matches_naive(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int ncases = (int)(sizeof contract_cases / sizeof contract_cases[0]);
   for (int ci = 0; ci < ncases; ci++)
     for (int di = 0; di < 4; di++)
@@ -525,7 +525,7 @@ static void contract_table_matches_naive(void) {
           kt_make(&a, dt, ra, sa, (kt_layout)la, 0);
           kt_make(&b, dt, rb, sb, (kt_layout)((la + 2) % KT_LAYOUTS), 0);
           kt_make(&c, dt, rc, sc2, (kt_layout)lc, 0);
-          TL_CHECK_OK(tl_contract_into(h.exec, &a.t, al, &b.t, bl, &c.t, cl));
+          TH_CHECK_OK(tl_contract_into(h.exec, &a.t, al, &b.t, bl, &c.t, cl));
           /* naive: one pass over every assignment of every label, accumulating into a
            * column-major reference of c */
           int all[26], nall = 0;
@@ -537,37 +537,37 @@ static void contract_table_matches_naive(void) {
               for (int j = 0; j < nall; j++) seen |= all[j] == l;
               if (!seen) all[nall] = l, ext[nall] = cc->extent[l], nall++;
             }
-          int64_t ncell = tl_num_numel(rc, sc2);
+          int64_t ncell = th_num_numel(rc, sc2);
           double complex *ref = calloc((size_t)(ncell + 1), sizeof *ref);
           double *scale = calloc((size_t)(ncell + 1), sizeof *scale);
-          TL_NUM_FOR_EACH(v, nall, ext) {
+          TH_NUM_FOR_EACH(v, nall, ext) {
             int64_t val[26];
             for (int j = 0; j < nall; j++) val[all[j]] = v[j];
             int64_t ia[8], ib[8], cell = 0, step = 1;
             for (int i = 0; i < ra; i++) ia[i] = val[al[i]];
             for (int i = 0; i < rb; i++) ib[i] = val[bl[i]];
             for (int i = 0; i < rc; i++) cell += val[cl[i]] * step, step *= sc2[i];
-            double complex p = tl_num_get(&a.t, ia) * tl_num_get(&b.t, ib);
+            double complex p = th_num_get(&a.t, ia) * th_num_get(&b.t, ib);
             ref[cell] += p;
             scale[cell] += cabs(p);
           }
           int64_t cell = 0;
-          TL_NUM_FOR_EACH(cidx, rc, sc2) {
-            if (!tl_num_close_enough(tl_num_get(&c.t, cidx), ref[cell], tl_num_tolerance(dt) * 4,
+          TH_NUM_FOR_EACH(cidx, rc, sc2) {
+            if (!th_num_close_enough(th_num_get(&c.t, cidx), ref[cell], th_num_tolerance(dt) * 4,
                                      scale[cell] + 1.0))
-              fail_at(cc->c[0] ? cc->c : "(scalar)", dt, la, ci, tl_num_get(&c.t, cidx), ref[cell]);
+              fail_at(cc->c[0] ? cc->c : "(scalar)", dt, la, ci, th_num_get(&c.t, cidx), ref[cell]);
             cell++;
           }
           free(ref), free(scale);
           kt_free(&a), kt_free(&b), kt_free(&c);
         }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 /* C = A B checked by C x = A (B x) for random x (Freivalds), for sizes too big for naive. */
 static void contract_randomized_residual_is_small(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int64_t sizes[][4] = {{300, 257, 190, 1}, {64, 512, 96, 3}, {1000, 40, 30, 2}};
   for (int di = 0; di < 4; di++)
     for (int zi = 0; zi < 3; zi++) {
@@ -579,7 +579,7 @@ static void contract_randomized_residual_is_small(void) {
       kt_make(&a, dt, 3, sa, KT_COL, 0);
       kt_make(&b, dt, 3, sb, KT_ROW, 0);
       kt_make(&c, dt, 3, sc2, KT_GENERAL, 0);
-      TL_CHECK_OK(tl_contract_into(h.exec, &a.t, al, &b.t, bl, &c.t, cl));
+      TH_CHECK_OK(tl_contract_into(h.exec, &a.t, al, &b.t, bl, &c.t, cl));
       double complex *x = malloc(sizeof *x * (size_t)n), *bx = malloc(sizeof *bx * (size_t)k);
       for (int64_t batch = 0; batch < nb; batch++) {
         for (int64_t j = 0; j < n; j++) x[j] = kt_uniform() + I * kt_uniform();
@@ -587,7 +587,7 @@ static void contract_randomized_residual_is_small(void) {
           bx[p] = 0;
           for (int64_t j = 0; j < n; j++) {
             int64_t ib[3] = {j, p, batch};
-            bx[p] += tl_num_get(&b.t, ib) * x[j];
+            bx[p] += th_num_get(&b.t, ib) * x[j];
           }
         }
         double worst = 0;
@@ -595,33 +595,33 @@ static void contract_randomized_residual_is_small(void) {
           double complex lhs = 0, rhs = 0;
           for (int64_t j = 0; j < n; j++) {
             int64_t ic[3] = {i, batch, j};
-            lhs += tl_num_get(&c.t, ic) * x[j];
+            lhs += th_num_get(&c.t, ic) * x[j];
           }
           for (int64_t p = 0; p < k; p++) {
             int64_t ia[3] = {batch, p, i};
-            rhs += tl_num_get(&a.t, ia) * bx[p];
+            rhs += th_num_get(&a.t, ia) * bx[p];
           }
           double r = cabs(lhs - rhs) / (sqrt((double)(n * k)) + cabs(rhs));
           if (r > worst) worst = r;
         }
-        if (worst > tl_num_tolerance(dt) * 10) {
+        if (worst > th_num_tolerance(dt) * 10) {
           char text[200];
           snprintf(text, sizeof text, "residual %g for %s m=%lld n=%lld k=%lld", worst,
                    tl_dtype_name(dt), (long long)m, (long long)n, (long long)k);
-          tl_test_fail_at(__FILE__, __LINE__, text);
+          th_test_fail_at(__FILE__, __LINE__, text);
         }
       }
       free(x), free(bx);
       kt_free(&a), kt_free(&b), kt_free(&c);
     }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 /* ---- threading ------------------------------------------------------------------------- */
 
 static void root_team_results_match_one_thread(void) {
-  tl_held h2, h1;
-  tl_held_open(&h2, 2);
+  th_held h2, h1;
+  th_held_open(&h2, 2);
   int64_t m = 700, n = 650, k = 300;
   int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc2[2] = {m, n};
   kt_tensor a, b, c1, c2;
@@ -629,34 +629,34 @@ static void root_team_results_match_one_thread(void) {
   kt_make(&b, TL_F64, 2, sb, KT_ROW, 0);
   kt_make(&c1, TL_F64, 2, sc2, KT_COL, 0);
   kt_make(&c2, TL_F64, 2, sc2, KT_COL, 0);
-  TL_CHECK_OK(tl_gemm_into(h2.exec, tl_scalar_real(1), &a.t, &b.t, tl_scalar_real(0), &c2.t));
+  TH_CHECK_OK(tl_gemm_into(h2.exec, tl_scalar_real(1), &a.t, &b.t, tl_scalar_real(0), &c2.t));
   /* permute, reduce and axpby big enough to be split */
   int perm[2] = {1, 0};
   int64_t st[2] = {n, m};
   kt_tensor t2, t1;
   kt_make(&t2, TL_F64, 2, st, KT_COL, 0);
   kt_make(&t1, TL_F64, 2, st, KT_COL, 0);
-  TL_CHECK_OK(tl_permute_into(h2.exec, &c2.t, perm, &t2.t));
+  TH_CHECK_OK(tl_permute_into(h2.exec, &c2.t, perm, &t2.t));
   tl_tensor r2, r1, s2, s1;
   int axis1[1] = {1}, axis0[1] = {0};
-  TL_CHECK_OK(tl_reduce(h2.exec, TL_REDUCE_SUM, &t2.t, 1, axis1, &r2));
-  TL_CHECK_OK(tl_reduce(h2.exec, TL_REDUCE_NORM2, &t2.t, 1, axis0, &s2));
-  tl_held_close(&h2);
-  tl_held_open(&h1, 1);
-  TL_CHECK_OK(tl_gemm_into(h1.exec, tl_scalar_real(1), &a.t, &b.t, tl_scalar_real(0), &c1.t));
+  TH_CHECK_OK(tl_reduce(h2.exec, TL_REDUCE_SUM, &t2.t, 1, axis1, &r2));
+  TH_CHECK_OK(tl_reduce(h2.exec, TL_REDUCE_NORM2, &t2.t, 1, axis0, &s2));
+  th_held_close(&h2);
+  th_held_open(&h1, 1);
+  TH_CHECK_OK(tl_gemm_into(h1.exec, tl_scalar_real(1), &a.t, &b.t, tl_scalar_real(0), &c1.t));
   /* The same input as the split permute: a permute is exact, so the two must agree bit for
    * bit (the GEMMs agree only to rounding: which provider kernel runs a block can differ). */
-  TL_CHECK_OK(tl_permute_into(h1.exec, &c2.t, perm, &t1.t));
-  TL_CHECK_OK(tl_reduce(h1.exec, TL_REDUCE_SUM, &t1.t, 1, axis1, &r1));
-  TL_CHECK_OK(tl_reduce(h1.exec, TL_REDUCE_NORM2, &t1.t, 1, axis0, &s1));
-  tl_held_close(&h1);
-  TL_NUM_FOR_EACH(idx, 2, sc2)
-  TL_CHECK(tl_num_close_enough(tl_num_get(&c1.t, idx), tl_num_get(&c2.t, idx), 1e-12, 1.0));
-  TL_NUM_FOR_EACH(idx, 2, st) TL_CHECK(tl_num_get(&t1.t, idx) == tl_num_get(&t2.t, idx));
-  TL_NUM_FOR_EACH(idx, 1, r1.shape)
-  TL_CHECK(tl_num_close_enough(tl_num_get(&r1, idx), tl_num_get(&r2, idx), 1e-12, 1.0));
-  TL_NUM_FOR_EACH(idx, 1, s1.shape)
-  TL_CHECK(tl_num_close_enough(tl_num_get(&s1, idx), tl_num_get(&s2, idx), 1e-12, 1.0));
+  TH_CHECK_OK(tl_permute_into(h1.exec, &c2.t, perm, &t1.t));
+  TH_CHECK_OK(tl_reduce(h1.exec, TL_REDUCE_SUM, &t1.t, 1, axis1, &r1));
+  TH_CHECK_OK(tl_reduce(h1.exec, TL_REDUCE_NORM2, &t1.t, 1, axis0, &s1));
+  th_held_close(&h1);
+  TH_NUM_FOR_EACH(idx, 2, sc2)
+  TH_CHECK(th_num_close_enough(th_num_get(&c1.t, idx), th_num_get(&c2.t, idx), 1e-12, 1.0));
+  TH_NUM_FOR_EACH(idx, 2, st) TH_CHECK(th_num_get(&t1.t, idx) == th_num_get(&t2.t, idx));
+  TH_NUM_FOR_EACH(idx, 1, r1.shape)
+  TH_CHECK(th_num_close_enough(th_num_get(&r1, idx), th_num_get(&r2, idx), 1e-12, 1.0));
+  TH_NUM_FOR_EACH(idx, 1, s1.shape)
+  TH_CHECK(th_num_close_enough(th_num_get(&s1, idx), th_num_get(&s2, idx), 1e-12, 1.0));
   tl_tensor_release(&r1), tl_tensor_release(&r2), tl_tensor_release(&s1), tl_tensor_release(&s2);
   kt_free(&a), kt_free(&b), kt_free(&c1), kt_free(&c2), kt_free(&t1), kt_free(&t2);
 }
@@ -684,8 +684,8 @@ static void *ticket_thread(void *arg_) {
 }
 
 static void team_wider_than_one_on_child_surface_is_unavailable(void) {
-  tl_held h;
-  tl_held_open(&h, 2);
+  th_held h;
+  th_held_open(&h, 2);
   int64_t s[2] = {64, 64};
   kt_tensor a, b, out;
   kt_make(&a, TL_F64, 2, s, KT_COL, 0);
@@ -695,16 +695,16 @@ static void team_wider_than_one_on_child_surface_is_unavailable(void) {
   ticket_arg arg;
   memset(&arg, 0, sizeof arg);
   arg.a = &a, arg.b = &b, arg.out = &out;
-  TL_CHECK_OK(tl_session_ticket(h.session, &arg.ticket));
+  TH_CHECK_OK(tl_session_ticket(h.session, &arg.ticket));
   pthread_t thread;
-  TL_CHECK(pthread_create(&thread, NULL, ticket_thread, &arg) == 0);
+  TH_CHECK(pthread_create(&thread, NULL, ticket_thread, &arg) == 0);
   pthread_join(thread, NULL);
-  TL_CHECK_OK((tl_status)arg.enter_status);
-  TL_CHECK_OK(arg.team_status);
-  TL_CHECK_STATUS(arg.add_status, TL_E_UNAVAILABLE);
-  TL_CHECK_STATUS(arg.gemm_status, TL_E_UNAVAILABLE);
-  TL_CHECK(kt_unchanged(&before, &out.backing));
-  tl_held_close(&h);
+  TH_CHECK_OK((tl_status)arg.enter_status);
+  TH_CHECK_OK(arg.team_status);
+  TH_CHECK_STATUS(arg.add_status, TL_E_UNAVAILABLE);
+  TH_CHECK_STATUS(arg.gemm_status, TL_E_UNAVAILABLE);
+  TH_CHECK(kt_unchanged(&before, &out.backing));
+  th_held_close(&h);
   kt_free(&a), kt_free(&b), kt_free(&out);
 }
 
@@ -726,8 +726,8 @@ static int on_lane(tl_lane *lane, int lane_index, void *arg_) {
 static void on_phase(tl_phase *phase, void *arg) { tl_phase_run(phase, on_lane, arg, NULL); }
 
 static void cancelled_lane_route_returns_cancelled_and_writes_nothing(void) {
-  tl_held h;
-  tl_held_open(&h, 2);
+  th_held h;
+  th_held_open(&h, 2);
   int64_t s[2] = {50, 40};
   kt_tensor a, b, outs[8];
   kt_make(&a, TL_F64, 2, s, KT_COL, 0);
@@ -740,30 +740,30 @@ static void cancelled_lane_route_returns_cancelled_and_writes_nothing(void) {
   arg.a = &a, arg.b = &b, arg.outs = outs;
   const tl_status not_run = (tl_status)-1;
   for (int i = 0; i < 8; i++) arg.status[i] = not_run;
-  TL_CHECK_OK(tl_session_phase(h.session, on_phase, &arg));
+  TH_CHECK_OK(tl_session_phase(h.session, on_phase, &arg));
   /* a lane that saw the flag before its callback is skipped; every lane that ran got
    * TL_E_CANCELLED from the route and its output is untouched */
   int ran = 0;
   for (int i = 0; i < 8; i++) {
     if (arg.status[i] != not_run) {
-      TL_CHECK_STATUS(arg.status[i], TL_E_CANCELLED);
+      TH_CHECK_STATUS(arg.status[i], TL_E_CANCELLED);
       ran++;
     }
-    TL_CHECK(kt_unchanged(&before[i], &outs[i].backing));
+    TH_CHECK(kt_unchanged(&before[i], &outs[i].backing));
   }
-  TL_CHECK(ran >= 1);
-  tl_held_close(&h);
+  TH_CHECK(ran >= 1);
+  th_held_close(&h);
   kt_free(&a), kt_free(&b);
   for (int i = 0; i < 8; i++) kt_free(&outs[i]);
 }
 
-TL_TEST_MAIN(TL_CASE(elementwise_binary_table_matches_naive),
-             TL_CASE(elementwise_broadcasts_extent_one_axes),
-             TL_CASE(elementwise_unary_table_matches_naive), TL_CASE(scale_axpby_fill_match_naive),
-             TL_CASE(permute_table_matches_naive), TL_CASE(copy_into_and_fresh_permute_match_naive),
-             TL_CASE(reshape_is_a_view_when_strides_allow_else_a_copy),
-             TL_CASE(reduce_table_matches_naive), TL_CASE(gemm_table_matches_naive),
-             TL_CASE(contract_table_matches_naive), TL_CASE(contract_randomized_residual_is_small),
-             TL_CASE(root_team_results_match_one_thread),
-             TL_CASE(team_wider_than_one_on_child_surface_is_unavailable),
-             TL_CASE(cancelled_lane_route_returns_cancelled_and_writes_nothing))
+TH_TEST_MAIN(TH_CASE(elementwise_binary_table_matches_naive),
+             TH_CASE(elementwise_broadcasts_extent_one_axes),
+             TH_CASE(elementwise_unary_table_matches_naive), TH_CASE(scale_axpby_fill_match_naive),
+             TH_CASE(permute_table_matches_naive), TH_CASE(copy_into_and_fresh_permute_match_naive),
+             TH_CASE(reshape_is_a_view_when_strides_allow_else_a_copy),
+             TH_CASE(reduce_table_matches_naive), TH_CASE(gemm_table_matches_naive),
+             TH_CASE(contract_table_matches_naive), TH_CASE(contract_randomized_residual_is_small),
+             TH_CASE(root_team_results_match_one_thread),
+             TH_CASE(team_wider_than_one_on_child_surface_is_unavailable),
+             TH_CASE(cancelled_lane_route_returns_cancelled_and_writes_nothing))

@@ -13,9 +13,9 @@
 #include "kernels/kernels.h"
 #include "kernels/providers.h"
 #include "tenlane/ops.h"
-#include "tl_fixtures.h"
-#include "tl_numeric.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_numeric.h"
+#include "th_test.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static int64_t draw(int64_t lo, int64_t hi) {
@@ -43,7 +43,7 @@ static int64_t view(int layout, int64_t rows, int64_t cols, int64_t *rs, int64_t
   }
 }
 
-static double value(uint64_t *state) { return tl_num_uniform(state) * 2.0 - 1.0; }
+static double value(uint64_t *state) { return th_num_uniform(state) * 2.0 - 1.0; }
 
 /* One call of the hand kernel (or of the policy, when policy > 0 is its jit_after) against
  * the naive sum, for dtype f32 or f64. */
@@ -101,7 +101,7 @@ static void check_one(int isa, int policy, tl_dtype dt, int64_t m, int64_t n, in
   void *c = f32 ? (void *)(cf + oc) : (void *)(cbuf + oc);
   tl_scalar al = tl_scalar_real(alpha), be = tl_scalar_real(beta);
   if (policy > 0)
-    TL_CHECK(tl__small_gemm_ex(policy, dt, m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc));
+    TH_CHECK(tl__small_gemm_ex(policy, dt, m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc));
   else
     tl__small_gemm_kernel(isa, dt, m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc);
   double tol = (f32 ? 2e-6 : 1e-14) * (double)(k + 1);
@@ -115,7 +115,7 @@ static void check_one(int isa, int policy, tl_dtype dt, int64_t m, int64_t n, in
                  "c(%lld, %lld) = %.17g, want %.17g",
                  isa, policy, tl_dtype_name(dt), (long long)m, (long long)n, (long long)k, la, lb,
                  lc, alpha, beta, (long long)i, (long long)j, got, want[i + j * m]);
-        tl_test_fail_at(__FILE__, __LINE__, what);
+        th_test_fail_at(__FILE__, __LINE__, what);
       }
     }
 }
@@ -164,28 +164,28 @@ static void small_gemm_generates_code_only_after_repeated_sightings(void) {
     }
     /* beta 1 and beta 0 are two kernels: each seen at least JIT_AFTER times */
     size_t after = registry_size();
-    TL_CHECK(after >= before + 2);
+    TH_CHECK(after >= before + 2);
     /* a shape seen fewer times than the threshold generates nothing */
     before = registry_size();
     for (int call = 1; call < TL__SMALL_GEMM_JIT_AFTER; call++)
       check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m + 20, n, k, 0, 0, 0, 1.0, 0.0);
-    TL_CHECK(registry_size() == before);
+    TH_CHECK(registry_size() == before);
     /* jit_after 1 generates at first sight; a row-major C goes through C^T = B^T A^T */
     check_one(-1, 1, dt, m + 21, n + 3, k, 1, 1, 1, 1.0, 0.0);
-    TL_CHECK(registry_size() == before + 1);
+    TH_CHECK(registry_size() == before + 1);
     /* calls libxsmm cannot take (alpha 2, strided rows) never generate code */
     for (int call = 0; call < 2 * TL__SMALL_GEMM_JIT_AFTER; call++) {
       check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m, n, k, 0, 0, 0, 2.0, 0.0);
       check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m, n, k, 3, 2, 3, 1.0, 1.0);
     }
-    TL_CHECK(registry_size() == before + 1);
+    TH_CHECK(registry_size() == before + 1);
   }
   /* out of reach: complex, or too big */
   double x[4] = {0};
-  TL_CHECK(!tl__small_gemm(TL_C128, 1, 1, 1, tl_scalar_real(1), x, 1, 1, x, 1, 1, tl_scalar_real(0),
+  TH_CHECK(!tl__small_gemm(TL_C128, 1, 1, 1, tl_scalar_real(1), x, 1, 1, x, 1, 1, tl_scalar_real(0),
                            x + 2, 1, 1));
-  TL_CHECK(!tl__small_gemm_fits(TL_F64, 65, 64, 64));
-  TL_CHECK(!tl__small_gemm_fits(TL_F64, 2, 2, TL__SMALL_GEMM_MAX_K + 1));
+  TH_CHECK(!tl__small_gemm_fits(TL_F64, 65, 64, 64));
+  TH_CHECK(!tl__small_gemm_fits(TL_F64, 2, 2, TL__SMALL_GEMM_MAX_K + 1));
 }
 
 /* tl_gemm_into on a stream of shapes this process has not seen, every dtype, through
@@ -193,8 +193,8 @@ static void small_gemm_generates_code_only_after_repeated_sightings(void) {
  * call, then a repeat) and once more after the JIT threshold: every result agrees with
  * the naive product. */
 static void gemm_new_shapes_match_naive_in_every_dtype(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   const tl_dtype dtypes[4] = {TL_F32, TL_F64, TL_C64, TL_C128};
   for (int di = 0; di < 4; di++)
     for (int s = 0; s < 12; s++) {
@@ -202,12 +202,12 @@ static void gemm_new_shapes_match_naive_in_every_dtype(void) {
       int64_t m = draw(1, 40), n = draw(1, 40), k = draw(1, 40);
       int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {n, m};
       tl_tensor a, b, ct, c;
-      TL_CHECK_OK(tl_tensor_create(dt, 2, sa, &a));
-      TL_CHECK_OK(tl_tensor_create(dt, 2, sb, &b));
-      TL_CHECK_OK(tl_tensor_create(dt, 2, sc, &ct));
+      TH_CHECK_OK(tl_tensor_create(dt, 2, sa, &a));
+      TH_CHECK_OK(tl_tensor_create(dt, 2, sb, &b));
+      TH_CHECK_OK(tl_tensor_create(dt, 2, sc, &ct));
       uint64_t state = (uint64_t)s + 7;
-      TL_NUM_FOR_EACH(idx, 2, sa) tl_num_set_parts(&a, idx, value(&state), value(&state));
-      TL_NUM_FOR_EACH(idx, 2, sb) tl_num_set_parts(&b, idx, value(&state), value(&state));
+      TH_NUM_FOR_EACH(idx, 2, sa) th_num_set_parts(&a, idx, value(&state), value(&state));
+      TH_NUM_FOR_EACH(idx, 2, sb) th_num_set_parts(&b, idx, value(&state), value(&state));
       /* a and b reversed along both axes (negative strides); c the transpose of ct */
       tl_tensor ar = a, br = b;
       for (int ax = 0; ax < 2; ax++) {
@@ -215,29 +215,29 @@ static void gemm_new_shapes_match_naive_in_every_dtype(void) {
         br.offset += (br.shape[ax] - 1) * br.strides[ax], br.strides[ax] = -br.strides[ax];
       }
       int perm[2] = {1, 0};
-      TL_CHECK_OK(tl_tensor_permute_view(&ct, perm, &c));
+      TH_CHECK_OK(tl_tensor_permute_view(&ct, perm, &c));
       int cplx = tl_dtype_is_complex(dt);
       for (int call = 0; call < TL__SMALL_GEMM_JIT_AFTER + 1; call++) {
-        TL_NUM_FOR_EACH(idx, 2, sc) tl_num_set_parts(&ct, idx, NAN, NAN);
-        TL_CHECK_OK(tl_gemm_into(h.exec, tl_scalar_real(1.0), &ar, &br, tl_scalar_real(0.0), &c));
-        TL_NUM_FOR_EACH(idx, 2, sc) {
+        TH_NUM_FOR_EACH(idx, 2, sc) th_num_set_parts(&ct, idx, NAN, NAN);
+        TH_CHECK_OK(tl_gemm_into(h.exec, tl_scalar_real(1.0), &ar, &br, tl_scalar_real(0.0), &c));
+        TH_NUM_FOR_EACH(idx, 2, sc) {
           int64_t i = idx[1], j = idx[0];
           double complex want = 0;
           double scale = 1;
           for (int64_t p = 0; p < k; p++) {
             int64_t ia[2] = {m - 1 - i, k - 1 - p}, ib[2] = {k - 1 - p, n - 1 - j};
-            double complex x = tl_num_get(&a, ia), y = tl_num_get(&b, ib);
+            double complex x = th_num_get(&a, ia), y = th_num_get(&b, ib);
             if (!cplx) x = creal(x), y = creal(y);
             want += x * y;
             scale += cabs(x * y);
           }
-          TL_CHECK(
-              tl_num_close_enough(tl_num_get(&ct, idx), want, tl_num_tolerance(dt) * 4, scale));
+          TH_CHECK(
+              th_num_close_enough(th_num_get(&ct, idx), want, th_num_tolerance(dt) * 4, scale));
         }
       }
       tl_tensor_release(&a), tl_tensor_release(&b), tl_tensor_release(&ct);
     }
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 /* Shapes where the hand kernel and libxsmm round differently (found by a sweep), on both
@@ -258,7 +258,7 @@ static void *same_bits_calls(void *arg) {
   for (int s = 0; s < SAME_BITS_SHAPES; s++) {
     int64_t m = same_bits_shapes[s][0], n = same_bits_shapes[s][1], k = same_bits_shapes[s][2];
     for (int call = 0; call < SAME_BITS_CALLS; call++)
-      TL_CHECK(tl__small_gemm(TL_F64, m, n, k, tl_scalar_real(1), a, 1, m, b, 1, k,
+      TH_CHECK(tl__small_gemm(TL_F64, m, n, k, tl_scalar_real(1), a, 1, m, b, 1, k,
                               tl_scalar_real(0), run->out[s][call], 1, m));
   }
   return NULL;
@@ -271,18 +271,18 @@ static void small_gemm_same_bits_on_every_call_and_thread(void) {
   static same_bits_run here, there;
   same_bits_calls(&here);
   pthread_t thread;
-  TL_CHECK(pthread_create(&thread, NULL, same_bits_calls, &there) == 0);
-  TL_CHECK(pthread_join(thread, NULL) == 0);
+  TH_CHECK(pthread_create(&thread, NULL, same_bits_calls, &there) == 0);
+  TH_CHECK(pthread_join(thread, NULL) == 0);
   for (int s = 0; s < SAME_BITS_SHAPES; s++) {
     size_t bytes = sizeof(double) * (size_t)(same_bits_shapes[s][0] * same_bits_shapes[s][1]);
     for (int call = 0; call < SAME_BITS_CALLS; call++) {
-      TL_CHECK(memcmp(here.out[s][call], here.out[s][0], bytes) == 0);
-      TL_CHECK(memcmp(there.out[s][call], here.out[s][0], bytes) == 0);
+      TH_CHECK(memcmp(here.out[s][call], here.out[s][0], bytes) == 0);
+      TH_CHECK(memcmp(there.out[s][call], here.out[s][0], bytes) == 0);
     }
   }
 }
 
-TL_TEST_MAIN(TL_CASE(small_gemm_kernel_matches_naive_at_every_isa),
-             TL_CASE(small_gemm_generates_code_only_after_repeated_sightings),
-             TL_CASE(gemm_new_shapes_match_naive_in_every_dtype),
-             TL_CASE(small_gemm_same_bits_on_every_call_and_thread))
+TH_TEST_MAIN(TH_CASE(small_gemm_kernel_matches_naive_at_every_isa),
+             TH_CASE(small_gemm_generates_code_only_after_repeated_sightings),
+             TH_CASE(gemm_new_shapes_match_naive_in_every_dtype),
+             TH_CASE(small_gemm_same_bits_on_every_call_and_thread))

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "linalg/linalg_int.h"
-#include "tl_test.h"
+#include "th_test.h"
 
 static double complex get(tl_dtype dt, const void *a, lapack_int lda, lapack_int i, lapack_int j) {
   size_t at = (size_t)i + (size_t)j * (size_t)lda;
@@ -63,7 +63,7 @@ static void check_factors(tl_dtype dt, lapack_int m, lapack_int n, const void *o
   /* Undo the interchanges, last first: rows of L U back to A's order. */
   for (lapack_int i = k - 1; i >= 0; i--) {
     lapack_int p = ipiv[i] - 1;
-    TL_CHECK(p >= i && p < m);
+    TH_CHECK(p >= i && p < m);
     if (p == i) continue;
     for (lapack_int j = 0; j < n; j++) {
       double complex t = prod[i + (size_t)j * m];
@@ -76,14 +76,14 @@ static void check_factors(tl_dtype dt, lapack_int m, lapack_int n, const void *o
     for (lapack_int i = 0; i < m; i++) {
       err += cabs(prod[i + (size_t)j * m] - get(dt, orig, lda, i, j));
       /* Pivoting on |re| + |im| bounds a complex multiplier's modulus by sqrt(2). */
-      if (i > j && j < k) TL_CHECK(cabs(get(dt, lu, lda, i, j)) <= (cplx ? 1.4143 : 1.0) + 1e-6);
+      if (i > j && j < k) TH_CHECK(cabs(get(dt, lu, lda, i, j)) <= (cplx ? 1.4143 : 1.0) + 1e-6);
     }
   double eps = (dt == TL_F32 || dt == TL_C64) ? 1e-6 : 1e-15;
   if (!(err <= 50.0 * eps * (double)(m > n ? m : n) * (norm + 1.0))) {
     char buf[160];
     snprintf(buf, sizeof buf, "%s %dx%d: |PLU - A| = %g, |A| = %g", tl_dtype_name(dt), m, n, err,
              norm);
-    tl_test_fail_at(__FILE__, __LINE__, buf);
+    th_test_fail_at(__FILE__, __LINE__, buf);
   }
   free(prod);
 }
@@ -110,12 +110,12 @@ static void getrf_reconstructs_in_every_dtype(void) {
         }
       memcpy(orig, a, bytes);
       lapack_int info = tl__getrf(dt, m, n, a, lda, ipiv);
-      TL_CHECK(info == 0);
+      TH_CHECK(info == 0);
       check_factors(dt, m, n, orig, a, lda, ipiv);
       /* Rows beyond m (the padding) are never touched. */
       for (lapack_int j = 0; j < n; j++)
         for (lapack_int i = m; i < lda; i++)
-          TL_CHECK(get(dt, a, lda, i, j) == get(dt, orig, lda, i, j));
+          TH_CHECK(get(dt, a, lda, i, j) == get(dt, orig, lda, i, j));
       free(a), free(orig), free(ipiv);
     }
 }
@@ -134,16 +134,16 @@ static void getrf_reports_the_first_zero_pivot(void) {
         put(dt, a, n, i, j,
             j == 23 || j == 31 ? 0.0 : (i == j ? 4.0 : 0.0) + 1.0 / (double)(1 + i + 2 * j));
     lapack_int info = tl__getrf(dt, n, n, a, n, ipiv);
-    TL_CHECK(info == 24);
+    TH_CHECK(info == 24);
     free(a);
     /* An all-zero matrix: info 1, every pivot its own row. */
     a = calloc((size_t)n * (size_t)n, tl_dtype_size(dt));
     info = tl__getrf(dt, n, n, a, n, ipiv);
-    TL_CHECK(info == 1);
-    for (lapack_int i = 0; i < n; i++) TL_CHECK(ipiv[i] == i + 1);
+    TH_CHECK(info == 1);
+    for (lapack_int i = 0; i < n; i++) TH_CHECK(ipiv[i] == i + 1);
     free(a);
   }
 }
 
-TL_TEST_MAIN(TL_CASE(getrf_reconstructs_in_every_dtype),
-             TL_CASE(getrf_reports_the_first_zero_pivot))
+TH_TEST_MAIN(TH_CASE(getrf_reconstructs_in_every_dtype),
+             TH_CASE(getrf_reports_the_first_zero_pivot))

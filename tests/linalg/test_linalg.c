@@ -16,12 +16,12 @@
 #include "tenlane/linalg.h"
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
-#include "tl_fixtures.h"
-#include "tl_numeric.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_numeric.h"
+#include "th_test.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static double rng_uniform(void) { return tl_num_uniform(&rng_state); }
+static double rng_uniform(void) { return th_num_uniform(&rng_state); }
 
 /* ---- Matrix access in double complex ----------------------------------------------- */
 
@@ -30,12 +30,12 @@ static int64_t cols_of(const tl_tensor *t) { return t->rank == 2 ? t->shape[1] :
 
 static double complex get(const tl_tensor *t, int64_t i, int64_t j) {
   int64_t idx[2] = {i, j};
-  return tl_num_get(t, idx);
+  return th_num_get(t, idx);
 }
 
 static void set(const tl_tensor *t, int64_t i, int64_t j, double complex v) {
   int64_t idx[2] = {i, j};
-  tl_num_set(t, idx, v);
+  th_num_set(t, idx, v);
 }
 
 static double tol_of(tl_dtype dtype) { return (dtype == TL_F32 || dtype == TL_C64) ? 1e-5 : 1e-13; }
@@ -51,16 +51,16 @@ static void mat_make(mat *m, tl_dtype dtype, int rank, int64_t rows, int64_t col
   int64_t shape[2] = {rows, cols};
   if (layout == PAD) {
     int64_t padded[2] = {2 * rows + 1, 2 * cols + 1};
-    TL_CHECK_OK(tl_tensor_create(dtype, rank, padded, &m->storage));
+    TH_CHECK_OK(tl_tensor_create(dtype, rank, padded, &m->storage));
     m->view = m->storage;
     m->view.shape[0] = rows;
     if (rank == 2) m->view.shape[1] = cols;
     m->view.strides[0] = 2;
   } else if (layout == ROW) {
-    TL_CHECK_OK(tl_tensor_create_row_major(dtype, rank, shape, &m->storage));
+    TH_CHECK_OK(tl_tensor_create_row_major(dtype, rank, shape, &m->storage));
     m->view = m->storage;
   } else {
-    TL_CHECK_OK(tl_tensor_create(dtype, rank, shape, &m->storage));
+    TH_CHECK_OK(tl_tensor_create(dtype, rank, shape, &m->storage));
     m->view = m->storage;
     if (layout == NEG && rows > 0) {
       m->view.offset = (rows - 1) * m->view.strides[0];
@@ -178,8 +178,8 @@ static int report(int ok, const char *what, tl_dtype dtype, int64_t m, int64_t n
 /* ---- QR -------------------------------------------------------------------------------- */
 
 static void linalg_qr_reconstructs_with_orthonormal_q(void) {
-  tl_held h;
-  tl_held_open(&h, 2);
+  th_held h;
+  th_held_open(&h, 2);
   int failures = 0;
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     for (size_t s = 0; s < SHAPES; s++) {
@@ -193,15 +193,15 @@ static void linalg_qr_reconstructs_with_orthonormal_q(void) {
         int fresh = layout % 2 == 0;
         mat qo, ro;
         if (fresh) {
-          TL_CHECK_OK(tl_qr(h.exec, &a.view, &q, &r));
+          TH_CHECK_OK(tl_qr(h.exec, &a.view, &q, &r));
         } else {
           mat_make(&qo, (tl_dtype)dtype, 2, m, k, ROW);
           mat_make(&ro, (tl_dtype)dtype, 2, k, n, NEG);
           q = qo.view;
           r = ro.view;
-          TL_CHECK_OK(tl_qr_into(h.exec, &a.view, &q, &r));
+          TH_CHECK_OK(tl_qr_into(h.exec, &a.view, &q, &r));
         }
-        TL_CHECK(q.shape[0] == m && q.shape[1] == k && r.shape[0] == k && r.shape[1] == n);
+        TH_CHECK(q.shape[0] == m && q.shape[1] == k && r.shape[0] == k && r.shape[1] == n);
         double scale = fro(&a.view) + 1.0;
         double res = product_residual(&a.view, &q, &r, k) / scale;
         failures += !report(res <= tol, "qr residual", (tl_dtype)dtype, m, n, layout, res);
@@ -221,8 +221,8 @@ static void linalg_qr_reconstructs_with_orthonormal_q(void) {
       }
     }
   }
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 /* A rank-r m x n matrix: (m x r random) (r x n random). */
@@ -248,8 +248,8 @@ static void low_rank(const tl_tensor *a, int64_t r) {
 }
 
 static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int failures = 0;
   /* Rank 5 stops inside the first blocked step of the truncated factorization; rank 19 of
    * a 40 x 36 matrix takes three steps before the cut. */
@@ -265,15 +265,15 @@ static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
         tl_truncation t = {0, single ? 1e-4 : 1e-10, 0.0};
         int64_t perm[36], rank = -1;
         tl_tensor q, rr;
-        TL_CHECK_OK(tl_qrcp(h.exec, &a.view, &t, &q, &rr, perm, &rank));
+        TH_CHECK_OK(tl_qrcp(h.exec, &a.view, &t, &q, &rr, perm, &rank));
         failures += !report(rank == r, "qrcp rank", (tl_dtype)dtype, m, n, layout, (double)rank);
         /* perm is a permutation; A[:, perm] = Q R. */
         int seen[36] = {0};
         for (int j = 0; j < n; j++) {
-          TL_CHECK(perm[j] >= 0 && perm[j] < n);
+          TH_CHECK(perm[j] >= 0 && perm[j] < n);
           if (perm[j] >= 0 && perm[j] < n) seen[perm[j]]++;
         }
-        for (int j = 0; j < n; j++) TL_CHECK(seen[j] == 1);
+        for (int j = 0; j < n; j++) TH_CHECK(seen[j] == 1);
         double res = 0, scale = fro(&a.view);
         for (int64_t i = 0; i < m; i++) {
           for (int64_t j = 0; j < n; j++) {
@@ -288,7 +288,7 @@ static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
         failures += !report(orthonormality(&q, rank) <= tol, "qrcp orthonormality", (tl_dtype)dtype,
                             m, n, layout, orthonormality(&q, rank));
         for (int64_t i = 1; i < rank; i++) {
-          TL_CHECK(cabs(get(&rr, i, i)) <= cabs(get(&rr, i - 1, i - 1)) * (1 + 1e-6));
+          TH_CHECK(cabs(get(&rr, i, i)) <= cabs(get(&rr, i - 1, i - 1)) * (1 + 1e-6));
         }
         /* The interpolation use: solve R11 X = R12 with the triangular solve. */
         if (rank > 0) {
@@ -296,7 +296,7 @@ static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
           r11.shape[1] = rank;
           r12.shape[1] = n - rank;
           r12.offset = rr.offset + rank * rr.strides[1];
-          TL_CHECK_OK(tl_triangular_solve(h.exec, TL_LEFT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT, &r11,
+          TH_CHECK_OK(tl_triangular_solve(h.exec, TL_LEFT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT, &r11,
                                           &r12, &x));
           double tres = product_residual(&r12, &r11, &x, rank) / (fro(&r12) + 1);
           failures += !report(tres <= tol, "qrcp R11 \\ R12", (tl_dtype)dtype, m, n, layout, tres);
@@ -308,8 +308,8 @@ static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
         mat_make(&qo, (tl_dtype)dtype, 2, m, 3, COL);
         mat_make(&ro, (tl_dtype)dtype, 2, 3, n, ROW);
         int64_t rank3 = -1;
-        TL_CHECK_OK(tl_qrcp_into(h.exec, &a.view, &capped, &qo.view, &ro.view, perm, &rank3));
-        TL_CHECK(rank3 == 3);
+        TH_CHECK_OK(tl_qrcp_into(h.exec, &a.view, &capped, &qo.view, &ro.view, perm, &rank3));
+        TH_CHECK(rank3 == 3);
         mat_free(&qo);
         mat_free(&ro);
         tl_tensor_release(&q);
@@ -325,22 +325,22 @@ static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
     mat_fill(&a.view, 2.0);
     int64_t perm[1] = {-5}, rank = -1;
     tl_tensor q, r;
-    TL_CHECK_OK(tl_qrcp(h.exec, &a.view, NULL, &q, &r, perm, &rank));
-    TL_CHECK(rank == (m < n ? m : n));
-    if (n == 1) TL_CHECK(perm[0] == 0);
+    TH_CHECK_OK(tl_qrcp(h.exec, &a.view, NULL, &q, &r, perm, &rank));
+    TH_CHECK(rank == (m < n ? m : n));
+    if (n == 1) TH_CHECK(perm[0] == 0);
     tl_tensor_release(&q);
     tl_tensor_release(&r);
     mat_free(&a);
   }
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 /* ---- SVD ------------------------------------------------------------------------------- */
 
 static void linalg_svd_reconstructs_with_orthonormal_factors(void) {
-  tl_held h;
-  tl_held_open(&h, 2);
+  th_held h;
+  th_held_open(&h, 2);
   int failures = 0;
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     tl_dtype real = tl_dtype_real((tl_dtype)dtype);
@@ -356,7 +356,7 @@ static void linalg_svd_reconstructs_with_orthonormal_factors(void) {
         int fresh = layout % 2 == 1;
         mat uo, so, vo;
         if (fresh) {
-          TL_CHECK_OK(tl_svd(h.exec, &a.view, NULL, &u, &sv, &vt, &rank));
+          TH_CHECK_OK(tl_svd(h.exec, &a.view, NULL, &u, &sv, &vt, &rank));
         } else {
           mat_make(&uo, (tl_dtype)dtype, 2, m, k, NEG);
           mat_make(&so, real, 1, k, 1, PAD);
@@ -364,9 +364,9 @@ static void linalg_svd_reconstructs_with_orthonormal_factors(void) {
           u = uo.view;
           sv = so.view;
           vt = vo.view;
-          TL_CHECK_OK(tl_svd_into(h.exec, &a.view, NULL, &u, &sv, &vt, &rank));
+          TH_CHECK_OK(tl_svd_into(h.exec, &a.view, NULL, &u, &sv, &vt, &rank));
         }
-        TL_CHECK(rank == k);
+        TH_CHECK(rank == k);
         /* u diag(s) vt == a */
         double res = svd_residual(&a.view, &u, &sv, &vt, k) / (fro(&a.view) + 1);
         failures += !report(res <= tol, "svd residual", (tl_dtype)dtype, m, n, layout, res);
@@ -375,12 +375,12 @@ static void linalg_svd_reconstructs_with_orthonormal_factors(void) {
         failures += !report(row_orthonormality(&vt, k) <= tol, "svd vt", (tl_dtype)dtype, m, n,
                             layout, row_orthonormality(&vt, k));
         for (int64_t q = 0; q < k; q++) {
-          TL_CHECK(cimag(get(&sv, q, 0)) == 0 && creal(get(&sv, q, 0)) >= 0);
-          if (q > 0) TL_CHECK(creal(get(&sv, q, 0)) <= creal(get(&sv, q - 1, 0)));
+          TH_CHECK(cimag(get(&sv, q, 0)) == 0 && creal(get(&sv, q, 0)) >= 0);
+          if (q > 0) TH_CHECK(creal(get(&sv, q, 0)) <= creal(get(&sv, q - 1, 0)));
         }
         /* Values only agree with the full run. */
         tl_tensor s_only;
-        TL_CHECK_OK(tl_svd(h.exec, &a.view, NULL, NULL, &s_only, NULL, NULL));
+        TH_CHECK_OK(tl_svd(h.exec, &a.view, NULL, NULL, &s_only, NULL, NULL));
         for (int64_t q = 0; q < k; q++) {
           double d = cabs(get(&s_only, q, 0) - get(&sv, q, 0));
           failures += !report(d <= tol * (1 + creal(get(&sv, 0, 0))), "svd values only",
@@ -400,13 +400,13 @@ static void linalg_svd_reconstructs_with_orthonormal_factors(void) {
       }
     }
   }
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 static void linalg_svd_truncates_by_rank_and_tolerance(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int failures = 0;
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     tl_dtype real = tl_dtype_real((tl_dtype)dtype);
@@ -419,7 +419,7 @@ static void linalg_svd_truncates_by_rank_and_tolerance(void) {
     tl_truncation by_tol = {0, single ? 1e-4 : 1e-10, 0.0};
     tl_tensor u, s, vt;
     int64_t rank = -1;
-    TL_CHECK_OK(tl_svd(h.exec, &a.view, &by_tol, &u, &s, &vt, &rank));
+    TH_CHECK_OK(tl_svd(h.exec, &a.view, &by_tol, &u, &s, &vt, &rank));
     failures += !report(rank == r && u.shape[1] == r && s.shape[0] == r && vt.shape[0] == r,
                         "svd rank by tolerance", (tl_dtype)dtype, m, n, 0, (double)rank);
     tl_tensor_release(&u);
@@ -427,8 +427,8 @@ static void linalg_svd_truncates_by_rank_and_tolerance(void) {
     tl_tensor_release(&vt);
     /* By absolute tolerance above everything: rank 0, empty factors. */
     tl_truncation all_cut = {0, 0.0, 1e30};
-    TL_CHECK_OK(tl_svd(h.exec, &a.view, &all_cut, &u, &s, &vt, &rank));
-    TL_CHECK(rank == 0 && u.shape[1] == 0 && s.shape[0] == 0 && vt.shape[0] == 0);
+    TH_CHECK_OK(tl_svd(h.exec, &a.view, &all_cut, &u, &s, &vt, &rank));
+    TH_CHECK(rank == 0 && u.shape[1] == 0 && s.shape[0] == 0 && vt.shape[0] == 0);
     tl_tensor_release(&u);
     tl_tensor_release(&s);
     tl_tensor_release(&vt);
@@ -438,14 +438,14 @@ static void linalg_svd_truncates_by_rank_and_tolerance(void) {
     mat_make(&full, (tl_dtype)dtype, 2, m, n, ROW);
     mat_random(&full.view);
     tl_tensor all_s;
-    TL_CHECK_OK(tl_svd(h.exec, &full.view, NULL, NULL, &all_s, NULL, NULL));
+    TH_CHECK_OK(tl_svd(h.exec, &full.view, NULL, NULL, &all_s, NULL, NULL));
     tl_truncation capped = {5, 0.0, 0.0};
     mat uo, so, vo;
     mat_make(&uo, (tl_dtype)dtype, 2, m, 5, COL);
     mat_make(&so, real, 1, 5, 1, COL);
     mat_make(&vo, (tl_dtype)dtype, 2, 5, n, COL);
-    TL_CHECK_OK(tl_svd_into(h.exec, &full.view, &capped, &uo.view, &so.view, &vo.view, &rank));
-    TL_CHECK(rank == 5);
+    TH_CHECK_OK(tl_svd_into(h.exec, &full.view, &capped, &uo.view, &so.view, &vo.view, &rank));
+    TH_CHECK(rank == 5);
     double res = svd_residual(&full.view, &uo.view, &so.view, &vo.view, 5), tail = 0;
     for (int64_t q = 5; q < all_s.shape[0]; q++) tail += pow(creal(get(&all_s, q, 0)), 2);
     double d = fabs(res - sqrt(tail)) / sqrt(tail);
@@ -458,12 +458,12 @@ static void linalg_svd_truncates_by_rank_and_tolerance(void) {
     mat_fill(&uo.view, 9.0);
     mat_fill(&so.view, 9.0);
     mat_fill(&vo.view, 9.0);
-    TL_CHECK_OK(tl_svd_into(h.exec, &full.view, &mid, &uo.view, &so.view, &vo.view, &rank));
-    TL_CHECK(rank == 2);
+    TH_CHECK_OK(tl_svd_into(h.exec, &full.view, &mid, &uo.view, &so.view, &vo.view, &rank));
+    TH_CHECK(rank == 2);
     for (int64_t q = 2; q < 5; q++) {
-      TL_CHECK(get(&so.view, q, 0) == 0.0);
-      for (int64_t i = 0; i < m; i++) TL_CHECK(get(&uo.view, i, q) == 0.0);
-      for (int64_t j = 0; j < n; j++) TL_CHECK(get(&vo.view, q, j) == 0.0);
+      TH_CHECK(get(&so.view, q, 0) == 0.0);
+      for (int64_t i = 0; i < m; i++) TH_CHECK(get(&uo.view, i, q) == 0.0);
+      for (int64_t j = 0; j < n; j++) TH_CHECK(get(&vo.view, q, j) == 0.0);
     }
     tl_tensor_release(&all_s);
     mat_free(&uo);
@@ -472,15 +472,15 @@ static void linalg_svd_truncates_by_rank_and_tolerance(void) {
     mat_free(&full);
     mat_free(&a);
   }
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 /* ---- LU and solves ---------------------------------------------------------------------- */
 
 static void linalg_lu_reconstructs_and_solves(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int failures = 0;
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     for (size_t s = 0; s < SHAPES; s++) {
@@ -492,14 +492,14 @@ static void linalg_lu_reconstructs_and_solves(void) {
         mat_random(&a.view);
         tl_tensor lu;
         int64_t pivots[64];
-        TL_CHECK_OK(tl_lu(h.exec, &a.view, &lu, pivots));
+        TH_CHECK_OK(tl_lu(h.exec, &a.view, &lu, pivots));
         /* P A: apply the row swaps to a copy of A in double complex, compare with L U. */
         double complex *pa = malloc(sizeof(double complex) * (size_t)(m * n + 1));
         for (int64_t i = 0; i < m; i++) {
           for (int64_t j = 0; j < n; j++) pa[i + j * m] = get(&a.view, i, j);
         }
         for (int64_t i = 0; i < k; i++) {
-          TL_CHECK(pivots[i] >= i && pivots[i] < m);
+          TH_CHECK(pivots[i] >= i && pivots[i] < m);
           for (int64_t j = 0; j < n; j++) {
             double complex t = pa[i + j * m];
             pa[i + j * m] = pa[pivots[i] + j * m];
@@ -527,13 +527,13 @@ static void linalg_lu_reconstructs_and_solves(void) {
             mat_make(&b, (tl_dtype)dtype, rhs_rank, n, 3, layout);
             mat_random(&b.view);
             tl_tensor xs;
-            TL_CHECK_OK(tl_solve(h.exec, &a.view, &b.view, &xs));
+            TH_CHECK_OK(tl_solve(h.exec, &a.view, &b.view, &xs));
             double r = product_residual(&b.view, &a.view, &xs, n) / (fro(&b.view) + 1);
             failures += !report(r <= tol * 100, "solve residual", (tl_dtype)dtype, m, n, layout, r);
             tl_tensor_release(&xs);
             for (int trans = 0; trans < 3; trans++) {
               mat_make(&x, (tl_dtype)dtype, rhs_rank, n, 3, (layout + 1) % LAYOUTS);
-              TL_CHECK_OK(tl_lu_solve_into(h.exec, &lu, pivots, (tl_trans)trans, &b.view, &x.view));
+              TH_CHECK_OK(tl_lu_solve_into(h.exec, &lu, pivots, (tl_trans)trans, &b.view, &x.view));
               double rr = 0;
               for (int64_t i = 0; i < n; i++) {
                 for (int64_t j = 0; j < cols_of(&b.view); j++) {
@@ -560,13 +560,13 @@ static void linalg_lu_reconstructs_and_solves(void) {
       }
     }
   }
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 static void linalg_triangular_solve_reads_one_triangle(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int failures = 0;
   /* 6: the plain-loop solve of a small triangle; 40: BLAS trsm (above TL__TRSM_SMALL_MAX). */
   for (int size = 0; size < 2; size++)
@@ -596,7 +596,7 @@ static void linalg_triangular_solve_reads_one_triangle(void) {
         mat_make(&b, (tl_dtype)dtype, 2, side == TL_LEFT ? n : r, side == TL_LEFT ? r : n, COL);
         mat_random(&b.view);
         tl_tensor x;
-        TL_CHECK_OK(tl_triangular_solve(h.exec, side, uplo, trans, diag, &t.view, &b.view, &x));
+        TH_CHECK_OK(tl_triangular_solve(h.exec, side, uplo, trans, diag, &t.view, &b.view, &x));
         /* The matrix the solve used: the triangle, the diagonal as given or ones. */
         double res = 0;
         for (int64_t i = 0; i < rows_of(&b.view); i++) {
@@ -623,15 +623,15 @@ static void linalg_triangular_solve_reads_one_triangle(void) {
         mat_free(&t);
       }
     }
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 /* ---- eigh ------------------------------------------------------------------------------- */
 
 static void linalg_eigh_reconstructs_hermitian_matrices(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int failures = 0;
   static const int64_t sizes[] = {0, 1, 2, 5, 24};
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
@@ -661,7 +661,7 @@ static void linalg_eigh_reconstructs_hermitian_matrices(void) {
           }
         }
         tl_tensor w, v;
-        TL_CHECK_OK(tl_eigh(h.exec, &a.view, uplo, &w, &v));
+        TH_CHECK_OK(tl_eigh(h.exec, &a.view, uplo, &w, &v));
         double res = 0;
         for (int64_t i = 0; i < n; i++) {
           for (int64_t j = 0; j < n; j++) {
@@ -674,11 +674,11 @@ static void linalg_eigh_reconstructs_hermitian_matrices(void) {
         failures += !report(res <= tol, "eigh residual", (tl_dtype)dtype, n, n, layout, res);
         failures += !report(orthonormality(&v, n) <= tol, "eigh orthonormality", (tl_dtype)dtype, n,
                             n, layout, orthonormality(&v, n));
-        for (int64_t q = 1; q < n; q++) TL_CHECK(creal(get(&w, q, 0)) >= creal(get(&w, q - 1, 0)));
+        for (int64_t q = 1; q < n; q++) TH_CHECK(creal(get(&w, q, 0)) >= creal(get(&w, q - 1, 0)));
         /* Values only, into a strided output. */
         mat wo;
         mat_make(&wo, tl_dtype_real((tl_dtype)dtype), 1, n, 1, NEG);
-        TL_CHECK_OK(tl_eigh_into(h.exec, &a.view, uplo, &wo.view, NULL));
+        TH_CHECK_OK(tl_eigh_into(h.exec, &a.view, uplo, &wo.view, NULL));
         for (int64_t q = 0; q < n; q++) {
           double d = cabs(get(&wo.view, q, 0) - get(&w, q, 0));
           failures += !report(d <= tol * 10, "eigh values only", (tl_dtype)dtype, n, n, layout, d);
@@ -691,15 +691,15 @@ static void linalg_eigh_reconstructs_hermitian_matrices(void) {
       }
     }
   }
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 /* ---- Steady state --------------------------------------------------------------------- */
 
 static void linalg_repeated_into_makes_no_heap_allocation(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   int64_t n = 12;
   mat a, q, r, u, s, vt, lu, x, b, w;
   mat_make(&a, TL_F64, 2, n, n, COL);
@@ -719,25 +719,25 @@ static void linalg_repeated_into_makes_no_heap_allocation(void) {
   uint64_t before = 0;
   for (int round = 0; round < 3; round++) {
     if (round == 2) before = tl_allocation_count();
-    TL_CHECK_OK(tl_qr_into(h.exec, &a.view, &q.view, &r.view));
-    TL_CHECK_OK(tl_qrcp_into(h.exec, &a.view, NULL, &q.view, &r.view, perm, &rank));
-    TL_CHECK_OK(tl_svd_into(h.exec, &a.view, NULL, &u.view, &s.view, &vt.view, &rank));
-    TL_CHECK_OK(tl_lu_into(h.exec, &a.view, &lu.view, pivots));
-    TL_CHECK_OK(tl_lu_solve_into(h.exec, &lu.view, pivots, TL_NO_TRANS, &b.view, &x.view));
-    TL_CHECK_OK(tl_solve_into(h.exec, &a.view, &b.view, &x.view));
-    TL_CHECK_OK(tl_triangular_solve_into(h.exec, TL_LEFT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT,
+    TH_CHECK_OK(tl_qr_into(h.exec, &a.view, &q.view, &r.view));
+    TH_CHECK_OK(tl_qrcp_into(h.exec, &a.view, NULL, &q.view, &r.view, perm, &rank));
+    TH_CHECK_OK(tl_svd_into(h.exec, &a.view, NULL, &u.view, &s.view, &vt.view, &rank));
+    TH_CHECK_OK(tl_lu_into(h.exec, &a.view, &lu.view, pivots));
+    TH_CHECK_OK(tl_lu_solve_into(h.exec, &lu.view, pivots, TL_NO_TRANS, &b.view, &x.view));
+    TH_CHECK_OK(tl_solve_into(h.exec, &a.view, &b.view, &x.view));
+    TH_CHECK_OK(tl_triangular_solve_into(h.exec, TL_LEFT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT,
                                          &r.view, &b.view, &x.view));
-    TL_CHECK_OK(tl_eigh_into(h.exec, &a.view, TL_LOWER, &w.view, &u.view));
+    TH_CHECK_OK(tl_eigh_into(h.exec, &a.view, TL_LOWER, &w.view, &u.view));
   }
   uint64_t after = tl_allocation_count();
   if (after != before) {
     fprintf(stderr, "  %llu heap allocations in one steady round\n",
             (unsigned long long)(after - before));
   }
-  TL_CHECK(after == before);
+  TH_CHECK(after == before);
   mat *all[] = {&a, &q, &r, &u, &s, &vt, &lu, &x, &b, &w};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mat_free(all[i]);
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
 /* ---- Bad input ------------------------------------------------------------------------- */
@@ -940,18 +940,18 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
 }
 
 static void linalg_bad_input_table_fails_typed_and_writes_nothing(void) {
-  TL_CHECK(BAD_COUNT >= 30);
-  tl_held h;
-  tl_held_open(&h, 1);
+  TH_CHECK(BAD_COUNT >= 30);
+  th_held h;
+  th_held_open(&h, 1);
   int failures = 0;
   for (size_t c = 0; c < BAD_COUNT; c++) failures += !run_bad(h.exec, &bad_table[c]);
-  TL_CHECK(failures == 0);
-  tl_held_close(&h);
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
 }
 
 static void linalg_wider_team_on_one_thread_is_unavailable(void) {
-  tl_held h;
-  tl_held_open(&h, 1);
+  th_held h;
+  th_held_open(&h, 1);
   mat a, q, r;
   mat_make(&a, TL_F64, 2, 3, 3, COL);
   mat_random(&a.view);
@@ -959,24 +959,24 @@ static void linalg_wider_team_on_one_thread_is_unavailable(void) {
   mat_make(&r, TL_F64, 2, 3, 3, COL);
   mat_fill(&q.view, POISON);
   mat_fill(&r.view, POISON);
-  TL_CHECK_OK(tl_exec_set_team(h.exec, 2));
-  TL_CHECK_STATUS(tl_qr_into(h.exec, &a.view, &q.view, &r.view), TL_E_UNAVAILABLE);
-  TL_CHECK(mat_all(&q.view, POISON) && mat_all(&r.view, POISON));
-  TL_CHECK_OK(tl_exec_set_team(h.exec, 1));
-  TL_CHECK_OK(tl_qr_into(h.exec, &a.view, &q.view, &r.view));
+  TH_CHECK_OK(tl_exec_set_team(h.exec, 2));
+  TH_CHECK_STATUS(tl_qr_into(h.exec, &a.view, &q.view, &r.view), TL_E_UNAVAILABLE);
+  TH_CHECK(mat_all(&q.view, POISON) && mat_all(&r.view, POISON));
+  TH_CHECK_OK(tl_exec_set_team(h.exec, 1));
+  TH_CHECK_OK(tl_qr_into(h.exec, &a.view, &q.view, &r.view));
   mat_free(&a);
   mat_free(&q);
   mat_free(&r);
-  tl_held_close(&h);
+  th_held_close(&h);
 }
 
-TL_TEST_MAIN(TL_CASE(linalg_qr_reconstructs_with_orthonormal_q),
-             TL_CASE(linalg_qrcp_reveals_rank_and_reconstructs),
-             TL_CASE(linalg_svd_reconstructs_with_orthonormal_factors),
-             TL_CASE(linalg_svd_truncates_by_rank_and_tolerance),
-             TL_CASE(linalg_lu_reconstructs_and_solves),
-             TL_CASE(linalg_triangular_solve_reads_one_triangle),
-             TL_CASE(linalg_eigh_reconstructs_hermitian_matrices),
-             TL_CASE(linalg_repeated_into_makes_no_heap_allocation),
-             TL_CASE(linalg_bad_input_table_fails_typed_and_writes_nothing),
-             TL_CASE(linalg_wider_team_on_one_thread_is_unavailable))
+TH_TEST_MAIN(TH_CASE(linalg_qr_reconstructs_with_orthonormal_q),
+             TH_CASE(linalg_qrcp_reveals_rank_and_reconstructs),
+             TH_CASE(linalg_svd_reconstructs_with_orthonormal_factors),
+             TH_CASE(linalg_svd_truncates_by_rank_and_tolerance),
+             TH_CASE(linalg_lu_reconstructs_and_solves),
+             TH_CASE(linalg_triangular_solve_reads_one_triangle),
+             TH_CASE(linalg_eigh_reconstructs_hermitian_matrices),
+             TH_CASE(linalg_repeated_into_makes_no_heap_allocation),
+             TH_CASE(linalg_bad_input_table_fails_typed_and_writes_nothing),
+             TH_CASE(linalg_wider_team_on_one_thread_is_unavailable))

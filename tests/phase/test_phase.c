@@ -19,8 +19,8 @@
 #include "tenlane/pool.h"
 #include "tenlane/session.h"
 #include "base/fault.h"
-#include "tl_fixtures.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_test.h"
 
 #define WAIT_MS 10000u
 static const int budgets[] = {2, 4};
@@ -30,13 +30,13 @@ static const int budgets[] = {2, 4};
 
 static tl_session *open_session(tl_context *ctx) {
   tl_session *session;
-  TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
+  TH_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
   return session;
 }
 
 static void finish(tl_context *ctx, tl_session *session) {
-  TL_CHECK_OK(tl_session_close(session));
-  TL_CHECK_OK(tl_context_destroy(ctx));
+  TH_CHECK_OK(tl_session_close(session));
+  TH_CHECK_OK(tl_context_destroy(ctx));
 }
 
 /* A generic way to run one callback inside a phase. */
@@ -46,7 +46,7 @@ typedef struct phase_call {
 } phase_call;
 
 static void run_in_phase(tl_session *session, void (*body)(tl_phase *, void *), void *arg) {
-  TL_CHECK_OK(tl_session_phase(session, body, arg));
+  TH_CHECK_OK(tl_session_phase(session, body, arg));
 }
 
 /* ---- every lane runs, on its worker, and matches a single-threaded result ------------- */
@@ -74,8 +74,8 @@ static int sum_lane(tl_lane *lane, int lane_index, void *arg) {
   for (;;) {
     size_t item = atomic_fetch_add(&job->next, 1);
     if (item >= ITEMS) break;
-    tl_tensor a = tl_vec_f64(job->in_a[item], ITEM_LEN), b = tl_vec_f64(job->in_b[item], ITEM_LEN),
-              c = tl_vec_f64(job->out[item], ITEM_LEN);
+    tl_tensor a = th_vec_f64(job->in_a[item], ITEM_LEN), b = th_vec_f64(job->in_b[item], ITEM_LEN),
+              c = th_vec_f64(job->out[item], ITEM_LEN);
     tl_status status = tl_add_into(exec, &a, &b, &c);
     if (status != TL_OK) return tl_lane_fail(lane, 1, "item %zu: %s", item, tl_status_name(status));
   }
@@ -84,16 +84,16 @@ static int sum_lane(tl_lane *lane, int lane_index, void *arg) {
 
 static void run_sum(tl_phase *phase, void *arg) {
   sum_job *job = arg;
-  TL_CHECK(tl_phase_lanes(phase) == tl_context_budget(job->ctx));
+  TH_CHECK(tl_phase_lanes(phase) == tl_context_budget(job->ctx));
   tl_phase_outcome outcome;
-  TL_CHECK_OK(tl_phase_run(phase, sum_lane, job, &outcome));
-  TL_CHECK(outcome.kind == TL_PHASE_OK && outcome.lane_index == -1);
-  TL_CHECK(outcome.lanes_entered == tl_context_budget(job->ctx) && outcome.lanes_skipped == 0);
+  TH_CHECK_OK(tl_phase_run(phase, sum_lane, job, &outcome));
+  TH_CHECK(outcome.kind == TL_PHASE_OK && outcome.lane_index == -1);
+  TH_CHECK(outcome.lanes_entered == tl_context_budget(job->ctx) && outcome.lanes_skipped == 0);
 }
 
 static void phase_runs_every_lane_and_matches_a_single_threaded_result(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     sum_job *job = calloc(1, sizeof *job);
     job->ctx = ctx;
@@ -105,18 +105,18 @@ static void phase_runs_every_lane_and_matches_a_single_threaded_result(void) {
     }
     run_in_phase(session, run_sum, job);
     for (size_t lane = 0; lane < 8; lane++)
-      TL_CHECK(atomic_load(&job->lane_runs[lane]) == (lane < budget ? 1 : 0));
-    TL_CHECK(atomic_load(&job->on_own_worker) == (int)budget);
-    TL_CHECK(atomic_load(&job->lane_kind_ok) == (int)budget);
+      TH_CHECK(atomic_load(&job->lane_runs[lane]) == (lane < budget ? 1 : 0));
+    TH_CHECK(atomic_load(&job->on_own_worker) == (int)budget);
+    TH_CHECK(atomic_load(&job->lane_kind_ok) == (int)budget);
     /* The single-threaded reference: the same route on a budget-1 context. */
-    tl_context *serial = tl_make_context(1);
+    tl_context *serial = th_make_context(1);
     tl_session *serial_session = open_session(serial);
     static double ref[ITEM_LEN];
     for (int i = 0; i < ITEMS; i++) {
-      tl_tensor a = tl_vec_f64(job->in_a[i], ITEM_LEN), b = tl_vec_f64(job->in_b[i], ITEM_LEN),
-                c = tl_vec_f64(ref, ITEM_LEN);
-      TL_CHECK_OK(tl_add_into(tl_session_exec(serial_session), &a, &b, &c));
-      TL_CHECK(memcmp(ref, job->out[i], sizeof ref) == 0);
+      tl_tensor a = th_vec_f64(job->in_a[i], ITEM_LEN), b = th_vec_f64(job->in_b[i], ITEM_LEN),
+                c = th_vec_f64(ref, ITEM_LEN);
+      TH_CHECK_OK(tl_add_into(tl_session_exec(serial_session), &a, &b, &c));
+      TH_CHECK(memcmp(ref, job->out[i], sizeof ref) == 0);
     }
     finish(serial, serial_session);
     free(job);
@@ -138,31 +138,31 @@ static int inline_lane(tl_lane *lane, int lane_index, void *arg) {
   job->index = lane_index;
   job->on_caller = pthread_equal(pthread_self(), job->caller);
   job->kind_inline = tl_exec_kind_of(tl_lane_exec(lane)) == TL_EXEC_INLINE;
-  job->threads_during = tl_thread_count();
+  job->threads_during = th_thread_count();
   double a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, c[3];
-  tl_tensor ta = tl_vec_f64(a, 3), tb = tl_vec_f64(b, 3), tc = tl_vec_f64(c, 3);
+  tl_tensor ta = th_vec_f64(a, 3), tb = th_vec_f64(b, 3), tc = th_vec_f64(c, 3);
   if (tl_add_into(tl_lane_exec(lane), &ta, &tb, &tc) != TL_OK || c[2] != 9) return 1;
   return 0;
 }
 
 static void run_inline(tl_phase *phase, void *arg) {
-  TL_CHECK(tl_phase_lanes(phase) == 1);
-  TL_CHECK_OK(tl_phase_run(phase, inline_lane, arg, NULL));
+  TH_CHECK(tl_phase_lanes(phase) == 1);
+  TH_CHECK_OK(tl_phase_run(phase, inline_lane, arg, NULL));
 }
 
 static void phase_on_a_one_worker_context_runs_one_lane_on_the_caller(void) {
-  int before = tl_thread_count();
-  tl_context *ctx = tl_make_context(1);
-  TL_CHECK(tl_context_pool(ctx) == NULL);
-  TL_CHECK(tl_thread_count() == before); /* no pool, no thread */
+  int before = th_thread_count();
+  tl_context *ctx = th_make_context(1);
+  TH_CHECK(tl_context_pool(ctx) == NULL);
+  TH_CHECK(th_thread_count() == before); /* no pool, no thread */
   tl_session *session = open_session(ctx);
   inline_job job;
   memset(&job, 0, sizeof job);
   job.caller = pthread_self();
   run_in_phase(session, run_inline, &job);
-  TL_CHECK(job.runs == 1 && job.index == 0);
-  TL_CHECK(job.on_caller && job.kind_inline);
-  TL_CHECK(job.threads_during == before);
+  TH_CHECK(job.runs == 1 && job.index == 0);
+  TH_CHECK(job.on_caller && job.kind_inline);
+  TH_CHECK(job.threads_during == before);
   finish(ctx, session);
 }
 
@@ -186,23 +186,23 @@ static void worker_drives_phase(int worker_index, void *arg) {
   atomic_store(&job->opened, 1);
   if (tl_session_phase(session, should_not_run, job) == TL_E_TARGET_POOL_CALLER)
     atomic_store(&job->refused, 1);
-  TL_CHECK_OK(tl_session_close(session));
+  TH_CHECK_OK(tl_session_close(session));
 }
 
 static void phase_rejects_a_caller_inside_its_own_pool(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     own_pool_job job;
     memset(&job, 0, sizeof job);
     job.ctx = ctx;
-    TL_CHECK_OK(tl_pool_broadcast(tl_context_pool(ctx), worker_drives_phase, &job));
-    TL_CHECK(atomic_load(&job.opened) == 1);
-    TL_CHECK(atomic_load(&job.refused) == 1);
-    TL_CHECK(atomic_load(&job.callback_ran) == 0);
+    TH_CHECK_OK(tl_pool_broadcast(tl_context_pool(ctx), worker_drives_phase, &job));
+    TH_CHECK(atomic_load(&job.opened) == 1);
+    TH_CHECK(atomic_load(&job.refused) == 1);
+    TH_CHECK(atomic_load(&job.callback_ran) == 0);
     tl_context_stats stats;
-    TL_CHECK_OK(tl_context_stats_get(ctx, &stats));
-    TL_CHECK(stats.session_open == 0 && stats.phase_active == 0);
-    TL_CHECK_OK(tl_context_destroy(ctx));
+    TH_CHECK_OK(tl_context_stats_get(ctx, &stats));
+    TH_CHECK(stats.session_open == 0 && stats.phase_active == 0);
+    TH_CHECK_OK(tl_context_destroy(ctx));
   }
 }
 
@@ -224,7 +224,7 @@ static int foreign_lane(tl_lane *lane, int lane_index, void *arg) {
   foreign_job *job = arg;
   /* The foreign pool's queued job can only run on its one worker, which is driving this
    * phase: the lanes finish only if it keeps running its own pool while it waits. */
-  if (tl_wait_until(own_job_ran, job, WAIT_MS)) atomic_fetch_add(&job->lanes_saw_own_job, 1);
+  if (th_wait_until(own_job_ran, job, WAIT_MS)) atomic_fetch_add(&job->lanes_saw_own_job, 1);
   return 0;
 }
 
@@ -239,14 +239,14 @@ static void foreign_worker_drives(int worker_index, void *arg) {
   (void)worker_index;
   foreign_job *job = arg;
   tl_session *session;
-  TL_CHECK_OK(tl_session_open(job->ctx, tl_owner_new(), TL_NOWAIT, &session));
-  TL_CHECK_OK(tl_session_phase(session, foreign_phase_body, job));
-  TL_CHECK_OK(tl_session_close(session));
+  TH_CHECK_OK(tl_session_open(job->ctx, tl_owner_new(), TL_NOWAIT, &session));
+  TH_CHECK_OK(tl_session_phase(session, foreign_phase_body, job));
+  TH_CHECK_OK(tl_session_close(session));
 }
 
 static void *broadcast_on_foreign(void *arg) {
   foreign_job *job = arg;
-  TL_CHECK_OK(tl_pool_broadcast(job->foreign, foreign_worker_drives, job));
+  TH_CHECK_OK(tl_pool_broadcast(job->foreign, foreign_worker_drives, job));
   return NULL;
 }
 
@@ -260,20 +260,20 @@ static void phase_runs_from_a_foreign_pool_worker(void) {
   FOR_EACH_BUDGET(budget) {
     foreign_job job;
     memset(&job, 0, sizeof job);
-    job.ctx = tl_make_context((int)budget);
+    job.ctx = th_make_context((int)budget);
     tl_pool_config config;
     tl_pool_config_init(&config);
     config.workers = 1;
-    TL_CHECK_OK(tl_pool_create(&config, &job.foreign));
-    tl_thread driver;
-    tl_thread_start(&driver, broadcast_on_foreign, &job);
-    TL_CHECK_OK(tl_pool_parallel_for(job.foreign, 2, 1, mark_own_job, &job));
-    tl_thread_join(&driver, 2 * WAIT_MS);
-    TL_CHECK_OK(job.phase_status);
-    TL_CHECK(job.lanes_entered == (int)budget);
-    TL_CHECK(atomic_load(&job.lanes_saw_own_job) == (int)budget);
+    TH_CHECK_OK(tl_pool_create(&config, &job.foreign));
+    th_thread driver;
+    th_thread_start(&driver, broadcast_on_foreign, &job);
+    TH_CHECK_OK(tl_pool_parallel_for(job.foreign, 2, 1, mark_own_job, &job));
+    th_thread_join(&driver, 2 * WAIT_MS);
+    TH_CHECK_OK(job.phase_status);
+    TH_CHECK(job.lanes_entered == (int)budget);
+    TH_CHECK(atomic_load(&job.lanes_saw_own_job) == (int)budget);
     tl_pool_destroy(job.foreign);
-    TL_CHECK_OK(tl_context_destroy(job.ctx));
+    TH_CHECK_OK(tl_context_destroy(job.ctx));
   }
 }
 
@@ -304,9 +304,9 @@ static int error_lane(tl_lane *lane, int lane_index, void *arg) {
   if (lane_index == job->failing_lane) {
     /* Fail only once every peer is inside its callback, so each of them must observe the
      * cancellation (a peer that arrived later would skip entry instead: another test). */
-    if (!tl_wait_until(error_all_entered, job, WAIT_MS)) return 98;
+    if (!th_wait_until(error_all_entered, job, WAIT_MS)) return 98;
     code = tl_lane_fail(lane, 7, "lane %d gives up on purpose", lane_index);
-  } else if (tl_wait_until(cancelled, lane, WAIT_MS)) {
+  } else if (th_wait_until(cancelled, lane, WAIT_MS)) {
     atomic_fetch_add(&job->saw_cancel, 1);
     usleep(2000); /* a slow peer: the run must still wait for it */
   }
@@ -323,19 +323,19 @@ static void run_error(tl_phase *phase, void *arg) {
 static void phase_reports_one_lane_error_after_joining_and_cancels_peers(void) {
   FOR_EACH_BUDGET(budget) {
     for (int failing = 0; failing < (int)budget; failing++) {
-      tl_context *ctx = tl_make_context((int)budget);
+      tl_context *ctx = th_make_context((int)budget);
       tl_session *session = open_session(ctx);
       error_job job;
       memset(&job, 0, sizeof job);
       job.failing_lane = failing;
       job.budget = (int)budget;
       run_in_phase(session, run_error, &job);
-      TL_CHECK(job.status == TL_E_LANE);
-      TL_CHECK(job.outcome.kind == TL_PHASE_LANE);
-      TL_CHECK(job.outcome.lane_index == failing && job.outcome.lane_code == 7);
-      TL_CHECK(strstr(job.outcome.message, "gives up on purpose") != NULL);
-      TL_CHECK(job.finished_at_return == (int)budget);
-      TL_CHECK(atomic_load(&job.saw_cancel) == (int)budget - 1);
+      TH_CHECK(job.status == TL_E_LANE);
+      TH_CHECK(job.outcome.kind == TL_PHASE_LANE);
+      TH_CHECK(job.outcome.lane_index == failing && job.outcome.lane_code == 7);
+      TH_CHECK(strstr(job.outcome.message, "gives up on purpose") != NULL);
+      TH_CHECK(job.finished_at_return == (int)budget);
+      TH_CHECK(atomic_load(&job.saw_cancel) == (int)budget - 1);
       finish(ctx, session);
     }
   }
@@ -361,10 +361,10 @@ static int panic_lane(tl_lane *lane, int lane_index, void *arg) {
   panic_job *job = arg;
   atomic_fetch_add(&job->entered, 1);
   if (lane_index == job->panicking_lane) {
-    if (!tl_wait_until(panic_all_entered, job, WAIT_MS)) return 98;
+    if (!th_wait_until(panic_all_entered, job, WAIT_MS)) return 98;
     tl_panic("lane %d breaks an invariant on purpose", lane_index);
   }
-  if (tl_wait_until(cancelled, lane, WAIT_MS)) atomic_fetch_add(&job->saw_cancel, 1);
+  if (th_wait_until(cancelled, lane, WAIT_MS)) atomic_fetch_add(&job->saw_cancel, 1);
   usleep(2000);
   atomic_fetch_add(&job->finished, 1);
   return 0;
@@ -388,13 +388,13 @@ static void phase_in_scope(void *arg) {
 
 static int add_check(tl_exec *exec) {
   double a[2] = {1, 2}, b[2] = {3, 4}, c[2] = {0, 0};
-  tl_tensor ta = tl_vec_f64(a, 2), tb = tl_vec_f64(b, 2), tc = tl_vec_f64(c, 2);
+  tl_tensor ta = th_vec_f64(a, 2), tb = th_vec_f64(b, 2), tc = th_vec_f64(c, 2);
   return tl_add_into(exec, &ta, &tb, &tc) == TL_OK && c[0] == 4 && c[1] == 6;
 }
 
 static void phase_joins_every_lane_before_a_lane_panic_surfaces(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx); /* outside the caught scope */
     panic_job job;
     memset(&job, 0, sizeof job);
@@ -402,15 +402,15 @@ static void phase_joins_every_lane_before_a_lane_panic_surfaces(void) {
     job.budget = (int)budget;
     panic_scope scope = {session, &job};
     tl_panic_info info;
-    TL_CHECK_STATUS(tl_catch(phase_in_scope, &scope, &info), TL_E_PANICKED);
-    TL_CHECK(strstr(info.message, "breaks an invariant on purpose") != NULL);
-    TL_CHECK(job.after_run_reached == 0);
-    TL_CHECK(atomic_load(&job.finished) == (int)budget - 1); /* all peers joined */
-    TL_CHECK(atomic_load(&job.saw_cancel) == (int)budget - 1);
+    TH_CHECK_STATUS(tl_catch(phase_in_scope, &scope, &info), TL_E_PANICKED);
+    TH_CHECK(strstr(info.message, "breaks an invariant on purpose") != NULL);
+    TH_CHECK(job.after_run_reached == 0);
+    TH_CHECK(atomic_load(&job.finished) == (int)budget - 1); /* all peers joined */
+    TH_CHECK(atomic_load(&job.saw_cancel) == (int)budget - 1);
     tl_context_stats stats;
-    TL_CHECK_OK(tl_context_stats_get(ctx, &stats));
-    TL_CHECK(stats.session_open == 1 && stats.phase_active == 0 && stats.active_lanes == 0);
-    TL_CHECK(add_check(tl_session_exec(session)));
+    TH_CHECK_OK(tl_context_stats_get(ctx, &stats));
+    TH_CHECK(stats.session_open == 1 && stats.phase_active == 0 && stats.active_lanes == 0);
+    TH_CHECK(add_check(tl_session_exec(session)));
     finish(ctx, session);
   }
 }
@@ -435,27 +435,27 @@ static void run_precedence(tl_phase *phase, void *arg) {
   precedence_job *job = arg;
   tl_phase_outcome outcome;
   /* Several lane errors: the lowest lane index is the one reported. */
-  TL_CHECK_STATUS(tl_phase_run(phase, fail_every_lane, NULL, &outcome), TL_E_LANE);
-  TL_CHECK(outcome.kind == TL_PHASE_LANE);
+  TH_CHECK_STATUS(tl_phase_run(phase, fail_every_lane, NULL, &outcome), TL_E_LANE);
+  TH_CHECK(outcome.kind == TL_PHASE_LANE);
   /* Lanes that saw the cancel before entry skip; the reported one is the lowest failing. */
-  TL_CHECK(outcome.lane_code == 10 + outcome.lane_index);
+  TH_CHECK(outcome.lane_code == 10 + outcome.lane_index);
   /* A child entry failure replaces the lane errors. */
   tl__fault_arm(TL__FAULT_CHILD_ENTRY, 1);
-  TL_CHECK_STATUS(tl_phase_run(phase, fail_every_lane, NULL, &outcome), TL_E_NOMEM);
-  TL_CHECK(outcome.kind == TL_PHASE_SESSION && outcome.status == TL_E_NOMEM);
-  TL_CHECK(strstr(outcome.message, "child entry") != NULL);
+  TH_CHECK_STATUS(tl_phase_run(phase, fail_every_lane, NULL, &outcome), TL_E_NOMEM);
+  TH_CHECK(outcome.kind == TL_PHASE_SESSION && outcome.status == TL_E_NOMEM);
+  TH_CHECK(strstr(outcome.message, "child entry") != NULL);
   /* A cleanup failure does as well. */
   tl__fault_arm(TL__FAULT_CHILD_CLEANUP, 1);
-  TL_CHECK_STATUS(tl_phase_run(phase, fail_every_lane, NULL, &outcome), TL_E_PROVIDER);
-  TL_CHECK(outcome.kind == TL_PHASE_SESSION && strstr(outcome.message, "cleanup") != NULL);
+  TH_CHECK_STATUS(tl_phase_run(phase, fail_every_lane, NULL, &outcome), TL_E_PROVIDER);
+  TH_CHECK(outcome.kind == TL_PHASE_SESSION && strstr(outcome.message, "cleanup") != NULL);
   /* And a clean run is clean. */
-  TL_CHECK_OK(tl_phase_run(phase, succeed, NULL, &outcome));
-  TL_CHECK(outcome.kind == TL_PHASE_OK && outcome.lanes_entered == job->budget);
+  TH_CHECK_OK(tl_phase_run(phase, succeed, NULL, &outcome));
+  TH_CHECK(outcome.kind == TL_PHASE_OK && outcome.lanes_entered == job->budget);
 }
 
 static void session_failures_take_precedence_over_lane_errors(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     precedence_job job = {(int)budget};
     run_in_phase(session, run_precedence, &job);
@@ -480,19 +480,19 @@ static int all_entered(void *arg) {
 static int fail_after_barrier(tl_lane *lane, int lane_index, void *arg) {
   barrier_fail *job = arg;
   atomic_fetch_add(&job->entered, 1);
-  if (!tl_wait_until(all_entered, job, WAIT_MS)) return 99;
+  if (!th_wait_until(all_entered, job, WAIT_MS)) return 99;
   return tl_lane_fail(lane, 20 + lane_index, "lane %d failed after the barrier", lane_index);
 }
 
 static void run_barrier_fail(tl_phase *phase, void *arg) {
   tl_phase_outcome outcome;
-  TL_CHECK_STATUS(tl_phase_run(phase, fail_after_barrier, arg, &outcome), TL_E_LANE);
-  TL_CHECK(outcome.lane_index == 0 && outcome.lane_code == 20);
+  TH_CHECK_STATUS(tl_phase_run(phase, fail_after_barrier, arg, &outcome), TL_E_LANE);
+  TH_CHECK(outcome.lane_index == 0 && outcome.lane_code == 20);
 }
 
 static void among_equal_failures_the_lowest_lane_wins(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     barrier_fail job;
     atomic_init(&job.entered, 0);
@@ -524,23 +524,23 @@ static int repeat_lane(tl_lane *lane, int lane_index, void *arg) {
 static void run_twice(tl_phase *phase, void *arg) {
   repeat_job *job = arg;
   job->run_number = 0;
-  TL_CHECK_STATUS(tl_phase_run(phase, repeat_lane, job, NULL), TL_E_LANE);
+  TH_CHECK_STATUS(tl_phase_run(phase, repeat_lane, job, NULL), TL_E_LANE);
   job->run_number = 1;
   atomic_store(&job->lanes_saw_cancel_at_start, 0);
   tl_phase_outcome outcome;
-  TL_CHECK_OK(tl_phase_run(phase, repeat_lane, job, &outcome));
-  TL_CHECK(outcome.lanes_skipped == 0);
+  TH_CHECK_OK(tl_phase_run(phase, repeat_lane, job, &outcome));
+  TH_CHECK(outcome.lanes_skipped == 0);
 }
 
 static void phase_repeats_on_the_same_lease_after_a_failure(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     repeat_job job;
     memset(&job, 0, sizeof job);
     run_in_phase(session, run_twice, &job);
-    TL_CHECK(atomic_load(&job.lanes_did_work) == (int)budget); /* real work, every lane */
-    TL_CHECK(atomic_load(&job.lanes_saw_cancel_at_start) == 0);
+    TH_CHECK(atomic_load(&job.lanes_did_work) == (int)budget); /* real work, every lane */
+    TH_CHECK(atomic_load(&job.lanes_saw_cancel_at_start) == 0);
     finish(ctx, session);
   }
 }
@@ -549,27 +549,27 @@ static void phase_repeats_on_the_same_lease_after_a_failure(void) {
 
 static void run_failing(tl_phase *phase, void *arg) {
   (void)arg;
-  TL_CHECK_STATUS(tl_phase_run(phase, fail_every_lane, NULL, NULL), TL_E_LANE);
+  TH_CHECK_STATUS(tl_phase_run(phase, fail_every_lane, NULL, NULL), TL_E_LANE);
 }
 
 static void run_ok(tl_phase *phase, void *arg) {
   (void)arg;
-  TL_CHECK_OK(tl_phase_run(phase, succeed, NULL, NULL));
+  TH_CHECK_OK(tl_phase_run(phase, succeed, NULL, NULL));
 }
 
 static void phase_leaves_the_session_usable_after_a_caught_lane_failure(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     run_in_phase(session, run_failing, NULL);
-    TL_CHECK(add_check(tl_session_exec(session))); /* root work */
+    TH_CHECK(add_check(tl_session_exec(session))); /* root work */
     run_in_phase(session, run_ok, NULL);           /* a fresh phase */
     panic_job job;
     memset(&job, 0, sizeof job);
     job.budget = (int)budget;
     panic_scope scope = {session, &job};
-    TL_CHECK_STATUS(tl_catch(phase_in_scope, &scope, NULL), TL_E_PANICKED);
-    TL_CHECK(add_check(tl_session_exec(session)));
+    TH_CHECK_STATUS(tl_catch(phase_in_scope, &scope, NULL), TL_E_PANICKED);
+    TH_CHECK(add_check(tl_session_exec(session)));
     run_in_phase(session, run_ok, NULL);
     finish(ctx, session);
   }
@@ -597,7 +597,7 @@ static int outsider_done(void *arg) { return atomic_load(&((unrelated_job *)arg)
 static int unrelated_lane(tl_lane *lane, int lane_index, void *arg) {
   (void)lane_index;
   unrelated_job *job = arg;
-  if (!tl_wait_until(outsider_done, job, WAIT_MS)) return 1;
+  if (!th_wait_until(outsider_done, job, WAIT_MS)) return 1;
   if (!add_check(tl_lane_exec(lane))) return 2; /* inherited child work still succeeds */
   atomic_fetch_add(&job->lanes_ok, 1);
   return 0;
@@ -609,21 +609,21 @@ typedef struct unrelated_call {
 
 static void run_unrelated(tl_phase *phase, void *arg) {
   unrelated_job *job = arg;
-  tl_thread thread;
-  tl_thread_start(&thread, outsider, job);
-  TL_CHECK_OK(tl_phase_run(phase, unrelated_lane, job, NULL));
-  tl_thread_join(&thread, WAIT_MS);
+  th_thread thread;
+  th_thread_start(&thread, outsider, job);
+  TH_CHECK_OK(tl_phase_run(phase, unrelated_lane, job, NULL));
+  th_thread_join(&thread, WAIT_MS);
 }
 
 static void unrelated_owner_is_rejected_while_lanes_run(void) {
   FOR_EACH_BUDGET(budget) {
     unrelated_job job;
     memset(&job, 0, sizeof job);
-    job.ctx = tl_make_context((int)budget);
+    job.ctx = th_make_context((int)budget);
     tl_session *session = open_session(job.ctx);
     run_in_phase(session, run_unrelated, &job);
-    TL_CHECK(job.outsider_status == TL_E_BUSY);
-    TL_CHECK(atomic_load(&job.lanes_ok) == (int)budget);
+    TH_CHECK(job.outsider_status == TL_E_BUSY);
+    TH_CHECK(atomic_load(&job.lanes_ok) == (int)budget);
     finish(job.ctx, session);
   }
 }
@@ -649,25 +649,25 @@ static void *thief(void *arg) {
 static void lend_to_thief(tl_phase *phase, void *arg) {
   thief_job *job = arg;
   job->phase = phase;
-  tl_thread thread;
-  tl_thread_start(&thread, thief, job);
-  tl_thread_join(&thread, WAIT_MS);
+  th_thread thread;
+  th_thread_start(&thread, thief, job);
+  th_thread_join(&thread, WAIT_MS);
   /* Still fine on its own thread. */
-  TL_CHECK_OK(tl_phase_run(phase, succeed, NULL, NULL));
+  TH_CHECK_OK(tl_phase_run(phase, succeed, NULL, NULL));
 }
 
 static void phase_lease_refuses_other_threads(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     thief_job job;
     memset(&job, 0, sizeof job);
     job.session = session;
     run_in_phase(session, lend_to_thief, &job);
-    TL_CHECK(job.run_status == TL_E_WRONG_THREAD);
-    TL_CHECK(job.lanes == 0);
-    TL_CHECK(job.phase_status == TL_E_WRONG_THREAD);
-    TL_CHECK(job.close_status == TL_E_WRONG_THREAD);
+    TH_CHECK(job.run_status == TL_E_WRONG_THREAD);
+    TH_CHECK(job.lanes == 0);
+    TH_CHECK(job.phase_status == TL_E_WRONG_THREAD);
+    TH_CHECK(job.close_status == TL_E_WRONG_THREAD);
     finish(ctx, session);
   }
 }
@@ -677,20 +677,20 @@ static void phase_lease_refuses_other_threads(void) {
 static void try_root_inside(tl_phase *phase, void *arg) {
   tl_session *session = arg;
   double a[2] = {1, 2}, b[2] = {3, 4}, c[2] = {-1, -1};
-  tl_tensor ta = tl_vec_f64(a, 2), tb = tl_vec_f64(b, 2), tc = tl_vec_f64(c, 2);
-  TL_CHECK_STATUS(tl_add_into(tl_session_exec(session), &ta, &tb, &tc), TL_E_PHASE_ACTIVE);
-  TL_CHECK(c[0] == -1 && c[1] == -1);
-  TL_CHECK_STATUS(tl_session_phase(session, run_ok, NULL), TL_E_PHASE_ACTIVE);
-  TL_CHECK_STATUS(tl_session_close(session), TL_E_PHASE_ACTIVE);
-  TL_CHECK_OK(tl_phase_run(phase, succeed, NULL, NULL));
+  tl_tensor ta = th_vec_f64(a, 2), tb = th_vec_f64(b, 2), tc = th_vec_f64(c, 2);
+  TH_CHECK_STATUS(tl_add_into(tl_session_exec(session), &ta, &tb, &tc), TL_E_PHASE_ACTIVE);
+  TH_CHECK(c[0] == -1 && c[1] == -1);
+  TH_CHECK_STATUS(tl_session_phase(session, run_ok, NULL), TL_E_PHASE_ACTIVE);
+  TH_CHECK_STATUS(tl_session_close(session), TL_E_PHASE_ACTIVE);
+  TH_CHECK_OK(tl_phase_run(phase, succeed, NULL, NULL));
 }
 
 static void the_root_surface_is_parked_while_a_phase_is_open(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     run_in_phase(session, try_root_inside, session);
-    TL_CHECK(add_check(tl_session_exec(session)));
+    TH_CHECK(add_check(tl_session_exec(session)));
     finish(ctx, session);
   }
 }
@@ -715,7 +715,7 @@ static int skew_lane(tl_lane *lane, int lane_index, void *arg) {
     pulled++;
     /* Item 0 is 64 times larger than the others. */
     int64_t n = item == 0 ? 64 * 4096 : 4096;
-    tl_tensor x = tl_vec_f64(job->data, n), out;
+    tl_tensor x = th_vec_f64(job->data, n), out;
     int axis = 0;
     tl_status status = tl_reduce(tl_lane_exec(lane), TL_REDUCE_SUM, &x, 1, &axis, &out);
     if (status != TL_OK) return tl_lane_fail(lane, 1, "reduce: %s", tl_status_name(status));
@@ -729,21 +729,21 @@ static int skew_lane(tl_lane *lane, int lane_index, void *arg) {
 }
 
 static void run_skew(tl_phase *phase, void *arg) {
-  TL_CHECK_OK(tl_phase_run(phase, skew_lane, arg, NULL));
+  TH_CHECK_OK(tl_phase_run(phase, skew_lane, arg, NULL));
 }
 
 static void phase_with_empty_and_skewed_lanes_completes(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     skew_job *job = calloc(1, sizeof *job);
     job->items = 2; /* fewer items than lanes: some lanes find the queue empty */
     job->data = malloc(sizeof(double) * 64 * 4096);
     for (int i = 0; i < 64 * 4096; i++) job->data[i] = 1.0;
     run_in_phase(session, run_skew, job);
-    TL_CHECK(atomic_load(&job->lanes_done) == (int)budget);
-    TL_CHECK(atomic_load(&job->empty_lanes) >= (int)budget - 2);
-    TL_CHECK(job->sums[0] == 64.0 * 4096 && job->sums[1] == 4096.0);
+    TH_CHECK(atomic_load(&job->lanes_done) == (int)budget);
+    TH_CHECK(atomic_load(&job->empty_lanes) >= (int)budget - 2);
+    TH_CHECK(job->sums[0] == 64.0 * 4096 && job->sums[1] == 4096.0);
     free(job->data);
     free(job);
     finish(ctx, session);
@@ -771,7 +771,7 @@ static int bound_lane(tl_lane *lane, int lane_index, void *arg) {
     int seen = atomic_load(&job->max_active);
     while (now > seen && !atomic_compare_exchange_weak(&job->max_active, &seen, now)) {
     }
-    tl_tensor ta = tl_vec_f64(a, 512), tb = tl_vec_f64(b, 512), tc = tl_vec_f64(c, 512);
+    tl_tensor ta = th_vec_f64(a, 512), tb = th_vec_f64(b, 512), tc = th_vec_f64(c, 512);
     tl_status status = tl_add_into(tl_lane_exec(lane), &ta, &tb, &tc);
     atomic_fetch_sub(&job->active, 1);
     if (status != TL_OK) return 1;
@@ -780,19 +780,19 @@ static int bound_lane(tl_lane *lane, int lane_index, void *arg) {
 }
 
 static void run_bound(tl_phase *phase, void *arg) {
-  TL_CHECK_OK(tl_phase_run(phase, bound_lane, arg, NULL));
+  TH_CHECK_OK(tl_phase_run(phase, bound_lane, arg, NULL));
 }
 
 static void phase_bounds_concurrent_lane_execution_by_the_thread_budget(void) {
   FOR_EACH_BUDGET(budget) {
     bound_job job;
     memset(&job, 0, sizeof job);
-    job.ctx = tl_make_context((int)budget);
+    job.ctx = th_make_context((int)budget);
     tl_session *session = open_session(job.ctx);
     run_in_phase(session, run_bound, &job);
-    TL_CHECK(atomic_load(&job.max_active) >= 1);
-    TL_CHECK(atomic_load(&job.max_active) <= (int)budget);
-    TL_CHECK(atomic_load(&job.on_worker) == (int)budget);
+    TH_CHECK(atomic_load(&job.max_active) >= 1);
+    TH_CHECK(atomic_load(&job.max_active) <= (int)budget);
+    TH_CHECK(atomic_load(&job.on_worker) == (int)budget);
     finish(job.ctx, session);
   }
 }
@@ -853,7 +853,7 @@ static int routes_lane(tl_lane *lane, int lane_index, void *arg) {
 }
 
 static void run_routes(tl_phase *phase, void *arg) {
-  TL_CHECK_OK(tl_phase_run(phase, routes_lane, arg, NULL));
+  TH_CHECK_OK(tl_phase_run(phase, routes_lane, arg, NULL));
 }
 
 static void phase_lane_runs_concrete_route_families(void) {
@@ -861,23 +861,23 @@ static void phase_lane_runs_concrete_route_families(void) {
     routes_job *job = calloc(1, sizeof *job);
     for (int i = 0; i < RM * RK; i++) job->a[i] = sin(1.0 + i);
     for (int i = 0; i < RK * RN; i++) job->b[i] = cos(2.0 * i);
-    tl_context *serial = tl_make_context(1);
+    tl_context *serial = th_make_context(1);
     tl_session *serial_session = open_session(serial);
-    TL_CHECK_OK(compute_routes(tl_session_exec(serial_session), job, &job->reference));
+    TH_CHECK_OK(compute_routes(tl_session_exec(serial_session), job, &job->reference));
     finish(serial, serial_session);
     /* The reference itself is right: a naive product and sums. */
     for (int i = 0; i < RM; i++) {
       for (int j = 0; j < RN; j++) {
         double sum = 0;
         for (int k = 0; k < RK; k++) sum += job->a[i + RM * k] * job->b[k + RK * j];
-        TL_CHECK(fabs(job->reference.contract[i + RM * j] - sum) < 1e-12);
+        TH_CHECK(fabs(job->reference.contract[i + RM * j] - sum) < 1e-12);
       }
     }
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     run_in_phase(session, run_routes, job);
     for (size_t lane = 0; lane < budget; lane++)
-      TL_CHECK(memcmp(&job->lanes[lane], &job->reference, sizeof(routes_result)) == 0);
+      TH_CHECK(memcmp(&job->lanes[lane], &job->reference, sizeof(routes_result)) == 0);
     free(job);
     finish(ctx, session);
   }
@@ -902,12 +902,12 @@ static void block_a_worker(size_t begin, size_t end, int worker_index, void *arg
   late_job *job = arg;
   atomic_store(&job->blocked_worker[tl_pool_current_index(tl_context_pool(job->ctx))], 1);
   atomic_fetch_add(&job->blocked, 1);
-  tl_wait_until(released, job, WAIT_MS);
+  th_wait_until(released, job, WAIT_MS);
 }
 
 static void *occupy_two_workers(void *arg) {
   late_job *job = arg;
-  TL_CHECK_OK(tl_pool_parallel_for(tl_context_pool(job->ctx), 2, 1, block_a_worker, job));
+  TH_CHECK_OK(tl_pool_parallel_for(tl_context_pool(job->ctx), 2, 1, block_a_worker, job));
   return NULL;
 }
 
@@ -924,7 +924,7 @@ static int early_lane(tl_lane *lane, int lane_index, void *arg) {
     atomic_store(&job->release, 1);
     return code;
   }
-  tl_wait_until(cancelled, lane, WAIT_MS);
+  th_wait_until(cancelled, lane, WAIT_MS);
   return 0;
 }
 
@@ -942,29 +942,29 @@ static void run_late(tl_phase *phase, void *arg) {
 static void phase_lane_arriving_after_cancellation_skips_entry(void) {
   late_job job;
   memset(&job, 0, sizeof job);
-  job.ctx = tl_make_context(4);
+  job.ctx = th_make_context(4);
   tl_session *session = open_session(job.ctx);
-  tl_thread occupier;
-  tl_thread_start(&occupier, occupy_two_workers, &job);
-  TL_CHECK(tl_wait_until(two_blocked, &job, WAIT_MS));
+  th_thread occupier;
+  th_thread_start(&occupier, occupy_two_workers, &job);
+  TH_CHECK(th_wait_until(two_blocked, &job, WAIT_MS));
   late_result result;
   memset(&result, 0, sizeof result);
   result.job = &job;
   run_in_phase(session, run_late, &result);
-  tl_thread_join(&occupier, WAIT_MS);
-  TL_CHECK(result.status == TL_E_LANE && result.outcome.lane_code == 5);
+  th_thread_join(&occupier, WAIT_MS);
+  TH_CHECK(result.status == TL_E_LANE && result.outcome.lane_code == 5);
   /* The lanes of the two busy workers arrived after the cancel: they skipped entry, so their
    * callbacks never ran. The free lanes ran (the second may also have arrived late). */
   for (int lane = 0; lane < 4; lane++) {
     if (atomic_load(&job.blocked_worker[lane]))
-      TL_CHECK(atomic_load(&job.lane_callback[lane]) == 0);
+      TH_CHECK(atomic_load(&job.lane_callback[lane]) == 0);
   }
-  TL_CHECK(atomic_load(&job.callbacks) >= 1);
-  TL_CHECK(result.outcome.lanes_skipped >= 2);
-  TL_CHECK(result.outcome.lanes_entered + result.outcome.lanes_skipped == 4);
+  TH_CHECK(atomic_load(&job.callbacks) >= 1);
+  TH_CHECK(result.outcome.lanes_skipped >= 2);
+  TH_CHECK(result.outcome.lanes_entered + result.outcome.lanes_skipped == 4);
   tl_context_stats stats;
-  TL_CHECK_OK(tl_context_stats_get(job.ctx, &stats));
-  TL_CHECK(stats.active_lanes == 0);
+  TH_CHECK_OK(tl_context_stats_get(job.ctx, &stats));
+  TH_CHECK(stats.active_lanes == 0);
   finish(job.ctx, session);
 }
 
@@ -1001,7 +1001,7 @@ static int flight_lane(tl_lane *lane, int lane_index, void *arg) {
     return status == TL_E_CANCELLED ? (int)TL_E_CANCELLED : status == TL_OK ? 0 : 1;
   }
   if (lane_index == 1) {
-    if (!tl_wait_until(work_in_flight, job, WAIT_MS)) return 2;
+    if (!th_wait_until(work_in_flight, job, WAIT_MS)) return 2;
     usleep(1000);
     return tl_lane_fail(lane, 6, "lane 1 fails while lane 0 multiplies");
   }
@@ -1010,9 +1010,9 @@ static int flight_lane(tl_lane *lane, int lane_index, void *arg) {
 
 static void run_flight(tl_phase *phase, void *arg) {
   tl_phase_outcome outcome;
-  TL_CHECK_STATUS(tl_phase_run(phase, flight_lane, arg, &outcome), TL_E_LANE);
+  TH_CHECK_STATUS(tl_phase_run(phase, flight_lane, arg, &outcome), TL_E_LANE);
   /* Lane 0's cancelled route never outranks the real failure. */
-  TL_CHECK(outcome.lane_index == 1 && outcome.lane_code == 6);
+  TH_CHECK(outcome.lane_index == 1 && outcome.lane_code == 6);
 }
 
 static void phase_cancellation_while_numerical_work_is_in_flight(void) {
@@ -1023,10 +1023,10 @@ static void phase_cancellation_while_numerical_work_is_in_flight(void) {
     job.b = malloc(sizeof(double) * BIG * BIG);
     job.c = malloc(sizeof(double) * BIG * BIG);
     for (int i = 0; i < BIG * BIG; i++) job.a[i] = (i % 7) * 0.25, job.b[i] = (i % 5) * 0.5;
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     run_in_phase(session, run_flight, &job);
-    TL_CHECK(job.big_status == TL_OK || job.big_status == TL_E_CANCELLED);
+    TH_CHECK(job.big_status == TL_OK || job.big_status == TL_E_CANCELLED);
     fprintf(stderr, "budget %zu: in-flight GEMM %s\n", budget,
             job.big_status == TL_E_CANCELLED ? "stopped at a block boundary" : "completed");
     /* The session and the surfaces are fine: the same product on the root surface is right. */
@@ -1035,13 +1035,13 @@ static void phase_cancellation_while_numerical_work_is_in_flight(void) {
     tl_tensor_wrap(TL_F64, 2, shape, NULL, job.a, 0, &a);
     tl_tensor_wrap(TL_F64, 2, shape, NULL, job.b, 0, &b);
     tl_tensor_wrap(TL_F64, 2, shape, NULL, job.c, 0, &c);
-    TL_CHECK_OK(
+    TH_CHECK_OK(
         tl_gemm_into(tl_session_exec(session), tl_scalar_real(1), &a, &b, tl_scalar_real(0), &c));
     for (int probe = 0; probe < 20; probe++) {
       int i = (probe * 131) % BIG, j = (probe * 17) % BIG;
       double sum = 0;
       for (int k = 0; k < BIG; k++) sum += job.a[i + (size_t)BIG * k] * job.b[k + (size_t)BIG * j];
-      TL_CHECK(fabs(job.c[i + (size_t)BIG * j] - sum) <= 1e-9 * (1 + fabs(sum)));
+      TH_CHECK(fabs(job.c[i + (size_t)BIG * j] - sum) <= 1e-9 * (1 + fabs(sum)));
     }
     finish(ctx, session);
     free(job.a), free(job.b), free(job.c);
@@ -1120,26 +1120,26 @@ static void phase_recovers_from_a_panic_inside_private_nary_scratch(void) {
     job->reference = calloc(out_count, sizeof(double));
     for (int l = 0; l < 8; l++) job->out[l] = calloc(out_count, sizeof(double));
     job->panic_lane = 0;
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     nary_scope scope = {session, job};
     tl_panic_info info;
     tl_status caught = tl_catch(nary_in_scope, &scope, &info);
     /* If the greedy path never needs a big chunk the panic cannot happen: that would make
      * this test vacuous, so it is a failure. */
-    TL_CHECK(caught == TL_E_PANICKED);
-    TL_CHECK(strstr(info.message, "allocator refuses") != NULL);
+    TH_CHECK(caught == TL_E_PANICKED);
+    TH_CHECK(strstr(info.message, "allocator refuses") != NULL);
     /* Recovery: the session and a fresh phase work, and the lanes' (reused) private
      * scratch gives the right answer. */
     atomic_store(&panic_on_big_alloc, 0);
     job->panic_lane = -1;
-    TL_CHECK_OK(chain(tl_session_exec(session), job, job->reference));
+    TH_CHECK_OK(chain(tl_session_exec(session), job, job->reference));
     run_in_phase(session, run_nary, job);
     for (size_t l = 0; l < budget; l++)
-      TL_CHECK(memcmp(job->out[l], job->reference, sizeof(double) * out_count) == 0);
+      TH_CHECK(memcmp(job->out[l], job->reference, sizeof(double) * out_count) == 0);
     tl_context_stats stats;
-    TL_CHECK_OK(tl_context_stats_get(ctx, &stats));
-    TL_CHECK(stats.active_lanes == 0 && stats.phase_active == 0);
+    TH_CHECK_OK(tl_context_stats_get(ctx, &stats));
+    TH_CHECK(stats.active_lanes == 0 && stats.phase_active == 0);
     finish(ctx, session);
     for (int k = 0; k < 2; k++) free(job->m[k]);
     for (int l = 0; l < 8; l++) free(job->out[l]);
@@ -1187,7 +1187,7 @@ static int count_threads_lane(tl_lane *lane, int lane_index, void *arg) {
   tl_tensor_release(&u);
   tl_tensor_release(&sv);
   tl_tensor_release(&vt);
-  int now = tl_thread_count();
+  int now = th_thread_count();
   int seen = atomic_load(&job->max_during);
   while (now > seen && !atomic_compare_exchange_weak(&job->max_during, &seen, now)) {
   }
@@ -1195,16 +1195,16 @@ static int count_threads_lane(tl_lane *lane, int lane_index, void *arg) {
 }
 
 static void run_count(tl_phase *phase, void *arg) {
-  TL_CHECK_OK(tl_phase_run(phase, count_threads_lane, arg, NULL));
+  TH_CHECK_OK(tl_phase_run(phase, count_threads_lane, arg, NULL));
 }
 
 static void phase_creates_no_thread(void) {
   FOR_EACH_BUDGET(budget) {
-    int process_before = tl_thread_count();
-    tl_context *ctx = tl_make_context((int)budget);
+    int process_before = th_thread_count();
+    tl_context *ctx = th_make_context((int)budget);
     /* Context creation makes exactly the budget's workers (TSan's runtime may start a
      * thread of its own around then, so under TSan only the phase's own count is exact). */
-    if (!running_under_tsan()) TL_CHECK(tl_thread_count() == process_before + (int)budget);
+    if (!running_under_tsan()) TH_CHECK(th_thread_count() == process_before + (int)budget);
     tl_session *session = open_session(ctx);
     threads_job job;
     memset(&job, 0, sizeof job);
@@ -1212,11 +1212,11 @@ static void phase_creates_no_thread(void) {
     job.b = calloc(96 * 96, sizeof(double));
     for (int i = 0; i < 96 * 96; i++) job.a[i] = sin(0.1 * i), job.b[i] = cos(0.2 * i);
     for (int l = 0; l < 8; l++) job.c[l] = calloc(96 * 96, sizeof(double));
-    job.before = tl_thread_count();
+    job.before = th_thread_count();
     for (int round = 0; round < 3; round++) run_in_phase(session, run_count, &job);
     /* The budget's workers plus this caller: nothing else, ever. */
-    TL_CHECK(atomic_load(&job.max_during) == job.before);
-    if (!running_under_tsan()) TL_CHECK(job.before == process_before + (int)budget);
+    TH_CHECK(atomic_load(&job.max_during) == job.before);
+    if (!running_under_tsan()) TH_CHECK(job.before == process_before + (int)budget);
     free(job.a), free(job.b);
     for (int l = 0; l < 8; l++) free(job.c[l]);
     finish(ctx, session);
@@ -1235,7 +1235,7 @@ static int map_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   map_job *job = arg;
   atomic_fetch_add(&job->ran[item], 1);
   double a[2] = {1, 2}, b[2] = {3, 4}, c[2] = {0, 0};
-  tl_tensor ta = tl_vec_f64(a, 2), tb = tl_vec_f64(b, 2), tc = tl_vec_f64(c, 2);
+  tl_tensor ta = th_vec_f64(a, 2), tb = th_vec_f64(b, 2), tc = th_vec_f64(c, 2);
   tl_status status = tl_add_into(exec, &ta, &tb, &tc);
   /* Another item's failure may cancel the run while this one is in flight. */
   if (status == TL_E_CANCELLED) return (int)TL_E_CANCELLED;
@@ -1247,25 +1247,25 @@ static int map_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
 
 static void map_reports_the_lowest_failing_item_after_joining(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     map_job *job = calloc(1, sizeof *job);
     /* A clean map first: every item exactly once. */
     job->fail_a = job->fail_b = job->fail_c = SIZE_MAX;
     tl_map_outcome outcome;
-    TL_CHECK_OK(tl_map(session, 2000, map_item, job, &outcome));
-    TL_CHECK(outcome.failed == 0 && outcome.items_done == 2000);
-    for (int i = 0; i < 2000; i++) TL_CHECK(atomic_load(&job->ran[i]) == 1);
+    TH_CHECK_OK(tl_map(session, 2000, map_item, job, &outcome));
+    TH_CHECK(outcome.failed == 0 && outcome.items_done == 2000);
+    for (int i = 0; i < 2000; i++) TH_CHECK(atomic_load(&job->ran[i]) == 1);
     /* Then with three failing items. */
     for (int i = 0; i < 2000; i++) atomic_store(&job->ran[i], 0);
     job->fail_a = 1500, job->fail_b = 137, job->fail_c = 900;
-    TL_CHECK_STATUS(tl_map(session, 2000, map_item, job, &outcome), TL_E_LANE);
-    TL_CHECK(outcome.failed == 1 && outcome.failed_item == 137);
-    TL_CHECK(outcome.code == 137 % 97 + 1);
-    TL_CHECK(strstr(outcome.message, "item 137") != NULL);
-    for (int i = 0; i <= 137; i++) TL_CHECK(atomic_load(&job->ran[i]) == 1);
-    for (int i = 0; i < 2000; i++) TL_CHECK(atomic_load(&job->ran[i]) <= 1);
-    TL_CHECK(add_check(tl_session_exec(session)));
+    TH_CHECK_STATUS(tl_map(session, 2000, map_item, job, &outcome), TL_E_LANE);
+    TH_CHECK(outcome.failed == 1 && outcome.failed_item == 137);
+    TH_CHECK(outcome.code == 137 % 97 + 1);
+    TH_CHECK(strstr(outcome.message, "item 137") != NULL);
+    for (int i = 0; i <= 137; i++) TH_CHECK(atomic_load(&job->ran[i]) == 1);
+    for (int i = 0; i < 2000; i++) TH_CHECK(atomic_load(&job->ran[i]) <= 1);
+    TH_CHECK(add_check(tl_session_exec(session)));
     free(job);
     finish(ctx, session);
   }
@@ -1275,49 +1275,49 @@ static void map_reports_the_lowest_failing_item_after_joining(void) {
 
 static void keep_handle(tl_phase *phase, void *arg) {
   *(tl_phase **)arg = phase;
-  TL_CHECK(tl_phase_lanes(phase) >= 1);
+  TH_CHECK(tl_phase_lanes(phase) >= 1);
 }
 
 static void a_stale_phase_is_refused(void) {
   FOR_EACH_BUDGET(budget) {
-    tl_context *ctx = tl_make_context((int)budget);
+    tl_context *ctx = th_make_context((int)budget);
     tl_session *session = open_session(ctx);
     tl_phase *kept = NULL;
     run_in_phase(session, keep_handle, &kept);
-    TL_CHECK(kept != NULL);
+    TH_CHECK(kept != NULL);
     tl_phase_outcome outcome;
-    TL_CHECK_STATUS(tl_phase_run(kept, succeed, NULL, &outcome), TL_E_STALE);
-    TL_CHECK(outcome.kind == TL_PHASE_NOT_RUN);
-    TL_CHECK(strstr(tl_last_message(), "after the callback") != NULL);
-    TL_CHECK(tl_phase_lanes(kept) == 0);
+    TH_CHECK_STATUS(tl_phase_run(kept, succeed, NULL, &outcome), TL_E_STALE);
+    TH_CHECK(outcome.kind == TL_PHASE_NOT_RUN);
+    TH_CHECK(strstr(tl_last_message(), "after the callback") != NULL);
+    TH_CHECK(tl_phase_lanes(kept) == 0);
     /* A new phase does not revive the old handle. */
     run_in_phase(session, run_ok, NULL);
-    TL_CHECK_STATUS(tl_phase_run(kept, succeed, NULL, NULL), TL_E_STALE);
-    TL_CHECK_STATUS(tl_phase_run(NULL, succeed, NULL, NULL), TL_E_INVALID);
+    TH_CHECK_STATUS(tl_phase_run(kept, succeed, NULL, NULL), TL_E_STALE);
+    TH_CHECK_STATUS(tl_phase_run(NULL, succeed, NULL, NULL), TL_E_INVALID);
     finish(ctx, session);
-    TL_CHECK_STATUS(tl_phase_run(kept, succeed, NULL, NULL), TL_E_STALE);
+    TH_CHECK_STATUS(tl_phase_run(kept, succeed, NULL, NULL), TL_E_STALE);
   }
 }
 
-TL_TEST_MAIN(TL_CASE(phase_runs_every_lane_and_matches_a_single_threaded_result),
-             TL_CASE(phase_on_a_one_worker_context_runs_one_lane_on_the_caller),
-             TL_CASE(phase_rejects_a_caller_inside_its_own_pool),
-             TL_CASE(phase_runs_from_a_foreign_pool_worker),
-             TL_CASE(phase_reports_one_lane_error_after_joining_and_cancels_peers),
-             TL_CASE(phase_joins_every_lane_before_a_lane_panic_surfaces),
-             TL_CASE(session_failures_take_precedence_over_lane_errors),
-             TL_CASE(among_equal_failures_the_lowest_lane_wins),
-             TL_CASE(phase_repeats_on_the_same_lease_after_a_failure),
-             TL_CASE(phase_leaves_the_session_usable_after_a_caught_lane_failure),
-             TL_CASE(unrelated_owner_is_rejected_while_lanes_run),
-             TL_CASE(phase_lease_refuses_other_threads),
-             TL_CASE(the_root_surface_is_parked_while_a_phase_is_open),
-             TL_CASE(phase_with_empty_and_skewed_lanes_completes),
-             TL_CASE(phase_bounds_concurrent_lane_execution_by_the_thread_budget),
-             TL_CASE(phase_lane_runs_concrete_route_families),
-             TL_CASE(phase_lane_arriving_after_cancellation_skips_entry),
-             TL_CASE(phase_cancellation_while_numerical_work_is_in_flight),
-             TL_CASE(phase_recovers_from_a_panic_inside_private_nary_scratch),
-             TL_CASE(phase_creates_no_thread),
-             TL_CASE(map_reports_the_lowest_failing_item_after_joining),
-             TL_CASE(a_stale_phase_is_refused))
+TH_TEST_MAIN(TH_CASE(phase_runs_every_lane_and_matches_a_single_threaded_result),
+             TH_CASE(phase_on_a_one_worker_context_runs_one_lane_on_the_caller),
+             TH_CASE(phase_rejects_a_caller_inside_its_own_pool),
+             TH_CASE(phase_runs_from_a_foreign_pool_worker),
+             TH_CASE(phase_reports_one_lane_error_after_joining_and_cancels_peers),
+             TH_CASE(phase_joins_every_lane_before_a_lane_panic_surfaces),
+             TH_CASE(session_failures_take_precedence_over_lane_errors),
+             TH_CASE(among_equal_failures_the_lowest_lane_wins),
+             TH_CASE(phase_repeats_on_the_same_lease_after_a_failure),
+             TH_CASE(phase_leaves_the_session_usable_after_a_caught_lane_failure),
+             TH_CASE(unrelated_owner_is_rejected_while_lanes_run),
+             TH_CASE(phase_lease_refuses_other_threads),
+             TH_CASE(the_root_surface_is_parked_while_a_phase_is_open),
+             TH_CASE(phase_with_empty_and_skewed_lanes_completes),
+             TH_CASE(phase_bounds_concurrent_lane_execution_by_the_thread_budget),
+             TH_CASE(phase_lane_runs_concrete_route_families),
+             TH_CASE(phase_lane_arriving_after_cancellation_skips_entry),
+             TH_CASE(phase_cancellation_while_numerical_work_is_in_flight),
+             TH_CASE(phase_recovers_from_a_panic_inside_private_nary_scratch),
+             TH_CASE(phase_creates_no_thread),
+             TH_CASE(map_reports_the_lowest_failing_item_after_joining),
+             TH_CASE(a_stale_phase_is_refused))

@@ -10,15 +10,15 @@
 #include "tenlane/context.h"
 #include "tenlane/pool.h"
 #include "tenlane/session.h"
-#include "tl_fixtures.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_test.h"
 
 static tl_pool *make_pool(int workers) {
   tl_pool_config config;
   tl_pool_config_init(&config);
   config.workers = workers;
   tl_pool *pool = NULL;
-  TL_CHECK_OK(tl_pool_create(&config, &pool));
+  TH_CHECK_OK(tl_pool_create(&config, &pool));
   return pool;
 }
 
@@ -41,12 +41,12 @@ static void pool_broadcast_runs_each_worker_exactly_once(void) {
       count_args args;
       memset(&args, 0, sizeof args);
       args.pool = pool;
-      TL_CHECK_OK(tl_pool_broadcast(pool, count_calls, &args));
-      for (int i = 0; i < workers; i++) TL_CHECK(atomic_load(&args.calls[i]) == 1);
-      for (int i = workers; i < 8; i++) TL_CHECK(atomic_load(&args.calls[i]) == 0);
-      TL_CHECK(atomic_load(&args.index_ok) == workers);
+      TH_CHECK_OK(tl_pool_broadcast(pool, count_calls, &args));
+      for (int i = 0; i < workers; i++) TH_CHECK(atomic_load(&args.calls[i]) == 1);
+      for (int i = workers; i < 8; i++) TH_CHECK(atomic_load(&args.calls[i]) == 0);
+      TH_CHECK(atomic_load(&args.index_ok) == workers);
     }
-    TL_CHECK(tl_pool_current_index(pool) == -1);
+    TH_CHECK(tl_pool_current_index(pool) == -1);
     tl_pool_destroy(pool);
   }
 }
@@ -66,9 +66,9 @@ static void broadcast_to_own_pool(int worker_index, void *arg) {
 static void broadcast_from_a_worker_of_the_same_pool_is_refused(void) {
   tl_pool *pool = make_pool(2);
   nested_args args = {pool, 0};
-  TL_CHECK_OK(tl_pool_broadcast(pool, broadcast_to_own_pool, &args));
-  TL_CHECK(atomic_load(&args.refused) == 2);
-  TL_CHECK(strstr(tl_last_message(), "") != NULL);
+  TH_CHECK_OK(tl_pool_broadcast(pool, broadcast_to_own_pool, &args));
+  TH_CHECK(atomic_load(&args.refused) == 2);
+  TH_CHECK(strstr(tl_last_message(), "") != NULL);
   tl_pool_destroy(pool);
 }
 
@@ -91,11 +91,11 @@ static void pool_parallel_for_covers_every_index_once(void) {
     for (size_t g = 0; g < sizeof grains / sizeof grains[0]; g++) {
       for (size_t i = 0; i < counts[c]; i++) atomic_store(&hits[i], 0);
       range_args args = {hits};
-      TL_CHECK_OK(tl_pool_parallel_for(pool, counts[c], grains[g], mark_range, &args));
-      for (size_t i = 0; i < counts[c]; i++) TL_CHECK(atomic_load(&hits[i]) == 1);
+      TH_CHECK_OK(tl_pool_parallel_for(pool, counts[c], grains[g], mark_range, &args));
+      for (size_t i = 0; i < counts[c]; i++) TH_CHECK(atomic_load(&hits[i]) == 1);
     }
   }
-  TL_CHECK_STATUS(tl_pool_parallel_for(NULL, 4, 1, mark_range, NULL), TL_E_INVALID);
+  TH_CHECK_STATUS(tl_pool_parallel_for(NULL, 4, 1, mark_range, NULL), TL_E_INVALID);
   tl_pool_destroy(pool);
 }
 
@@ -114,18 +114,18 @@ static int flag_set(void *arg) { return atomic_load(&((cross_args *)arg)->flag);
 static void b_worker_waits_for_flag(int worker_index, void *arg) {
   (void)worker_index;
   cross_args *args = arg;
-  if (tl_wait_until(flag_set, args, 10000)) atomic_store(&args->b_saw_flag, 1);
+  if (th_wait_until(flag_set, args, 10000)) atomic_store(&args->b_saw_flag, 1);
 }
 
 static void a_worker_drives_b(int worker_index, void *arg) {
   (void)worker_index;
   cross_args *args = arg;
-  TL_CHECK_OK(tl_pool_broadcast(args->b, b_worker_waits_for_flag, args));
+  TH_CHECK_OK(tl_pool_broadcast(args->b, b_worker_waits_for_flag, args));
 }
 
 static void *outside_broadcast_on_a(void *arg) {
   cross_args *args = arg;
-  TL_CHECK_OK(tl_pool_broadcast(args->a, a_worker_drives_b, args));
+  TH_CHECK_OK(tl_pool_broadcast(args->a, a_worker_drives_b, args));
   return NULL;
 }
 
@@ -142,14 +142,14 @@ static void a_waiting_foreign_worker_keeps_running_its_own_pool(void) {
   memset(&args, 0, sizeof args);
   args.a = make_pool(1);
   args.b = make_pool(1);
-  tl_thread driver;
-  tl_thread_start(&driver, outside_broadcast_on_a, &args);
+  th_thread driver;
+  th_thread_start(&driver, outside_broadcast_on_a, &args);
   /* Two chunks so the loop is queued on A rather than run inline by this thread. The
    * calling thread is not a worker of A, so it cannot run them: A's worker must. */
-  TL_CHECK_OK(tl_pool_parallel_for(args.a, 2, 1, set_flag_chunk, &args));
-  tl_thread_join(&driver, 20000);
-  TL_CHECK(atomic_load(&args.b_saw_flag) == 1);
-  TL_CHECK(atomic_load(&args.job_ran_on_a_worker) == 1);
+  TH_CHECK_OK(tl_pool_parallel_for(args.a, 2, 1, set_flag_chunk, &args));
+  th_thread_join(&driver, 20000);
+  TH_CHECK(atomic_load(&args.b_saw_flag) == 1);
+  TH_CHECK(atomic_load(&args.job_ran_on_a_worker) == 1);
   tl_pool_destroy(args.a);
   tl_pool_destroy(args.b);
 }
@@ -173,32 +173,32 @@ static void check_worker_mask(int worker_index, void *arg) {
 
 static void pinned_workers_and_the_held_caller_stay_inside_the_cpu_set(void) {
   int cpus[CPU_SETSIZE];
-  int count = tl_process_cpus(cpus, CPU_SETSIZE);
-  TL_CHECK(count >= 1);
+  int count = th_process_cpus(cpus, CPU_SETSIZE);
+  TH_CHECK(count >= 1);
   int chosen = cpus[count - 1]; /* a set of one CPU: every worker must land on it */
   cpu_set_t before;
   CPU_ZERO(&before);
   sched_getaffinity(0, sizeof before, &before);
   for (int threads = 2; threads <= 4; threads += 2) {
-    tl_context *ctx = tl_make_context_on(threads, &chosen, 1);
+    tl_context *ctx = th_make_context_on(threads, &chosen, 1);
     mask_args args;
     memset(&args, 0, sizeof args);
     CPU_ZERO(&args.expect);
     CPU_SET(chosen, &args.expect);
-    TL_CHECK_OK(tl_pool_broadcast(tl_context_pool(ctx), check_worker_mask, &args));
-    TL_CHECK(atomic_load(&args.inside) == threads);
+    TH_CHECK_OK(tl_pool_broadcast(tl_context_pool(ctx), check_worker_mask, &args));
+    TH_CHECK(atomic_load(&args.inside) == threads);
     tl_session *session;
-    TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
+    TH_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
     cpu_set_t held;
     CPU_ZERO(&held);
     sched_getaffinity(0, sizeof held, &held);
-    TL_CHECK(CPU_EQUAL(&held, &args.expect));
-    TL_CHECK_OK(tl_session_close(session));
+    TH_CHECK(CPU_EQUAL(&held, &args.expect));
+    TH_CHECK_OK(tl_session_close(session));
     cpu_set_t after;
     CPU_ZERO(&after);
     sched_getaffinity(0, sizeof after, &after);
-    TL_CHECK(CPU_EQUAL(&after, &before));
-    TL_CHECK_OK(tl_context_destroy(ctx));
+    TH_CHECK(CPU_EQUAL(&after, &before));
+    TH_CHECK_OK(tl_context_destroy(ctx));
   }
   /* A CPU outside the process's set is refused. */
   int outside = CPU_SETSIZE - 1;
@@ -208,8 +208,8 @@ static void pinned_workers_and_the_held_caller_stay_inside_the_cpu_set(void) {
   config.cpus = &outside;
   config.cpu_count = 1;
   tl_context *ctx = NULL;
-  TL_CHECK_STATUS(tl_context_create(&config, &ctx), TL_E_INVALID);
-  TL_CHECK(ctx == NULL);
+  TH_CHECK_STATUS(tl_context_create(&config, &ctx), TL_E_INVALID);
+  TH_CHECK(ctx == NULL);
 }
 
 static double process_cpu_seconds(void) {
@@ -221,16 +221,16 @@ static double process_cpu_seconds(void) {
 static void noop(int worker_index, void *arg) { (void)arg, (void)worker_index; }
 
 static void an_idle_context_uses_no_cpu(void) {
-  tl_context *ctx = tl_make_context(4);
-  TL_CHECK_OK(tl_pool_broadcast(tl_context_pool(ctx), noop, NULL));
+  tl_context *ctx = th_make_context(4);
+  TH_CHECK_OK(tl_pool_broadcast(tl_context_pool(ctx), noop, NULL));
   usleep(50 * 1000); /* past the spin window: the workers are asleep now */
   double before = process_cpu_seconds();
   usleep(400 * 1000);
   double used = process_cpu_seconds() - before;
   /* Four spinning workers would burn ~0.8 s of CPU here (two cores); sleeping ones ~0. */
   if (used >= 0.04) fprintf(stderr, "idle context used %.3f s of CPU in 0.4 s\n", used);
-  TL_CHECK(used < 0.04);
-  TL_CHECK_OK(tl_context_destroy(ctx));
+  TH_CHECK(used < 0.04);
+  TH_CHECK_OK(tl_context_destroy(ctx));
 }
 
 static void pool_config_errors_are_typed(void) {
@@ -238,23 +238,23 @@ static void pool_config_errors_are_typed(void) {
   tl_pool_config_init(&config);
   tl_pool *pool = NULL;
   config.workers = 0;
-  TL_CHECK_STATUS(tl_pool_create(&config, &pool), TL_E_INVALID);
-  TL_CHECK(strstr(tl_last_message(), "workers is 0") != NULL);
+  TH_CHECK_STATUS(tl_pool_create(&config, &pool), TL_E_INVALID);
+  TH_CHECK(strstr(tl_last_message(), "workers is 0") != NULL);
   config.workers = 1;
   int bad = -3;
   config.cpus = &bad;
   config.cpu_count = 1;
-  TL_CHECK_STATUS(tl_pool_create(&config, &pool), TL_E_INVALID);
-  TL_CHECK(strstr(tl_last_message(), "cpus[0] is -3") != NULL);
-  TL_CHECK_STATUS(tl_pool_create(NULL, &pool), TL_E_INVALID);
-  TL_CHECK_STATUS(tl_pool_broadcast(NULL, noop, NULL), TL_E_INVALID);
-  TL_CHECK(pool == NULL);
+  TH_CHECK_STATUS(tl_pool_create(&config, &pool), TL_E_INVALID);
+  TH_CHECK(strstr(tl_last_message(), "cpus[0] is -3") != NULL);
+  TH_CHECK_STATUS(tl_pool_create(NULL, &pool), TL_E_INVALID);
+  TH_CHECK_STATUS(tl_pool_broadcast(NULL, noop, NULL), TL_E_INVALID);
+  TH_CHECK(pool == NULL);
   tl_pool_destroy(NULL);
 }
 
-TL_TEST_MAIN(TL_CASE(pool_broadcast_runs_each_worker_exactly_once),
-             TL_CASE(broadcast_from_a_worker_of_the_same_pool_is_refused),
-             TL_CASE(pool_parallel_for_covers_every_index_once),
-             TL_CASE(a_waiting_foreign_worker_keeps_running_its_own_pool),
-             TL_CASE(pinned_workers_and_the_held_caller_stay_inside_the_cpu_set),
-             TL_CASE(an_idle_context_uses_no_cpu), TL_CASE(pool_config_errors_are_typed))
+TH_TEST_MAIN(TH_CASE(pool_broadcast_runs_each_worker_exactly_once),
+             TH_CASE(broadcast_from_a_worker_of_the_same_pool_is_refused),
+             TH_CASE(pool_parallel_for_covers_every_index_once),
+             TH_CASE(a_waiting_foreign_worker_keeps_running_its_own_pool),
+             TH_CASE(pinned_workers_and_the_held_caller_stay_inside_the_cpu_set),
+             TH_CASE(an_idle_context_uses_no_cpu), TH_CASE(pool_config_errors_are_typed))

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-#include "tl_numeric.h"
-#include "tl_test.h"
+#include "th_numeric.h"
+#include "th_test.h"
 
 #define SENTINEL_BYTE 0x5a
 
@@ -19,19 +19,19 @@ int rel_message_fresh(const char *message) {
 
 void rel_check_idle(const tl_context *ctx) {
   tl_context_stats stats;
-  TL_CHECK_OK(tl_context_stats_get(ctx, &stats));
-  TL_CHECK(stats.session_open == 1);
-  TL_CHECK(stats.root_checked_out == 1);
-  TL_CHECK(stats.phase_active == 0);
-  TL_CHECK(stats.active_lanes == 0);
-  TL_CHECK(stats.active_children == 0);
-  TL_CHECK(stats.waiting_openers == 0);
+  TH_CHECK_OK(tl_context_stats_get(ctx, &stats));
+  TH_CHECK(stats.session_open == 1);
+  TH_CHECK(stats.root_checked_out == 1);
+  TH_CHECK(stats.phase_active == 0);
+  TH_CHECK(stats.active_lanes == 0);
+  TH_CHECK(stats.active_children == 0);
+  TH_CHECK(stats.waiting_openers == 0);
 }
 
 void rel_watch_init(rel_watch *watch) { memset(watch, 0, sizeof *watch); }
 
 void rel_watch_add(rel_watch *watch, void *ptr, size_t bytes) {
-  TL_CHECK(watch->count < 16);
+  TH_CHECK(watch->count < 16);
   if (ptr == NULL || bytes == 0) return;
   memset(ptr, SENTINEL_BYTE, bytes);
   watch->ptr[watch->count] = ptr;
@@ -41,7 +41,7 @@ void rel_watch_add(rel_watch *watch, void *ptr, size_t bytes) {
 
 void rel_watch_tensor(rel_watch *watch, tl_tensor *t) {
   int64_t lo, hi;
-  TL_CHECK(tl_tensor_extent_range(t, &lo, &hi));
+  TH_CHECK(tl_tensor_extent_range(t, &lo, &hi));
   if (hi < lo) return;
   size_t size = tl_dtype_size(t->dtype);
   rel_watch_add(watch, (char *)t->data + (size_t)lo * size, (size_t)(hi - lo + 1) * size);
@@ -69,10 +69,10 @@ uint32_t rel_rand_below(uint64_t *state, uint32_t n) {
 }
 
 void rel_fill(tl_tensor *t, uint64_t seed, double diag) {
-  TL_NUM_FOR_EACH(idx, t->rank, t->shape) {
-    double re = tl_num_from_bits(rel_rand_next(&seed));
-    double im = tl_num_from_bits(rel_rand_next(&seed));
+  TH_NUM_FOR_EACH(idx, t->rank, t->shape) {
+    double re = th_num_from_bits(rel_rand_next(&seed));
+    double im = th_num_from_bits(rel_rand_next(&seed));
     if (t->rank == 2 && idx[0] == idx[1]) re += diag;
-    tl_num_set_parts(t, idx, re, im);
+    th_num_set_parts(t, idx, re, im);
   }
 }

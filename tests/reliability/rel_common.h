@@ -1,5 +1,5 @@
 /* tests/reliability/rel_common.h: small helpers the reliability binaries share (the held
- * session is tl_held, tests/support/tl_fixtures.h): a message sentinel (so a test can tell a fresh
+ * session is th_held, tests/support/th_fixtures.h): a message sentinel (so a test can tell a fresh
  * failure message from one left by an earlier call), watched output regions (filled with a
  * sentinel before a call, compared after it) and the idle-session check. */
 #ifndef REL_COMMON_H
@@ -11,7 +11,7 @@
 #include "tenlane/context.h"
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
-#include "tl_fixtures.h"
+#include "th_fixtures.h"
 
 /* Leave a known message in the calling thread's slot (it names REL_SENTINEL). */
 void rel_message_reset(void);

@@ -20,11 +20,11 @@
 #include "tenlane/phase.h"
 #include "tenlane/pool.h"
 #include "tenlane/session.h"
-#include "tl_fixtures.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_test.h"
 
 typedef struct bad_fx {
-  tl_held held;
+  th_held held;
   tl_context *small; /* a context whose scratch limit is 4 KiB, with its session */
   tl_session *small_session;
   tl_tensor a, b, c, a32, q, r, s, big[3], big_out; /* a 4x3, b 3x5, c 4x5 (output), ... */
@@ -43,19 +43,19 @@ typedef struct bad_fx {
 
 static void make(tl_tensor *t, tl_dtype dtype, int64_t d0, int64_t d1) {
   const int64_t shape[2] = {d0, d1};
-  TL_CHECK_OK(tl_tensor_create(dtype, 2, shape, t));
+  TH_CHECK_OK(tl_tensor_create(dtype, 2, shape, t));
   rel_fill(t, (uint64_t)d0 * 31u + (uint64_t)d1, 1.0);
 }
 
 static void fx_open(bad_fx *fx) {
   memset(fx, 0, sizeof *fx);
-  tl_held_open(&fx->held, 2);
+  th_held_open(&fx->held, 2);
   tl_context_config config;
   tl_context_config_init(&config);
   config.threads = 1;
   config.scratch_limit = 4096;
-  TL_CHECK_OK(tl_context_create(&config, &fx->small));
-  TL_CHECK_OK(tl_session_open(fx->small, tl_owner_new(), TL_NOWAIT, &fx->small_session));
+  TH_CHECK_OK(tl_context_create(&config, &fx->small));
+  TH_CHECK_OK(tl_session_open(fx->small, tl_owner_new(), TL_NOWAIT, &fx->small_session));
   make(&fx->a, TL_F64, 4, 3);
   make(&fx->b, TL_F64, 3, 5);
   make(&fx->c, TL_F64, 4, 5);
@@ -67,7 +67,7 @@ static void fx_open(bad_fx *fx) {
   make(&fx->big[1], TL_F64, 40, 40);
   make(&fx->big[2], TL_F64, 40, 40);
   make(&fx->big_out, TL_F64, 40, 40);
-  TL_CHECK_OK(tl_session_ticket(fx->held.session, &fx->ticket));
+  TH_CHECK_OK(tl_session_ticket(fx->held.session, &fx->ticket));
   rel_watch_init(&fx->watch);
   rel_watch_tensor(&fx->watch, &fx->c);
   rel_watch_tensor(&fx->watch, &fx->q);
@@ -89,11 +89,11 @@ static void fx_close(bad_fx *fx) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tl_tensor_release(all[i]);
   if (fx->held.session != NULL) {
     tl_status closed = tl_session_close(fx->held.session);
-    TL_CHECK(closed == TL_OK || closed == TL_E_STALE); /* a row may have closed it */
+    TH_CHECK(closed == TL_OK || closed == TL_E_STALE); /* a row may have closed it */
   }
-  TL_CHECK_OK(tl_context_destroy(fx->held.ctx));
-  TL_CHECK_OK(tl_session_close(fx->small_session));
-  TL_CHECK_OK(tl_context_destroy(fx->small));
+  TH_CHECK_OK(tl_context_destroy(fx->held.ctx));
+  TH_CHECK_OK(tl_session_close(fx->small_session));
+  TH_CHECK_OK(tl_context_destroy(fx->small));
 }
 
 /* Run fn(fx) on a new thread; its status comes back and its message goes to fx->message. */
@@ -113,8 +113,8 @@ static void *thread_main(void *arg) {
 static tl_status run_on_thread(bad_fx *fx, tl_status (*fn)(bad_fx *fx)) {
   on_thread call = {fx, fn, TL_OK};
   pthread_t thread;
-  TL_CHECK(pthread_create(&thread, NULL, thread_main, &call) == 0);
-  TL_CHECK(pthread_join(thread, NULL) == 0);
+  TH_CHECK(pthread_create(&thread, NULL, thread_main, &call) == 0);
+  TH_CHECK(pthread_join(thread, NULL) == 0);
   return call.status;
 }
 
@@ -175,7 +175,7 @@ static tl_status close_null(bad_fx *fx) {
 static tl_status close_there(bad_fx *fx) { return tl_session_close(fx->held.session); }
 static tl_status close_wrong_thread(bad_fx *fx) { return run_on_thread(fx, close_there); }
 static tl_status close_twice(bad_fx *fx) {
-  TL_CHECK_OK(tl_session_close(fx->held.session));
+  TH_CHECK_OK(tl_session_close(fx->held.session));
   return tl_session_close(fx->held.session);
 }
 static tl_status ticket_null_out(bad_fx *fx) { return tl_session_ticket(fx->held.session, NULL); }
@@ -195,8 +195,8 @@ static tl_status ticket_stale_there(bad_fx *fx) {
 }
 static tl_status ticket_stale(bad_fx *fx) {
   /* The ticket's session closes and another one opens: the old ticket is stale. */
-  TL_CHECK_OK(tl_session_close(fx->held.session));
-  TL_CHECK_OK(tl_session_open(fx->held.ctx, tl_owner_new(), TL_NOWAIT, &fx->held.session));
+  TH_CHECK_OK(tl_session_close(fx->held.session));
+  TH_CHECK_OK(tl_session_open(fx->held.ctx, tl_owner_new(), TL_NOWAIT, &fx->held.session));
   return run_on_thread(fx, ticket_stale_there);
 }
 static void phase_noop(tl_phase *phase, void *arg) { (void)phase, (void)arg; }
@@ -218,7 +218,7 @@ static int lane_noop(tl_lane *lane, int lane_index, void *arg) {
   return 0;
 }
 static tl_status phase_stale(bad_fx *fx) {
-  TL_CHECK_OK(tl_session_phase(fx->held.session, keep_phase, NULL));
+  TH_CHECK_OK(tl_session_phase(fx->held.session, keep_phase, NULL));
   return tl_phase_run(kept_phase, lane_noop, NULL, NULL);
 }
 static void run_null_lane(tl_phase *phase, void *arg) {
@@ -227,7 +227,7 @@ static void run_null_lane(tl_phase *phase, void *arg) {
   snprintf(fx->message, sizeof fx->message, "%s", tl_last_message());
 }
 static tl_status phase_null_lane_fn(bad_fx *fx) {
-  TL_CHECK_OK(tl_session_phase(fx->held.session, run_null_lane, fx));
+  TH_CHECK_OK(tl_session_phase(fx->held.session, run_null_lane, fx));
   return fx->phase_status;
 }
 static tl_status map_null_fn(bad_fx *fx) { return tl_map(fx->held.session, 4, NULL, NULL, NULL); }
@@ -238,13 +238,13 @@ static void root_call_in_phase(tl_phase *phase, void *arg) {
   snprintf(fx->message, sizeof fx->message, "%s", tl_last_message());
 }
 static tl_status root_surface_parked(bad_fx *fx) {
-  TL_CHECK_OK(tl_session_phase(fx->held.session, root_call_in_phase, fx));
+  TH_CHECK_OK(tl_session_phase(fx->held.session, root_call_in_phase, fx));
   return fx->phase_status;
 }
 static int lane_wide_team(tl_lane *lane, int lane_index, void *arg) {
   bad_fx *fx = arg;
   tl_exec *exec = tl_lane_exec(lane);
-  TL_CHECK_OK(tl_exec_set_team(exec, 2));
+  TH_CHECK_OK(tl_exec_set_team(exec, 2));
   (void)lane_index;
   tl_status status =
       tl_gemm_into(exec, tl_scalar_real(1), &fx->a, &fx->b, tl_scalar_real(0), &fx->c);
@@ -261,7 +261,7 @@ static void run_wide_team(tl_phase *phase, void *arg) {
   snprintf(fx->message, sizeof fx->message, "%s", outcome.message);
 }
 static tl_status lane_team_unavailable(bad_fx *fx) {
-  TL_CHECK_OK(tl_session_phase(fx->held.session, run_wide_team, fx));
+  TH_CHECK_OK(tl_session_phase(fx->held.session, run_wide_team, fx));
   return fx->phase_status;
 }
 static tl_status set_team_negative(bad_fx *fx) { return tl_exec_set_team(fx->held.exec, -1); }
@@ -306,9 +306,9 @@ static tl_status add_overlapping_output(bad_fx *fx) {
   return tl_neg_into(fx->held.exec, &fx->q, &fx->q);
 }
 static tl_status add_zero_stride_output(bad_fx *fx) {
-  tl_tensor x = tl_vec_f64(fx->vec, 8), out;
+  tl_tensor x = th_vec_f64(fx->vec, 8), out;
   const int64_t shape[1] = {8}, strides[1] = {0};
-  TL_CHECK_OK(tl_tensor_wrap(TL_F64, 1, shape, strides, fx->vec_out, 0, &out));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, shape, strides, fx->vec_out, 0, &out));
   return tl_copy_into(fx->held.exec, &x, &out);
 }
 static tl_status gemm_inner_mismatch(bad_fx *fx) {
@@ -387,7 +387,7 @@ static tl_status solve_not_square(bad_fx *fx) {
 static tl_status solve_singular(bad_fx *fx) {
   tl_tensor zero;
   const int64_t shape[2] = {3, 3};
-  TL_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &zero));
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &zero));
   tl_status status = tl_solve(fx->held.exec, &zero, &fx->r, &fx->fresh);
   tl_tensor_release(&zero);
   return status;
@@ -529,8 +529,8 @@ static void bad_input_table(void) {
   }
   printf("REL-FIGURE bad_input rows=%zu failures=%d known_message_defects=%d\n", count, failures,
          known);
-  TL_CHECK(count >= 30);
-  TL_CHECK(failures == 0);
+  TH_CHECK(count >= 30);
+  TH_CHECK(failures == 0);
 }
 
-TL_TEST_MAIN(TL_CASE(bad_input_table))
+TH_TEST_MAIN(TH_CASE(bad_input_table))

@@ -39,8 +39,8 @@
 #include "tenlane/panic.h"
 #include "tenlane/phase.h"
 #include "tenlane/pool.h"
-#include "tl_fixtures.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_test.h"
 
 #define LANES_MAX 4
 #define VEC 16
@@ -92,14 +92,14 @@ static int do_item(tl_exec *exec, lane_state *state, int item) {
   if (item % 4 == 3) {
     tl_tensor m, n, p;
     const int64_t shape[2] = {3, 3};
-    TL_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, state->m, 0, &m));
-    TL_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, state->n, 0, &n));
-    TL_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, state->p, 0, &p));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, state->m, 0, &m));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, state->n, 0, &n));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, state->p, 0, &p));
     const tl_tensor *ops[2] = {&m, &n};
     return (int)tl_einsum_into(exec, "ij,jk->ik", 2, ops, &p);
   }
-  tl_tensor a = tl_vec_f64(state->a, VEC), b = tl_vec_f64(state->b, VEC),
-            c = tl_vec_f64(state->c, VEC);
+  tl_tensor a = th_vec_f64(state->a, VEC), b = th_vec_f64(state->b, VEC),
+            c = th_vec_f64(state->c, VEC);
   return (int)tl_add_into(exec, &a, &b, &c);
 }
 
@@ -113,15 +113,15 @@ static int hostile_svd(tl_exec *exec, int action, int lane_index) {
   if (action == ACT_NONFINITE) values[(lane_index * 5) % 12] = lane_index % 2 ? NAN : -INFINITY;
   const int64_t shape[2] = {4, 3};
   tl_tensor a, s;
-  TL_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, values, 0, &a));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, values, 0, &a));
   tl_status status = tl_svd(exec, &a, NULL, NULL, &s, NULL, NULL);
   if (status == TL_E_CANCELLED) return (int)status; /* another lane failed first */
   if (action == ACT_NONFINITE) {
-    TL_CHECK_STATUS(status, TL_E_NONFINITE);
-    TL_CHECK(strncmp(tl_last_message(), "tl_svd: a[", 10) == 0);
+    TH_CHECK_STATUS(status, TL_E_NONFINITE);
+    TH_CHECK(strncmp(tl_last_message(), "tl_svd: a[", 10) == 0);
   } else {
-    TL_CHECK_STATUS(status, TL_E_PROVIDER);
-    TL_CHECK(strstr(tl_last_message(), "DGESDD rejected its argument") != NULL);
+    TH_CHECK_STATUS(status, TL_E_PROVIDER);
+    TH_CHECK(strstr(tl_last_message(), "DGESDD rejected its argument") != NULL);
   }
   return (int)status;
 }
@@ -130,7 +130,7 @@ static int plan_lane(tl_lane *lane, int lane_index, void *arg) {
   run_plan *plan = arg;
   lane_state *state = &plan->state[lane_index];
   const lane_plan *lp = &plan->lane[lane_index];
-  TL_CHECK(atomic_fetch_add(&state->started, 1) == 0); /* one callback per lane per run */
+  TH_CHECK(atomic_fetch_add(&state->started, 1) == 0); /* one callback per lane per run */
   tl_exec *exec = tl_lane_exec(lane);
   int code = 0;
   int acts = lp->action != ACT_WORK && lp->action != ACT_CANCEL;
@@ -145,7 +145,7 @@ static int plan_lane(tl_lane *lane, int lane_index, void *arg) {
       code = status;
       goto done;
     }
-    TL_CHECK(status == 0);
+    TH_CHECK(status == 0);
   }
   if (acts && plan->rendezvous > 1) {
     atomic_fetch_add(&plan->arrived, 1);
@@ -197,8 +197,8 @@ static int ticket_work(tl_exec *exec, void *arg) {
   ticket_arg *ta = arg;
   helper_job *job = ta->job;
   if (tl_exec_kind_of(exec) != TL_EXEC_TICKET) return 1;
-  tl_tensor a = tl_vec_f64(job->a[ta->worker], VEC), b = tl_vec_f64(job->b[ta->worker], VEC),
-            c = tl_vec_f64(job->c[ta->worker], VEC);
+  tl_tensor a = th_vec_f64(job->a[ta->worker], VEC), b = th_vec_f64(job->b[ta->worker], VEC),
+            c = th_vec_f64(job->c[ta->worker], VEC);
   return (int)tl_add_into(exec, &a, &b, &c);
 }
 
@@ -228,7 +228,7 @@ static void *helper_main(void *arg) {
     atomic_fetch_add(&job->busy, 1);
   else
     atomic_fetch_add(&job->not_busy, 1);
-  TL_CHECK_OK(tl_pool_broadcast(job->foreign, foreign_worker, job));
+  TH_CHECK_OK(tl_pool_broadcast(job->foreign, foreign_worker, job));
   return NULL;
 }
 
@@ -251,7 +251,7 @@ static void *waiter_main(void *arg) {
   if (job->open_status != TL_OK) return NULL;
   atomic_store(&job->admitted, 1);
   double a[VEC] = {1}, b[VEC] = {2}, c[VEC];
-  tl_tensor ta = tl_vec_f64(a, VEC), tb = tl_vec_f64(b, VEC), tc = tl_vec_f64(c, VEC);
+  tl_tensor ta = th_vec_f64(a, VEC), tb = th_vec_f64(b, VEC), tc = th_vec_f64(c, VEC);
   job->op_status = tl_add_into(tl_session_exec(session), &ta, &tb, &tc);
   job->phase_status = tl_session_phase(session, waiter_phase, job);
   job->close_status = tl_session_close(session);
@@ -284,11 +284,11 @@ typedef struct phase_call {
 
 static void check_run_joined(const run_plan *plan, const tl_context *ctx) {
   for (int i = 0; i < plan->lanes; i++) {
-    TL_CHECK(atomic_load(&plan->state[i].started) == atomic_load(&plan->state[i].ended));
+    TH_CHECK(atomic_load(&plan->state[i].started) == atomic_load(&plan->state[i].ended));
   }
   tl_context_stats stats;
-  TL_CHECK_OK(tl_context_stats_get(ctx, &stats));
-  TL_CHECK(stats.active_lanes == 0);
+  TH_CHECK_OK(tl_context_stats_get(ctx, &stats));
+  TH_CHECK(stats.active_lanes == 0);
 }
 
 static void phase_body(tl_phase *phase, void *arg) {
@@ -303,17 +303,17 @@ static void phase_body(tl_phase *phase, void *arg) {
   check_run_joined(call->plan, call->slot->ctx);
   if (call->recover && call->status != TL_OK) {
     tl_phase_outcome again;
-    TL_CHECK_OK(tl_phase_run(phase, plan_lane, call->clean, &again));
-    TL_CHECK(again.kind == TL_PHASE_OK && again.lanes_entered == call->clean->lanes);
+    TH_CHECK_OK(tl_phase_run(phase, plan_lane, call->clean, &again));
+    TH_CHECK(again.kind == TL_PHASE_OK && again.lanes_entered == call->clean->lanes);
     for (int i = 0; i < call->clean->lanes; i++)
-      TL_CHECK(atomic_load(&call->clean->state[i].ended) == 1);
+      TH_CHECK(atomic_load(&call->clean->state[i].ended) == 1);
     totals.recoveries++;
   }
 }
 
 static void phase_in_catch(void *arg) {
   phase_call *call = arg;
-  TL_CHECK_OK(tl_session_phase(call->slot->session, phase_body, call));
+  TH_CHECK_OK(tl_session_phase(call->slot->session, phase_body, call));
 }
 
 static int fault_fired(const phase_call *call, tl__fault_site site, int armed) {
@@ -365,49 +365,49 @@ static void check_outcome(const run_plan *plan, const phase_call *call, int entr
     }
   }
   const tl_phase_outcome *o = &call->outcome;
-  TL_CHECK(o->lanes_entered >= started);
-  TL_CHECK(o->lanes_entered + o->lanes_skipped == lanes - entry_fired);
+  TH_CHECK(o->lanes_entered >= started);
+  TH_CHECK(o->lanes_entered + o->lanes_skipped == lanes - entry_fired);
   if (entry_fired || cleanup_fired) {
-    TL_CHECK(o->kind == TL_PHASE_SESSION);
-    TL_CHECK(call->status == o->status);
-    TL_CHECK(o->lane_index >= 0 && o->lane_index < lanes);
+    TH_CHECK(o->kind == TL_PHASE_SESSION);
+    TH_CHECK(call->status == o->status);
+    TH_CHECK(o->lane_index >= 0 && o->lane_index < lanes);
     if (entry_fired && !cleanup_fired) {
-      TL_CHECK(o->status == TL_E_NOMEM && strstr(o->message, "child entry") != NULL);
-      TL_CHECK(atomic_load(&plan->state[o->lane_index].started) == 0);
+      TH_CHECK(o->status == TL_E_NOMEM && strstr(o->message, "child entry") != NULL);
+      TH_CHECK(atomic_load(&plan->state[o->lane_index].started) == 0);
     } else if (cleanup_fired && !entry_fired) {
-      TL_CHECK(o->status == TL_E_PROVIDER && strstr(o->message, "cleanup") != NULL);
+      TH_CHECK(o->status == TL_E_PROVIDER && strstr(o->message, "cleanup") != NULL);
     } else {
-      TL_CHECK(o->status == TL_E_NOMEM || o->status == TL_E_PROVIDER);
+      TH_CHECK(o->status == TL_E_NOMEM || o->status == TL_E_PROVIDER);
     }
   } else if (real >= 0) {
-    TL_CHECK(call->status == TL_E_LANE);
-    TL_CHECK(o->kind == TL_PHASE_LANE && o->lane_index == real);
+    TH_CHECK(call->status == TL_E_LANE);
+    TH_CHECK(o->kind == TL_PHASE_LANE && o->lane_index == real);
     char expect[64];
     if (plan->lane[real].action == ACT_FAIL) {
-      TL_CHECK(o->lane_code == 100 + real);
+      TH_CHECK(o->lane_code == 100 + real);
       snprintf(expect, sizeof expect, "lane %d fails on purpose", real);
     } else {
       /* A hostile SVD's status, named in the lane's message. */
-      TL_CHECK(o->lane_code == plan->state[real].code);
+      TH_CHECK(o->lane_code == plan->state[real].code);
       snprintf(expect, sizeof expect, "returned %s", tl_status_name((tl_status)o->lane_code));
     }
-    TL_CHECK(strstr(o->message, expect) != NULL);
+    TH_CHECK(strstr(o->message, expect) != NULL);
   } else if (cancelled >= 0) {
-    TL_CHECK(call->status == TL_E_LANE);
-    TL_CHECK(o->kind == TL_PHASE_LANE && o->lane_index == cancelled);
-    TL_CHECK(o->lane_code == (int)TL_E_CANCELLED);
+    TH_CHECK(call->status == TL_E_LANE);
+    TH_CHECK(o->kind == TL_PHASE_LANE && o->lane_index == cancelled);
+    TH_CHECK(o->lane_code == (int)TL_E_CANCELLED);
   } else {
-    TL_CHECK_OK(call->status);
-    TL_CHECK(o->kind == TL_PHASE_OK && o->lane_index == -1);
+    TH_CHECK_OK(call->status);
+    TH_CHECK(o->kind == TL_PHASE_OK && o->lane_index == -1);
   }
 }
 
 static void root_call_works(tl_session *session) {
   double a[VEC], b[VEC], c[VEC];
   for (int k = 0; k < VEC; k++) a[k] = k, b[k] = 2 * k, c[k] = -1;
-  tl_tensor ta = tl_vec_f64(a, VEC), tb = tl_vec_f64(b, VEC), tc = tl_vec_f64(c, VEC);
-  TL_CHECK_OK(tl_add_into(tl_session_exec(session), &ta, &tb, &tc));
-  TL_CHECK(c[VEC - 1] == 3.0 * (VEC - 1));
+  tl_tensor ta = th_vec_f64(a, VEC), tb = th_vec_f64(b, VEC), tc = th_vec_f64(c, VEC);
+  TH_CHECK_OK(tl_add_into(tl_session_exec(session), &ta, &tb, &tc));
+  TH_CHECK(c[VEC - 1] == 3.0 * (VEC - 1));
   totals.root_calls++;
 }
 
@@ -432,17 +432,17 @@ static void iteration(uint64_t *rng, slot *slots, tl_pool *foreign, run_plan *pl
     job->ctx = s->ctx;
     job->foreign = foreign;
     job->entries_per_worker = 1 + (int)rel_rand_below(rng, 4);
-    TL_CHECK_OK(tl_session_ticket(s->session, &job->ticket));
-    TL_CHECK(pthread_create(&helper, NULL, helper_main, job) == 0);
+    TH_CHECK_OK(tl_session_ticket(s->session, &job->ticket));
+    TH_CHECK(pthread_create(&helper, NULL, helper_main, job) == 0);
   }
   waiter_job *waiter = NULL;
-  tl_thread waiter_thread;
+  th_thread waiter_thread;
   if (with_waiter) {
     waiter = calloc(1, sizeof *waiter);
     waiter->ctx = s->ctx;
     make_plan(rng, &waiter->plan, lanes, 0);
-    tl_thread_start(&waiter_thread, waiter_main, waiter);
-    TL_CHECK(tl_wait_until(one_waiter, s->ctx, WAIT_MS));
+    th_thread_start(&waiter_thread, waiter_main, waiter);
+    TH_CHECK(th_wait_until(one_waiter, s->ctx, WAIT_MS));
   }
 
   phase_call call;
@@ -479,22 +479,22 @@ static void iteration(uint64_t *rng, slot *slots, tl_pool *foreign, run_plan *pl
       totals.lapack_errors++;
   }
   if (lowest_panic >= 0) {
-    TL_CHECK_STATUS(caught, TL_E_PANICKED);
+    TH_CHECK_STATUS(caught, TL_E_PANICKED);
     char expect[64];
     snprintf(expect, sizeof expect, "lane %d panicked", lowest_panic);
-    TL_CHECK(strstr(info.message, expect) != NULL);
+    TH_CHECK(strstr(info.message, expect) != NULL);
   } else {
-    TL_CHECK_OK(caught);
+    TH_CHECK_OK(caught);
     check_outcome(plan, &call, entry_fired, cleanup_fired);
   }
 
   if (with_helper) {
-    TL_CHECK(pthread_join(helper, NULL) == 0);
+    TH_CHECK(pthread_join(helper, NULL) == 0);
     int workers = tl_pool_workers(foreign);
-    TL_CHECK(atomic_load(&job->tickets_bad) == 0);
-    TL_CHECK(atomic_load(&job->tickets_ok) == workers * job->entries_per_worker);
-    TL_CHECK(atomic_load(&job->not_busy) == 0);
-    TL_CHECK(atomic_load(&job->busy) == workers + 1);
+    TH_CHECK(atomic_load(&job->tickets_bad) == 0);
+    TH_CHECK(atomic_load(&job->tickets_ok) == workers * job->entries_per_worker);
+    TH_CHECK(atomic_load(&job->not_busy) == 0);
+    TH_CHECK(atomic_load(&job->busy) == workers + 1);
     totals.tickets += atomic_load(&job->tickets_ok);
     totals.busy_refusals += atomic_load(&job->busy);
     free(job);
@@ -502,29 +502,29 @@ static void iteration(uint64_t *rng, slot *slots, tl_pool *foreign, run_plan *pl
 
   /* Idle and usable. */
   tl_context_stats stats;
-  TL_CHECK_OK(tl_context_stats_get(s->ctx, &stats));
-  TL_CHECK(stats.session_open == 1 && stats.root_checked_out == 1 && stats.phase_active == 0);
-  TL_CHECK(stats.active_lanes == 0 && stats.active_children == 0);
-  TL_CHECK(stats.waiting_openers == (with_waiter ? 1 : 0));
+  TH_CHECK_OK(tl_context_stats_get(s->ctx, &stats));
+  TH_CHECK(stats.session_open == 1 && stats.root_checked_out == 1 && stats.phase_active == 0);
+  TH_CHECK(stats.active_lanes == 0 && stats.active_children == 0);
+  TH_CHECK(stats.waiting_openers == (with_waiter ? 1 : 0));
   root_call_works(s->session);
   /* The holder's own thread may neither reenter nor take a ticket entry. */
   if (rel_rand_below(rng, 100) < 5) {
     tl_session *again;
-    TL_CHECK_STATUS(tl_session_open(s->ctx, tl_owner_new(), TL_NOWAIT, &again), TL_E_REENTERED);
+    TH_CHECK_STATUS(tl_session_open(s->ctx, tl_owner_new(), TL_NOWAIT, &again), TL_E_REENTERED);
   }
 
   if (with_waiter) {
     /* The waiter was queued for the whole run; it is served once the holder closes. */
-    TL_CHECK(atomic_load(&waiter->admitted) == 0);
-    TL_CHECK_OK(tl_session_close(s->session));
-    tl_thread_join(&waiter_thread, WAIT_MS);
-    TL_CHECK_OK(waiter->open_status);
-    TL_CHECK_OK(waiter->op_status);
-    TL_CHECK_OK(waiter->phase_status);
-    TL_CHECK_OK(waiter->close_status);
+    TH_CHECK(atomic_load(&waiter->admitted) == 0);
+    TH_CHECK_OK(tl_session_close(s->session));
+    th_thread_join(&waiter_thread, WAIT_MS);
+    TH_CHECK_OK(waiter->open_status);
+    TH_CHECK_OK(waiter->op_status);
+    TH_CHECK_OK(waiter->phase_status);
+    TH_CHECK_OK(waiter->close_status);
     free(waiter);
     totals.waiters_served++;
-    TL_CHECK_OK(tl_session_open(s->ctx, tl_owner_new(), TL_NOWAIT, &s->session));
+    TH_CHECK_OK(tl_session_open(s->ctx, tl_owner_new(), TL_NOWAIT, &s->session));
     rel_check_idle(s->ctx);
   }
 }
@@ -541,7 +541,7 @@ static int orphan_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   (void)lane_index, (void)arg;
   double a[VEC], c[VEC];
   for (int k = 0; k < VEC; k++) a[k] = (double)(k + (int)item);
-  tl_tensor ta = tl_vec_f64(a, VEC), tc = tl_vec_f64(c, VEC);
+  tl_tensor ta = th_vec_f64(a, VEC), tc = th_vec_f64(c, VEC);
   return (int)tl_add_into(exec, &ta, &ta, &tc);
 }
 
@@ -562,26 +562,26 @@ static int orphan_opened(void *arg) { return atomic_load(&((orphan_job *)arg)->o
  * made). Either way nothing blocks and nothing leaks. */
 static void orphan_round(uint64_t *rng, tl_context **ctx) {
   orphan_job job = {*ctx, TL_E_INVALID, TL_E_INVALID, 0};
-  tl_thread thread;
-  tl_thread_start(&thread, orphan_main, &job);
+  th_thread thread;
+  th_thread_start(&thread, orphan_main, &job);
   if (rel_rand_below(rng, 2)) {
     /* Held from here until the owner's thread ends (it never closes). */
-    TL_CHECK(tl_wait_until(orphan_opened, &job, WAIT_MS));
+    TH_CHECK(th_wait_until(orphan_opened, &job, WAIT_MS));
     tl_session *session;
     /* Waits until the owner's thread has ended (its exit hook hands the context on). */
-    TL_CHECK_STATUS(tl_session_open(*ctx, tl_owner_new(), TL_WAIT, &session), TL_E_OWNER_DEAD);
-    tl_thread_join(&thread, WAIT_MS);
-    TL_CHECK_OK(tl_session_open(*ctx, tl_owner_new(), TL_NOWAIT, &session));
+    TH_CHECK_STATUS(tl_session_open(*ctx, tl_owner_new(), TL_WAIT, &session), TL_E_OWNER_DEAD);
+    th_thread_join(&thread, WAIT_MS);
+    TH_CHECK_OK(tl_session_open(*ctx, tl_owner_new(), TL_NOWAIT, &session));
     root_call_works(session);
-    TL_CHECK_OK(tl_session_close(session));
+    TH_CHECK_OK(tl_session_close(session));
   } else {
-    tl_thread_join(&thread, WAIT_MS);
-    TL_CHECK_STATUS(tl_context_destroy(*ctx), TL_E_OWNER_DEAD);
-    TL_CHECK_OK(tl_context_destroy(*ctx));
-    *ctx = tl_make_context(2);
+    th_thread_join(&thread, WAIT_MS);
+    TH_CHECK_STATUS(tl_context_destroy(*ctx), TL_E_OWNER_DEAD);
+    TH_CHECK_OK(tl_context_destroy(*ctx));
+    *ctx = th_make_context(2);
   }
-  TL_CHECK_OK(job.open_status);
-  TL_CHECK_OK(job.map_status);
+  TH_CHECK_OK(job.open_status);
+  TH_CHECK_OK(job.map_status);
   totals.orphans++;
 }
 
@@ -614,16 +614,16 @@ static void faulty_phases_randomized(void) {
   slot slots[3];
   static const int budgets[3] = {1, 2, 4};
   for (int i = 0; i < 3; i++) {
-    slots[i].ctx = tl_make_context(budgets[i]);
-    TL_CHECK_OK(tl_session_open(slots[i].ctx, tl_owner_new(), TL_NOWAIT, &slots[i].session));
+    slots[i].ctx = th_make_context(budgets[i]);
+    TH_CHECK_OK(tl_session_open(slots[i].ctx, tl_owner_new(), TL_NOWAIT, &slots[i].session));
   }
   tl_pool_config pool_config;
   tl_pool_config_init(&pool_config);
   pool_config.workers = 2;
   tl_pool *foreign;
-  TL_CHECK_OK(tl_pool_create(&pool_config, &foreign));
+  TH_CHECK_OK(tl_pool_create(&pool_config, &foreign));
   run_plan *plan = calloc(1, sizeof *plan), *clean = calloc(1, sizeof *clean);
-  tl_context *orphan_ctx = tl_make_context(2);
+  tl_context *orphan_ctx = th_make_context(2);
 
   double start = now_seconds();
   long i = 0;
@@ -636,11 +636,11 @@ static void faulty_phases_randomized(void) {
 
   free(plan);
   free(clean);
-  TL_CHECK_OK(tl_context_destroy(orphan_ctx));
+  TH_CHECK_OK(tl_context_destroy(orphan_ctx));
   tl_pool_destroy(foreign);
   for (int k = 0; k < 3; k++) {
-    TL_CHECK_OK(tl_session_close(slots[k].session));
-    TL_CHECK_OK(tl_context_destroy(slots[k].ctx));
+    TH_CHECK_OK(tl_session_close(slots[k].session));
+    TH_CHECK_OK(tl_context_destroy(slots[k].ctx));
   }
   long leaked = rel_alloc_live() - base;
   printf(
@@ -654,12 +654,12 @@ static void faulty_phases_randomized(void) {
       totals.cancelled_returns, totals.recoveries, totals.tickets, totals.busy_refusals,
       totals.waiters_served, totals.root_calls, totals.nonfinite, totals.lapack_errors,
       totals.orphans, leaked);
-  TL_CHECK(leaked == 0);
+  TH_CHECK(leaked == 0);
   /* The injected faults and failures really happened (a soak that injects nothing proves
    * nothing). */
-  TL_CHECK(totals.entry_faults > 0 && totals.cleanup_faults > 0 && totals.panics > 0);
-  TL_CHECK(totals.lane_failures > 0 && totals.tickets > 0 && totals.waiters_served > 0);
-  TL_CHECK(totals.nonfinite > 0 && totals.lapack_errors > 0 && totals.orphans > 0);
+  TH_CHECK(totals.entry_faults > 0 && totals.cleanup_faults > 0 && totals.panics > 0);
+  TH_CHECK(totals.lane_failures > 0 && totals.tickets > 0 && totals.waiters_served > 0);
+  TH_CHECK(totals.nonfinite > 0 && totals.lapack_errors > 0 && totals.orphans > 0);
 }
 
-TL_TEST_MAIN(TL_CASE(faulty_phases_randomized))
+TH_TEST_MAIN(TH_CASE(faulty_phases_randomized))

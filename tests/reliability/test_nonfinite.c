@@ -19,9 +19,9 @@
 #include "tenlane/linalg.h"
 #include "tenlane/map.h"
 #include "tenlane/phase.h"
-#include "tl_fixtures.h"
-#include "tl_numeric.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_numeric.h"
+#include "th_test.h"
 
 static volatile int case_finished;
 
@@ -44,14 +44,14 @@ static const tl_dtype dtypes[4] = {TL_F32, TL_F64, TL_C64, TL_C128};
 static tl_tensor matrix(tl_dtype dtype, int64_t m, int64_t n, uint64_t seed) {
   int64_t shape[2] = {m, n};
   tl_tensor t;
-  TL_CHECK_OK(tl_tensor_create(dtype, 2, shape, &t));
+  TH_CHECK_OK(tl_tensor_create(dtype, 2, shape, &t));
   rel_fill(&t, seed, m == n ? (double)n : 0.0);
   return t;
 }
 
 static void put(tl_tensor *t, int64_t i, int64_t j, double value) {
   int64_t idx[2] = {i, j};
-  tl_num_set_parts(t, idx, value, 0.0);
+  th_num_set_parts(t, idx, value, 0.0);
 }
 
 /* The message names the route first and the element's index. */
@@ -59,15 +59,15 @@ static void check_message(const char *route, const char *index) {
   const char *message = tl_last_message();
   if (strncmp(message, route, strlen(route)) != 0 || strstr(message, index) == NULL) {
     fprintf(stderr, "message \"%s\" should start with %s and name %s\n", message, route, index);
-    TL_CHECK(0);
+    TH_CHECK(0);
   }
 }
 
 /* Item 1: +-inf into tl_svd (full, values-only, truncated), every dtype, 40x40 and 130x90. */
 static void nonfinite_inf_into_svd_returns(void) {
   begin_case();
-  tl_held held;
-  tl_held_open(&held, 1);
+  th_held held;
+  th_held_open(&held, 1);
   const int64_t sizes[2][2] = {{40, 40}, {130, 90}};
   tl_truncation cut = {5, 1e-6, 0.0};
   for (int d = 0; d < 4; d++) {
@@ -82,18 +82,18 @@ static void nonfinite_inf_into_svd_returns(void) {
         rel_message_reset();
         tl_status status = tl_svd(held.exec, &a, form == 2 ? &cut : NULL, form == 1 ? NULL : &u, &s,
                                   form == 1 ? NULL : &vt, &rank);
-        TL_CHECK_STATUS(status, TL_E_NONFINITE);
+        TH_CHECK_STATUS(status, TL_E_NONFINITE);
         char index[64];
         snprintf(index, sizeof index, "a[%lld, %lld]", (long long)(m / 2), (long long)(n / 3));
         check_message("tl_svd", index);
-        TL_CHECK(rank == -7);
-        TL_CHECK(strstr(tl_session_message(held.session), "tl_svd") != NULL);
+        TH_CHECK(rank == -7);
+        TH_CHECK(strstr(tl_session_message(held.session), "tl_svd") != NULL);
         tl_tensor_release(&a);
       }
     }
   }
   rel_check_idle(held.ctx);
-  tl_held_close(&held);
+  th_held_close(&held);
   case_finished = 1;
 }
 
@@ -101,8 +101,8 @@ static void nonfinite_inf_into_svd_returns(void) {
  * on it for ever). */
 static void nonfinite_inf_small_svd_with_vectors_returns(void) {
   begin_case();
-  tl_held held;
-  tl_held_open(&held, 2);
+  th_held held;
+  th_held_open(&held, 2);
   for (int d = 0; d < 4; d++) {
     for (int shape = 0; shape < 2; shape++) {
       int64_t m = shape ? 5 : 3, n = shape ? 3 : 5;
@@ -111,12 +111,12 @@ static void nonfinite_inf_small_svd_with_vectors_returns(void) {
         put(&a, at % m, at / m, INFINITY);
         tl_tensor u, s, vt;
         int64_t rank = -1;
-        TL_CHECK_STATUS(tl_svd(held.exec, &a, NULL, &u, &s, &vt, &rank), TL_E_NONFINITE);
+        TH_CHECK_STATUS(tl_svd(held.exec, &a, NULL, &u, &s, &vt, &rank), TL_E_NONFINITE);
         tl_tensor_release(&a);
       }
     }
   }
-  tl_held_close(&held);
+  th_held_close(&held);
   case_finished = 1;
 }
 
@@ -124,8 +124,8 @@ static void nonfinite_inf_small_svd_with_vectors_returns(void) {
  * naming the argument, outputs untouched. */
 static void nonfinite_one_policy_every_route(void) {
   begin_case();
-  tl_held held;
-  tl_held_open(&held, 2);
+  th_held held;
+  th_held_open(&held, 2);
   const double bad_values[3] = {NAN, INFINITY, -INFINITY};
   for (int d = 0; d < 4; d++) {
     for (int v = 0; v < 3; v++) {
@@ -136,46 +136,46 @@ static void nonfinite_one_policy_every_route(void) {
       tl_tensor q, r, u, s, vt, w, vecs, lu, x;
       int64_t perm[6], pivots[6], rank = -3;
       tl_truncation cut = {0, 1e-3, 0.0};
-      TL_CHECK_STATUS(tl_qr(held.exec, &a, &q, &r), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_qr(held.exec, &a, &q, &r), TL_E_NONFINITE);
       check_message("tl_qr", "a[4, 1]");
-      TL_CHECK_STATUS(tl_qrcp(held.exec, &a, &cut, &q, &r, perm, &rank), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_qrcp(held.exec, &a, &cut, &q, &r, perm, &rank), TL_E_NONFINITE);
       check_message("tl_qrcp", "a[4, 1]");
-      TL_CHECK(rank == -3);
-      TL_CHECK_STATUS(tl_qrcp(held.exec, &a, NULL, &q, &r, perm, &rank), TL_E_NONFINITE);
-      TL_CHECK_STATUS(tl_svd(held.exec, &a, NULL, NULL, &s, NULL, &rank), TL_E_NONFINITE);
+      TH_CHECK(rank == -3);
+      TH_CHECK_STATUS(tl_qrcp(held.exec, &a, NULL, &q, &r, perm, &rank), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_svd(held.exec, &a, NULL, NULL, &s, NULL, &rank), TL_E_NONFINITE);
       check_message("tl_svd", "a[4, 1]");
-      TL_CHECK_STATUS(tl_svd(held.exec, &a, NULL, &u, &s, &vt, &rank), TL_E_NONFINITE);
-      TL_CHECK_STATUS(tl_eigh(held.exec, &a, TL_LOWER, &w, &vecs), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_svd(held.exec, &a, NULL, &u, &s, &vt, &rank), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_eigh(held.exec, &a, TL_LOWER, &w, &vecs), TL_E_NONFINITE);
       check_message("tl_eigh", "a[4, 1]");
-      TL_CHECK_STATUS(tl_eigh(held.exec, &a, TL_LOWER, &w, NULL), TL_E_NONFINITE);
-      TL_CHECK_STATUS(tl_lu(held.exec, &a, &lu, pivots), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_eigh(held.exec, &a, TL_LOWER, &w, NULL), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_lu(held.exec, &a, &lu, pivots), TL_E_NONFINITE);
       check_message("tl_lu", "a[4, 1]");
-      TL_CHECK_STATUS(tl_solve(held.exec, &a, &b, &x), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_solve(held.exec, &a, &b, &x), TL_E_NONFINITE);
       check_message("tl_solve", "a[4, 1]");
-      TL_CHECK_STATUS(
+      TH_CHECK_STATUS(
           tl_triangular_solve(held.exec, TL_LEFT, TL_LOWER, TL_NO_TRANS, TL_NON_UNIT, &a, &b, &x),
           TL_E_NONFINITE);
       check_message("tl_triangular_solve", "t[4, 1]");
       /* The triangle eigh and the triangular solve do not read: the bad value is ignored. */
-      TL_CHECK_OK(tl_eigh(held.exec, &a, TL_UPPER, &w, NULL));
+      TH_CHECK_OK(tl_eigh(held.exec, &a, TL_UPPER, &w, NULL));
       tl_tensor_release(&w);
-      TL_CHECK_OK(
+      TH_CHECK_OK(
           tl_triangular_solve(held.exec, TL_LEFT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT, &a, &b, &x));
       tl_tensor_release(&x);
       /* A bad right-hand side, and a bad factorization. */
       tl_tensor good = matrix(dtype, 6, 6, 13u);
       put(&b, 5, 1, bad);
-      TL_CHECK_STATUS(tl_solve(held.exec, &good, &b, &x), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_solve(held.exec, &good, &b, &x), TL_E_NONFINITE);
       check_message("tl_solve", "b[5, 1]");
-      TL_CHECK_OK(tl_lu(held.exec, &good, &lu, pivots));
+      TH_CHECK_OK(tl_lu(held.exec, &good, &lu, pivots));
       tl_tensor x_into = matrix(dtype, 6, 2, 14u);
       rel_watch watch;
       rel_watch_init(&watch);
       rel_watch_tensor(&watch, &x_into);
-      TL_CHECK_STATUS(tl_lu_solve_into(held.exec, &lu, pivots, TL_NO_TRANS, &b, &x_into),
+      TH_CHECK_STATUS(tl_lu_solve_into(held.exec, &lu, pivots, TL_NO_TRANS, &b, &x_into),
                       TL_E_NONFINITE);
       check_message("tl_lu_solve_into", "b[5, 1]");
-      TL_CHECK(rel_watch_unchanged(&watch));
+      TH_CHECK(rel_watch_unchanged(&watch));
       tl_tensor_release(&x_into);
       tl_tensor_release(&lu);
       tl_tensor_release(&good);
@@ -184,7 +184,7 @@ static void nonfinite_one_policy_every_route(void) {
       rel_check_idle(held.ctx);
     }
   }
-  tl_held_close(&held);
+  th_held_close(&held);
   case_finished = 1;
 }
 
@@ -194,15 +194,15 @@ static void nonfinite_lapack_argument_error_keeps_process(void) {
   begin_case();
   double a[4] = {1, 2, 3, 4}, tau[2], work[64];
   lapack_int info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, 2, 2, a, 0, tau, work, 64);
-  TL_CHECK(info < 0);
-  tl_held held;
-  tl_held_open(&held, 1);
+  TH_CHECK(info < 0);
+  th_held held;
+  th_held_open(&held, 1);
   tl_tensor m = matrix(TL_F64, 5, 4, 21u), q, r;
-  TL_CHECK_OK(tl_qr(held.exec, &m, &q, &r));
+  TH_CHECK_OK(tl_qr(held.exec, &m, &q, &r));
   tl_tensor_release(&q);
   tl_tensor_release(&r);
   tl_tensor_release(&m);
-  tl_held_close(&held);
+  th_held_close(&held);
   case_finished = 1;
 }
 
@@ -228,31 +228,31 @@ static int svd_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
 static void nonfinite_lapack_argument_error_typed_anywhere(void) {
   begin_case();
   for (int budget = 1; budget <= 2; budget++) {
-    tl_held held;
-    tl_held_open(&held, budget);
+    th_held held;
+    th_held_open(&held, budget);
     tl__fault_arm(TL__FAULT_LAPACK_ARGUMENT, 1);
-    TL_CHECK_STATUS((tl_status)svd_item(held.exec, 0, 0, NULL), TL_E_PROVIDER);
+    TH_CHECK_STATUS((tl_status)svd_item(held.exec, 0, 0, NULL), TL_E_PROVIDER);
     check_message("tl_svd", "DGESDD rejected its argument 5");
-    TL_CHECK_OK((tl_status)svd_item(held.exec, 1, 0, NULL)); /* the next call is clean */
+    TH_CHECK_OK((tl_status)svd_item(held.exec, 1, 0, NULL)); /* the next call is clean */
     tl__fault_arm(TL__FAULT_LAPACK_ARGUMENT, 3);
     tl_map_outcome outcome;
-    TL_CHECK_STATUS(tl_map(held.session, 8, svd_item, NULL, &outcome), TL_E_LANE);
-    TL_CHECK(outcome.code == (int)TL_E_PROVIDER);
+    TH_CHECK_STATUS(tl_map(held.session, 8, svd_item, NULL, &outcome), TL_E_LANE);
+    TH_CHECK(outcome.code == (int)TL_E_PROVIDER);
     if (strstr(outcome.message, "returned TL_E_PROVIDER") == NULL ||
         strstr(outcome.message, "DGESDD rejected its argument 5") == NULL) {
       fprintf(stderr, "outcome message: %s\n", outcome.message);
-      TL_CHECK(0);
+      TH_CHECK(0);
     }
     check_message("tl_map", "DGESDD");
     const char *kept = tl_session_message(held.session);
     if (strncmp(kept, "tl_map: ", 8) != 0 || strstr(kept, "DGESDD") == NULL) {
       fprintf(stderr, "session message: %s\n", kept);
-      TL_CHECK(0);
+      TH_CHECK(0);
     }
     rel_check_idle(held.ctx);
-    TL_CHECK_OK(tl_map(held.session, 8, svd_item, NULL, &outcome));
+    TH_CHECK_OK(tl_map(held.session, 8, svd_item, NULL, &outcome));
     tl__fault_arm(TL__FAULT_LAPACK_ARGUMENT, 0);
-    tl_held_close(&held);
+    th_held_close(&held);
   }
   case_finished = 1;
 }
@@ -260,48 +260,48 @@ static void nonfinite_lapack_argument_error_typed_anywhere(void) {
 /* Item 11: int64_t outputs (pivots, perm, rank) that overlap the call's tensors. */
 static void nonfinite_int_outputs_overlap_refused(void) {
   begin_case();
-  tl_held held;
-  tl_held_open(&held, 1);
+  th_held held;
+  th_held_open(&held, 1);
   tl_tensor a = matrix(TL_F64, 4, 4, 31u), lu = matrix(TL_F64, 4, 4, 32u);
   rel_watch watch;
   rel_watch_init(&watch);
   rel_watch_tensor(&watch, &a);
   rel_watch_tensor(&watch, &lu);
-  TL_CHECK_STATUS(tl_lu_into(held.exec, &a, &lu, (int64_t *)a.data), TL_E_ALIAS);
+  TH_CHECK_STATUS(tl_lu_into(held.exec, &a, &lu, (int64_t *)a.data), TL_E_ALIAS);
   check_message("tl_lu_into", "pivots");
-  TL_CHECK_STATUS(tl_lu_into(held.exec, &a, &lu, (int64_t *)lu.data + 3), TL_E_ALIAS);
-  TL_CHECK_STATUS(tl_lu(held.exec, &a, &lu, (int64_t *)a.data + 12), TL_E_ALIAS);
-  TL_CHECK(rel_watch_unchanged(&watch));
+  TH_CHECK_STATUS(tl_lu_into(held.exec, &a, &lu, (int64_t *)lu.data + 3), TL_E_ALIAS);
+  TH_CHECK_STATUS(tl_lu(held.exec, &a, &lu, (int64_t *)a.data + 12), TL_E_ALIAS);
+  TH_CHECK(rel_watch_unchanged(&watch));
   tl_tensor q = matrix(TL_F64, 4, 4, 33u), r = matrix(TL_F64, 4, 4, 34u),
             s = matrix(TL_F64, 4, 1, 35u);
   tl_tensor s1;
   int64_t perm[4], rank;
-  TL_CHECK_STATUS(tl_qrcp_into(held.exec, &a, NULL, &q, &r, (int64_t *)q.data, &rank), TL_E_ALIAS);
+  TH_CHECK_STATUS(tl_qrcp_into(held.exec, &a, NULL, &q, &r, (int64_t *)q.data, &rank), TL_E_ALIAS);
   check_message("tl_qrcp_into", "perm");
-  TL_CHECK_STATUS(tl_qrcp_into(held.exec, &a, NULL, &q, &r, perm, (int64_t *)r.data + 5),
+  TH_CHECK_STATUS(tl_qrcp_into(held.exec, &a, NULL, &q, &r, perm, (int64_t *)r.data + 5),
                   TL_E_ALIAS);
   check_message("tl_qrcp_into", "rank");
-  TL_CHECK_STATUS(tl_qrcp(held.exec, &a, NULL, &q, &r, perm, perm + 2), TL_E_ALIAS);
+  TH_CHECK_STATUS(tl_qrcp(held.exec, &a, NULL, &q, &r, perm, perm + 2), TL_E_ALIAS);
   int64_t s_shape[1] = {4};
-  TL_CHECK_OK(tl_tensor_create(TL_F64, 1, s_shape, &s1));
-  TL_CHECK_STATUS(tl_svd_into(held.exec, &a, NULL, &q, &s1, &r, (int64_t *)s1.data + 1),
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 1, s_shape, &s1));
+  TH_CHECK_STATUS(tl_svd_into(held.exec, &a, NULL, &q, &s1, &r, (int64_t *)s1.data + 1),
                   TL_E_ALIAS);
   check_message("tl_svd_into", "rank");
-  TL_CHECK_STATUS(tl_svd(held.exec, &a, NULL, &q, &s, &r, (int64_t *)a.data), TL_E_ALIAS);
-  TL_CHECK(rel_watch_unchanged(&watch));
+  TH_CHECK_STATUS(tl_svd(held.exec, &a, NULL, &q, &s, &r, (int64_t *)a.data), TL_E_ALIAS);
+  TH_CHECK(rel_watch_unchanged(&watch));
   tl_tensor_release(&s1);
   tl_tensor_release(&q);
   tl_tensor_release(&r);
   tl_tensor_release(&s);
   tl_tensor_release(&a);
   tl_tensor_release(&lu);
-  tl_held_close(&held);
+  th_held_close(&held);
   case_finished = 1;
 }
 
-TL_TEST_MAIN(TL_CASE(nonfinite_inf_into_svd_returns),
-             TL_CASE(nonfinite_inf_small_svd_with_vectors_returns),
-             TL_CASE(nonfinite_one_policy_every_route),
-             TL_CASE(nonfinite_lapack_argument_error_keeps_process),
-             TL_CASE(nonfinite_lapack_argument_error_typed_anywhere),
-             TL_CASE(nonfinite_int_outputs_overlap_refused))
+TH_TEST_MAIN(TH_CASE(nonfinite_inf_into_svd_returns),
+             TH_CASE(nonfinite_inf_small_svd_with_vectors_returns),
+             TH_CASE(nonfinite_one_policy_every_route),
+             TH_CASE(nonfinite_lapack_argument_error_keeps_process),
+             TH_CASE(nonfinite_lapack_argument_error_typed_anywhere),
+             TH_CASE(nonfinite_int_outputs_overlap_refused))

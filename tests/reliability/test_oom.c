@@ -24,7 +24,7 @@
 #include "tenlane/ops.h"
 #include "tenlane/phase.h"
 #include "tenlane/session.h"
-#include "tl_test.h"
+#include "th_test.h"
 
 #define MAX_STEPS 5000
 
@@ -32,7 +32,7 @@ static void fail_step(const char *what, long n, tl_status status, const char *me
   char text[768];
   snprintf(text, sizeof text, "%s, failing allocation #%ld: returned %s (%s)", what, n,
            tl_status_name(status), message);
-  tl_test_fail_at(__FILE__, __LINE__, text);
+  th_test_fail_at(__FILE__, __LINE__, text);
 }
 
 static void figure(const char *name, long points) {
@@ -43,7 +43,7 @@ static void figure(const char *name, long points) {
 /* ---- numerical routes on a root surface ------------------------------------------------ */
 
 typedef struct route_fx {
-  tl_held held;
+  th_held held;
   tl_dtype dtype;
   tl_tensor in[4];
   int n_in;
@@ -67,7 +67,7 @@ static tl_tensor *input(route_fx *fx, tl_dtype dtype, int rank, int64_t d0, int6
                         double diag) {
   int64_t shape[3] = {d0, d1, d2};
   tl_tensor *t = &fx->in[fx->n_in];
-  TL_CHECK_OK(tl_tensor_create(dtype, rank, shape, t));
+  TH_CHECK_OK(tl_tensor_create(dtype, rank, shape, t));
   rel_fill(t, 1000u + (uint64_t)fx->n_in, diag);
   fx->n_in++;
   return t;
@@ -78,7 +78,7 @@ static tl_tensor *output(route_fx *fx, tl_dtype dtype, int rank, int64_t d0, int
                          int64_t d2) {
   int64_t shape[3] = {d0, d1, d2};
   tl_tensor *t = &fx->out[fx->n_out++];
-  TL_CHECK_OK(tl_tensor_create(dtype, rank, shape, t));
+  TH_CHECK_OK(tl_tensor_create(dtype, rank, shape, t));
   rel_watch_tensor(&fx->watch, t);
   return t;
 }
@@ -308,7 +308,7 @@ static void route_teardown(route_fx *fx, int success) {
   if (success) {
     for (int i = 0; i < fx->n_out; i++) tl_tensor_release(&fx->out[i]);
   }
-  tl_held_close(&fx->held);
+  th_held_close(&fx->held);
 }
 
 /* Step one route for one dtype on a context of `budget`. Returns the failure points. */
@@ -321,7 +321,7 @@ static long step_route(const route_case *rc, tl_dtype dtype, int budget) {
     route_fx *fx = calloc(1, sizeof *fx);
     fx->dtype = dtype;
     rel_watch_init(&fx->watch);
-    tl_held_open(&fx->held, budget);
+    th_held_open(&fx->held, budget);
     rc->prepare(fx);
     rel_message_reset();
     rel_alloc_fail_nth(n);
@@ -331,21 +331,21 @@ static long step_route(const route_case *rc, tl_dtype dtype, int budget) {
       if (status != TL_OK) fail_step(what, n, status, tl_last_message());
       route_teardown(fx, 1);
       free(fx);
-      TL_CHECK(rel_alloc_live() == base);
+      TH_CHECK(rel_alloc_live() == base);
       return n - 1;
     }
     if (status != TL_E_NOMEM) fail_step(what, n, status, tl_last_message());
-    TL_CHECK(rel_message_fresh(tl_last_message()));
-    if (!rc->no_exec) TL_CHECK(rel_message_fresh(tl_session_message(fx->held.session)));
+    TH_CHECK(rel_message_fresh(tl_last_message()));
+    if (!rc->no_exec) TH_CHECK(rel_message_fresh(tl_session_message(fx->held.session)));
     if (!rel_watch_unchanged(&fx->watch)) fail_step(what, n, status, "an output was written");
     rel_check_idle(fx->held.ctx);
     /* Usable: the same call, without the fault, succeeds on the same session. */
-    TL_CHECK_OK(rc->call(fx));
+    TH_CHECK_OK(rc->call(fx));
     route_teardown(fx, 1);
     free(fx);
     if (rel_alloc_live() != base) fail_step(what, n, status, "allocations leaked");
   }
-  TL_CHECK(!"the call still failed after MAX_STEPS allocations");
+  TH_CHECK(!"the call still failed after MAX_STEPS allocations");
   return -1;
 }
 
@@ -427,15 +427,15 @@ static void oom_context_create(void) {
       tl_status status = tl_context_create(&config, &ctx);
       int fired = rel_alloc_disarm();
       if (!fired) {
-        TL_CHECK_OK(status);
-        TL_CHECK_OK(tl_context_destroy(ctx));
-        TL_CHECK(rel_alloc_live() == base);
+        TH_CHECK_OK(status);
+        TH_CHECK_OK(tl_context_destroy(ctx));
+        TH_CHECK(rel_alloc_live() == base);
         break;
       }
       points++;
       if (status != TL_E_NOMEM) fail_step("tl_context_create", n, status, tl_last_message());
-      TL_CHECK(ctx == sentinel);
-      TL_CHECK(rel_message_fresh(tl_last_message()));
+      TH_CHECK(ctx == sentinel);
+      TH_CHECK(rel_message_fresh(tl_last_message()));
       if (rel_alloc_live() != base) fail_step("tl_context_create", n, status, "leaked");
     }
   }
@@ -451,7 +451,7 @@ static void oom_session_open(void) {
     tl_context_config config;
     tl_context_config_init(&config);
     config.threads = 2;
-    TL_CHECK_OK(tl_context_create(&config, &ctx));
+    TH_CHECK_OK(tl_context_create(&config, &ctx));
     tl_session *sentinel = (tl_session *)(uintptr_t)0x5a5a5a5a;
     tl_session *session = sentinel;
     rel_message_reset();
@@ -461,16 +461,16 @@ static void oom_session_open(void) {
     if (fired) {
       points++;
       if (status != TL_E_NOMEM) fail_step("tl_session_open", n, status, tl_last_message());
-      TL_CHECK(session == sentinel);
-      TL_CHECK(rel_message_fresh(tl_last_message()));
-      TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
+      TH_CHECK(session == sentinel);
+      TH_CHECK(rel_message_fresh(tl_last_message()));
+      TH_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
     } else {
-      TL_CHECK_OK(status);
+      TH_CHECK_OK(status);
     }
     rel_check_idle(ctx);
-    TL_CHECK_OK(tl_session_close(session));
-    TL_CHECK_OK(tl_context_destroy(ctx));
-    TL_CHECK(rel_alloc_live() == base);
+    TH_CHECK_OK(tl_session_close(session));
+    TH_CHECK_OK(tl_context_destroy(ctx));
+    TH_CHECK(rel_alloc_live() == base);
     if (!fired) break;
   }
   figure("session_open", points);
@@ -502,8 +502,8 @@ static void *ticket_thread(void *arg) {
 
 static void enter_from_thread(ticket_fx *fx) {
   pthread_t thread;
-  TL_CHECK(pthread_create(&thread, NULL, ticket_thread, fx) == 0);
-  TL_CHECK(pthread_join(thread, NULL) == 0);
+  TH_CHECK(pthread_create(&thread, NULL, ticket_thread, fx) == 0);
+  TH_CHECK(pthread_join(thread, NULL) == 0);
 }
 
 static void oom_ticket_entry(void) {
@@ -511,17 +511,17 @@ static void oom_ticket_entry(void) {
   long base = rel_alloc_live();
   long points = 0;
   for (long n = 1; n <= MAX_STEPS; n++) {
-    tl_held held;
-    tl_held_open(&held, 2);
+    th_held held;
+    th_held_open(&held, 2);
     ticket_fx *fx = calloc(1, sizeof *fx);
-    TL_CHECK_OK(tl_session_ticket(held.session, &fx->ticket));
+    TH_CHECK_OK(tl_session_ticket(held.session, &fx->ticket));
     static const int64_t shapes[3][2] = {{4, 5}, {5, 6}, {6, 3}};
     for (int i = 0; i < 3; i++) {
-      TL_CHECK_OK(tl_tensor_create(TL_F64, 2, shapes[i], &fx->in[i]));
+      TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shapes[i], &fx->in[i]));
       rel_fill(&fx->in[i], (uint64_t)i, 0);
     }
     const int64_t out_shape[2] = {4, 3};
-    TL_CHECK_OK(tl_tensor_create(TL_F64, 2, out_shape, &fx->out));
+    TH_CHECK_OK(tl_tensor_create(TL_F64, 2, out_shape, &fx->out));
     rel_watch watch;
     rel_watch_init(&watch);
     rel_watch_tensor(&watch, &fx->out);
@@ -533,22 +533,22 @@ static void oom_ticket_entry(void) {
       points++;
       if (status != TL_E_NOMEM) fail_step("tl_ticket_enter + einsum", n, status, "");
       /* Entry failed: the callback did not run. */
-      TL_CHECK(fx->enter_status == TL_OK || fx->fn_calls == 0);
-      TL_CHECK(rel_watch_unchanged(&watch));
+      TH_CHECK(fx->enter_status == TL_OK || fx->fn_calls == 0);
+      TH_CHECK(rel_watch_unchanged(&watch));
       rel_check_idle(held.ctx);
       fx->fn_calls = 0;
       enter_from_thread(fx);
-      TL_CHECK_OK(fx->enter_status);
-      TL_CHECK_OK((tl_status)fx->fn_result);
+      TH_CHECK_OK(fx->enter_status);
+      TH_CHECK_OK((tl_status)fx->fn_result);
     } else {
-      TL_CHECK_OK(status);
+      TH_CHECK_OK(status);
     }
-    TL_CHECK(fx->fn_calls == 1);
+    TH_CHECK(fx->fn_calls == 1);
     rel_check_idle(held.ctx);
     for (int i = 0; i < 3; i++) tl_tensor_release(&fx->in[i]);
     tl_tensor_release(&fx->out);
     free(fx);
-    tl_held_close(&held);
+    th_held_close(&held);
     if (rel_alloc_live() != base) fail_step("tl_ticket_enter", n, status, "leaked");
     if (!fired) break;
   }
@@ -599,7 +599,7 @@ static tl_status run_phase_fx(tl_session *session, phase_fx *fx) {
   if (fx->use_map) {
     fx->status = tl_map(session, MAP_ITEMS, einsum_item, fx, &fx->map_outcome);
   } else {
-    TL_CHECK_OK(tl_session_phase(session, phase_body, fx));
+    TH_CHECK_OK(tl_session_phase(session, phase_body, fx));
   }
   if (fx->status == TL_OK) {
     /* Publication after the join: the sum of what the lanes (items) computed. */
@@ -618,19 +618,19 @@ static void step_phase(int budget, int use_map, long *points) {
   long base = rel_alloc_live();
   const char *what = use_map ? "tl_map + einsum items" : "tl_phase_run + einsum lanes";
   for (long n = 1; n <= MAX_STEPS; n++) {
-    tl_held held;
-    tl_held_open(&held, budget);
+    th_held held;
+    th_held_open(&held, budget);
     phase_fx *fx = calloc(1, sizeof *fx);
     fx->use_map = use_map;
     static const int64_t shapes[3][2] = {{4, 5}, {5, 6}, {6, 3}};
     for (int i = 0; i < 3; i++) {
-      TL_CHECK_OK(tl_tensor_create(TL_F64, 2, shapes[i], &fx->in[i]));
+      TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shapes[i], &fx->in[i]));
       rel_fill(&fx->in[i], (uint64_t)i, 0);
     }
     const int64_t out_shape[2] = {4, 3};
     for (int i = 0; i < MAP_ITEMS; i++)
-      TL_CHECK_OK(tl_tensor_create(TL_F64, 2, out_shape, &fx->lane_out[i]));
-    TL_CHECK_OK(tl_tensor_create(TL_F64, 2, out_shape, &fx->result));
+      TH_CHECK_OK(tl_tensor_create(TL_F64, 2, out_shape, &fx->lane_out[i]));
+    TH_CHECK_OK(tl_tensor_create(TL_F64, 2, out_shape, &fx->result));
     rel_watch watch;
     rel_watch_init(&watch);
     rel_watch_tensor(&watch, &fx->result);
@@ -643,17 +643,17 @@ static void step_phase(int budget, int use_map, long *points) {
       int code = use_map ? fx->map_outcome.code : fx->outcome.lane_code;
       int ok = status == TL_E_NOMEM || (status == TL_E_LANE && code == (int)TL_E_NOMEM);
       if (!ok) fail_step(what, n, status, tl_last_message());
-      TL_CHECK(rel_message_fresh(tl_last_message()));
+      TH_CHECK(rel_message_fresh(tl_last_message()));
       if (!use_map && status == TL_E_NOMEM) {
         /* A child entry failed: that lane's callback never ran. */
-        TL_CHECK(fx->outcome.kind == TL_PHASE_SESSION);
-        TL_CHECK(fx->lane_calls[fx->outcome.lane_index] == 0);
-        TL_CHECK(strstr(fx->outcome.message, "child entry") != NULL);
+        TH_CHECK(fx->outcome.kind == TL_PHASE_SESSION);
+        TH_CHECK(fx->lane_calls[fx->outcome.lane_index] == 0);
+        TH_CHECK(strstr(fx->outcome.message, "child entry") != NULL);
       }
-      if (use_map && status == TL_E_LANE) TL_CHECK(fx->map_outcome.failed);
-      TL_CHECK(rel_watch_unchanged(&watch));
+      if (use_map && status == TL_E_LANE) TH_CHECK(fx->map_outcome.failed);
+      TH_CHECK(rel_watch_unchanged(&watch));
       rel_check_idle(held.ctx);
-      TL_CHECK_OK(run_phase_fx(held.session, fx));
+      TH_CHECK_OK(run_phase_fx(held.session, fx));
     } else if (status != TL_OK) {
       fail_step(what, n, status, tl_last_message());
     }
@@ -662,11 +662,11 @@ static void step_phase(int budget, int use_map, long *points) {
     for (int i = 0; i < MAP_ITEMS; i++) tl_tensor_release(&fx->lane_out[i]);
     tl_tensor_release(&fx->result);
     free(fx);
-    tl_held_close(&held);
+    th_held_close(&held);
     if (rel_alloc_live() != base) fail_step(what, n, status, "leaked");
     if (!fired) return;
   }
-  TL_CHECK(!"the phase still failed after MAX_STEPS allocations");
+  TH_CHECK(!"the phase still failed after MAX_STEPS allocations");
 }
 
 static void oom_phase_run(void) {
@@ -683,6 +683,6 @@ static void oom_map(void) {
   figure("map", points);
 }
 
-TL_TEST_MAIN(TL_CASE(oom_context_create), TL_CASE(oom_session_open), TL_CASE(oom_ticket_entry),
-             TL_CASE(oom_phase_run), TL_CASE(oom_map), TL_CASE(oom_einsum_plan_and_execute),
-             TL_CASE(oom_contraction_routes), TL_CASE(oom_linalg_routes))
+TH_TEST_MAIN(TH_CASE(oom_context_create), TH_CASE(oom_session_open), TH_CASE(oom_ticket_entry),
+             TH_CASE(oom_phase_run), TH_CASE(oom_map), TH_CASE(oom_einsum_plan_and_execute),
+             TH_CASE(oom_contraction_routes), TH_CASE(oom_linalg_routes))

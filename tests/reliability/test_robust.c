@@ -20,14 +20,14 @@
 #include "tenlane/map.h"
 #include "tenlane/phase.h"
 #include "tenlane/pool.h"
-#include "tl_fixtures.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_test.h"
 
 static void check_prefix(const char *message, const char *call) {
   size_t length = strlen(call);
   if (strncmp(message, call, length) != 0 || message[length] != ':') {
     fprintf(stderr, "message \"%s\" should begin with \"%s:\"\n", message, call);
-    TL_CHECK(0);
+    TH_CHECK(0);
   }
 }
 
@@ -38,20 +38,20 @@ static void robust_spin_is_bounded(void) {
   config.threads = 2;
   config.spin_us = INT_MAX;
   tl_context *ctx = NULL;
-  TL_CHECK_STATUS(tl_context_create(&config, &ctx), TL_E_INVALID);
+  TH_CHECK_STATUS(tl_context_create(&config, &ctx), TL_E_INVALID);
   check_prefix(tl_last_message(), "tl_context_create");
-  TL_CHECK(strstr(tl_last_message(), "spin_us") != NULL);
-  TL_CHECK(ctx == NULL);
+  TH_CHECK(strstr(tl_last_message(), "spin_us") != NULL);
+  TH_CHECK(ctx == NULL);
   tl_pool_config pool_config;
   tl_pool_config_init(&pool_config);
   pool_config.workers = 1;
   pool_config.spin_us = 10001;
   tl_pool *pool = NULL;
-  TL_CHECK_STATUS(tl_pool_create(&pool_config, &pool), TL_E_INVALID);
+  TH_CHECK_STATUS(tl_pool_create(&pool_config, &pool), TL_E_INVALID);
   check_prefix(tl_last_message(), "tl_pool_create");
   config.spin_us = 10000; /* the bound itself is accepted */
-  TL_CHECK_OK(tl_context_create(&config, &ctx));
-  TL_CHECK_OK(tl_context_destroy(ctx));
+  TH_CHECK_OK(tl_context_create(&config, &ctx));
+  TH_CHECK_OK(tl_context_destroy(ctx));
 }
 
 static int shape_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
@@ -63,19 +63,19 @@ static int shape_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
 
 /* Issue 14: a failed map's message stays on the session, and names statuses, not numbers. */
 static void robust_map_message_names_status(void) {
-  tl_held held;
-  tl_held_open(&held, 2);
+  th_held held;
+  th_held_open(&held, 2);
   tl_map_outcome outcome;
-  TL_CHECK_STATUS(tl_map(held.session, 16, shape_item, NULL, &outcome), TL_E_LANE);
-  TL_CHECK(outcome.failed_item == 5 && outcome.code == (int)TL_E_SHAPE);
+  TH_CHECK_STATUS(tl_map(held.session, 16, shape_item, NULL, &outcome), TL_E_LANE);
+  TH_CHECK(outcome.failed_item == 5 && outcome.code == (int)TL_E_SHAPE);
   if (strstr(outcome.message, "TL_E_SHAPE") == NULL) {
     fprintf(stderr, "outcome message: %s\n", outcome.message);
-    TL_CHECK(0);
+    TH_CHECK(0);
   }
   check_prefix(tl_last_message(), "tl_map");
   check_prefix(tl_session_message(held.session), "tl_map");
-  TL_CHECK(strstr(tl_session_message(held.session), "TL_E_SHAPE") != NULL);
-  tl_held_close(&held);
+  TH_CHECK(strstr(tl_session_message(held.session), "TL_E_SHAPE") != NULL);
+  th_held_close(&held);
 }
 
 typedef struct foreign_call {
@@ -93,16 +93,16 @@ static void *map_from_other_thread(void *arg) {
 
 /* Issue 14: the wrong-thread message names tl_map (what was called) and points at tickets. */
 static void robust_wrong_thread_message_names_call(void) {
-  tl_held held;
-  tl_held_open(&held, 2);
+  th_held held;
+  th_held_open(&held, 2);
   foreign_call call = {held.session, TL_OK, {0}};
-  tl_thread thread;
-  tl_thread_start(&thread, map_from_other_thread, &call);
-  tl_thread_join(&thread, 10000);
-  TL_CHECK_STATUS(call.status, TL_E_WRONG_THREAD);
+  th_thread thread;
+  th_thread_start(&thread, map_from_other_thread, &call);
+  th_thread_join(&thread, 10000);
+  TH_CHECK_STATUS(call.status, TL_E_WRONG_THREAD);
   check_prefix(call.message, "tl_map");
-  TL_CHECK(strstr(call.message, "ticket") != NULL);
-  tl_held_close(&held);
+  TH_CHECK(strstr(call.message, "ticket") != NULL);
+  th_held_close(&held);
 }
 
 /* ---- Item 4: fork() with a live context ------------------------------------------------ */
@@ -142,19 +142,19 @@ static int child_after_fork(tl_context *ctx, tl_session *session, tl_pool *pool)
 }
 
 static void robust_fork_child_never_hangs(void) {
-  tl_held held;
-  tl_held_open(&held, 2);
+  th_held held;
+  th_held_open(&held, 2);
   tl_pool_config config;
   tl_pool_config_init(&config);
   config.workers = 2;
   tl_pool *pool;
-  TL_CHECK_OK(tl_pool_create(&config, &pool));
+  TH_CHECK_OK(tl_pool_create(&config, &pool));
   tl_status inner = TL_E_INVALID;
-  TL_CHECK_OK(tl_session_phase(held.session, run_noop, &inner)); /* workers warm */
-  TL_CHECK_OK(inner);
+  TH_CHECK_OK(tl_session_phase(held.session, run_noop, &inner)); /* workers warm */
+  TH_CHECK_OK(inner);
   fflush(NULL);
   pid_t child = fork();
-  TL_CHECK(child >= 0);
+  TH_CHECK(child >= 0);
   if (child == 0) _exit(child_after_fork(held.ctx, held.session, pool));
   int status = 0;
   int waited_ms = 0;
@@ -166,19 +166,19 @@ static void robust_fork_child_never_hangs(void) {
     kill(child, SIGKILL);
     waitpid(child, &status, 0);
     fprintf(stderr, "the child hung after fork()\n");
-    TL_CHECK(0);
+    TH_CHECK(0);
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     fprintf(stderr, "child: %s %d\n", WIFEXITED(status) ? "exit" : "signal",
             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-    TL_CHECK(0);
+    TH_CHECK(0);
   }
   /* The parent is untouched. */
-  TL_CHECK_OK(tl_session_phase(held.session, run_noop, &inner));
-  TL_CHECK_OK(inner);
-  TL_CHECK_OK(tl_pool_broadcast(pool, noop_pool_fn, NULL));
+  TH_CHECK_OK(tl_session_phase(held.session, run_noop, &inner));
+  TH_CHECK_OK(inner);
+  TH_CHECK_OK(tl_pool_broadcast(pool, noop_pool_fn, NULL));
   tl_pool_destroy(pool);
-  tl_held_close(&held);
+  th_held_close(&held);
 }
 
 /* ---- Items 5 and 8: a thread that exits holding a session ------------------------------- */
@@ -215,21 +215,21 @@ static void *use_old_session(void *arg) {
 /* Item 5: the next thread (glibc gives it the same thread-local addresses) is not taken for
  * the dead opener: it has another identity, and the session is not its. */
 static void robust_thread_identity_is_not_reused(void) {
-  tl_context *ctx = tl_make_context(2);
+  tl_context *ctx = th_make_context(2);
   exiting_owner owner = {ctx, NULL, TL_E_INVALID, 0};
-  tl_thread thread;
-  tl_thread_start(&thread, open_and_exit, &owner);
-  tl_thread_join(&thread, 10000);
-  TL_CHECK_OK(owner.status);
+  th_thread thread;
+  th_thread_start(&thread, open_and_exit, &owner);
+  th_thread_join(&thread, 10000);
+  TH_CHECK_OK(owner.status);
   stale_use use = {owner.session, TL_OK, TL_OK, 0};
-  tl_thread_start(&thread, use_old_session, &use);
-  tl_thread_join(&thread, 10000);
-  TL_CHECK(use.token != owner.token);
-  TL_CHECK(use.phase_status != TL_OK);
-  TL_CHECK(use.close_status != TL_OK);
+  th_thread_start(&thread, use_old_session, &use);
+  th_thread_join(&thread, 10000);
+  TH_CHECK(use.token != owner.token);
+  TH_CHECK(use.phase_status != TL_OK);
+  TH_CHECK(use.close_status != TL_OK);
   tl_status destroyed = tl_context_destroy(ctx);
   if (destroyed == TL_E_OWNER_DEAD) destroyed = tl_context_destroy(ctx);
-  TL_CHECK_OK(destroyed);
+  TH_CHECK_OK(destroyed);
 }
 
 typedef struct waiting_opener {
@@ -282,62 +282,62 @@ static void *hold_until_released_then_exit(void *arg) {
 /* Item 8: the owner's thread ends holding the session. A TL_WAIT opener queued behind it is
  * served with TL_E_OWNER_DEAD (once), destroy likewise, and then everything works. */
 static void robust_abandoned_owner_is_recovered(void) {
-  tl_context *ctx = tl_make_context(2);
+  tl_context *ctx = th_make_context(2);
   gate release = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
   held_then_exit owner = {ctx, &release, TL_E_INVALID};
-  tl_thread holder, waiter;
-  tl_thread_start(&holder, hold_until_released_then_exit, &owner);
+  th_thread holder, waiter;
+  th_thread_start(&holder, hold_until_released_then_exit, &owner);
   waiting_opener opener = {ctx, TL_E_INVALID};
-  TL_CHECK(tl_wait_until(held_by_someone, ctx, 10000));
-  tl_thread_start(&waiter, open_waiting, &opener);
-  TL_CHECK(tl_wait_until(one_waiter, ctx, 10000));
+  TH_CHECK(th_wait_until(held_by_someone, ctx, 10000));
+  th_thread_start(&waiter, open_waiting, &opener);
+  TH_CHECK(th_wait_until(one_waiter, ctx, 10000));
   pthread_mutex_lock(&release.lock);
   release.open = 1;
   pthread_cond_signal(&release.cond);
   pthread_mutex_unlock(&release.lock);
-  tl_thread_join(&holder, 10000);
-  tl_thread_join(&waiter, 10000); /* before the fix: blocked for ever */
-  TL_CHECK_OK(owner.status);
-  TL_CHECK_STATUS(opener.status, TL_E_OWNER_DEAD);
+  th_thread_join(&holder, 10000);
+  th_thread_join(&waiter, 10000); /* before the fix: blocked for ever */
+  TH_CHECK_OK(owner.status);
+  TH_CHECK_STATUS(opener.status, TL_E_OWNER_DEAD);
   /* Reported once: the next opener gets the context, works, closes. */
   tl_session *session;
-  TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
+  TH_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
   tl_status inner = TL_E_INVALID;
-  TL_CHECK_OK(tl_session_phase(session, run_noop, &inner));
-  TL_CHECK_OK(inner);
-  TL_CHECK_OK(tl_session_close(session));
-  TL_CHECK_OK(tl_context_destroy(ctx));
+  TH_CHECK_OK(tl_session_phase(session, run_noop, &inner));
+  TH_CHECK_OK(inner);
+  TH_CHECK_OK(tl_session_close(session));
+  TH_CHECK_OK(tl_context_destroy(ctx));
   /* Destroy right after the death: told once, then done. */
-  ctx = tl_make_context(1);
+  ctx = th_make_context(1);
   exiting_owner gone = {ctx, NULL, TL_E_INVALID, 0};
-  tl_thread_start(&holder, open_and_exit, &gone);
-  tl_thread_join(&holder, 10000);
-  TL_CHECK_OK(gone.status);
-  TL_CHECK_STATUS(tl_context_destroy(ctx), TL_E_OWNER_DEAD);
+  th_thread_start(&holder, open_and_exit, &gone);
+  th_thread_join(&holder, 10000);
+  TH_CHECK_OK(gone.status);
+  TH_CHECK_STATUS(tl_context_destroy(ctx), TL_E_OWNER_DEAD);
   check_prefix(tl_last_message(), "tl_context_destroy");
-  TL_CHECK_OK(tl_context_destroy(ctx));
+  TH_CHECK_OK(tl_context_destroy(ctx));
 }
 
 /* ---- Item 6: a closed handle stays closed after a reopen on the same thread -------------- */
 
 static void robust_closed_session_stays_stale(void) {
-  tl_context *ctx = tl_make_context(2);
+  tl_context *ctx = th_make_context(2);
   tl_session *first, *second;
-  TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &first));
-  TL_CHECK_OK(tl_session_close(first));
-  TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &second));
+  TH_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &first));
+  TH_CHECK_OK(tl_session_close(first));
+  TH_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &second));
   tl_status inner = TL_OK;
-  TL_CHECK_STATUS(tl_session_phase(first, run_noop, &inner), TL_E_STALE);
+  TH_CHECK_STATUS(tl_session_phase(first, run_noop, &inner), TL_E_STALE);
   check_prefix(tl_last_message(), "tl_session_phase");
   tl_ticket ticket;
-  TL_CHECK_STATUS(tl_session_ticket(first, &ticket), TL_E_STALE);
-  TL_CHECK_STATUS(tl_map(first, 2, NULL, NULL, NULL), TL_E_STALE);
-  TL_CHECK_STATUS(tl_session_close(first), TL_E_STALE);
-  TL_CHECK(tl_session_owner(first) == 0);
-  TL_CHECK_OK(tl_session_phase(second, run_noop, &inner)); /* the live one is untouched */
-  TL_CHECK_OK(inner);
-  TL_CHECK_OK(tl_session_close(second));
-  TL_CHECK_OK(tl_context_destroy(ctx));
+  TH_CHECK_STATUS(tl_session_ticket(first, &ticket), TL_E_STALE);
+  TH_CHECK_STATUS(tl_map(first, 2, NULL, NULL, NULL), TL_E_STALE);
+  TH_CHECK_STATUS(tl_session_close(first), TL_E_STALE);
+  TH_CHECK(tl_session_owner(first) == 0);
+  TH_CHECK_OK(tl_session_phase(second, run_noop, &inner)); /* the live one is untouched */
+  TH_CHECK_OK(inner);
+  TH_CHECK_OK(tl_session_close(second));
+  TH_CHECK_OK(tl_context_destroy(ctx));
 }
 
 /* ---- Item 7: lanes, tickets and phases kept past their callback ------------------------- */
@@ -358,7 +358,7 @@ static int keep_lane(tl_lane *lane, int lane_index, void *arg) {
 static void keep_phase(tl_phase *phase, void *arg) {
   kept *k = arg;
   k->phase = phase;
-  TL_CHECK_OK(tl_phase_run(phase, keep_lane, k, NULL));
+  TH_CHECK_OK(tl_phase_run(phase, keep_lane, k, NULL));
 }
 
 static int keep_ticket_exec(tl_exec *exec, void *arg) {
@@ -376,7 +376,7 @@ static void *enter_then_use_kept(void *arg) {
   tl_exec *exec = NULL;
   use->enter_status = tl_ticket_enter(&use->ticket, keep_ticket_exec, &exec, NULL);
   double data[4] = {1, 2, 3, 4}, out[4];
-  tl_tensor x = tl_vec_f64(data, 4), y = tl_vec_f64(out, 4);
+  tl_tensor x = th_vec_f64(data, 4), y = th_vec_f64(out, 4);
   use->kept_status = tl_add_into(exec, &x, &x, &y);
   return NULL;
 }
@@ -396,35 +396,35 @@ static void use_old_token(tl_phase *phase, void *arg) {
 
 static void robust_kept_handles_are_refused(void) {
   for (int budget = 1; budget <= 2; budget++) {
-    tl_held held;
-    tl_held_open(&held, budget);
+    th_held held;
+    th_held_open(&held, budget);
     kept k;
     memset(&k, 0, sizeof k);
-    TL_CHECK_OK(tl_session_phase(held.session, keep_phase, &k));
+    TH_CHECK_OK(tl_session_phase(held.session, keep_phase, &k));
     double data[4] = {1, 2, 3, 4}, out[4];
-    tl_tensor x = tl_vec_f64(data, 4), y = tl_vec_f64(out, 4);
+    tl_tensor x = th_vec_f64(data, 4), y = th_vec_f64(out, 4);
     for (int i = 0; i < budget; i++) {
-      TL_CHECK_STATUS(tl_add_into(k.exec[i], &x, &x, &y), TL_E_STALE);
-      TL_CHECK(tl_lane_cancelled(k.lane[i]) == 1);
+      TH_CHECK_STATUS(tl_add_into(k.exec[i], &x, &x, &y), TL_E_STALE);
+      TH_CHECK(tl_lane_cancelled(k.lane[i]) == 1);
       tl_lane_cancel(k.lane[i]);
     }
-    TL_CHECK_STATUS(tl_phase_run(k.phase, noop_lane, NULL, NULL), TL_E_STALE);
+    TH_CHECK_STATUS(tl_phase_run(k.phase, noop_lane, NULL, NULL), TL_E_STALE);
     /* A token kept across 4096 later phases does not name a live one. */
     tl_status inner;
-    for (int i = 0; i < 4096; i++) TL_CHECK_OK(tl_session_phase(held.session, run_noop, &inner));
+    for (int i = 0; i < 4096; i++) TH_CHECK_OK(tl_session_phase(held.session, run_noop, &inner));
     old_token use = {k.phase, TL_OK, -1};
-    TL_CHECK_OK(tl_session_phase(held.session, use_old_token, &use));
-    TL_CHECK(use.lanes == 0);
-    TL_CHECK_STATUS(use.run_status, TL_E_STALE);
+    TH_CHECK_OK(tl_session_phase(held.session, use_old_token, &use));
+    TH_CHECK(use.lanes == 0);
+    TH_CHECK_STATUS(use.run_status, TL_E_STALE);
     /* A ticket surface used after its entry returned, on the same thread. */
     ticket_use ticket = {{0}, TL_E_INVALID, TL_OK};
-    TL_CHECK_OK(tl_session_ticket(held.session, &ticket.ticket));
-    tl_thread thread;
-    tl_thread_start(&thread, enter_then_use_kept, &ticket);
-    tl_thread_join(&thread, 10000);
-    TL_CHECK_OK(ticket.enter_status);
-    TL_CHECK_STATUS(ticket.kept_status, TL_E_STALE);
-    tl_held_close(&held);
+    TH_CHECK_OK(tl_session_ticket(held.session, &ticket.ticket));
+    th_thread thread;
+    th_thread_start(&thread, enter_then_use_kept, &ticket);
+    th_thread_join(&thread, 10000);
+    TH_CHECK_OK(ticket.enter_status);
+    TH_CHECK_STATUS(ticket.kept_status, TL_E_STALE);
+    th_held_close(&held);
   }
 }
 
@@ -438,23 +438,23 @@ static void jump_out(tl_phase *phase, void *arg) {
 }
 
 static void robust_longjmp_out_of_phase_is_detected(void) {
-  tl_context *ctx = tl_make_context(2);
+  tl_context *ctx = th_make_context(2);
   tl_session *session;
-  TL_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
+  TH_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
   if (setjmp(escape) == 0) {
     tl_session_phase(session, jump_out, NULL);
-    TL_CHECK(0); /* not reached */
+    TH_CHECK(0); /* not reached */
   }
   /* Before the fix: TL_E_PHASE_ACTIVE for ever. */
   tl_status inner = TL_E_INVALID;
-  TL_CHECK_OK(tl_session_phase(session, run_noop, &inner));
-  TL_CHECK_OK(inner);
+  TH_CHECK_OK(tl_session_phase(session, run_noop, &inner));
+  TH_CHECK_OK(inner);
   if (setjmp(escape) == 0) {
     tl_session_phase(session, jump_out, NULL);
-    TL_CHECK(0);
+    TH_CHECK(0);
   }
-  TL_CHECK_OK(tl_session_close(session));
-  TL_CHECK_OK(tl_context_destroy(ctx));
+  TH_CHECK_OK(tl_session_close(session));
+  TH_CHECK_OK(tl_context_destroy(ctx));
 }
 
 /* ---- Item 9: contexts per thread --------------------------------------------------------- */
@@ -462,25 +462,25 @@ static void robust_longjmp_out_of_phase_is_detected(void) {
 static void robust_contexts_per_thread_limit(void) {
   tl_context *ctx[9];
   tl_session *session[9];
-  for (int i = 0; i < 9; i++) ctx[i] = tl_make_context(1);
+  for (int i = 0; i < 9; i++) ctx[i] = th_make_context(1);
   for (int i = 0; i < 8; i++)
-    TL_CHECK_OK(tl_session_open(ctx[i], tl_owner_new(), TL_NOWAIT, &session[i]));
-  TL_CHECK_STATUS(tl_session_open(ctx[8], tl_owner_new(), TL_NOWAIT, &session[8]), TL_E_LIMIT);
+    TH_CHECK_OK(tl_session_open(ctx[i], tl_owner_new(), TL_NOWAIT, &session[i]));
+  TH_CHECK_STATUS(tl_session_open(ctx[8], tl_owner_new(), TL_NOWAIT, &session[8]), TL_E_LIMIT);
   check_prefix(tl_last_message(), "tl_session_open");
-  TL_CHECK(strstr(tl_last_message(), "TL_CONTEXTS_PER_THREAD_MAX") != NULL);
+  TH_CHECK(strstr(tl_last_message(), "TL_CONTEXTS_PER_THREAD_MAX") != NULL);
   tl_context_stats stats;
-  TL_CHECK_OK(tl_context_stats_get(ctx[8], &stats));
-  TL_CHECK(stats.owner == 0); /* nothing held */
-  TL_CHECK_OK(tl_session_close(session[0]));
-  TL_CHECK_OK(tl_session_open(ctx[8], tl_owner_new(), TL_NOWAIT, &session[8]));
-  for (int i = 1; i < 9; i++) TL_CHECK_OK(tl_session_close(session[i]));
-  for (int i = 0; i < 9; i++) TL_CHECK_OK(tl_context_destroy(ctx[i]));
+  TH_CHECK_OK(tl_context_stats_get(ctx[8], &stats));
+  TH_CHECK(stats.owner == 0); /* nothing held */
+  TH_CHECK_OK(tl_session_close(session[0]));
+  TH_CHECK_OK(tl_session_open(ctx[8], tl_owner_new(), TL_NOWAIT, &session[8]));
+  for (int i = 1; i < 9; i++) TH_CHECK_OK(tl_session_close(session[i]));
+  for (int i = 0; i < 9; i++) TH_CHECK_OK(tl_context_destroy(ctx[i]));
 }
 
-TL_TEST_MAIN(TL_CASE(robust_spin_is_bounded), TL_CASE(robust_map_message_names_status),
-             TL_CASE(robust_wrong_thread_message_names_call),
-             TL_CASE(robust_fork_child_never_hangs), TL_CASE(robust_thread_identity_is_not_reused),
-             TL_CASE(robust_abandoned_owner_is_recovered),
-             TL_CASE(robust_closed_session_stays_stale), TL_CASE(robust_kept_handles_are_refused),
-             TL_CASE(robust_longjmp_out_of_phase_is_detected),
-             TL_CASE(robust_contexts_per_thread_limit))
+TH_TEST_MAIN(TH_CASE(robust_spin_is_bounded), TH_CASE(robust_map_message_names_status),
+             TH_CASE(robust_wrong_thread_message_names_call),
+             TH_CASE(robust_fork_child_never_hangs), TH_CASE(robust_thread_identity_is_not_reused),
+             TH_CASE(robust_abandoned_owner_is_recovered),
+             TH_CASE(robust_closed_session_stays_stale), TH_CASE(robust_kept_handles_are_refused),
+             TH_CASE(robust_longjmp_out_of_phase_is_detected),
+             TH_CASE(robust_contexts_per_thread_limit))

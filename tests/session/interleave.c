@@ -7,8 +7,8 @@
 
 #include "tenlane/ops.h"
 #include "tenlane/session.h"
-#include "tl_fixtures.h"
-#include "tl_test.h"
+#include "th_fixtures.h"
+#include "th_test.h"
 
 #define MAX_ACTORS 4
 
@@ -42,12 +42,12 @@ static void fail_step(int index, const step *s, const char *what, tl_status got)
   snprintf(text, sizeof text, "step %d (actor %c, action %d): %s: got %s, expected %s (%s)", index,
            s->actor, (int)s->action, what, tl_status_name(got), tl_status_name(s->expect),
            tl_last_message());
-  tl_test_fail_at(__FILE__, __LINE__, text);
+  th_test_fail_at(__FILE__, __LINE__, text);
 }
 
 static void run_op(int index, const step *s, tl_session *session) {
   double a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40}, c[4] = {0};
-  tl_tensor ta = tl_vec_f64(a, 4), tb = tl_vec_f64(b, 4), tc = tl_vec_f64(c, 4);
+  tl_tensor ta = th_vec_f64(a, 4), tb = th_vec_f64(b, 4), tc = th_vec_f64(c, 4);
   tl_status status = tl_add_into(tl_session_exec(session), &ta, &tb, &tc);
   if (status != s->expect) fail_step(index, s, "tl_add_into", status);
   if (status == TL_OK && (c[0] != 11 || c[3] != 44)) fail_step(index, s, "wrong sum", status);
@@ -73,7 +73,7 @@ static void *actor_main(void *arg) {
     const step *s = &run->steps[i];
     if (s->actor != self->name) continue;
     turn_wait wait = {run, i};
-    if (!tl_wait_until(my_turn, &wait, 10000)) fail_step(i, s, "turn never came", TL_OK);
+    if (!th_wait_until(my_turn, &wait, 10000)) fail_step(i, s, "turn never came", TL_OK);
     tl_status status = TL_OK;
     switch (s->action) {
       case OPEN_NOWAIT:
@@ -112,7 +112,7 @@ void run_interleaving(tl_context *ctx, const step *steps, int step_count) {
   atomic_init(&run.turn, 0);
   for (int i = 0; i < MAX_ACTORS; i++) run.owners[i] = tl_owner_new();
   actor actors[MAX_ACTORS];
-  tl_thread threads[MAX_ACTORS];
+  th_thread threads[MAX_ACTORS];
   int used[MAX_ACTORS] = {0};
   for (int i = 0; i < step_count; i++) {
     if (steps[i].actor >= 'A' && steps[i].actor < 'A' + MAX_ACTORS) used[steps[i].actor - 'A'] = 1;
@@ -122,17 +122,17 @@ void run_interleaving(tl_context *ctx, const step *steps, int step_count) {
     memset(&actors[k], 0, sizeof actors[k]);
     actors[k].run = &run;
     actors[k].name = (char)('A' + k);
-    tl_thread_start(&threads[k], actor_main, &actors[k]);
+    th_thread_start(&threads[k], actor_main, &actors[k]);
   }
   /* Checks that no single actor does: they run here, in turn. */
   for (int i = 0; i < step_count; i++) {
     const step *s = &steps[i];
     if (s->actor != '-') continue;
     turn_wait wait = {&run, i};
-    if (!tl_wait_until(my_turn, &wait, 10000)) fail_step(i, s, "turn never came", TL_OK);
+    if (!th_wait_until(my_turn, &wait, 10000)) fail_step(i, s, "turn never came", TL_OK);
     if (s->action == EXPECT_QUEUED) {
       queue_wait qw = {ctx, s->count};
-      if (!tl_wait_until(queued, &qw, 10000)) fail_step(i, s, "queue length", TL_OK);
+      if (!th_wait_until(queued, &qw, 10000)) fail_step(i, s, "queue length", TL_OK);
     } else if (s->action == EXPECT_HOLDER) {
       tl_context_stats stats;
       tl_context_stats_get(ctx, &stats);
@@ -141,6 +141,6 @@ void run_interleaving(tl_context *ctx, const step *steps, int step_count) {
     atomic_store(&run.turn, i + 1);
   }
   for (int k = 0; k < MAX_ACTORS; k++) {
-    if (used[k]) tl_thread_join(&threads[k], 20000);
+    if (used[k]) th_thread_join(&threads[k], 20000);
   }
 }

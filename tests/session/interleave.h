@@ -6,8 +6,8 @@
  * actor's next step checks what that open finally returned. So
  *   {'A', OPEN}, {'B', OPEN_WAIT_ASYNC}, {'-', EXPECT_QUEUED, 1}, {'A', CLOSE}, {'B', AWAIT_OPEN}
  * reads "A opens, B queues, A closes, B gets in". */
-#ifndef TL_INTERLEAVE_H
-#define TL_INTERLEAVE_H
+#ifndef TH_INTERLEAVE_H
+#define TH_INTERLEAVE_H
 
 #include "tenlane/context.h"
 #include "tenlane/status.h"

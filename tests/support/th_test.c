@@ -1,17 +1,17 @@
-/* tests/support/tl_test.c: runs one named case (or all, with no argument) under an alarm. */
-#include "tl_test.h"
+/* tests/support/th_test.c: runs one named case (or all, with no argument) under an alarm. */
+#include "th_test.h"
 
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
-void tl_test_fail_at(const char *file, int line, const char *what) {
+void th_test_fail_at(const char *file, int line, const char *what) {
   fprintf(stderr, "FAILED %s:%d: %s\n", file, line, what);
   fflush(stderr);
   _exit(1);
 }
 
-unsigned tl_test_alarm_seconds(void) {
+unsigned th_test_alarm_seconds(void) {
   const char *env = getenv("TL_TEST_ALARM");
   if (env != NULL && atoi(env) > 0) return (unsigned)atoi(env);
   return 60;
@@ -24,7 +24,7 @@ static void on_alarm(int sig) {
   _exit(2);
 }
 
-int tl_test_main(int argc, char **argv, const tl_test_case *cases, size_t count) {
+int th_test_main(int argc, char **argv, const th_test_case *cases, size_t count) {
   signal(SIGALRM, on_alarm);
   if (argc > 1 && strcmp(argv[1], "--list") == 0) {
     for (size_t i = 0; i < count; i++) printf("%s\n", cases[i].name);
@@ -33,7 +33,7 @@ int tl_test_main(int argc, char **argv, const tl_test_case *cases, size_t count)
   int ran = 0;
   for (size_t i = 0; i < count; i++) {
     if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) continue;
-    alarm(tl_test_alarm_seconds());
+    alarm(th_test_alarm_seconds());
     cases[i].fn();
     alarm(0);
     printf("ok %s\n", cases[i].name);
