@@ -7,7 +7,7 @@
  *     the four-operand MPS environment step "ab,asc,btd,st->cd" (bonds 2..32, s, t 2..4).
  * The aim (issue 9) is first <= 5 us + 2 x cached; the bound is printed beside each pair.
  * Every shape (route, dtype, extents) is used once per run: the first call is a real miss
- * of tenlane's caches, and for GEMM of libxsmm's registry too. */
+ * of tenlane's caches. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

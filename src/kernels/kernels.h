@@ -120,14 +120,15 @@ void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar 
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc);
 /* ---- Small real GEMMs (small_gemm.c, small_gemm_core.c) ------------------------------
  * f32/f64 with m n k <= 64^3, m, n <= 256 and k <= TL__SMALL_GEMM_MAX_K. A call of up to
- * TL__SMALL_GEMM_HAND_MAX multiply-adds runs the hand kernel; a larger one libxsmm's kernel
- * (generated at its first call), when libxsmm can take the call. The choice depends on the
- * shape alone, so results never depend on which thread ran a call or what ran before.
+ * TL__SMALL_GEMM_HAND_MAX multiply-adds (the whole reach) runs the hand kernel; a larger one
+ * libxsmm's kernel (generated at its first call), when libxsmm can take the call. The choice
+ * depends on the shape alone, so results never depend on which thread ran a call or what
+ * ran before.
  * tl__small_gemm_ex's sighting count (TL__SMALL_GEMM_JIT_AFTER, for tests and benchmarks)
  * is the other policy: the hand kernel until this thread has seen a shape that often. */
 #define TL__SMALL_GEMM_MAX_K 256
 #define TL__SMALL_GEMM_JIT_AFTER 3
-#define TL__SMALL_GEMM_HAND_MAX (16 * 16 * 16)
+#define TL__SMALL_GEMM_HAND_MAX (64 * 64 * 64)
 /* 1 when (dtype, m, n, k) is in the small path's reach. */
 int tl__small_gemm_fits(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
 /* Run the call on the small path and return 1, or return 0 (out of reach; nothing done).

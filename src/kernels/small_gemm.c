@@ -14,8 +14,9 @@
  *      time from 16^3 to 64^3, tens of ns below); the call that reaches the count generates
  *      the kernel, and from then on every thread fetches it (2.).
  * tenlane's routes (tl__small_gemm) use the count only as a function of the shape: 0 (the
- * hand kernel, always) up to TL__SMALL_GEMM_HAND_MAX multiply-adds, 1 (libxsmm from the
- * first call) above, so that a call's bits never depend on what ran before it.
+ * hand kernel, always) up to TL__SMALL_GEMM_HAND_MAX multiply-adds, now the whole reach, so
+ * a call's bits never depend on what ran before it and no route generates code; libxsmm
+ * stays reachable through tl__small_gemm_ex for the tests and benchmarks that compare.
  * Real shapes libxsmm cannot take (alpha other than 1, beta other than 0 or 1, strided
  * rows) also run the hand kernel while they are small. Complex dtypes are not handled
  * here.
@@ -205,9 +206,11 @@ int tl__small_gemm_ex(int jit_after, tl_dtype dtype, int64_t m, int64_t n, int64
  * sweep over m, n <= 64 found 5034 of 40960 shapes that differ), so a choice that depended
  * on how often this thread had seen the shape made the same call give other bits on
  * another lane, or later on the same one: tl_map results then depended on which lane ran
- * an item. So: the hand kernel for every call up to TL__SMALL_GEMM_HAND_MAX multiply-adds
- * (where it is within tens of ns of libxsmm and a generated kernel would take 10-15 us to
- * pay back), libxsmm from the first call above that. */
+ * an item. A fixed choice of libxsmm, though, means generating code at a shape's first call
+ * (10-15 us, more on a loaded machine), which a stream of new shapes pays on every call. So:
+ * the hand kernel for every call up to TL__SMALL_GEMM_HAND_MAX multiply-adds, which is the
+ * whole small reach (64^3): at 1.1-1.5x libxsmm's time from 16^3 up with 12 accumulators,
+ * never generating code, its first call costs what its later calls cost. */
 int tl__small_gemm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
                    tl_scalar beta, void *c, int64_t rsc, int64_t csc) {

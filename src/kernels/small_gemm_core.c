@@ -19,11 +19,21 @@
 
 TL__HOT_FILE
 
-#define COLS 4 /* columns of C per register block */
+#define COLS 6 /* columns of C per register block */
 
-/* One instance per (element type, vector ISA): MB rows = 2 vectors of LANES. */
-#define TL__SMALL_GEMM_SIMD(NAME, T, TARGET, VT, LANES, SETZERO, LOAD, LOADU, STOREU, SET1, FMA,  \
-                            ADD)                                                                  \
+/* One k step for column q of the register block: broadcast B's entry, two FMAs. */
+#define TL__SG_STEP(q, SET1, FMA)    \
+  s = SET1(bq[q][o]);                \
+  acc[q][0] = FMA(a0, s, acc[q][0]); \
+  acc[q][1] = FMA(a1, s, acc[q][1]);
+
+/* The same for a block of at most one vector of rows (the second vector stays zero). */
+#define TL__SG_HALF(q, SET1, FMA) acc[q][0] = FMA(a0, SET1(bq[q][o]), acc[q][0]);
+
+/* One instance per (element type, vector ISA): MB rows = 2 vectors of LANES, COLS columns,
+ * 2 x COLS accumulators. A full block of unit-stride rows is read from A in place; a partial
+ * or strided one is first copied into `pack` (zero-padded). */
+#define TL__SMALL_GEMM_SIMD(NAME, T, TARGET, VT, LANES, SETZERO, LOADU, STOREU, SET1, FMA, ADD)   \
   __attribute__((target(TARGET))) static void NAME(                                               \
       int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa, int64_t csa, const T *b, \
       int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc, int64_t csc) {                         \
@@ -33,38 +43,47 @@ TL__HOT_FILE
     const int direct = alpha == (T)1 && (beta == (T)0 || beta == (T)1) && rsc == 1;               \
     for (int64_t i0 = 0; i0 < m; i0 += MB) {                                                      \
       const int64_t mr = m - i0 < MB ? m - i0 : MB;                                               \
-      for (int64_t p = 0; p < k; p++) {                                                           \
-        const T *src = a + i0 * rsa + p * csa;                                                    \
-        T *dst = pack + p * MB;                                                                   \
-        if (rsa == 1)                                                                             \
-          memcpy(dst, src, (size_t)mr * sizeof(T));                                               \
-        else                                                                                      \
+      const T *ablock = a + i0 * rsa;                                                             \
+      int64_t astep = csa;                                                                        \
+      if (rsa != 1 || (mr < MB && mr != (LANES))) {                                               \
+        for (int64_t p = 0; p < k; p++) {                                                         \
+          const T *src = ablock + p * csa;                                                        \
+          T *dst = pack + p * MB;                                                                 \
           for (int64_t i = 0; i < mr; i++) dst[i] = src[i * rsa];                                 \
-        for (int64_t i = mr; i < MB; i++) dst[i] = (T)0;                                          \
+          for (int64_t i = mr; i < MB; i++) dst[i] = (T)0;                                        \
+        }                                                                                         \
+        ablock = pack;                                                                            \
+        astep = MB;                                                                               \
       }                                                                                           \
       for (int64_t j0 = 0; j0 < n; j0 += COLS) {                                                  \
         const int64_t nr = n - j0 < COLS ? n - j0 : COLS;                                         \
-        const T *b0 = b + j0 * csb;                                                               \
-        const T *b1 = b + (j0 + (nr > 1 ? 1 : 0)) * csb;                                          \
-        const T *b2 = b + (j0 + (nr > 2 ? 2 : 0)) * csb;                                          \
-        const T *b3 = b + (j0 + (nr > 3 ? 3 : 0)) * csb;                                          \
-        VT c00 = SETZERO(), c01 = SETZERO(), c10 = SETZERO(), c11 = SETZERO();                    \
-        VT c20 = SETZERO(), c21 = SETZERO(), c30 = SETZERO(), c31 = SETZERO();                    \
-        const T *ap = pack;                                                                       \
-        for (int64_t p = 0; p < k; p++, ap += MB) {                                               \
-          VT a0 = LOAD(ap), a1 = LOAD(ap + (LANES));                                              \
-          int64_t o = p * rsb;                                                                    \
-          VT s = SET1(b0[o]);                                                                     \
-          c00 = FMA(a0, s, c00), c01 = FMA(a1, s, c01);                                           \
-          s = SET1(b1[o]);                                                                        \
-          c10 = FMA(a0, s, c10), c11 = FMA(a1, s, c11);                                           \
-          s = SET1(b2[o]);                                                                        \
-          c20 = FMA(a0, s, c20), c21 = FMA(a1, s, c21);                                           \
-          s = SET1(b3[o]);                                                                        \
-          c30 = FMA(a0, s, c30), c31 = FMA(a1, s, c31);                                           \
+        const T *bq[COLS];                                                                        \
+        VT acc[COLS][2];                                                                          \
+        for (int q = 0; q < COLS; q++) {                                                          \
+          bq[q] = b + (j0 + (q < nr ? q : 0)) * csb;                                              \
+          acc[q][0] = SETZERO(), acc[q][1] = SETZERO();                                           \
+        }                                                                                         \
+        const T *ap = ablock;                                                                     \
+        if (mr <= (LANES)) {                                                                      \
+          for (int64_t p = 0; p < k; p++, ap += astep) {                                          \
+            VT a0 = LOADU(ap);                                                                    \
+            int64_t o = p * rsb;                                                                  \
+            TL__SG_HALF(0, SET1, FMA)                                                             \
+            TL__SG_HALF(1, SET1, FMA)                                                             \
+            TL__SG_HALF(2, SET1, FMA)                                                             \
+            TL__SG_HALF(3, SET1, FMA) TL__SG_HALF(4, SET1, FMA) TL__SG_HALF(5, SET1, FMA)         \
+          }                                                                                       \
+        } else {                                                                                  \
+          for (int64_t p = 0; p < k; p++, ap += astep) {                                          \
+            VT a0 = LOADU(ap), a1 = LOADU(ap + (LANES)), s;                                       \
+            int64_t o = p * rsb;                                                                  \
+            TL__SG_STEP(0, SET1, FMA)                                                             \
+            TL__SG_STEP(1, SET1, FMA)                                                             \
+            TL__SG_STEP(2, SET1, FMA)                                                             \
+            TL__SG_STEP(3, SET1, FMA) TL__SG_STEP(4, SET1, FMA) TL__SG_STEP(5, SET1, FMA)         \
+          }                                                                                       \
         }                                                                                         \
         if (direct && mr == MB) {                                                                 \
-          VT acc[COLS][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};                     \
           for (int64_t j = 0; j < nr; j++) {                                                      \
             T *col = c + i0 + (j0 + j) * csc;                                                     \
             if (beta == (T)0) {                                                                   \
@@ -76,10 +95,8 @@ TL__HOT_FILE
           }                                                                                       \
           continue;                                                                               \
         }                                                                                         \
-        STOREU(out[0], c00), STOREU(out[0] + (LANES), c01);                                       \
-        STOREU(out[1], c10), STOREU(out[1] + (LANES), c11);                                       \
-        STOREU(out[2], c20), STOREU(out[2] + (LANES), c21);                                       \
-        STOREU(out[3], c30), STOREU(out[3] + (LANES), c31);                                       \
+        for (int q = 0; q < COLS; q++)                                                            \
+          STOREU(out[q], acc[q][0]), STOREU(out[q] + (LANES), acc[q][1]);                         \
         for (int64_t j = 0; j < nr; j++) {                                                        \
           T *col = c + i0 * rsc + (j0 + j) * csc;                                                 \
           for (int64_t i = 0; i < mr; i++) {                                                      \
@@ -91,18 +108,14 @@ TL__HOT_FILE
     }                                                                                             \
   }
 
-TL__SMALL_GEMM_SIMD(dgemm_avx512, double, "avx512f", __m512d, 8, _mm512_setzero_pd, _mm512_load_pd,
-                    _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd,
-                    _mm512_add_pd)
-TL__SMALL_GEMM_SIMD(sgemm_avx512, float, "avx512f", __m512, 16, _mm512_setzero_ps, _mm512_load_ps,
-                    _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps,
-                    _mm512_add_ps)
-TL__SMALL_GEMM_SIMD(dgemm_avx2, double, "avx2,fma", __m256d, 4, _mm256_setzero_pd, _mm256_load_pd,
-                    _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd,
-                    _mm256_add_pd)
-TL__SMALL_GEMM_SIMD(sgemm_avx2, float, "avx2,fma", __m256, 8, _mm256_setzero_ps, _mm256_load_ps,
-                    _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps,
-                    _mm256_add_ps)
+TL__SMALL_GEMM_SIMD(dgemm_avx512, double, "avx512f", __m512d, 8, _mm512_setzero_pd, _mm512_loadu_pd,
+                    _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
+TL__SMALL_GEMM_SIMD(sgemm_avx512, float, "avx512f", __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps,
+                    _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+TL__SMALL_GEMM_SIMD(dgemm_avx2, double, "avx2,fma", __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd,
+                    _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd)
+TL__SMALL_GEMM_SIMD(sgemm_avx2, float, "avx2,fma", __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps,
+                    _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
 
 /* Without AVX2: the plain loops (column of C at a time, accumulated in double or float). */
 #define TL__SMALL_GEMM_PLAIN(NAME, T)                                                              \
@@ -147,6 +160,9 @@ void tl__small_gemm_kernel(int isa, tl_dtype dtype, int64_t m, int64_t n, int64_
                            int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc,
                            int64_t csc) {
   if (m <= 0 || n <= 0) return;
+  /* Left to choose: AVX-512 but AVX2 for a block of rows that fits AVX2's (two 256-bit
+   * vectors); both give the same bits (one FMA chain per element, in k order). */
+  if (isa < 0 && isa_level() == 2 && m <= (dtype == TL_F64 ? 8 : 16)) isa = 1;
   if (isa < 0 || isa > isa_level()) isa = isa_level();
   if (dtype == TL_F64) {
     dgemm_fn fn = isa == 2 ? dgemm_avx512 : isa == 1 ? dgemm_avx2 : dgemm_plain;
