@@ -12,7 +12,7 @@
  * arbiter's lock, or only thread-private data. Variables named g_* are ghosts: they record
  * what the properties need and are not in the code.
  *
- * Tags like [nowait-refused] mark the lines that model/mutants.py seeds bugs into. */
+ * A tag in square brackets at the end of a line marks where model/check.py seeds a bug. */
 
 #ifndef OWNERS
 #define OWNERS 2
@@ -37,6 +37,10 @@
 #endif
 #ifndef WORKER_OPENS
 #define WORKER_OPENS 1
+#endif
+/* how many of the workers try their WORKER_OPENS opens (the first ones) */
+#ifndef WORKER_OPENERS
+#define WORKER_OPENERS WORKERS
 #endif
 /* 1: child entry and cleanup faults (session failures) may hit any lane */
 #ifndef FAULTS
@@ -160,22 +164,29 @@ inline waiter_wake(t) {
 
 /* ---------------------------------------------------------------- admission (arbiter.c) */
 
-/* tl__admission_open: r, gen are the caller's. */
+/* tl__admission_open: r, gen are the caller's. A critical section is one step when it makes
+ * at most one access to a field read without the lock (granted): taking the lock moves right,
+ * releasing it moves left, and fields under the lock are the holder's alone (Lipton's
+ * reduction). pthread_cond_wait releases the lock and sleeps in one step; when the sleeper
+ * is woken it takes the lock again (the atomic block resumes once that is possible). */
 inline admission_open(me, mode, isworker) {
-  lock_acquire(me);
-  if
-  :: holder == 0 && qlen == 0 ->
-     atomic { holder = me; generation++; gen = generation };
-     granted = gen;
-     atomic { lock_release(me); r = S_OK }
-  :: else ->
-     if
-     :: mode == NOWAIT -> atomic { lock_release(me); r = S_BUSY }  /* [nowait-refused] */
-     :: else ->
-        if
-        :: isworker -> atomic { lock_release(me); r = S_BUSY }   /* [worker-refused] */
-        :: else ->
-           atomic {
+  atomic {
+    lock == 0 -> lock = me;
+    if
+    :: holder == 0 && qlen == 0 ->
+       holder = me;
+       generation++;
+       gen = generation;
+       granted = gen;
+       lock_release(me);
+       r = S_OK
+    :: else ->
+       if
+       :: mode == NOWAIT -> lock_release(me); r = S_BUSY     /* [nowait-refused] */
+       :: else ->
+          if
+          :: isworker -> lock_release(me); r = S_BUSY        /* [worker-refused] */
+          :: else ->
              /* non-waiting openers and pool workers never get here */
              assert(g_may_wait[me]);
              opener_granted[me] = 0;
@@ -183,25 +194,29 @@ inline admission_open(me, mode, isworker) {
              qlen++;
              g_stamp++;
              g_arrival[me] = g_stamp;
-             g_queued[me] = 1
-           };
-           do
-           :: opener_granted[me] -> break
-           :: else -> cond_wait(asleep_granted[me], me)
-           od;
-           atomic { gen = generation; lock_release(me); r = S_OK }
-        fi
-     fi
-  fi;
-  if
-  :: r == S_OK ->
-     atomic {
+             g_queued[me] = 1;
+             do
+             :: opener_granted[me] -> break
+             :: else ->
+                lock_release(me);
+                asleep_granted[me] = 1;
+                (asleep_granted[me] == 0);
+                lock == 0 -> lock = me
+             od;
+             gen = generation;
+             lock_release(me);
+             r = S_OK
+          fi
+       fi
+    fi;
+    if
+    :: r == S_OK ->
        g_holders++;
        assert(g_holders == 1);   /* mutual exclusion */
        assert(holder == me)
-     }
-  :: else -> skip
-  fi
+    :: else -> skip
+    fi
+  }
 }
 
 /* tl__admission_drain_children */
@@ -215,17 +230,20 @@ inline drain_children(me) {
   atomic { g_drained[gen] = 1; lock_release(me) }
 }
 
-/* tl__admission_close: hand the grant to the oldest waiter, or free the context. */
+/* tl__admission_close: hand the grant to the oldest waiter, or free the context. Three
+ * stores are read without the lock (granted = 0, closing = 0, granted = next generation), so
+ * the section is three steps. The signal rides with the release: the woken opener needs the
+ * lock before it can do anything. */
 inline admission_close(me) {
-  lock_acquire(me);
   atomic {
+    lock == 0 -> lock = me;
     assert(g_entries == 0 && g_lanes_busy == 0);   /* close waited for every child */
-    g_holders--
+    g_holders--;
+    granted = 0
   };
-  granted = 0;
-  closing = 0;
   if
   :: qlen > 0 ->
+     closing = 0;
      atomic {
        next = queue[0];                             /* [fifo-head] */
        /* FIFO: the one granted arrived before every other waiter */
@@ -248,14 +266,16 @@ inline admission_close(me) {
        queue[qlen] = 0;
        holder = next;
        generation++;
-       g_queued[next] = 0
-     };
-     granted = generation;
-     opener_granted[next] = 1;
-     asleep_granted[next] = 0                       /* [grant-signal] */
-  :: else -> holder = 0
-  fi;
-  lock_release(me)
+       g_queued[next] = 0;
+       granted = generation;
+       opener_granted[next] = 1;
+       asleep_granted[next] = 0;                    /* [grant-signal] */
+       lock_release(me);
+       i = 0;
+       next = 0
+     }
+  :: else -> atomic { closing = 0; holder = 0; lock_release(me) }
+  fi
 }
 
 /* tl__child_enter: count in, check the live grant and closing, count out if refused. */
@@ -430,15 +450,16 @@ inline reduce() {
        if :: rep[i].session_failure != 0 && sl == NONE -> sl = i :: else -> skip fi;
        if
        :: rep[i].code == C_CANCELLED -> if :: cl == NONE -> cl = i :: else -> skip fi
-       :: rep[i].code == C_FAIL -> if :: fl == NONE -> fl = i :: else -> skip fi
+       :: rep[i].code == C_FAIL ->
+          if :: fl == NONE -> fl = i :: else -> skip fi  /* [lowest-failed] */
        :: else -> skip
        fi;
        i++
     :: else -> break
     od;
-    if                                               /* [precedence] */
-    :: sl != NONE -> chosen = sl
-    :: sl == NONE && fl != NONE -> chosen = fl
+    if
+    :: sl != NONE -> chosen = sl                     /* [precedence] */
+    :: sl == NONE && fl != NONE -> chosen = fl       /* [precedence-lane] */
     :: sl == NONE && fl == NONE -> chosen = cl
     fi;
     if
@@ -473,8 +494,8 @@ inline phase_run(me) {
   :: else -> i = 0; break
   od;
   /* tl__pool_wait until bc_remaining == 0, on the driver's own waiter */
-  do                                                /* [join-wait] */
-  :: bc_remaining == 0 -> break
+  do
+  :: bc_remaining == 0 -> break                    /* [join-wait] */
   :: else ->
      s = seq[me];
      sleeping[me] = 1;
@@ -503,7 +524,25 @@ inline phase_run(me) {
      :: pl != NONE -> panicked = 1   /* tl_panic after the join: the phase and the session end */
      :: else -> skip
      fi
-  fi
+  fi;
+  forget_run()
+}
+
+/* After a run nothing reads the reports or the driver's scratch values again until the next
+ * run rewrites them: clear them so that states differing only there are one state. (The flag
+ * is kept: a run that failed to reset it would read it.) */
+inline forget_run() {
+  atomic {
+    i = 0;
+    do
+    :: i < WORKERS ->
+       rep[i].entered = 0; rep[i].skipped = 0; rep[i].code = 0;
+       rep[i].panicked = 0; rep[i].session_failure = 0; g_late[i] = 0;
+       i++
+    :: else -> break
+    od;
+    i = 0; kind = 0; chosen = 0; ek = 0; el = 0; sl = 0; fl = 0; cl = 0; pl = 0; c = 0; r = 0
+  }
 }
 
 /* ---------------------------------------------------------------- threads */
@@ -523,10 +562,9 @@ proctype Owner(byte me) {
   :: sessions < SESSIONS ->
      sessions++;
      admission_open(me, WAIT, 0);
-     assert(r == S_OK);
-     mark_push(me);
+     atomic { assert(r == S_OK); mark_push(me) };
      if
-     :: me == 1 && TICKETS && ticket_gen == 0 -> ticket_gen = gen
+     :: me == 1 && (TICKETS || LANE_TICKETS) && ticket_gen == 0 -> ticket_gen = gen
      :: else -> skip
      fi;
      if
@@ -572,7 +610,7 @@ proctype Worker(byte me) {
      :: else ->
         g = 0;
         if
-        :: opens < WORKER_OPENS ->
+        :: opens < WORKER_OPENS && w < WORKER_OPENERS ->
            /* a pool worker opens a session (tl_session_open, TL_WAIT) */
            opens++;
            admission_open(me, WAIT, 1);
