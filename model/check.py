@@ -12,6 +12,7 @@ reports an error, stops early or runs out of memory fails the command."""
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -164,6 +165,16 @@ def run_pan(workdir, name, text, defines, cflags, runflags, claim=None, budget=N
     return result
 
 
+def cpu_used():
+    """CPU seconds of spin, cc and pan together, and the wall time since start."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return "%.0f s CPU in spin, cc and pan; %.0f s wall" % (used.ru_utime + used.ru_stime,
+                                                           time.time() - STARTED)
+
+
+STARTED = time.time()
+
+
 def describe(r):
     if r.get("errors") is None:
         return "%-20s NO RESULT: %s" % (r["name"], r.get("why", r.get("out", "")[-500:]))
@@ -191,7 +202,7 @@ def verify(work, jobs, only=None):
             failed += 1
             if r.get("out"):
                 print(r["out"][-3000:])
-    print("verify: %d of %d runs clean" % (len(results) - failed, len(results)))
+    print("verify: %d of %d runs clean (%s)" % (len(results) - failed, len(results), cpu_used()))
     return 1 if failed else 0
 
 
@@ -214,7 +225,7 @@ def mutants(work, jobs, only=None):
         caught += hit
         print("%-20s %s: %s (%s)" % (r["name"], "caught" if hit else "SURVIVED", what,
                                     r.get("first_error") or r.get("why", "no error")))
-    print("mutants: %d of %d caught" % (caught, len(results)))
+    print("mutants: %d of %d caught (%s)" % (caught, len(results), cpu_used()))
     return 0 if caught == len(results) else 1
 
 
