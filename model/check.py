@@ -92,9 +92,11 @@ MUTANTS = [
     ("lifo_handoff", "close hands the grant to the newest waiter",
      [("fifo-head", "next = queue[0];", "next = queue[qlen - 1];")],
      "-DOWNERS=3 -DNOWAITERS=0 -DWORKERS=1 -DPHASE_OWNERS=0 -DWORKER_OPENS=0 -DTICKETS=0"),
-    ("stale_child_entry", "a child reads granted before closing (the bug the model found)",
+    ("stale_child_entry", "a ticket joins without the registry and its child entry reads "
+     "granted before closing (the bug the model found, with the registry's guard gone too)",
      [("child-closing-first", "c = closing;", "live = granted;"),
-      ("child-granted-second", "live = granted;", "c = closing;")],
+      ("child-granted-second", "live = granted;", "c = closing;"),
+      ("registry-check", ":: registered[ticket_gen] ->", ":: true ->")],
      "-DOWNERS=1 -DNOWAITERS=0 -DWORKERS=2 -DRUNS=1 -DFAULTS=0 -DLANE_OUTCOMES=0 "
      "-DLANE_TICKETS=0 -DTICKETS=1 -DWORKER_OPENS=0"),
     ("unlocked_children_wakeup", "the last child out wakes the closer without the lock",

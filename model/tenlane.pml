@@ -2,6 +2,9 @@
  * of the code's atomic steps and locks. docs/design/model.md maps every step to the function
  * and lines it stands for, and lists what the model leaves out.
  *
+ * Sessions register in the registry of open sessions (src/session/handle.c) and unregister
+ * first when they close; a ticket joins under the registry's lock.
+ *
  * Threads: OWNERS waiting owners (owner i is thread i), NOWAITERS non-waiting openers,
  * WORKERS pool workers (worker w runs lane w of every run; each may also try one waiting
  * open of its own), and TICKETS ticket threads holding owner 1's ticket. Owners 1..PHASE_OWNERS
@@ -98,6 +101,11 @@ byte qlen;
 bit opener_granted[NT];    /* tl__opener.granted, one per (waiting) thread */
 bit asleep_granted[NT];    /* the thread sleeps on its tl__opener.granted_cond */
 bit asleep_children[NT];   /* the thread sleeps on children_done */
+
+/* ---- the registry of open sessions (src/session/handle.c): its lock, and which grants'
+ * sessions are registered ---- */
+byte rlock;
+bit registered[MAXGEN];
 
 /* thread-local marks (src/admission/marker.c): each thread's count of marks for this
  * context is its local `mk` */
@@ -316,12 +324,27 @@ inline mark_push(me) {
   atomic { mk++; assert(mk <= 1) }
 }
 
-/* tl_ticket_enter on thread me with owner 1's ticket; r says what it returned. */
+/* tl__session_register / tl__session_unregister: one step each under the registry lock */
+inline session_register(me) {
+  atomic { rlock == 0 -> rlock = me; registered[gen] = 1; rlock = 0 }
+}
+inline session_unregister(me) {
+  atomic { rlock == 0 -> rlock = me; registered[gen] = 0; rlock = 0 }
+}
+
+/* tl_ticket_enter on thread me with owner 1's ticket; r says what it returned. The child
+ * entry happens inside tl__session_join, under the registry lock, and only while the
+ * ticket's session is registered. */
 inline ticket_enter(me) {
   if
   :: mk > 0 -> r = S_REENTERED               /* [ticket-mark-check] */
   :: else ->
-     child_enter(me, ticket_gen);
+     atomic { rlock == 0 -> rlock = me };
+     if
+     :: registered[ticket_gen] -> child_enter(me, ticket_gen)  /* [registry-check] */
+     :: else -> r = S_STALE
+     fi;
+     rlock = 0;
      if
      :: r == S_OK ->
         atomic {
@@ -548,6 +571,7 @@ inline forget_run() {
 /* ---------------------------------------------------------------- threads */
 
 inline session_close(me) {
+  session_unregister(me);                           /* [unregister-first] */
   drain_children(me);
   mk--;
   admission_close(me)
@@ -563,6 +587,7 @@ proctype Owner(byte me) {
      sessions++;
      admission_open(me, WAIT, 0);
      atomic { assert(r == S_OK); mark_push(me) };
+     session_register(me);
      if
      :: me == 1 && (TICKETS || LANE_TICKETS) && ticket_gen == 0 -> ticket_gen = gen
      :: else -> skip
@@ -587,7 +612,7 @@ proctype NoWaiter(byte me) {
   byte mk, r, gen, live, c, was, i, next;
   admission_open(me, NOWAIT, 0);
   if
-  :: r == S_OK -> mark_push(me); session_close(me)
+  :: r == S_OK -> mark_push(me); session_register(me); session_close(me)
   :: else -> assert(r == S_BUSY)
   fi
 }
@@ -615,7 +640,7 @@ proctype Worker(byte me) {
            opens++;
            admission_open(me, WAIT, 1);
            if
-           :: r == S_OK -> mark_push(me); session_close(me)
+           :: r == S_OK -> mark_push(me); session_register(me); session_close(me)
            :: else -> assert(r == S_BUSY)
            fi
         :: true ->
