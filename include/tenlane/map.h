@@ -42,9 +42,10 @@ typedef struct tl_map_options {
                     Compares 1 and 2 lanes on one context without a second one. */
 } tl_map_options;
 
-/* tl_map with options (NULL = the defaults, as tl_map). Errors: those of tl_map, and
- * TL_E_INVALID for max_lanes < 0. A max_lanes above the context's budget means every lane.
- * The lanes above the cap still enter and leave the phase; they pull no item. */
+/* tl_map with options (NULL = the defaults, as tl_map; borrowed for the call). Session's
+ * thread only. Errors: those of tl_map, and TL_E_INVALID for max_lanes < 0. A max_lanes above the
+ * context's budget means every lane. The lanes above the cap still enter and leave the phase; they
+ * pull no item. */
 TL_API tl_status tl_map_ex(tl_session *session, size_t count, tl_map_fn fn, void *arg,
                            const tl_map_options *options, tl_map_outcome *outcome);
 
