@@ -74,7 +74,7 @@ tl__row_fn tl__ew_fill_kernel(tl_dtype dtype);                 /* p0 = alpha */
  * loop axis 0, S the source's from its dense axis; each whole axes plus a range of the last
  * (d_len, s_len elements of it per tile); rows/cols elements per full tile. */
 #define TL__PERMUTE_GROUP_COLS 512 /* 2048 bytes of 4-byte elements */
-#define TL__PERMUTE_GROUP_ROWS 64  /* 256 bytes of 4-byte elements */
+#define TL__PERMUTE_GROUP_ROWS 128 /* 512 bytes of 4-byte elements */
 typedef struct tl__permute_group {
   int nd, ns, n_other;
   int d_axes[TL_MAX_RANK], s_axes[TL_MAX_RANK], other_axes[TL_MAX_RANK];
