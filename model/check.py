@@ -153,10 +153,12 @@ def run_pan(workdir, name, text, defines, cflags, runflags, claim=None, budget=N
     except subprocess.TimeoutExpired:
         return {"name": name, "ok": False, "why": "pan ran past %d s" % budget, "errors": None}
     result = {"name": name, "seconds": time.time() - start, "out": out}
+    with open(os.path.join(workdir, "pan.out"), "w") as f:
+        f.write(out)
     m = re.search(r"errors: (\d+)", out)
     result["errors"] = int(m.group(1)) if m else None
-    m = re.search(r"^\s*(\d+) states, stored", out, re.M)
-    result["states"] = int(m.group(1)) if m else None
+    m = re.search(r"^\s*([0-9.e+]+) states, stored", out, re.M)
+    result["states"] = int(float(m.group(1))) if m else None
     m = re.search(r"hash factor: ([0-9.e+]+)", out)
     result["hash_factor"] = m.group(1) if m else None
     result["complete"] = ("Search not completed" not in out and "max search depth too small" not in out
