@@ -7,8 +7,8 @@
  *     uses), otherwise BLIS with the context tenlane selected for the CPU;
  *   - QR with column pivoting, truncated: one Householder step at a time (LAPACK's larfg and
  *     larf, up to 128 columns) or LAPACK's blocked step laqps in blocks of 8 columns,
- *     stopping once the last diagonal entry falls to the cut, as tl_qrcp_into does for real
- *     types; complex types run the full geqp3 (as tenlane does);
+ *     stopping once the last diagonal entry falls to the cut, as tl_qrcp_into does (c128:
+ *     the unblocked steps up to 128 columns, the full geqp3 above);
  *     then orgqr/ungqr for the kept columns;
  *   - LU: LAPACK's unblocked getf2 for panels up to 32 columns (no level-3 BLAS call, like
  *     tenlane's own LU), getrf otherwise;
@@ -126,50 +126,95 @@ static void qr_scratch_put(fan_direct *self, qr_scratch *s) {
 
 /* ---- QR with column pivoting ----------------------------------------------------------- */
 
-/* One unblocked step of pivoted QR at row and column i (LAPACK laqp2's step), through
- * LAPACK's reflector routines and BLAS nrm2. */
-static void qp_step(int m, int n, int i, double *a, int *jpvt, double *tau, double *vn1,
-                    double *vn2, double *work) {
+extern double dznrm2_(const lapack_int *n, const double complex *x, const lapack_int *incx);
+
+/* One unblocked step of pivoted QR at row and column i (the step of LAPACK's laqp2 and
+ * zlaqp2), through LAPACK's reflector routines and BLAS nrm2: pivot, reflect (as H^H for
+ * c128), downdate the partial norms. a is m x n with leading dimension m. */
+static void qp_step(fan_dtype dtype, int m, int n, int i, void *a, int *jpvt, void *tau,
+                    double *vn1, double *vn2, void *work) {
   const lapack_int one = 1, ld = m;
+  const size_t e = fan_dtype_size(dtype);
+  char *bytes = a;
   int pvt = i;
   for (int j = i + 1; j < n; j++)
     if (vn1[j] > vn1[pvt]) pvt = j;
   if (pvt != i) {
+    char keep[16];
     for (int r = 0; r < m; r++) {
-      double keep = a[r + (size_t)m * pvt];
-      a[r + (size_t)m * pvt] = a[r + (size_t)m * i];
-      a[r + (size_t)m * i] = keep;
+      char *x = bytes + e * ((size_t)r + (size_t)m * pvt),
+           *y = bytes + e * ((size_t)r + (size_t)m * i);
+      memcpy(keep, x, e);
+      memcpy(x, y, e);
+      memcpy(y, keep, e);
     }
-    int keep = jpvt[pvt];
+    int keep_pivot = jpvt[pvt];
     jpvt[pvt] = jpvt[i];
-    jpvt[i] = keep;
+    jpvt[i] = keep_pivot;
     vn1[pvt] = vn1[i];
     vn2[pvt] = vn2[i];
   }
-  double *aii = a + i + (size_t)m * i;
-  lapack_int len = m - i;
-  LAPACK_dlarfg(&len, aii, len > 1 ? aii + 1 : aii, &one, &tau[i]);
-  if (i + 1 < n) {
-    double saved = *aii;
-    lapack_int cols = n - i - 1;
-    *aii = 1.0;
-    LAPACK_dlarf("L", &len, &cols, aii, &one, &tau[i], aii + m, &ld, work);
-    *aii = saved;
+  lapack_int len = m - i, cols = n - i - 1;
+  if (dtype == FAN_F64) {
+    double *aii = (double *)a + i + (size_t)m * i, *t = (double *)tau + i;
+    LAPACK_dlarfg(&len, aii, len > 1 ? aii + 1 : aii, &one, t);
+    if (cols > 0) {
+      double saved = *aii;
+      *aii = 1.0;
+      LAPACK_dlarf("L", &len, &cols, aii, &one, t, aii + m, &ld, work);
+      *aii = saved;
+    }
+  } else {
+    double complex *aii = (double complex *)a + i + (size_t)m * i, *t = (double complex *)tau + i;
+    LAPACK_zlarfg(&len, aii, len > 1 ? aii + 1 : aii, &one, t);
+    if (cols > 0) {
+      double complex saved = *aii, ctau = conj(*t);
+      *aii = 1.0;
+      LAPACK_zlarf("L", &len, &cols, aii, &one, &ctau, aii + m, &ld, work);
+      *aii = saved;
+    }
   }
   const double tol3z = sqrt(DBL_EPSILON * 0.5);
   for (int j = i + 1; j < n; j++) {
     if (vn1[j] == 0.0) continue;
-    double ratio = fabs(a[i + (size_t)m * j]) / vn1[j];
+    size_t at = (size_t)i + (size_t)m * j;
+    double ratio =
+        (dtype == FAN_F64 ? fabs(((double *)a)[at]) : cabs(((double complex *)a)[at])) / vn1[j];
     double temp = 1.0 - ratio * ratio;
     if (temp < 0.0) temp = 0.0;
     double scale = vn1[j] / vn2[j];
     if (temp * scale * scale <= tol3z) {
-      vn1[j] = i + 1 < m ? fan_direct_norm(m - i - 1, a + i + 1 + (size_t)m * j) : 0.0;
+      lapack_int below = m - i - 1;
+      vn1[j] = below <= 0         ? 0.0
+               : dtype == FAN_F64 ? fan_direct_norm(below, (double *)a + at + 1)
+                                  : dznrm2_(&below, (double complex *)a + at + 1, &one);
       vn2[j] = vn1[j];
     } else {
       vn1[j] *= sqrt(temp);
     }
   }
+}
+
+/* tenlane's truncated pivoted QR on a c128 matrix of up to UNBLOCKED_MAX columns: one
+ * step at a time until the last diagonal entry reaches the cut. Returns the columns
+ * factored. */
+static int qrcp_until_cut_z(int m, int n, double complex *factor, int *jpvt, double complex *tau,
+                            double *norms, double complex *work, double rtol) {
+  const lapack_int one = 1, rows = m;
+  int k = m < n ? m : n;
+  double *vn1 = norms, *vn2 = norms + n;
+  for (int j = 0; j < n; j++) jpvt[j] = j + 1;
+  for (int j = 0; j < n; j++) vn1[j] = dznrm2_(&rows, factor + (size_t)m * j, &one);
+  memcpy(vn2, vn1, sizeof(double) * (size_t)n);
+  double cut = -1.0;
+  int done = 0;
+  while (done < k) {
+    qp_step(FAN_C128, m, n, done, factor, jpvt, tau, vn1, vn2, work);
+    done++;
+    if (cut < 0) cut = rtol * cabs(factor[0]);
+    if (!(cabs(factor[(size_t)(done - 1) * (m + 1)]) > cut)) break;
+  }
+  return done;
 }
 
 /* tenlane's truncated pivoted QR on a real matrix (factor, m x n, ld m): up to
@@ -186,7 +231,7 @@ static int qrcp_until_cut(int m, int n, double *factor, int *jpvt, double *tau, 
   int done = 0;
   while (done < k) {
     if (n <= UNBLOCKED_MAX) {
-      qp_step(m, n, done, factor, jpvt, tau, vn1, vn2, f);
+      qp_step(FAN_F64, m, n, done, factor, jpvt, tau, vn1, vn2, f);
       done++;
     } else {
       lapack_int rows = m, cols = n - done, offset = done, ld = m, ldf = n - done, kb = 0;
@@ -265,6 +310,9 @@ static int direct_qrcp(fan_call *call, int m, int n, const void *a, int lda, dou
   int steps = k;
   if (call->dtype == FAN_F64 && self->style != FAN_DIRECT_TYPICAL)
     steps = qrcp_until_cut(m, n, s.factor, s.jpvt, s.tau, s.norms, s.aux, rtol);
+  else if (self->style != FAN_DIRECT_TYPICAL && n <= UNBLOCKED_MAX)
+    steps = qrcp_until_cut_z(m, n, s.factor, s.jpvt, s.tau, s.norms,
+                             (double complex *)s.aux + QRCP_BLOCK, rtol);
   else
     info = full_geqp3(self, m, n, &s);
   int rank = info == 0 ? kept_rank(call->dtype, s.factor, m, steps, rtol) : 0;

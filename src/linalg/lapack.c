@@ -224,11 +224,63 @@ static void larf_s(const lapack_int *m, const lapack_int *n, const float *v, con
 TL__QP_STEP(qp_step_d, double, LAPACK_dlarfg, larf_d, dnrm2_, DBL_EPSILON * 0.5)
 TL__QP_STEP(qp_step_s, float, LAPACK_slarfg, larf_s, snrm2_, FLT_EPSILON * 0.5f)
 
+extern double dznrm2_(const lapack_int *n, const double complex *x, const lapack_int *incx);
+
+/* The same step for c128 (zlaqp2's): the reflector is applied as H^H (conj(tau)); the
+ * norms are real. */
+static void qp_step_z(lapack_int m, lapack_int n, lapack_int i, double complex *a, lapack_int lda,
+                      lapack_int *jpvt, double complex *tau, double *vn1, double *vn2,
+                      double complex *work) {
+  const lapack_int one = 1;
+  lapack_int pvt = i;
+  for (lapack_int j = i + 1; j < n; j++)
+    if (vn1[j] > vn1[pvt]) pvt = j;
+  if (pvt != i) {
+    for (lapack_int r = 0; r < m; r++) {
+      double complex keep = a[r + (int64_t)lda * pvt];
+      a[r + (int64_t)lda * pvt] = a[r + (int64_t)lda * i];
+      a[r + (int64_t)lda * i] = keep;
+    }
+    lapack_int keep = jpvt[pvt];
+    jpvt[pvt] = jpvt[i];
+    jpvt[i] = keep;
+    vn1[pvt] = vn1[i];
+    vn2[pvt] = vn2[i];
+  }
+  double complex *aii = a + i + (int64_t)lda * i;
+  lapack_int len = m - i;
+  LAPACK_zlarfg(&len, aii, len > 1 ? aii + 1 : aii, &one, &tau[i]);
+  if (i + 1 < n) {
+    double complex saved = *aii, ctau = conj(tau[i]);
+    lapack_int cols = n - i - 1;
+    *aii = 1.0;
+    LAPACK_zlarf("L", &len, &cols, aii, &one, &ctau, aii + lda, &lda, work);
+    *aii = saved;
+  }
+  const double tol3z = sqrt(DBL_EPSILON * 0.5);
+  for (lapack_int j = i + 1; j < n; j++) {
+    if (vn1[j] == 0.0) continue;
+    double ratio = cabs(a[i + (int64_t)lda * j]) / vn1[j];
+    double temp = 1.0 - ratio * ratio;
+    if (temp < 0.0) temp = 0.0;
+    double scale = vn1[j] / vn2[j];
+    if (temp * scale * scale <= tol3z) {
+      lapack_int below = m - i - 1;
+      vn1[j] = below > 0 ? dznrm2_(&below, a + i + 1 + (int64_t)lda * j, &one) : 0.0;
+      vn2[j] = vn1[j];
+    } else {
+      vn1[j] *= sqrt(temp);
+    }
+  }
+}
+
 void tl__lapack_qp_step(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int i, void *a,
                         lapack_int lda, lapack_int *jpvt, void *tau, void *vn1, void *vn2,
                         void *work) {
   if (dtype == TL_F64)
     qp_step_d(m, n, i, a, lda, jpvt, tau, vn1, vn2, work);
+  else if (dtype == TL_C128)
+    qp_step_z(m, n, i, a, lda, jpvt, tau, vn1, vn2, work);
   else
     qp_step_s(m, n, i, a, lda, jpvt, tau, vn1, vn2, work);
 }
@@ -251,13 +303,16 @@ void tl__lapack_column_norms(tl_dtype dtype, lapack_int m, lapack_int n, const v
                              lapack_int lda, void *norms) {
   const lapack_int one = 1;
   for (lapack_int j = 0; j < n; j++) {
-    if (dtype == TL_F64) {
+    if (dtype == TL_F64 || dtype == TL_C128) {
       /* The plain sum of squares where it can neither overflow nor lose digits to underflow
        * (BLAS nrm2 scales every element, which costs several times as much: these are the
-       * n norms every truncated pivoted QR starts from); nrm2 otherwise. */
-      const double *x = (const double *)a + (int64_t)j * lda;
-      double sum = sum_squares(x, m);
-      ((double *)norms)[j] = sum > 1e-280 && sum < 1e280 ? sqrt(sum) : dnrm2_(&m, x, &one);
+       * n norms every truncated pivoted QR starts from); nrm2 otherwise. A c128 column is
+       * 2m reals. */
+      int parts = dtype == TL_C128 ? 2 : 1;
+      const double *x = (const double *)a + (int64_t)j * lda * parts;
+      lapack_int reals = m * parts;
+      double sum = sum_squares(x, reals);
+      ((double *)norms)[j] = sum > 1e-280 && sum < 1e280 ? sqrt(sum) : dnrm2_(&reals, x, &one);
     } else {
       ((float *)norms)[j] = snrm2_(&m, (const float *)a + (int64_t)j * lda, &one);
     }

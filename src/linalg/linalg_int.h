@@ -126,14 +126,16 @@ tl_status tl__la_check_truncation(const tl_truncation *truncation, const char *r
 lapack_int tl__lapack_laqps(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int offset,
                             lapack_int nb, void *a, lapack_int lda, lapack_int *jpvt, void *tau,
                             void *vn1, void *vn2, void *auxv, void *f, lapack_int ldf);
-/* One unblocked step of pivoted QR on the real dtypes (LAPACK laqp2's step, level-2 BLAS
+/* One unblocked step of pivoted QR on f32, f64 or c128 (LAPACK laqp2's step, level-2 BLAS
  * only): at row and column i of a (m x n, lda), pivot the column of largest vn1 among
  * i..n-1 to i, make its reflector (tau[i]), apply it to columns i+1.., and update the
- * partial norms vn1/vn2 of those columns (recomputed where they lost accuracy). work: n. */
+ * partial norms vn1/vn2 (of the real dtype) of those columns (recomputed where they lost
+ * accuracy). work: n elements. */
 void tl__lapack_qp_step(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int i, void *a,
                         lapack_int lda, lapack_int *jpvt, void *tau, void *vn1, void *vn2,
                         void *work);
-/* The 2-norms of the n columns of a (m x n, lda), real dtypes. */
+/* The 2-norms of the n columns of a (m x n, lda), f32, f64 or c128, into norms of the real
+ * dtype. */
 void tl__lapack_column_norms(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
                              lapack_int lda, void *norms);
 

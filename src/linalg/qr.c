@@ -145,6 +145,12 @@ static void r_diagonal(tl_dtype dtype, const void *a, int64_t lda, int64_t k, vo
   }
 }
 
+/* |a[at]| for f32, f64 or c128. */
+static double abs_at(tl_dtype dtype, const void *a, int64_t at) {
+  if (dtype == TL_C128) return cabs(((const double complex *)a)[at]);
+  return dtype == TL_F64 ? fabs(((const double *)a)[at]) : fabs(((const float *)a)[at]);
+}
+
 /* Columns one blocked step of the truncated factorization takes (what geqp3 loops over). */
 #define TL__QRCP_BLOCK 8
 /* Up to this many columns the truncated factorization takes unblocked steps. */
@@ -162,18 +168,18 @@ static void r_diagonal(tl_dtype dtype, const void *a, int64_t lda, int64_t k, vo
 static tl_status qrcp_until_cut(tl_exec *exec, tl_dtype dtype, int64_t m, int64_t n, void *a,
                                 lapack_int lda, lapack_int *jpvt, void *tau,
                                 const tl_truncation *truncation, int64_t cap, int64_t *steps) {
-  size_t esize = tl_dtype_size(dtype);
+  size_t esize = tl_dtype_size(dtype), rsize = tl_dtype_size(tl_dtype_real(dtype));
   int64_t k = m < n ? m : n;
   void *vn1, *vn2, *auxv, *f;
   tl_status status;
-  if ((status = tl__la_scratch(exec, n, esize, &vn1)) != TL_OK ||
-      (status = tl__la_scratch(exec, n, esize, &vn2)) != TL_OK ||
+  if ((status = tl__la_scratch(exec, n, rsize, &vn1)) != TL_OK ||
+      (status = tl__la_scratch(exec, n, rsize, &vn2)) != TL_OK ||
       (status = tl__la_scratch(exec, TL__QRCP_BLOCK, esize, &auxv)) != TL_OK ||
       (status = tl__la_scratch(exec, n * TL__QRCP_BLOCK, esize, &f)) != TL_OK)
     return status;
   for (int64_t j = 0; j < n; j++) jpvt[j] = (lapack_int)(j + 1);
   tl__lapack_column_norms(dtype, (lapack_int)m, (lapack_int)n, a, lda, vn1);
-  memcpy(vn2, vn1, (size_t)n * esize);
+  memcpy(vn2, vn1, (size_t)n * rsize);
   double cut = -1.0;
   int64_t done = 0;
   /* Up to TL__QRCP_UNBLOCKED_MAX columns: one unblocked step at a time (level-2 BLAS only),
@@ -197,14 +203,12 @@ static tl_status qrcp_until_cut(tl_exec *exec, tl_dtype dtype, int64_t m, int64_
       if (taken <= 0) break; /* cannot happen with block >= 1; never loop forever */
       done += taken;
     }
-    double first = dtype == TL_F64 ? fabs(((const double *)a)[0]) : fabs(((const float *)a)[0]);
+    double first = abs_at(dtype, a, 0);
     if (cut < 0)
       cut =
           truncation->rtol * first > truncation->atol ? truncation->rtol * first : truncation->atol;
     int64_t last = done - 1;
-    double entry = dtype == TL_F64 ? fabs(((const double *)a)[last + last * (int64_t)lda])
-                                   : fabs(((const float *)a)[last + last * (int64_t)lda]);
-    if (!(entry > cut)) break;
+    if (!(abs_at(dtype, a, last + last * (int64_t)lda) > cut)) break;
   }
   *steps = done;
   return TL_OK;
@@ -265,7 +269,11 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
     if (report != NULL) total = tl__la_sum_squares(dtype, work_a, lda, m, n);
   }
-  if (k > 0 && truncation != NULL && (dtype == TL_F32 || dtype == TL_F64)) {
+  /* Early stop: real dtypes at any width, c128 where the steps are unblocked (LAPACK's
+   * blocked step exists for real types only here). */
+  int until_cut =
+      dtype == TL_F32 || dtype == TL_F64 || (dtype == TL_C128 && n <= TL__QRCP_UNBLOCKED_MAX);
+  if (k > 0 && truncation != NULL && until_cut) {
     int64_t steps = 0;
     status = qrcp_until_cut(exec, dtype, m, n, work_a, lda, jpvt, tau, truncation, cap, &steps);
     if (status != TL_OK) return status;
