@@ -1,10 +1,10 @@
 /* src/linalg/xerbla.c: tenlane's own handler for LAPACK's and BLAS's argument errors.
  *
  * Reference LAPACK reports an illegal argument by calling xerbla_, whose default prints a
- * line and stops the program. Defining xerbla_ here takes its place: with the shared
- * liblapack the dynamic linker binds LAPACK's calls to this definition (libtenlane is
- * searched before the libraries it depends on), and with a LAPACK linked into libtenlane
- * the static link does. The handler only records the routine and the argument in the
+ * line and stops the program. Defining xerbla_ here takes its place: LAPACK is
+ * linked into libtenlane from its archive, so the static link binds LAPACK's calls to this
+ * definition. It stays hidden like every internal symbol: a program that also calls the
+ * system's LAPACK keeps that library's own handler. The handler only records the routine and the argument in the
  * calling thread's slot and returns; LAPACK then returns to its caller with a negative
  * info, and the route turns the record into TL_E_PROVIDER (tl__la_provider_fail). The
  * slot is per thread, so a lane, a ticket entry and the root all see only their own. */
@@ -17,10 +17,8 @@ static _Thread_local char pending_routine[16];
 static _Thread_local int pending_argument;
 
 /* The Fortran interface: the routine's name (not NUL-terminated), the argument's 1-based
- * position, and the name's length (passed by gfortran as a hidden trailing argument).
- * Exported with default visibility so that it interposes on the shared liblapack's own. */
-__attribute__((visibility("default"))) int xerbla_(const char *routine, const int *argument,
-                                                   size_t routine_length);
+ * position, and the name's length (passed by gfortran as a hidden trailing argument). */
+int xerbla_(const char *routine, const int *argument, size_t routine_length);
 
 int xerbla_(const char *routine, const int *argument, size_t routine_length) {
   size_t length = 0;
