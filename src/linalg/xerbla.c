@@ -4,10 +4,10 @@
  * line and stops the program. Defining xerbla_ here takes its place: LAPACK is
  * linked into libtenlane from its archive, so the static link binds LAPACK's calls to this
  * definition. It stays hidden like every internal symbol: a program that also calls the
- * system's LAPACK keeps that library's own handler. The handler only records the routine and the argument in the
- * calling thread's slot and returns; LAPACK then returns to its caller with a negative
- * info, and the route turns the record into TL_E_PROVIDER (tl__la_provider_fail). The
- * slot is per thread, so a lane, a ticket entry and the root all see only their own. */
+ * system's LAPACK keeps that library's own handler. The handler only records the routine and the
+ * argument in the calling thread's slot and returns; LAPACK then returns to its caller with a
+ * negative info, and the route turns the record into TL_E_PROVIDER (tl__la_provider_fail). The slot
+ * is per thread, so a lane, a ticket entry and the root all see only their own. */
 #include <stdio.h>
 #include <string.h>
 
