@@ -477,9 +477,11 @@ int main(int argc, char **argv) {
   /* Lanes: a one-thread and a two-thread context side by side. */
   tl_bench_unpin_self();
   if (env.cpu_count > 1) {
+    /* The two-thread context first: a context takes its CPUs from the creating thread's
+     * mask, and holding the one-thread session pins this thread to a single CPU. */
     tl_bench_held one, two;
-    tl_bench_held_open(&one, "bench_providers", 1, 0, TL_WAIT);
     tl_bench_held_open(&two, "bench_providers", 2, 0, TL_WAIT);
+    tl_bench_held_open(&one, "bench_providers", 1, 0, TL_WAIT);
     bench_lanes(&tables[1], &env.opt, one.session, two.session);
     tl_bench_held_close(&two);
     tl_bench_held_close(&one);

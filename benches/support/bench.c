@@ -20,8 +20,18 @@ uint64_t tl_bench_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's mask before its first pin, which tl_bench_unpin_self restores (the
+ * thread's current mask after a pin is that one CPU, so it cannot be read back then). */
+static _Thread_local cpu_set_t unpinned_mask;
+static _Thread_local int unpinned_saved;
+
 int tl_bench_pin_self(int cpu) {
   if (cpu < 0 || cpu >= CPU_SETSIZE) return EINVAL;
+  if (!unpinned_saved) {
+    if (pthread_getaffinity_np(pthread_self(), sizeof unpinned_mask, &unpinned_mask) != 0)
+      return EAGAIN;
+    unpinned_saved = 1;
+  }
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
@@ -32,9 +42,8 @@ int tl_bench_pin_self(int cpu) {
 }
 
 int tl_bench_unpin_self(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return errno;
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (!unpinned_saved) return 0; /* never pinned: nothing to undo */
+  return pthread_setaffinity_np(pthread_self(), sizeof unpinned_mask, &unpinned_mask);
 }
 
 int tl_bench_cpus(int *cpus, int max) {
