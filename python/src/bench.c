@@ -26,14 +26,9 @@ PyObject *tlpy_time_c_einsum(PyObject *module, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O!sOOn", &tlpy_session_type, &session, &spec, &a_obj, &b_obj,
                         &calls))
     return NULL;
-  tl_exec *exec = tlpy_session_exec((tlpy_session *)session, where);
-  if (!exec) return NULL;
   tlpy_operand ops[2];
-  if (tlpy_operand_get(a_obj, 0, where, "a", &ops[0]) < 0) return NULL;
-  if (tlpy_operand_get(b_obj, 0, where, "b", &ops[1]) < 0) {
-    tlpy_operand_release(&ops[0]);
-    return NULL;
-  }
+  tl_exec *exec = tlpy_session_operands((tlpy_session *)session, where, a_obj, b_obj, ops);
+  if (!exec) return NULL;
   const tl_tensor *ptrs[2] = {&ops[0].tensor, &ops[1].tensor};
   tl_status status = TL_OK;
   double start = now_ns();

@@ -88,21 +88,26 @@ PyObject *tlpy_qrcp_tuple(tlpy_qrcp_item *item) {
 
 /* Reads the one matrix argument `a` of a method; returns its surface or NULL. */
 static tl_exec *one_operand(PyObject *self, PyObject *obj, const char *where, tlpy_operand *op) {
-  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
-  if (!exec || tlpy_operand_get(obj, 0, where, "a", op) < 0) return NULL;
-  return exec;
+  return tlpy_session_operands((tlpy_session *)self, where, obj, NULL, op);
+}
+
+/* The arguments (a, *, tol, max_rank, atol) of svd and qrcp (`format` names the method):
+ * the surface, `a` read into op and the truncation (*truncation NULL when none is given,
+ * else `storage`). NULL with an exception raised and nothing held on failure. */
+static tl_exec *truncated_operand(PyObject *self, PyObject *args, PyObject *kwargs,
+                                  const char *format, const char *where, tl_truncation *storage,
+                                  const tl_truncation **truncation, tlpy_operand *op) {
+  static char *keywords[] = {"a", "tol", "max_rank", "atol", NULL};
+  PyObject *a_obj, *tol = NULL, *max_rank = NULL, *atol = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &a_obj, &tol, &max_rank, &atol))
+    return NULL;
+  int any;
+  if (tlpy_truncation(tol, atol, max_rank, where, storage, &any) < 0) return NULL;
+  *truncation = any ? storage : NULL;
+  return one_operand(self, a_obj, where, op);
 }
 
 #define BIG(op) (tl_tensor_numel(&(op).tensor) >= TLPY_NOGIL_ELEMENTS)
-#define RUN(big, call)             \
-  do {                             \
-    if (big) {                     \
-      Py_BEGIN_ALLOW_THREADS call; \
-      Py_END_ALLOW_THREADS;        \
-    } else {                       \
-      call;                        \
-    }                              \
-  } while (0)
 
 static PyObject *session_qr(PyObject *self, PyObject *a_obj) {
   tlpy_operand op;
@@ -110,7 +115,7 @@ static PyObject *session_qr(PyObject *self, PyObject *a_obj) {
   if (!exec) return NULL;
   tl_tensor q, r;
   tl_status status;
-  RUN(BIG(op), status = tl_qr(exec, &op.tensor, &q, &r));
+  TLPY_RUN(BIG(op), status = tl_qr(exec, &op.tensor, &q, &r));
   tlpy_operand_release(&op);
   if (status != TL_OK) return tlpy_raise_last(status);
   PyObject *parts[2] = {tlpy_result(&q, NULL), tlpy_result(&r, NULL)};
@@ -118,17 +123,11 @@ static PyObject *session_qr(PyObject *self, PyObject *a_obj) {
 }
 
 static PyObject *session_qrcp(PyObject *self, PyObject *args, PyObject *kwargs) {
-  static const char *where = "tenlane.Session.qrcp";
-  static char *keywords[] = {"a", "tol", "max_rank", "atol", NULL};
-  PyObject *a_obj, *tol = NULL, *max_rank = NULL, *atol = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO:qrcp", keywords, &a_obj, &tol, &max_rank,
-                                   &atol))
-    return NULL;
-  tl_truncation truncation;
-  int any;
-  if (tlpy_truncation(tol, atol, max_rank, where, &truncation, &any) < 0) return NULL;
+  tl_truncation storage;
+  const tl_truncation *truncation;
   tlpy_operand op;
-  tl_exec *exec = one_operand(self, a_obj, where, &op);
+  tl_exec *exec = truncated_operand(self, args, kwargs, "O|$OOO:qrcp", "tenlane.Session.qrcp",
+                                    &storage, &truncation, &op);
   if (!exec) return NULL;
   const tl_tensor *a = &op.tensor;
   npy_intp columns = a->rank == 2 ? (npy_intp)a->shape[1] : 0;
@@ -140,8 +139,9 @@ static PyObject *session_qrcp(PyObject *self, PyObject *args, PyObject *kwargs) 
     return NULL;
   }
   tl_status status;
-  RUN(BIG(op), status = tlpy_qrcp_on(exec, a, any ? &truncation : NULL,
-                                     (int64_t *)PyArray_DATA((PyArrayObject *)item.perm), &item));
+  TLPY_RUN(BIG(op),
+           status = tlpy_qrcp_on(exec, a, truncation,
+                                 (int64_t *)PyArray_DATA((PyArrayObject *)item.perm), &item));
   tlpy_operand_release(&op);
   if (status != TL_OK) {
     Py_DECREF(item.perm);
@@ -151,21 +151,15 @@ static PyObject *session_qrcp(PyObject *self, PyObject *args, PyObject *kwargs) 
 }
 
 static PyObject *session_svd(PyObject *self, PyObject *args, PyObject *kwargs) {
-  static const char *where = "tenlane.Session.svd";
-  static char *keywords[] = {"a", "tol", "max_rank", "atol", NULL};
-  PyObject *a_obj, *tol = NULL, *max_rank = NULL, *atol = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO:svd", keywords, &a_obj, &tol, &max_rank,
-                                   &atol))
-    return NULL;
-  tl_truncation truncation;
-  int any;
-  if (tlpy_truncation(tol, atol, max_rank, where, &truncation, &any) < 0) return NULL;
+  tl_truncation storage;
+  const tl_truncation *truncation;
   tlpy_operand op;
-  tl_exec *exec = one_operand(self, a_obj, where, &op);
+  tl_exec *exec = truncated_operand(self, args, kwargs, "O|$OOO:svd", "tenlane.Session.svd",
+                                    &storage, &truncation, &op);
   if (!exec) return NULL;
   tlpy_svd_item item;
   tl_status status;
-  RUN(BIG(op), status = tlpy_svd_on(exec, &op.tensor, any ? &truncation : NULL, &item));
+  TLPY_RUN(BIG(op), status = tlpy_svd_on(exec, &op.tensor, truncation, &item));
   tlpy_operand_release(&op);
   if (status != TL_OK) return tlpy_raise_last(status);
   return tlpy_svd_tuple(&item);
@@ -184,7 +178,7 @@ static PyObject *session_lu(PyObject *self, PyObject *a_obj) {
   }
   tl_tensor lu;
   tl_status status;
-  RUN(BIG(op), status = tl_lu(exec, a, &lu, (int64_t *)PyArray_DATA((PyArrayObject *)pivots)));
+  TLPY_RUN(BIG(op), status = tl_lu(exec, a, &lu, (int64_t *)PyArray_DATA((PyArrayObject *)pivots)));
   tlpy_operand_release(&op);
   if (status != TL_OK) {
     Py_DECREF(pivots);
@@ -198,20 +192,15 @@ static PyObject *session_solve(PyObject *self, PyObject *args) {
   static const char *where = "tenlane.Session.solve";
   PyObject *a_obj, *b_obj;
   if (!PyArg_ParseTuple(args, "OO:solve", &a_obj, &b_obj)) return NULL;
-  tlpy_operand a, b;
-  tl_exec *exec = one_operand(self, a_obj, where, &a);
+  tlpy_operand ops[2];
+  tl_exec *exec = tlpy_session_operands((tlpy_session *)self, where, a_obj, b_obj, ops);
   if (!exec) return NULL;
-  if (tlpy_operand_get(b_obj, 0, where, "b", &b) < 0) {
-    tlpy_operand_release(&a);
-    return NULL;
-  }
   tl_tensor x;
   tl_status status;
-  RUN(BIG(a), status = tl_solve(exec, &a.tensor, &b.tensor, &x));
-  tlpy_operand_release(&a);
-  tlpy_operand_release(&b);
-  if (status != TL_OK) return tlpy_raise_last(status);
-  return tlpy_result(&x, NULL);
+  TLPY_RUN(BIG(ops[0]), status = tl_solve(exec, &ops[0].tensor, &ops[1].tensor, &x));
+  tlpy_operand_release(&ops[0]);
+  tlpy_operand_release(&ops[1]);
+  return tlpy_result_or_raise(status, &x);
 }
 
 static PyObject *session_eigh(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -227,7 +216,7 @@ static PyObject *session_eigh(PyObject *self, PyObject *args, PyObject *kwargs) 
   if (!exec) return NULL;
   tl_tensor w, v;
   tl_status status;
-  RUN(BIG(op), status = tl_eigh(exec, &op.tensor, *uplo == 'L' ? TL_LOWER : TL_UPPER, &w, &v));
+  TLPY_RUN(BIG(op), status = tl_eigh(exec, &op.tensor, *uplo == 'L' ? TL_LOWER : TL_UPPER, &w, &v));
   tlpy_operand_release(&op);
   if (status != TL_OK) return tlpy_raise_last(status);
   PyObject *parts[2] = {tlpy_result(&w, NULL), tlpy_result(&v, NULL)};

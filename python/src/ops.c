@@ -19,17 +19,21 @@ static void release_all(int n, tlpy_operand *ops) {
   for (int i = 0; i < n; i++) tlpy_operand_release(&ops[i]);
 }
 
-/* Run `call` (a statement assigning `status`) with the GIL released when the operands are
- * large; the message of a failure is copied out while still on this thread. */
-#define TLPY_RUN(big, call)        \
-  do {                             \
-    if (big) {                     \
-      Py_BEGIN_ALLOW_THREADS call; \
-      Py_END_ALLOW_THREADS;        \
-    } else {                       \
-      call;                        \
-    }                              \
-  } while (0)
+tl_exec *tlpy_session_operands(tlpy_session *self, const char *where, PyObject *a, PyObject *b,
+                               tlpy_operand *ops) {
+  tl_exec *exec = tlpy_session_exec(self, where);
+  if (!exec) return NULL;
+  if (tlpy_operand_get(a, 0, where, "a", &ops[0]) < 0) return NULL;
+  if (b && tlpy_operand_get(b, 0, where, "b", &ops[1]) < 0) {
+    release_all(1, ops);
+    return NULL;
+  }
+  return exec;
+}
+
+PyObject *tlpy_result_or_raise(tl_status status, tl_tensor *result) {
+  return status == TL_OK ? tlpy_result(result, NULL) : tlpy_raise_last(status);
+}
 
 int tlpy_path_kind(PyObject *obj, const char *where, tl_einsum_path_kind *out) {
   *out = TL_EINSUM_PATH_AUTO;
@@ -119,10 +123,10 @@ static int einsum_shape(const char *spec, int n, const tlpy_operand *ops, int *r
   return 0;
 }
 
-static PyObject *einsum_run(tlpy_session *self, const char *where, const char *spec, int n,
+/* einsum of the operands on exec (the caller checked the session) into out_obj or a fresh
+ * result. */
+static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, int n,
                             tlpy_operand *ops, PyObject *out_obj, tl_einsum_path_kind kind) {
-  tl_exec *exec = tlpy_session_exec(self, where);
-  if (!exec) return NULL;
   const tl_tensor *ptrs[TL_EINSUM_MAX_OPERANDS];
   for (int i = 0; i < n; i++) ptrs[i] = &ops[i].tensor;
   int big = tlpy_elements(n, ops) >= TLPY_NOGIL_ELEMENTS;
@@ -147,8 +151,7 @@ static PyObject *einsum_run(tlpy_session *self, const char *where, const char *s
       if (status != TL_OK) tl_tensor_release(&result);
     }
   }
-  if (status != TL_OK) return tlpy_raise_last(status);
-  return tlpy_result(&result, NULL);
+  return tlpy_result_or_raise(status, &result);
 }
 
 static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -185,7 +188,9 @@ static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_
       return NULL;
     }
   }
-  PyObject *r = einsum_run((tlpy_session *)self, where, spec, n, ops, out_obj, kind);
+  /* checked after the operands were read, so a bad operand is reported first */
+  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
+  PyObject *r = exec ? einsum_run(exec, where, spec, n, ops, out_obj, kind) : NULL;
   release_all(n, ops);
   return r;
 }
@@ -269,14 +274,9 @@ static PyObject *session_tensordot(PyObject *self, PyObject *args, PyObject *kwa
   PyObject *a_obj, *b_obj, *axes = NULL;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O:tensordot", keywords, &a_obj, &b_obj, &axes))
     return NULL;
-  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
-  if (!exec) return NULL;
   tlpy_operand ops[2];
-  if (tlpy_operand_get(a_obj, 0, where, "a", &ops[0]) < 0) return NULL;
-  if (tlpy_operand_get(b_obj, 0, where, "b", &ops[1]) < 0) {
-    release_all(1, ops);
-    return NULL;
-  }
+  tl_exec *exec = tlpy_session_operands((tlpy_session *)self, where, a_obj, b_obj, ops);
+  if (!exec) return NULL;
   PyObject *r = NULL;
   int ra = ops[0].tensor.rank, rb = ops[1].tensor.rank, count = 0;
   int aa[TL_MAX_RANK + 1], ba[TL_MAX_RANK + 1];
@@ -303,7 +303,7 @@ static PyObject *session_tensordot(PyObject *self, PyObject *args, PyObject *kwa
     } else {
       TLPY_RUN(big,
                status = tl_contract(exec, &ops[0].tensor, al, &ops[1].tensor, bl, cr, cl, &result));
-      r = status == TL_OK ? tlpy_result(&result, NULL) : tlpy_raise_last(status);
+      r = tlpy_result_or_raise(status, &result);
     }
   }
   Py_XDECREF(two);
@@ -315,14 +315,9 @@ static PyObject *session_matmul(PyObject *self, PyObject *args) {
   static const char *where = "tenlane.Session.matmul";
   PyObject *a_obj, *b_obj;
   if (!PyArg_ParseTuple(args, "OO:matmul", &a_obj, &b_obj)) return NULL;
-  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
-  if (!exec) return NULL;
   tlpy_operand ops[2];
-  if (tlpy_operand_get(a_obj, 0, where, "a", &ops[0]) < 0) return NULL;
-  if (tlpy_operand_get(b_obj, 0, where, "b", &ops[1]) < 0) {
-    release_all(1, ops);
-    return NULL;
-  }
+  tl_exec *exec = tlpy_session_operands((tlpy_session *)self, where, a_obj, b_obj, ops);
+  if (!exec) return NULL;
   PyObject *r;
   int ra = ops[0].tensor.rank, rb = ops[1].tensor.rank;
   if (ra == 0 || rb == 0) {
@@ -333,13 +328,13 @@ static PyObject *session_matmul(PyObject *self, PyObject *args) {
     tl_status status;
     TLPY_RUN(tlpy_elements(2, ops) >= TLPY_NOGIL_ELEMENTS,
              status = tl_gemm(exec, &ops[0].tensor, &ops[1].tensor, &result));
-    r = status == TL_OK ? tlpy_result(&result, NULL) : tlpy_raise_last(status);
+    r = tlpy_result_or_raise(status, &result);
   } else {
     const char *spec = ra == 1 && rb == 1 ? "j,j->"
                        : ra == 1          ? "j,...jk->...k"
                        : rb == 1          ? "...ij,j->...i"
                                           : "...ij,...jk->...ik";
-    r = einsum_run((tlpy_session *)self, where, spec, 2, ops, NULL, TL_EINSUM_PATH_AUTO);
+    r = einsum_run(exec, where, spec, 2, ops, NULL, TL_EINSUM_PATH_AUTO);
   }
   release_all(2, ops);
   return r;
@@ -353,10 +348,9 @@ static PyObject *session_transpose(PyObject *self, PyObject *args, PyObject *kwa
   PyObject *a_obj, *axes = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:transpose", keywords, &a_obj, &axes))
     return NULL;
-  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
-  if (!exec) return NULL;
   tlpy_operand op;
-  if (tlpy_operand_get(a_obj, 0, where, "a", &op) < 0) return NULL;
+  tl_exec *exec = tlpy_session_operands((tlpy_session *)self, where, a_obj, NULL, &op);
+  if (!exec) return NULL;
   int rank = op.tensor.rank, perm[TL_MAX_RANK];
   PyObject *r = NULL;
   for (int k = 0; k < rank; k++) perm[k] = rank - 1 - k;
@@ -380,7 +374,7 @@ static PyObject *session_transpose(PyObject *self, PyObject *args, PyObject *kwa
   tl_status status;
   TLPY_RUN(tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS,
            status = tl_permute(exec, &op.tensor, perm, &result));
-  r = status == TL_OK ? tlpy_result(&result, NULL) : tlpy_raise_last(status);
+  r = tlpy_result_or_raise(status, &result);
 done:
   tlpy_operand_release(&op);
   return r;
@@ -437,10 +431,9 @@ static PyObject *session_reshape(PyObject *self, PyObject *args, PyObject *kwarg
   PyObject *a_obj, *shape_obj;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:reshape", keywords, &a_obj, &shape_obj))
     return NULL;
-  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
-  if (!exec) return NULL;
   tlpy_operand op;
-  if (tlpy_operand_get(a_obj, 0, where, "a", &op) < 0) return NULL;
+  tl_exec *exec = tlpy_session_operands((tlpy_session *)self, where, a_obj, NULL, &op);
+  if (!exec) return NULL;
   PyObject *r = NULL;
   int rank;
   int64_t shape[TL_MAX_RANK], reversed[TL_MAX_RANK];
@@ -477,10 +470,9 @@ static PyObject *reduce(PyObject *self, PyObject *args, PyObject *kwargs, tl_red
   int keepdims = 0;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Op", keywords, &a_obj, &axis, &keepdims))
     return NULL;
-  tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
-  if (!exec) return NULL;
   tlpy_operand op;
-  if (tlpy_operand_get(a_obj, 0, where, "a", &op) < 0) return NULL;
+  tl_exec *exec = tlpy_session_operands((tlpy_session *)self, where, a_obj, NULL, &op);
+  if (!exec) return NULL;
   int rank = op.tensor.rank, count = 0, axes[TL_MAX_RANK], picked[TL_MAX_RANK] = {0};
   PyObject *r = NULL;
   if (axis == Py_None) {

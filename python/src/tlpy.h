@@ -146,6 +146,26 @@ int tlpy_truncation(PyObject *tol, PyObject *atol, PyObject *max_rank, const cha
 tl_status tlpy_create(tl_dtype dtype, int rank, const int64_t *shape, tl_tensor *out);
 /* Elements a call's operands hold, to decide whether it releases the GIL. */
 int64_t tlpy_elements(int n, const tlpy_operand *ops);
+/* The session's surface for a call named `where`, then `a` read as operand "a" into
+ * ops[0] and, unless `b` is NULL, `b` as operand "b" into ops[1] (tlpy_operand_get).
+ * Returns NULL with the exception raised and no operand held on any failure. */
+tl_exec *tlpy_session_operands(tlpy_session *self, const char *where, PyObject *a, PyObject *b,
+                               tlpy_operand *ops);
+/* The fresh tensor of a call that returned `status`: a numpy array when TL_OK
+ * (tlpy_result), else NULL with the call's error raised (tlpy_raise_last). */
+PyObject *tlpy_result_or_raise(tl_status status, tl_tensor *result);
+
+/* Run `call` (a statement assigning a tl_status) without the GIL when `big` is true. The
+ * call runs on this thread either way, so tl_last_message still describes a failure. */
+#define TLPY_RUN(big, call)        \
+  do {                             \
+    if (big) {                     \
+      Py_BEGIN_ALLOW_THREADS call; \
+      Py_END_ALLOW_THREADS;        \
+    } else {                       \
+      call;                        \
+    }                              \
+  } while (0)
 
 /* ---- linalg.c: the factorizations shared by single calls and map_* ------------------- */
 
