@@ -113,22 +113,17 @@ void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, in
 
 /* ---- Providers (provider.c) ---------------------------------------------------------- */
 /* One single-threaded GEMM call: C = alpha * A * B + beta * C with general element strides
- * (rs = row stride, cs = column stride). Chooses libxsmm for small unit-stride f64/f32
- * shapes and BLIS (best kernel for the CPU) otherwise. beta 0 does not read C. */
+ * (rs = row stride, cs = column stride). Tiny complex shapes run gemm_small_complex.c,
+ * small f64/f32 shapes the hand kernel (small_gemm.c), the rest BLIS (best kernel for the
+ * CPU). beta 0 does not read C. */
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc);
 /* ---- Small real GEMMs (small_gemm.c, small_gemm_core.c) ------------------------------
- * f32/f64 with m n k <= 64^3, m, n <= 256 and k <= TL__SMALL_GEMM_MAX_K. A call of up to
- * TL__SMALL_GEMM_HAND_MAX multiply-adds (the whole reach) runs the hand kernel; a larger one
- * libxsmm's kernel (generated at its first call), when libxsmm can take the call. The choice
- * depends on the shape alone, so results never depend on which thread ran a call or what
- * ran before.
- * tl__small_gemm_ex's sighting count (TL__SMALL_GEMM_JIT_AFTER, for tests and benchmarks)
- * is the other policy: the hand kernel until this thread has seen a shape that often. */
+ * f32/f64 with m n k <= 64^3, m, n <= 256 and k <= TL__SMALL_GEMM_MAX_K. Every call in
+ * that reach runs the hand kernel (no code generated), so results depend on the shape
+ * alone, never on which thread ran a call or what ran before. */
 #define TL__SMALL_GEMM_MAX_K 256
-#define TL__SMALL_GEMM_JIT_AFTER 3
-#define TL__SMALL_GEMM_HAND_MAX (64 * 64 * 64)
 /* 1 when (dtype, m, n, k) is in the small path's reach. */
 int tl__small_gemm_fits(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
 /* Run the call on the small path and return 1, or return 0 (out of reach; nothing done).
@@ -136,11 +131,6 @@ int tl__small_gemm_fits(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
 int tl__small_gemm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
                    tl_scalar beta, void *c, int64_t rsc, int64_t csc);
-/* The same with the sighting count given (1: generate at first sight; 0 or a huge count:
- * never). */
-int tl__small_gemm_ex(int jit_after, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
-                      tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
-                      int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc);
 /* The hand kernel alone: C = alpha A B + beta C, f32/f64, any strides, k <=
  * TL__SMALL_GEMM_MAX_K; isa 2 = AVX-512F, 1 = AVX2+FMA, 0 = plain C, -1 = the best this CPU
  * has (a level the CPU lacks is lowered to what it has). Pure core. */

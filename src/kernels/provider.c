@@ -227,7 +227,7 @@ void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar 
   if (k > 0 && tl__gemm_small_complex(provider_choice.small_complex, dtype, m, n, k, alpha, a, rsa,
                                       csa, b, rsb, csb, beta, c, rsc, csc))
     return;
-  /* Small real shapes: libxsmm or the hand kernel (small_gemm.c decides). */
+  /* Small real shapes: the hand kernel (small_gemm.c). */
   if (tl__small_gemm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc)) return;
   tl__gemm_blis(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
 }

@@ -1,8 +1,8 @@
 /* tests/kernels/test_small_gemm.c: the small real GEMM path (src/kernels/small_gemm*.c):
  * the hand kernel at every instruction-set level this CPU has against a naive reference,
- * over random shapes and strided, negative-stride, row- and column-major operands; the
- * JIT policy (no code generated before a shape's TL__SMALL_GEMM_JIT_AFTER-th sighting,
- * the same answer before and after); and tl_gemm_into on never-seen shapes in every dtype
+ * over random shapes and strided, negative-stride, row- and column-major operands;
+ * tl__small_gemm (the routes' entry) against the same reference, generating no code on
+ * repeated calls; and tl_gemm_into on never-seen shapes in every dtype
  * through views with negative strides; and the bits of tl__small_gemm, the same on every
  * call and every thread. */
 #include <complex.h>
@@ -16,6 +16,10 @@
 #include "th_fixtures.h"
 #include "th_numeric.h"
 #include "th_test.h"
+
+/* How often the repeat checks call a shape (more than once: a choice that changed with
+ * repetition, as a JIT after some sightings would, shows). */
+#define REPEATS 3
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static int64_t draw(int64_t lo, int64_t hi) {
@@ -45,9 +49,9 @@ static int64_t view(int layout, int64_t rows, int64_t cols, int64_t *rs, int64_t
 
 static double value(uint64_t *state) { return th_num_uniform(state) * 2.0 - 1.0; }
 
-/* One call of the hand kernel (or of the policy, when policy > 0 is its jit_after) against
+/* One call of the hand kernel at `isa` (or, when routed is 1, of tl__small_gemm) against
  * the naive sum, for dtype f32 or f64. */
-static void check_one(int isa, int policy, tl_dtype dt, int64_t m, int64_t n, int64_t k, int la,
+static void check_one(int isa, int routed, tl_dtype dt, int64_t m, int64_t n, int64_t k, int la,
                       int lb, int lc, double alpha, double beta) {
   static double abuf[4 * 256 * 256 + 64], bbuf[4 * 256 * 256 + 64], cbuf[4 * 256 * 256 + 64];
   static double want[256 * 256];
@@ -100,8 +104,8 @@ static void check_one(int isa, int policy, tl_dtype dt, int64_t m, int64_t n, in
   const void *b = f32 ? (const void *)(bf + ob) : (const void *)(bbuf + ob);
   void *c = f32 ? (void *)(cf + oc) : (void *)(cbuf + oc);
   tl_scalar al = tl_scalar_real(alpha), be = tl_scalar_real(beta);
-  if (policy > 0)
-    TH_CHECK(tl__small_gemm_ex(policy, dt, m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc));
+  if (routed)
+    TH_CHECK(tl__small_gemm(dt, m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc));
   else
     tl__small_gemm_kernel(isa, dt, m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc);
   double tol = (f32 ? 2e-6 : 1e-14) * (double)(k + 1);
@@ -111,9 +115,9 @@ static void check_one(int isa, int policy, tl_dtype dt, int64_t m, int64_t n, in
       if (!(fabs(got - want[i + j * m]) <= tol * (1.0 + fabs(want[i + j * m])))) {
         char what[256];
         snprintf(what, sizeof what,
-                 "isa %d policy %d %s m %lld n %lld k %lld layouts %d %d %d alpha %g beta %g: "
+                 "isa %d routed %d %s m %lld n %lld k %lld layouts %d %d %d alpha %g beta %g: "
                  "c(%lld, %lld) = %.17g, want %.17g",
-                 isa, policy, tl_dtype_name(dt), (long long)m, (long long)n, (long long)k, la, lb,
+                 isa, routed, tl_dtype_name(dt), (long long)m, (long long)n, (long long)k, la, lb,
                  lc, alpha, beta, (long long)i, (long long)j, got, want[i + j * m]);
         th_test_fail_at(__FILE__, __LINE__, what);
       }
@@ -151,34 +155,24 @@ static size_t registry_size(void) {
   return info.size;
 }
 
-static void small_gemm_generates_code_only_after_repeated_sightings(void) {
+static void small_gemm_generates_no_code(void) {
   tl__providers_init();
   for (int dti = 0; dti < 2; dti++) {
     tl_dtype dt = dti ? TL_F32 : TL_F64;
-    /* shapes no other case uses (leading dimensions 7 over the rows) */
+    /* shapes no other case uses (leading dimensions 3 over the rows) */
     int64_t m = 13 + dti, n = 11, k = 9;
     size_t before = registry_size();
-    for (int call = 1; call <= 2 * TL__SMALL_GEMM_JIT_AFTER; call++) {
-      /* layout 0: column-major, libxsmm can take it; beta 1 then 0 */
-      check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m, n, k, 0, 0, 0, 1.0, call % 2 ? 1.0 : 0.0);
+    for (int call = 1; call <= 2 * REPEATS; call++) {
+      /* layout 0: column-major, which libxsmm could take; beta 1 then 0 */
+      check_one(-1, 1, dt, m, n, k, 0, 0, 0, 1.0, call % 2 ? 1.0 : 0.0);
+      /* a row-major C (run as C^T = B^T A^T) */
+      check_one(-1, 1, dt, m + 21, n + 3, k, 1, 1, 1, 1.0, 0.0);
+      /* alpha 2, strided rows */
+      check_one(-1, 1, dt, m, n, k, 0, 0, 0, 2.0, 0.0);
+      check_one(-1, 1, dt, m, n, k, 3, 2, 3, 1.0, 1.0);
     }
-    /* beta 1 and beta 0 are two kernels: each seen at least JIT_AFTER times */
-    size_t after = registry_size();
-    TH_CHECK(after >= before + 2);
-    /* a shape seen fewer times than the threshold generates nothing */
-    before = registry_size();
-    for (int call = 1; call < TL__SMALL_GEMM_JIT_AFTER; call++)
-      check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m + 20, n, k, 0, 0, 0, 1.0, 0.0);
+    /* however often a shape repeats, the routes never generate a libxsmm kernel */
     TH_CHECK(registry_size() == before);
-    /* jit_after 1 generates at first sight; a row-major C goes through C^T = B^T A^T */
-    check_one(-1, 1, dt, m + 21, n + 3, k, 1, 1, 1, 1.0, 0.0);
-    TH_CHECK(registry_size() == before + 1);
-    /* calls libxsmm cannot take (alpha 2, strided rows) never generate code */
-    for (int call = 0; call < 2 * TL__SMALL_GEMM_JIT_AFTER; call++) {
-      check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m, n, k, 0, 0, 0, 2.0, 0.0);
-      check_one(-1, TL__SMALL_GEMM_JIT_AFTER, dt, m, n, k, 3, 2, 3, 1.0, 1.0);
-    }
-    TH_CHECK(registry_size() == before + 1);
   }
   /* out of reach: complex, or too big */
   double x[4] = {0};
@@ -189,9 +183,8 @@ static void small_gemm_generates_code_only_after_repeated_sightings(void) {
 }
 
 /* tl_gemm_into on a stream of shapes this process has not seen, every dtype, through
- * negative-stride views of a and b and a row-major c, called twice per shape (first
- * call, then a repeat) and once more after the JIT threshold: every result agrees with
- * the naive product. */
+ * negative-stride views of a and b and a row-major c, called REPEATS + 1 times per shape
+ * (a first call, then repeats): every result agrees with the naive product. */
 static void gemm_new_shapes_match_naive_in_every_dtype(void) {
   th_held h;
   th_held_open(&h, 1);
@@ -217,7 +210,7 @@ static void gemm_new_shapes_match_naive_in_every_dtype(void) {
       int perm[2] = {1, 0};
       TH_CHECK_OK(tl_tensor_permute_view(&ct, perm, &c));
       int cplx = tl_dtype_is_complex(dt);
-      for (int call = 0; call < TL__SMALL_GEMM_JIT_AFTER + 1; call++) {
+      for (int call = 0; call < REPEATS + 1; call++) {
         TH_NUM_FOR_EACH(idx, 2, sc) th_num_set_parts(&ct, idx, NAN, NAN);
         TH_CHECK_OK(tl_gemm_into(h.exec, tl_scalar_real(1.0), &ar, &br, tl_scalar_real(0.0), &c));
         TH_NUM_FOR_EACH(idx, 2, sc) {
@@ -240,11 +233,11 @@ static void gemm_new_shapes_match_naive_in_every_dtype(void) {
   th_held_close(&h);
 }
 
-/* Shapes where the hand kernel and libxsmm round differently (found by a sweep), on both
- * sides of TL__SMALL_GEMM_HAND_MAX, plus two common ones. */
+/* Shapes where the hand kernel and libxsmm round differently (found by a sweep), plus two
+ * common ones. */
 static const int64_t same_bits_shapes[][3] = {{36, 10, 22}, {34, 20, 29}, {5, 4, 15},
                                               {40, 7, 36},  {64, 64, 32}, {8, 8, 8}};
-enum { SAME_BITS_SHAPES = 6, SAME_BITS_CALLS = 2 * TL__SMALL_GEMM_JIT_AFTER };
+enum { SAME_BITS_SHAPES = 6, SAME_BITS_CALLS = 2 * REPEATS };
 
 typedef struct same_bits_run {
   double out[SAME_BITS_SHAPES][SAME_BITS_CALLS][64 * 64];
@@ -283,6 +276,6 @@ static void small_gemm_same_bits_on_every_call_and_thread(void) {
 }
 
 TH_TEST_MAIN(TH_CASE(small_gemm_kernel_matches_naive_at_every_isa),
-             TH_CASE(small_gemm_generates_code_only_after_repeated_sightings),
+             TH_CASE(small_gemm_generates_no_code),
              TH_CASE(gemm_new_shapes_match_naive_in_every_dtype),
              TH_CASE(small_gemm_same_bits_on_every_call_and_thread))
