@@ -198,7 +198,7 @@ tl_status tl_exec_scratch(tl_exec *exec, size_t bytes, tl_scratch_scope scope, v
                                           "tl_exec_scratch: called inside a route call on the "
                                           "same surface"));
   void *ptr;
-  tl_status status = tl__arena_alloc(&exec->resources->arena, bytes, 64, &ptr);
+  tl_status status = tl__exec_scratch(exec, bytes, 64, &ptr);
   if (status != TL_OK)
     return scratch_refused(
         exec, tl__fail(status, "tl_exec_scratch: %zu bytes: %s", bytes, tl_last_message()));
