@@ -38,8 +38,6 @@ static int find_label(const int *labels, int rank, int label) {
   return -1;
 }
 
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
-
 static tl_status check_labels(const tl_tensor *t, const int *labels, const char *name) {
   if (t->rank > 0 && labels == NULL) return tl__fail(TL_E_INVALID, "%s_labels is NULL", name);
   for (int i = 0; i < t->rank; i++) {
@@ -61,11 +59,11 @@ static tl_status check_labels(const tl_tensor *t, const int *labels, const char 
 static void group_add(contraction *x, group *g, int label, int by) {
   const tl_tensor *t = x->t[by];
   int pos_new = find_label(x->labels[by], t->rank, label);
-  int64_t s_new = abs64(t->strides[pos_new]);
+  int64_t s_new = tl__abs64(t->strides[pos_new]);
   int at = g->count;
   while (at > 0) {
     int pos = find_label(x->labels[by], t->rank, g->labels[at - 1]);
-    if (abs64(t->strides[pos]) <= s_new) break;
+    if (tl__abs64(t->strides[pos]) <= s_new) break;
     g->labels[at] = g->labels[at - 1];
     at--;
   }

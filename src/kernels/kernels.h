@@ -236,4 +236,7 @@ tl_status tl__copy_execute(struct tl_exec *exec, int team, const tl_tensor *dst,
 /* Elements below which a route runs on the calling thread even from a root surface. */
 #define TL__PARALLEL_MIN_ELEMENTS 32768
 
+/* |v| of a stride or extent (never INT64_MIN here). */
+static inline int64_t tl__abs64(int64_t v) { return v < 0 ? -v : v; }
+
 #endif

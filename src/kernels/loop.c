@@ -9,8 +9,6 @@
 
 #include "kernels.h"
 
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
-
 void tl__loop_plan(tl__loop *loop, int ops, const tl_tensor *const *tensors) {
   assert(ops >= 1 && ops <= TL__LOOP_MAX_OPS);
   const tl_tensor *out = tensors[0];
@@ -58,7 +56,7 @@ void tl__loop_plan(tl__loop *loop, int ops, const tl_tensor *const *tensors) {
       int prev = order[pos - 1];
       int before = 0;
       for (int i = 0; i < ops; i++) {
-        int64_t sp = abs64(strides[i][prev]), sj = abs64(strides[i][j]);
+        int64_t sp = tl__abs64(strides[i][prev]), sj = tl__abs64(strides[i][j]);
         if (sp != sj) {
           before = sp > sj;
           break;

@@ -220,8 +220,6 @@ static void tile_general(int64_t esize, int64_t r, int64_t c, const char *src, i
 
 /* ---- the plan -------------------------------------------------------------------------- */
 
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
-
 void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const tl_tensor *src) {
   const tl_tensor *ts[2] = {dst, src};
   memset(plan, 0, sizeof *plan);
@@ -241,9 +239,9 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
   int p = -1;
   for (int k = 0; k < loop->rank; k++) {
     if (loop->strides[1][k] == 0) continue; /* a broadcast axis is never dense */
-    if (p < 0 || abs64(loop->strides[1][k]) < abs64(loop->strides[1][p])) p = k;
+    if (p < 0 || tl__abs64(loop->strides[1][k]) < tl__abs64(loop->strides[1][p])) p = k;
   }
-  if (p <= 0 || abs64(loop->strides[1][0]) <= 1) return;
+  if (p <= 0 || tl__abs64(loop->strides[1][0]) <= 1) return;
   plan->tiled = 1;
   plan->src_axis = p;
   /* Tall, narrow tiles: TILE0_BYTES along the destination's dense axis (that many source

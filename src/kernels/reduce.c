@@ -65,7 +65,7 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
       if (x->shape[k] != 1) {
         pl->re[pl->nr] = x->shape[k];
         pl->rx[pl->nr] = x->strides[k];
-        key_r[pl->nr] = tl__reduce_abs64(x->strides[k]);
+        key_r[pl->nr] = tl__abs64(x->strides[k]);
         pl->nr++;
       }
       if (keepdims) o++;
@@ -74,7 +74,7 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
         pl->ke[pl->nk] = x->shape[k];
         pl->kx[pl->nk] = x->strides[k];
         pl->ko[pl->nk] = out->strides[o];
-        key_k[pl->nk] = tl__reduce_abs64(out->strides[o]);
+        key_k[pl->nk] = tl__abs64(out->strides[o]);
         pl->nk++;
       }
       o++;

@@ -311,8 +311,6 @@ void tl__reduce_run(size_t begin, size_t end, int worker_index, void *arg) {
     run_item(pl, (int64_t)w / pl->parts, (int64_t)w % pl->parts, worker_index + 1);
 }
 
-int64_t tl__reduce_abs64(int64_t v) { return v < 0 ? -v : v; }
-
 /* Sort axes (extent, strides...) ascending by key; n <= 16. */
 void tl__reduce_sort_axes(int n, int64_t *key, int64_t *e, int64_t *s1, int64_t *s2) {
   for (int i = 1; i < n; i++) {
@@ -337,9 +335,9 @@ void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements) 
   int64_t best_k = INT64_MAX, best_r = INT64_MAX;
   int best_k_axis = 0;
   for (int k = 0; k < pl->nk; k++) {
-    if (tl__reduce_abs64(pl->kx[k]) < best_k) best_k = tl__reduce_abs64(pl->kx[k]), best_k_axis = k;
+    if (tl__abs64(pl->kx[k]) < best_k) best_k = tl__abs64(pl->kx[k]), best_k_axis = k;
   }
-  if (pl->nr > 0) best_r = tl__reduce_abs64(pl->rx[0]);
+  if (pl->nr > 0) best_r = tl__abs64(pl->rx[0]);
   pl->inner_mode = pl->nk == 0 || (pl->nr > 0 && best_r < best_k);
   int64_t total_reduced = 1;
   for (int k = 0; k < pl->nr; k++) total_reduced *= pl->re[k];

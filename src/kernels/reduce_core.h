@@ -45,8 +45,7 @@ typedef struct tl__reduce_plan {
   int64_t total;     /* elements read: reduced extent times outputs */
 } tl__reduce_plan;
 
-/* |v|, and an insertion sort of up to 16 axes (extent, strides...) ascending by key. */
-int64_t tl__reduce_abs64(int64_t v);
+/* An insertion sort of up to 16 axes (extent, strides...) ascending by key. */
 void tl__reduce_sort_axes(int n, int64_t *key, int64_t *e, int64_t *s1, int64_t *s2);
 /* Choose inner or outer mode, count items and parts for a team (the axes are filled in,
  * op, dtypes and bases set). */
