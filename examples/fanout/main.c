@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "fanout.h"
+#include "shape.h"
 
 #define DEFAULT_PATCHES 8000
 #define DEFAULT_LENGTH 24
@@ -130,16 +131,6 @@ static int bad_option(const char *what, const char *value, int cpus) {
   return 2;
 }
 
-static int parse_ll(const char *text, long long lo, long long hi, long long *out) {
-  if (!text || !*text) return -1;
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno || *end != '\0' || v < lo || v > hi) return -1;
-  *out = v;
-  return 0;
-}
-
 static int parse_u64(const char *text, uint64_t *out) {
   if (!text || !*text || *text == '-') return -1;
   char *end = NULL;
@@ -173,14 +164,7 @@ static int process_cpus(int **out) {
 }
 
 enum {
-  OPT_PATCHES = 256,
-  OPT_LENGTH,
-  OPT_PHYS,
-  OPT_BOND,
-  OPT_BOND_RANGE,
-  OPT_BOND_ORDER,
-  OPT_DTYPE,
-  OPT_TOL,
+  OPT_BOND_ORDER = FAN_SHAPE_END,
   OPT_THREADS,
   OPT_SEED,
   OPT_CSV,
@@ -195,57 +179,26 @@ enum {
   OPT_QUICK
 };
 
-/* "LO:HI" with 1 <= LO <= HI <= 1024. */
-static int parse_range(const char *text, int *lo, int *hi) {
-  const char *colon = text ? strchr(text, ':') : NULL;
-  if (!colon) return -1;
-  char left[32];
-  size_t n = (size_t)(colon - text);
-  if (n == 0 || n >= sizeof left) return -1;
-  memcpy(left, text, n);
-  left[n] = '\0';
-  long long a, b;
-  if (parse_ll(left, 1, 1024, &a) || parse_ll(colon + 1, 1, 1024, &b) || a > b) return -1;
-  *lo = (int)a;
-  *hi = (int)b;
-  return 0;
-}
-
 static int option_failed(int *status, int code) {
   *status = code;
   return -1;
 }
 
+/* Where opt keeps the options that size the problem (shape.h). */
+static fan_shape_fields shape_fields(fan_options *opt) {
+  fan_shape_fields f = {&opt->patches, &opt->length, &opt->phys, &opt->bond_lo,
+                        &opt->bond_hi, &opt->dtype,  &opt->tol};
+  return f;
+}
+
 /* The options that shape the problem; 1 when c was one of them, -1 to stop (*status). */
 static int parse_problem_option(int c, fan_options *opt, int cpus, int *status) {
-  long long v = 0;
+  if (c >= FAN_SHAPE_PATCHES && c < FAN_SHAPE_END) {
+    const fan_shape_fields fields = shape_fields(opt);
+    const char *complaint = fan_shape_parse(c, optarg, &fields);
+    return complaint ? option_failed(status, bad_option(complaint, optarg, cpus)) : 1;
+  }
   switch (c) {
-    case OPT_PATCHES:
-      if (parse_ll(optarg, 1, 100000000, &v))
-        return option_failed(status, bad_option("--patches needs 1..1e8", optarg, cpus));
-      opt->patches = (size_t)v;
-      return 1;
-    case OPT_LENGTH:
-      if (parse_ll(optarg, 4, 4096, &v))
-        return option_failed(status, bad_option("--length needs 4..4096", optarg, cpus));
-      opt->length = (int)v;
-      return 1;
-    case OPT_PHYS:
-      if (parse_ll(optarg, 2, 64, &v))
-        return option_failed(status, bad_option("--phys needs 2..64", optarg, cpus));
-      opt->phys = (int)v;
-      return 1;
-    case OPT_BOND:
-      if (parse_ll(optarg, 1, 1024, &v))
-        return option_failed(status, bad_option("--bond needs 1..1024", optarg, cpus));
-      opt->bond_lo = opt->bond_hi = (int)v;
-      return 1;
-    case OPT_BOND_RANGE:
-      if (parse_range(optarg, &opt->bond_lo, &opt->bond_hi))
-        return option_failed(
-            status,
-            bad_option("--bond-range needs LO:HI with 1 <= LO <= HI <= 1024", optarg, cpus));
-      return 1;
     case OPT_BOND_ORDER:
       if (strcmp(optarg, "random") == 0)
         opt->bond_sorted = 0;
@@ -255,23 +208,6 @@ static int parse_problem_option(int c, fan_options *opt, int cpus, int *status) 
         return option_failed(status,
                              bad_option("--bond-order needs random or sorted", optarg, cpus));
       return 1;
-    case OPT_DTYPE:
-      if (strcmp(optarg, "f64") == 0)
-        opt->dtype = FAN_F64;
-      else if (strcmp(optarg, "c128") == 0)
-        opt->dtype = FAN_C128;
-      else
-        return option_failed(status, bad_option("--dtype needs f64 or c128", optarg, cpus));
-      return 1;
-    case OPT_TOL: {
-      char *end = NULL;
-      errno = 0;
-      double t = strtod(optarg, &end);
-      if (errno || *end != '\0' || !(t > 0.0 && t < 1.0))
-        return option_failed(status, bad_option("--tol needs a number in (0, 1)", optarg, cpus));
-      opt->tol = t;
-      return 1;
-    }
     case OPT_SEED:
       if (parse_u64(optarg, &opt->seed))
         return option_failed(status, bad_option("--seed needs an unsigned integer", optarg, cpus));
@@ -284,14 +220,8 @@ static int parse_problem_option(int c, fan_options *opt, int cpus, int *status) 
 /* Returns -1 to go on, else the exit status. */
 static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
   static const struct option long_options[] = {
-      {"patches", required_argument, NULL, OPT_PATCHES},
-      {"length", required_argument, NULL, OPT_LENGTH},
-      {"phys", required_argument, NULL, OPT_PHYS},
-      {"bond", required_argument, NULL, OPT_BOND},
-      {"bond-range", required_argument, NULL, OPT_BOND_RANGE},
+      FAN_SHAPE_LONG_OPTIONS,
       {"bond-order", required_argument, NULL, OPT_BOND_ORDER},
-      {"dtype", required_argument, NULL, OPT_DTYPE},
-      {"tol", required_argument, NULL, OPT_TOL},
       {"threads", required_argument, NULL, OPT_THREADS},
       {"seed", required_argument, NULL, OPT_SEED},
       {"csv", required_argument, NULL, OPT_CSV},
@@ -322,7 +252,8 @@ static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
     long long v = 0;
     switch (c) {
       case OPT_THREADS:
-        if (parse_ll(optarg, 1, 256, &v)) return bad_option("--threads needs 1..256", optarg, cpus);
+        if (fan_parse_ll(optarg, 1, 256, &v))
+          return bad_option("--threads needs 1..256", optarg, cpus);
         opt->threads = (int)v;
         break;
       case OPT_CSV:
@@ -336,7 +267,7 @@ static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
         usage(stdout, cpus);
         return 0;
       case OPT_FAIL_ITEM:
-        if (parse_ll(optarg, 0, 100000000, &v))
+        if (fan_parse_ll(optarg, 0, 100000000, &v))
           return bad_option("--fail-item needs an item index", optarg, cpus);
         opt->fail_item = v;
         break;
@@ -346,13 +277,13 @@ static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
         opt->variants = optarg;
         break;
       case OPT_WARMUP:
-        if (parse_ll(optarg, 0, 100000000, &v))
+        if (fan_parse_ll(optarg, 0, 100000000, &v))
           return bad_option("--warmup needs a count", optarg, cpus);
         opt->warmup = (size_t)v;
         warmup_set = 1;
         break;
       case OPT_ROUNDS:
-        if (parse_ll(optarg, 1, 1000, &v))
+        if (fan_parse_ll(optarg, 1, 1000, &v))
           return bad_option("--rounds needs 1..1000", optarg, cpus);
         opt->rounds = (int)v;
         break;
@@ -373,9 +304,9 @@ static int parse_options(int argc, char **argv, fan_options *opt, int cpus) {
     }
   }
   if (optind < argc) return bad_option("unexpected argument", argv[optind], cpus);
-  if ((long long)opt->bond_hi * opt->phys > 4096)
-    return bad_option("--bond (or the top of --bond-range) times --phys must stay <= 4096", "",
-                      cpus);
+  const fan_shape_fields fields = shape_fields(opt);
+  const char *complaint = fan_shape_check(&fields);
+  if (complaint) return bad_option(complaint, "", cpus);
   if (!warmup_set) {
     size_t w = opt->patches / 20;
     opt->warmup = w < 64 ? 64 : w;
@@ -416,19 +347,6 @@ static void stats_of(const fan_result *r, size_t n, result_stats *s) {
     s->bond_mean /= (double)n;
     s->bond_cube_mean /= (double)n;
   }
-}
-
-/* Items whose results differ in any bit; *first gets the lowest such item. */
-static size_t count_mismatches(const fan_result *x, const fan_result *y, size_t n, size_t *first) {
-  size_t count = 0;
-  for (size_t i = 0; i < n; i++) {
-    int same = x[i].rank == y[i].rank && x[i].site == y[i].site && x[i].bond == y[i].bond &&
-               x[i].digest == y[i].digest &&
-               memcmp(&x[i].residual, &y[i].residual, sizeof(double)) == 0 && x[i].computed &&
-               y[i].computed;
-    if (!same && count++ == 0) *first = i;
-  }
-  return count;
 }
 
 /* The rank/residual criteria against a reference computed another way: the same site and
@@ -706,7 +624,8 @@ static int print_checks(const fan_run *run) {
   int mine = run->ran[FAN_A] ? FAN_A : (run->ran[FAN_B] ? FAN_B : -1);
   if (run->ran[FAN_A] && run->ran[FAN_B]) {
     size_t first = 0;
-    size_t bad = count_mismatches(run->results[FAN_A], run->results[FAN_B], opt->patches, &first);
+    size_t bad =
+        fan_results_mismatches(run->results[FAN_A], run->results[FAN_B], opt->patches, &first);
     if (bad == 0)
       printf(
           "check (a) == (b): all %zu items equal bit for bit (rank, pivots, both cores, "
@@ -740,7 +659,7 @@ static int print_checks(const fan_run *run) {
   for (int v = FAN_C; v <= FAN_E && mine >= 0; v++) {
     if (!run->ran[v]) continue;
     size_t first = 0, same_pivots = 0;
-    size_t bad = count_mismatches(run->results[mine], run->results[v], opt->patches, &first);
+    size_t bad = fan_results_mismatches(run->results[mine], run->results[v], opt->patches, &first);
     for (size_t i = 0; i < opt->patches; i++)
       same_pivots += run->results[mine][i].pivots == run->results[v][i].pivots;
     printf(

@@ -30,6 +30,18 @@
 
 const char *fan_dtype_name(fan_dtype dtype) { return dtype == FAN_C128 ? "c128" : "f64"; }
 
+size_t fan_results_mismatches(const fan_result *x, const fan_result *y, size_t n, size_t *first) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; i++) {
+    int same = x[i].rank == y[i].rank && x[i].site == y[i].site && x[i].bond == y[i].bond &&
+               x[i].digest == y[i].digest &&
+               memcmp(&x[i].residual, &y[i].residual, sizeof(double)) == 0 && x[i].computed &&
+               y[i].computed;
+    if (!same && count++ == 0) *first = i;
+  }
+  return count;
+}
+
 /* ---- Deterministic random numbers ---------------------------------------------------- */
 
 static uint64_t splitmix_next(uint64_t *state) {

@@ -75,6 +75,11 @@ typedef struct fan_result {
   int computed;    /* 1 once the item ran to the end */
 } fan_result;
 
+/* How many of items 0..n-1 differ between x and y in any bit (rank, site, bond, digest,
+ * residual), counting an item that either side did not compute as differing; *first gets
+ * the lowest such item (left alone when none differs). Reads only; any thread. */
+size_t fan_results_mismatches(const fan_result *x, const fan_result *y, size_t n, size_t *first);
+
 /* ---- Matrix kernels a patch needs (column-major, leading dimensions, call->dtype) ------ */
 
 typedef struct fan_call fan_call;

@@ -132,18 +132,6 @@ static uint64_t results_digest(const fan_result *r, size_t n) {
   return h;
 }
 
-static size_t count_mismatches(const fan_result *x, const fan_result *y, size_t n, size_t *first) {
-  size_t count = 0;
-  for (size_t i = 0; i < n; i++) {
-    int same = x[i].rank == y[i].rank && x[i].site == y[i].site && x[i].bond == y[i].bond &&
-               x[i].digest == y[i].digest &&
-               memcmp(&x[i].residual, &y[i].residual, sizeof(double)) == 0 && x[i].computed &&
-               y[i].computed;
-    if (!same && count++ == 0) *first = i;
-  }
-  return count;
-}
-
 /* The one-rank, one-lane run on the root: a budget-1 context, one phase over every item.
  * Returns 0 with ref filled and *rate its items/s, or 3. */
 static int reference_run(const fan_problem *pb, const mpi_options *opt, fan_result *ref,
@@ -217,7 +205,7 @@ static int report(const mpi_options *opt, const mpi_rank_stats *all, int world,
       "heap allocations per item inside the ranks' phases: %.4f malloc-family calls, %.4f "
       "through tenlane's hooks\n",
       fan_malloc_counted() ? mallocs / items : -1.0, tl_allocs / items);
-  size_t first = 0, bad = count_mismatches(results, ref, opt->patches, &first);
+  size_t first = 0, bad = fan_results_mismatches(results, ref, opt->patches, &first);
   uint64_t digest = results_digest(results, opt->patches);
   if (bad == 0)
     printf(

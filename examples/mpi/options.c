@@ -4,13 +4,12 @@
  * different ones), and main then agrees on one outcome over all ranks, so a bad option on
  * any rank ends every rank with status 2 instead of leaving the others waiting. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "mpi_fanout.h"
+#include "shape.h"
 
 #define DEFAULT_PATCHES 6000
 #define DEFAULT_LENGTH 24
@@ -65,30 +64,6 @@ static int bad(int speak, const char *what, const char *value) {
   return 2;
 }
 
-static int parse_ll(const char *text, long long lo, long long hi, long long *out) {
-  if (!text || !*text) return -1;
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno || *end != '\0' || v < lo || v > hi) return -1;
-  *out = v;
-  return 0;
-}
-
-/* "LO:HI" with 1 <= LO <= HI <= 1024. */
-static int parse_range(const char *text, int *lo, int *hi) {
-  const char *colon = text ? strchr(text, ':') : NULL;
-  char left[32];
-  long long a = 0, b = 0;
-  if (!colon || (size_t)(colon - text) >= sizeof left) return -1;
-  memcpy(left, text, (size_t)(colon - text));
-  left[colon - text] = '\0';
-  if (parse_ll(left, 1, 1024, &a) || parse_ll(colon + 1, 1, 1024, &b) || a > b) return -1;
-  *lo = (int)a;
-  *hi = (int)b;
-  return 0;
-}
-
 static int parse_fail_items(const char *text, mpi_options *opt) {
   char copy[256];
   if (!text || strlen(text) >= sizeof copy) return -1;
@@ -97,21 +72,14 @@ static int parse_fail_items(const char *text, mpi_options *opt) {
   char *save = NULL;
   for (char *part = strtok_r(copy, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
     long long v = 0;
-    if (opt->fail_count == MPI_MAX_FAIL_ITEMS || parse_ll(part, 0, 100000000, &v)) return -1;
+    if (opt->fail_count == MPI_MAX_FAIL_ITEMS || fan_parse_ll(part, 0, 100000000, &v)) return -1;
     opt->fail_items[opt->fail_count++] = (size_t)v;
   }
   return opt->fail_count > 0 ? 0 : -1;
 }
 
 enum {
-  OPT_PATCHES = 256,
-  OPT_LENGTH,
-  OPT_PHYS,
-  OPT_BOND,
-  OPT_BOND_RANGE,
-  OPT_DTYPE,
-  OPT_TOL,
-  OPT_SEED,
+  OPT_SEED = FAN_SHAPE_END,
   OPT_LANES,
   OPT_BATCH,
   OPT_WARMUP,
@@ -120,62 +88,37 @@ enum {
   OPT_HELP
 };
 
+/* Where opt keeps the options that size the problem (shape.h). */
+static fan_shape_fields shape_fields(mpi_options *opt) {
+  fan_shape_fields f = {&opt->patches, &opt->length, &opt->phys, &opt->bond_lo,
+                        &opt->bond_hi, &opt->dtype,  &opt->tol};
+  return f;
+}
+
 /* One option with its value; returns -1 to go on, else the status. */
 static int take(int c, const char *arg, mpi_options *opt, int speak) {
+  if (c >= FAN_SHAPE_PATCHES && c < FAN_SHAPE_END) {
+    const fan_shape_fields fields = shape_fields(opt);
+    const char *complaint = fan_shape_parse(c, arg, &fields);
+    return complaint ? bad(speak, complaint, arg) : -1;
+  }
   long long v = 0;
   switch (c) {
-    case OPT_PATCHES:
-      if (parse_ll(arg, 1, 100000000, &v)) return bad(speak, "--patches needs 1..1e8", arg);
-      opt->patches = (size_t)v;
-      return -1;
-    case OPT_LENGTH:
-      if (parse_ll(arg, 4, 4096, &v)) return bad(speak, "--length needs 4..4096", arg);
-      opt->length = (int)v;
-      return -1;
-    case OPT_PHYS:
-      if (parse_ll(arg, 2, 64, &v)) return bad(speak, "--phys needs 2..64", arg);
-      opt->phys = (int)v;
-      return -1;
-    case OPT_BOND:
-      if (parse_ll(arg, 1, 1024, &v)) return bad(speak, "--bond needs 1..1024", arg);
-      opt->bond_lo = opt->bond_hi = (int)v;
-      return -1;
-    case OPT_BOND_RANGE:
-      if (parse_range(arg, &opt->bond_lo, &opt->bond_hi))
-        return bad(speak, "--bond-range needs LO:HI with 1 <= LO <= HI <= 1024", arg);
-      return -1;
-    case OPT_DTYPE:
-      if (!strcmp(arg, "f64"))
-        opt->dtype = FAN_F64;
-      else if (!strcmp(arg, "c128"))
-        opt->dtype = FAN_C128;
-      else
-        return bad(speak, "--dtype needs f64 or c128", arg);
-      return -1;
-    case OPT_TOL: {
-      char *end = NULL;
-      errno = 0;
-      double t = strtod(arg, &end);
-      if (errno || *end != '\0' || !(t > 0.0 && t < 1.0))
-        return bad(speak, "--tol needs a number in (0, 1)", arg);
-      opt->tol = t;
-      return -1;
-    }
     case OPT_SEED:
-      if (parse_ll(arg, 0, (long long)(~0ULL >> 1), &v))
+      if (fan_parse_ll(arg, 0, (long long)(~0ULL >> 1), &v))
         return bad(speak, "--seed needs an integer >= 0", arg);
       opt->seed = (uint64_t)v;
       return -1;
     case OPT_LANES:
-      if (parse_ll(arg, 1, 256, &v)) return bad(speak, "--lanes needs 1..256", arg);
+      if (fan_parse_ll(arg, 1, 256, &v)) return bad(speak, "--lanes needs 1..256", arg);
       opt->lanes = (int)v;
       return -1;
     case OPT_BATCH:
-      if (parse_ll(arg, 1, 65536, &v)) return bad(speak, "--batch needs 1..65536", arg);
+      if (fan_parse_ll(arg, 1, 65536, &v)) return bad(speak, "--batch needs 1..65536", arg);
       opt->batch = (size_t)v;
       return -1;
     case OPT_WARMUP:
-      if (parse_ll(arg, 0, 100000000, &v)) return bad(speak, "--warmup needs a count", arg);
+      if (fan_parse_ll(arg, 0, 100000000, &v)) return bad(speak, "--warmup needs a count", arg);
       opt->warmup = (size_t)v;
       return -1;
     case OPT_FAIL_ITEM:
@@ -192,13 +135,7 @@ static int take(int c, const char *arg, mpi_options *opt, int speak) {
 
 int mpi_parse_options(int argc, char **argv, mpi_options *opt, int speak) {
   static const struct option long_options[] = {
-      {"patches", required_argument, NULL, OPT_PATCHES},
-      {"length", required_argument, NULL, OPT_LENGTH},
-      {"phys", required_argument, NULL, OPT_PHYS},
-      {"bond", required_argument, NULL, OPT_BOND},
-      {"bond-range", required_argument, NULL, OPT_BOND_RANGE},
-      {"dtype", required_argument, NULL, OPT_DTYPE},
-      {"tol", required_argument, NULL, OPT_TOL},
+      FAN_SHAPE_LONG_OPTIONS,
       {"seed", required_argument, NULL, OPT_SEED},
       {"lanes", required_argument, NULL, OPT_LANES},
       {"batch", required_argument, NULL, OPT_BATCH},
@@ -232,8 +169,9 @@ int mpi_parse_options(int argc, char **argv, mpi_options *opt, int speak) {
     if (status >= 0) return status;
   }
   if (optind < argc) return bad(speak, "unexpected argument", argv[optind]);
-  if ((long long)opt->bond_hi * opt->phys > 4096)
-    return bad(speak, "--bond (or the top of --bond-range) times --phys must stay <= 4096", "");
+  const fan_shape_fields fields = shape_fields(opt);
+  const char *complaint = fan_shape_check(&fields);
+  if (complaint) return bad(speak, complaint, "");
   if (opt->warmup > opt->patches) opt->warmup = opt->patches;
   return -1;
 }
