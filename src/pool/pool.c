@@ -28,11 +28,30 @@ void tl_pool_config_init(tl_pool_config *config) {
   config->spin_us = -1;
 }
 
-void tl__pool_wake_all(tl_pool *pool) {
-  for (int i = 0; i < pool->workers; i++) {
-    tl__waiter *waiter = atomic_load(&pool->worker[i].waiter);
-    if (waiter != NULL) tl__waiter_wake(waiter);
+/* Visit every worker, those pinned to CPU `here` last (here < 0: in index order). */
+void tl__pool_wake_each(tl_pool *pool, int here, void (*wake)(tl__worker *worker, void *arg),
+                        void *arg) {
+  for (int local = 0; local < 2; local++) {
+    for (int i = 0; i < pool->workers; i++) {
+      tl__worker *worker = &pool->worker[i];
+      if ((here >= 0 && worker->cpu == here) == local) wake(worker, arg);
+    }
   }
+}
+
+static void wake_worker(tl__worker *worker, void *arg) {
+  (void)arg;
+  tl__waiter *waiter = atomic_load(&worker->waiter);
+  if (waiter != NULL) tl__waiter_wake(waiter);
+}
+
+/* The workers pinned to the caller's own CPU are woken last. Such a worker may preempt the
+ * caller as the wake call returns (the scheduler favours a thread that slept), and the
+ * caller gets its CPU back only after a scheduler slice: on a 2-CPU machine the other
+ * CPU's worker then started 1-6 ms late (measured), against 20-150 us when it is woken
+ * first. */
+void tl__pool_wake_all(tl_pool *pool) {
+  tl__pool_wake_each(pool, sched_getcpu(), wake_worker, NULL);
 }
 
 /* Pin the calling thread to `cpu` and check the mask reads back as exactly {cpu}. */

@@ -78,8 +78,13 @@ int tl__pool_run_one(tl_pool *pool, tl__worker *self);
 /* 1 when `self` has something to run in its pool (or the pool stops). */
 int tl__pool_has_work(tl_pool *pool, tl__worker *self);
 
-/* Wake every worker of the pool that sleeps. */
+/* Wake every worker of the pool that sleeps; those pinned to the caller's CPU last. */
 void tl__pool_wake_all(tl_pool *pool);
+
+/* The order tl__pool_wake_all uses: wake(worker, arg) for every worker, the ones pinned to
+ * CPU `here` after all others (here < 0: index order). */
+void tl__pool_wake_each(tl_pool *pool, int here, void (*wake)(tl__worker *worker, void *arg),
+                        void *arg);
 
 /* Wait on the calling thread until done(arg) is non-zero, for work running on `target`.
  * While waiting, a thread that is a worker of some pool runs that pool's work; an outside

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pool/pool_int.h"
 #include "tenlane/context.h"
 #include "tenlane/pool.h"
 #include "tenlane/session.h"
@@ -233,6 +234,51 @@ static void an_idle_context_uses_no_cpu(void) {
   TH_CHECK_OK(tl_context_destroy(ctx));
 }
 
+typedef struct wake_log {
+  int order[8];
+  int count;
+} wake_log;
+
+static void log_wake(tl__worker *worker, void *arg) {
+  wake_log *log = arg;
+  if (log->count < 8) log->order[log->count++] = worker->index;
+}
+
+/* A broadcast wakes the workers of the other CPUs before the one that shares the caller's
+ * CPU, which could otherwise preempt the caller before it woke the rest. */
+static void workers_on_the_callers_cpu_are_woken_last(void) {
+  tl_pool_config config;
+  tl_pool_config_init(&config);
+  config.workers = 4;
+  int cpus[4] = {0, 0, 0, 0};
+  cpu_set_t set;
+  TH_CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+  int seen = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE && seen < 2; cpu++)
+    if (CPU_ISSET(cpu, &set)) cpus[seen++] = cpu;
+  if (seen < 2) {
+    fprintf(stderr, "one CPU in the affinity set: wake order has nothing to reorder\n");
+    return;
+  }
+  /* Workers 0 and 2 on the first CPU, 1 and 3 on the second. */
+  int pinned[4] = {cpus[0], cpus[1], cpus[0], cpus[1]};
+  config.cpus = pinned;
+  config.cpu_count = 4;
+  tl_pool *pool = NULL;
+  TH_CHECK_OK(tl_pool_create(&config, &pool));
+  wake_log log = {{0}, 0};
+  tl__pool_wake_each(pool, cpus[0], log_wake, &log);
+  TH_CHECK(log.count == 4);
+  TH_CHECK(log.order[0] == 1 && log.order[1] == 3 && log.order[2] == 0 && log.order[3] == 2);
+  log.count = 0;
+  tl__pool_wake_each(pool, cpus[1], log_wake, &log);
+  TH_CHECK(log.order[0] == 0 && log.order[1] == 2 && log.order[2] == 1 && log.order[3] == 3);
+  log.count = 0;
+  tl__pool_wake_each(pool, -1, log_wake, &log);
+  for (int i = 0; i < 4; i++) TH_CHECK(log.order[i] == i);
+  tl_pool_destroy(pool);
+}
+
 static void pool_config_errors_are_typed(void) {
   tl_pool_config config;
   tl_pool_config_init(&config);
@@ -257,4 +303,6 @@ TH_TEST_MAIN(TH_CASE(pool_broadcast_runs_each_worker_exactly_once),
              TH_CASE(pool_parallel_for_covers_every_index_once),
              TH_CASE(a_waiting_foreign_worker_keeps_running_its_own_pool),
              TH_CASE(pinned_workers_and_the_held_caller_stay_inside_the_cpu_set),
-             TH_CASE(an_idle_context_uses_no_cpu), TH_CASE(pool_config_errors_are_typed))
+             TH_CASE(an_idle_context_uses_no_cpu),
+             TH_CASE(workers_on_the_callers_cpu_are_woken_last),
+             TH_CASE(pool_config_errors_are_typed))
