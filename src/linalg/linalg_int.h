@@ -155,6 +155,10 @@ tl_status tl__la_provider_fail(const char *route, const char *routine, lapack_in
 /* 1 and the routine's name and the argument's position when xerbla_ was called on this
  * thread since the last take (the record is cleared); 0 otherwise. */
 int tl__xerbla_take(char routine[16], int *argument);
+/* nrm2.c defines the BLAS norms LAPACK calls (snrm2_, dnrm2_, scnrm2_, dznrm2_) in place of
+ * BLIS's. Returns 1; tl__la_begin calls it so a static link takes nrm2.c's object in before
+ * LAPACK's archive is searched. */
+int tl__nrm2_linked(void);
 /* 1 when xerbla_ was called on this thread since the last take. */
 int tl__xerbla_pending(void);
 

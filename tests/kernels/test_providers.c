@@ -136,9 +136,30 @@ static int kernel_available(int kernel) {
 }
 
 static void small_complex_kernels_match_naive(void) {
-  const int64_t shapes[][3] = {{1, 1, 1},  {2, 3, 4},  {3, 5, 2},   {4, 4, 4},   {5, 1, 7},
-                               {7, 9, 3},  {8, 8, 8},  {9, 2, 16},  {13, 11, 5}, {16, 16, 16},
-                               {17, 3, 9}, {1, 12, 6}, {31, 7, 33}, {80, 80, 80}};
+  const int64_t shapes[][3] = {{1, 1, 1},
+                               {2, 3, 4},
+                               {3, 5, 2},
+                               {4, 4, 4},
+                               {5, 1, 7},
+                               {7, 9, 3},
+                               {8, 8, 8},
+                               {9, 2, 16},
+                               {13, 11, 5},
+                               {16, 16, 16},
+                               {17, 3, 9},
+                               {1, 12, 6},
+                               {31, 7, 33},
+                               {80, 80, 80},
+                               /* every row remainder of the 2- and 1-register blocks, and
+                                  one, two or three last columns */
+                               {6, 2, 5},
+                               {10, 4, 3},
+                               {11, 6, 7},
+                               {12, 5, 9},
+                               {23, 8, 4},
+                               {25, 3, 2},
+                               {64, 64, 64},
+                               {33, 10, 17}};
   const tl_scalar alphas[] = {{1.0, 0.0}, {0.5, -0.75}},
                   betas[] = {{0.0, 0.0}, {1.0, 0.0}, {-0.5, 0.25}};
   unsigned seed = 12345u;
