@@ -13,6 +13,7 @@
  *
  * Pure core: no allocation, no thread, never fails; same pivot choice as LAPACK (largest
  * |re| + |im|, first on ties) up to rounding. */
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -180,19 +181,37 @@ static void solve_lower(const lu_ops *ops, lapack_int k, lapack_int n, void *l, 
   solve_lower(ops, k - h, n, at(ops, l, lda, h, h), at(ops, b, lda, h, 0), lda);
 }
 
-/* Row interchanges ipiv[0..count) (1-based, relative to row 0) on columns [0, n). */
+/* Row interchanges ipiv[0..count) (1-based, relative to row 0) on columns [0, n). Elements
+ * move as whole words of their size (4, 8 or 16 bytes): a memcpy of a size known only at run
+ * time was a library call per element, a tenth of an n = 256 factorization. */
+#define TL__SWAP_ROWS(NAME, T, WORDS)                                             \
+  static void NAME(void *a, lapack_int lda, lapack_int n, const lapack_int *ipiv, \
+                   lapack_int count) {                                            \
+    for (lapack_int c = 0; c < n; c++) {                                          \
+      T *col = (T *)a + (size_t)WORDS * ((size_t)c * (size_t)lda);                \
+      for (lapack_int i = 0; i < count; i++) {                                    \
+        lapack_int p = ipiv[i] - 1;                                               \
+        if (p == i) continue;                                                     \
+        for (int q = 0; q < WORDS; q++) {                                         \
+          T t = col[WORDS * i + q];                                               \
+          col[WORDS * i + q] = col[WORDS * p + q];                                \
+          col[WORDS * p + q] = t;                                                 \
+        }                                                                         \
+      }                                                                           \
+    }                                                                             \
+  }
+TL__SWAP_ROWS(swap_rows_4, uint32_t, 1)
+TL__SWAP_ROWS(swap_rows_8, uint64_t, 1)
+TL__SWAP_ROWS(swap_rows_16, uint64_t, 2)
+
 static void swap_rows(const lu_ops *ops, void *a, lapack_int lda, lapack_int n,
                       const lapack_int *ipiv, lapack_int count) {
-  char tmp[16];
-  for (lapack_int c = 0; c < n; c++)
-    for (lapack_int i = 0; i < count; i++) {
-      lapack_int p = ipiv[i] - 1;
-      if (p == i) continue;
-      char *x = at(ops, a, lda, i, c), *y = at(ops, a, lda, p, c);
-      memcpy(tmp, x, ops->esize);
-      memcpy(x, y, ops->esize);
-      memcpy(y, tmp, ops->esize);
-    }
+  if (ops->esize == 4)
+    swap_rows_4(a, lda, n, ipiv, count);
+  else if (ops->esize == 8)
+    swap_rows_8(a, lda, n, ipiv, count);
+  else
+    swap_rows_16(a, lda, n, ipiv, count);
 }
 
 static lapack_int factor(const lu_ops *ops, lapack_int m, lapack_int n, void *a, lapack_int lda,
