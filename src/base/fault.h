@@ -19,6 +19,11 @@ extern atomic_int tl__fault_countdown[TL__FAULT_SITES];
 
 void tl__fault_arm(tl__fault_site site, int countdown);
 
+/* 1 while the site has a countdown running (a test armed it), without counting a pass. */
+static inline int tl__fault_armed(tl__fault_site site) {
+  return atomic_load_explicit(&tl__fault_countdown[site], memory_order_relaxed) > 0;
+}
+
 static inline int tl__fault_hit(tl__fault_site site) {
   atomic_int *counter = &tl__fault_countdown[site];
   int value = atomic_load_explicit(counter, memory_order_relaxed);

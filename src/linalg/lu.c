@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/fault.h"
 #include "linalg_int.h"
 
 /* Index of the first exact zero on the diagonal of the n x n column-major u, or -1. */
@@ -33,6 +34,13 @@ static int64_t zero_diagonal(tl_dtype dtype, const void *u, int64_t ld, int64_t 
     if (zero) return i;
   }
   return -1;
+}
+
+/* 1 when the m-row matrix t is dense column-major (unit row stride, column stride m), so
+ * it can be read or factored in place with leading dimension m. */
+static int column_major(const tl_tensor *t, int64_t m) {
+  if (t->rank != 2 || m < 1 || t->strides[0] != 1) return 0;
+  return t->shape[1] <= 1 || t->strides[1] == m;
 }
 
 /* Scratch for a factorization of `cols` columns with leading dimension ld (in *buf) and its
@@ -63,6 +71,27 @@ static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
       (!fresh && (status = tl__la_disjoint_ints(route, pivots, k, "pivots", lu, "lu")) != TL_OK))
     return status;
   lapack_int lda = tl__la_ld(m);
+  if (!fresh && k > 0 && column_major(lu, m) && column_major(a, m) &&
+      !tl__fault_armed(TL__FAULT_LAPACK_ARGUMENT)) {
+    /* In place in lu: a is checked where it lies, copied once into lu and factored there,
+     * without a scratch copy and a copy back. Nothing can fail once lu is written (the
+     * shapes are valid, and tenlane's getrf never fails), except the injected LAPACK
+     * argument fault, which therefore takes the scratch path below. */
+    lapack_int *ipiv;
+    if ((status = tl__la_scratch(exec, k, sizeof(lapack_int), (void **)&ipiv)) != TL_OK)
+      return status;
+    size_t esize = tl_dtype_size(dtype);
+    const char *a_base = (const char *)a->data + a->offset * (int64_t)esize;
+    int64_t a_ld = n > 1 ? a->strides[1] : m;
+    if ((status = tl__la_finite(route, "a", dtype, a_base, a_ld, m, n, 'A', 0, 0)) != TL_OK)
+      return status;
+    char *lu_base = (char *)lu->data + lu->offset * (int64_t)esize;
+    tl__la_gather(a, lu_base, lda);
+    lapack_int info = tl__lapack_getrf(dtype, (lapack_int)m, (lapack_int)n, lu_base, lda, ipiv);
+    if (info < 0) return tl__la_provider_fail(route, "getrf", info);
+    for (int64_t i = 0; i < k; i++) pivots[i] = (int64_t)ipiv[i] - 1;
+    return TL_OK;
+  }
   char *work_a;
   lapack_int *ipiv;
   if ((status = factor_scratch(exec, dtype, lda, n, k, &work_a, &ipiv)) != TL_OK) return status;

@@ -150,6 +150,15 @@ static void nonfinite_one_policy_every_route(void) {
       TH_CHECK_STATUS(tl_eigh(held.exec, &a, TL_LOWER, &w, NULL), TL_E_NONFINITE);
       TH_CHECK_STATUS(tl_lu(held.exec, &a, &lu, pivots), TL_E_NONFINITE);
       check_message("tl_lu", "a[4, 1]");
+      /* tl_lu_into with column-major a and lu factors in lu itself: refused before then. */
+      tl_tensor lu_into = matrix(dtype, 6, 6, 15u);
+      rel_watch lu_watch;
+      rel_watch_init(&lu_watch);
+      rel_watch_tensor(&lu_watch, &lu_into);
+      TH_CHECK_STATUS(tl_lu_into(held.exec, &a, &lu_into, pivots), TL_E_NONFINITE);
+      check_message("tl_lu_into", "a[4, 1]");
+      TH_CHECK(rel_watch_unchanged(&lu_watch));
+      tl_tensor_release(&lu_into);
       TH_CHECK_STATUS(tl_solve(held.exec, &a, &b, &x), TL_E_NONFINITE);
       check_message("tl_solve", "a[4, 1]");
       TH_CHECK_STATUS(
