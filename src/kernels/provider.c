@@ -118,8 +118,10 @@ static void providers_init_once(void) {
   }
   blis_cntx_complex = NULL;
   if (chosen != NULL) {
-    /* skx has reference kernels only for complex level-1 operations (blis_level1.c). */
-    if (choice.blis == TL__BLIS_SKX) tl__blis_add_level1(chosen);
+    /* BLIS's contexts have reference kernels only for complex level-1 operations. */
+    if (features.avx2 && features.fma)
+      tl__blis_add_level1(chosen, choice.blis == TL__BLIS_SKX ? BLIS_ARCH_SKX : BLIS_ARCH_HASWELL,
+                          features.avx512f);
     if (choice.complex_1m) {
       skx_1m = *chosen;
       bli_cntx_init_skx_ind(BLIS_1M, &skx_1m);
@@ -129,6 +131,8 @@ static void providers_init_once(void) {
     blis_cntx = chosen;
   } else {
     blis_cntx = bli_gks_query_cntx();
+    /* The detected context is the one LAPACK's BLAS calls use: same complex references. */
+    if (features.avx2 && features.fma) tl__blis_add_level1(blis_cntx, native, features.avx512f);
   }
   if (blis_cntx_complex == NULL) blis_cntx_complex = blis_cntx;
   provider_choice = choice;

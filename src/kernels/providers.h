@@ -20,9 +20,23 @@
 cntx_t *tl__blis_context(void);
 /* The context for complex dtypes: the same, or its induced-method (1m) form. Any thread. */
 cntx_t *tl__blis_context_complex(void);
-/* Put tenlane's level-1 kernels (blis_level1.c) into the skx context `cntx` in place of
- * BLIS's reference ones (complex axpyv). Once, at provider initialisation; needs AVX-512F. */
-void tl__blis_add_level1(cntx_t *cntx);
+/* Put tenlane's complex-double level-1 kernels (blis_level1.c: axpyv, dotxv, scalv, scal2v,
+ * dotxf, axpyf) into `cntx`, a context of architecture `arch`, in each slot that holds
+ * BLIS's reference kernel for that architecture (BLIS 0.9's x86 contexts have only those for
+ * complex types); slots with a tuned kernel are kept. Needs AVX2 and FMA; `avx512` (the CPU
+ * has AVX-512F) takes the AVX-512 axpyv. Once, at provider initialisation. */
+void tl__blis_add_level1(cntx_t *cntx, arch_t arch, int avx512);
+/* The kernels tl__blis_add_level1 installs for one ISA, for tests that call them directly:
+ * AVX2 + FMA, or with `avx512` the AVX-512F axpyv (the others have AVX2 forms only). */
+typedef struct tl__blis_level1_kernels {
+  zaxpyv_ker_ft axpyv;
+  zdotxv_ker_ft dotxv;
+  zscalv_ker_ft scalv;
+  zscal2v_ker_ft scal2v;
+  zdotxf_ker_ft dotxf;
+  zaxpyf_ker_ft axpyf;
+} tl__blis_level1_kernels;
+tl__blis_level1_kernels tl__blis_level1(int avx512);
 /* A copy of the one-thread BLIS runtime tenlane passes with it. */
 rntm_t tl__blis_runtime(void);
 

@@ -2,7 +2,10 @@
  * description, fed every feature set it distinguishes), the choice this process made, and
  * the no-provider-thread invariant across complex GEMM, contraction and LAPACK calls. */
 #include <complex.h>
+#include <float.h>
+#include <math.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +259,388 @@ static void blis_complex_axpyv_matches_naive(void) {
       }
 }
 
+/* ---- tenlane's complex level-1v/1f kernels: through the context and at every ISA -------- */
+typedef long double complex lcplx;
+
+static lcplx lz(dcomplex z) { return (long double)z.real + I * (long double)z.imag; }
+static lcplx lz_conj_if(int conj, dcomplex z) { return conj ? conjl(lz(z)) : lz(z); }
+
+static int cpu_has_avx2_fma(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static int cpu_has_avx512f(void) {
+  __builtin_cpu_init();
+  return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
+}
+
+/* The kernel sets under test: the context's slots, then each ISA's kernels called directly.
+ * A kernel already tested under an earlier set (the same function) is skipped later. */
+enum { L1_MAX_SETS = 3 };
+typedef struct l1_sets {
+  int count;
+  const char *name[L1_MAX_SETS];
+  tl__blis_level1_kernels k[L1_MAX_SETS];
+} l1_sets;
+
+static l1_sets level1_sets(void) {
+  l1_sets s;
+  memset(&s, 0, sizeof s);
+  cntx_t *cntx = tl__blis_context();
+  tl__blis_level1_kernels c;
+  c.axpyv = (zaxpyv_ker_ft)cntx->l1v_kers[BLIS_AXPYV_KER].ptr[BLIS_DCOMPLEX];
+  c.dotxv = (zdotxv_ker_ft)cntx->l1v_kers[BLIS_DOTXV_KER].ptr[BLIS_DCOMPLEX];
+  c.scalv = (zscalv_ker_ft)cntx->l1v_kers[BLIS_SCALV_KER].ptr[BLIS_DCOMPLEX];
+  c.scal2v = (zscal2v_ker_ft)cntx->l1v_kers[BLIS_SCAL2V_KER].ptr[BLIS_DCOMPLEX];
+  c.dotxf = (zdotxf_ker_ft)cntx->l1f_kers[BLIS_DOTXF_KER].ptr[BLIS_DCOMPLEX];
+  c.axpyf = (zaxpyf_ker_ft)cntx->l1f_kers[BLIS_AXPYF_KER].ptr[BLIS_DCOMPLEX];
+  s.name[s.count] = "context", s.k[s.count++] = c;
+  if (cpu_has_avx2_fma()) s.name[s.count] = "avx2", s.k[s.count++] = tl__blis_level1(0);
+  if (cpu_has_avx512f()) s.name[s.count] = "avx512", s.k[s.count++] = tl__blis_level1(1);
+  return s;
+}
+
+/* Whether set `at`'s kernel for the op at byte offset `off` was already seen in a set before. */
+static int level1_seen(const l1_sets *s, int at, size_t off) {
+  void_fp mine, theirs;
+  memcpy(&mine, (const char *)&s->k[at] + off, sizeof mine);
+  for (int e = 0; e < at; e++) {
+    memcpy(&theirs, (const char *)&s->k[e] + off, sizeof theirs);
+    if (theirs == mine) return 1;
+  }
+  return 0;
+}
+
+static const int l1_lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 64, 100, 257};
+enum { L1_LENGTHS = sizeof l1_lengths / sizeof l1_lengths[0] };
+static const dcomplex l1_alphas[] = {{0.0, 0.0}, {1.0, 0.0}, {0.75, -1.25}};
+static const dcomplex l1_betas[] = {{0.0, 0.0}, {1.0, 0.0}, {-0.5, 0.375}};
+
+/* A strided vector of n complex doubles: the buffer (two guard elements each side), the
+ * address of element 0 (the last in memory for a negative increment) and the buffer's size. */
+typedef struct l1_vec {
+  dcomplex *buf, *v;
+  int64_t size;
+} l1_vec;
+
+static l1_vec l1_vec_make(int64_t n, int64_t inc, unsigned *seed) {
+  l1_vec r;
+  int64_t step = inc < 0 ? -inc : inc;
+  r.size = (n > 0 ? step * (n - 1) + 1 : 1) + 4;
+  r.buf = malloc((size_t)r.size * sizeof(dcomplex));
+  fill_random(TL_C128, r.buf, r.size, seed);
+  r.v = r.buf + 2 + (inc < 0 ? step * (n - 1) : 0);
+  return r;
+}
+
+static void l1_fill_nan(dcomplex *z, int64_t n, int64_t inc) {
+  for (int64_t i = 0; i < n; i++) z[i * inc].real = z[i * inc].imag = NAN;
+}
+
+/* Whether the buffer slot `at` of vector (v, n, inc) inside buf is one of its elements. */
+static int l1_in_vec(const l1_vec *x, int64_t at, int64_t n, int64_t inc) {
+  int64_t off = (int64_t)(x->buf + at - x->v);
+  return n > 0 && off % inc == 0 && off / inc >= 0 && off / inc < n;
+}
+
+/* got within rounding of want: a few ulps for each of `terms` summed terms of total
+ * magnitude `scale` (exact when scale is 0). */
+static int l1_close(dcomplex got, lcplx want, long double scale, int64_t terms) {
+  if (!isfinite(got.real) || !isfinite(got.imag)) return 0;
+  long double err = cabsl(lz(got) - want);
+  return err <= 4.0L * (long double)(terms + 4) * (long double)DBL_EPSILON * scale;
+}
+
+static void l1_fail(const char *file, int line, const char *set, const char *what, int64_t n,
+                    int64_t bn, int64_t inc1, int64_t inc2, int conj1, int conj2, int ai, int bi,
+                    int64_t at) {
+  char buf[256];
+  snprintf(buf, sizeof buf,
+           "%s %s: n %lld b_n %lld incs %lld/%lld conj %d/%d alpha %d beta %d: element %lld", set,
+           what, (long long)n, (long long)bn, (long long)inc1, (long long)inc2, conj1, conj2, ai,
+           bi, (long long)at);
+  th_test_fail_at(file, line, buf);
+}
+
+static const int64_t l1_v_incs[][2] = {{1, 1}, {2, 3}, {3, 2}, {1, 2}, {-1, -1}, {-2, 1}, {1, -3}};
+enum { L1_V_INCS = sizeof l1_v_incs / sizeof l1_v_incs[0] };
+
+static void check_axpyv(const char *set, zaxpyv_ker_ft kernel, cntx_t *cntx, unsigned *seed) {
+  for (int li = 0; li < L1_LENGTHS; li++)
+    for (int ii = 0; ii < L1_V_INCS; ii++)
+      for (int cj = 0; cj < 2; cj++)
+        for (int ai = 0; ai < 3; ai++) {
+          int64_t n = l1_lengths[li], incx = l1_v_incs[ii][0], incy = l1_v_incs[ii][1];
+          l1_vec x = l1_vec_make(n, incx, seed), y = l1_vec_make(n, incy, seed);
+          if (ai == 0) l1_fill_nan(x.v, n, incx); /* alpha 0 reads no x */
+          dcomplex *y0 = malloc((size_t)y.size * sizeof(dcomplex));
+          memcpy(y0, y.buf, (size_t)y.size * sizeof(dcomplex));
+          dcomplex alpha = l1_alphas[ai];
+          kernel(cj ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE, n, &alpha, x.v, incx, y.v, incy, cntx);
+          for (int64_t at = 0; at < y.size; at++) {
+            int ok;
+            if (ai == 0 || !l1_in_vec(&y, at, n, incy)) {
+              ok = memcmp(&y.buf[at], &y0[at], sizeof(dcomplex)) == 0;
+            } else {
+              int64_t k = (int64_t)(y.buf + at - y.v) / incy;
+              lcplx t = lz(alpha) * lz_conj_if(cj, x.v[k * incx]);
+              ok = l1_close(y.buf[at], lz(y0[at]) + t, cabsl(lz(y0[at])) + cabsl(t), 2);
+            }
+            if (!ok) l1_fail(__FILE__, __LINE__, set, "axpyv", n, 0, incx, incy, cj, 0, ai, 0, at);
+          }
+          free(x.buf), free(y.buf), free(y0);
+        }
+}
+
+static void check_dotxv(const char *set, zdotxv_ker_ft kernel, cntx_t *cntx, unsigned *seed) {
+  for (int li = 0; li < L1_LENGTHS; li++)
+    for (int ii = 0; ii < L1_V_INCS; ii++)
+      for (int cj = 0; cj < 4; cj++)
+        for (int ai = 0; ai < 3; ai++)
+          for (int bi = 0; bi < 3; bi++) {
+            int64_t n = l1_lengths[li], incx = l1_v_incs[ii][0], incy = l1_v_incs[ii][1];
+            int cx = cj & 1, cy = cj >> 1;
+            l1_vec x = l1_vec_make(n, incx, seed), y = l1_vec_make(n, incy, seed);
+            if (ai == 0) l1_fill_nan(x.v, n, incx), l1_fill_nan(y.v, n, incy);
+            dcomplex rho = {0.3, -0.6}, alpha = l1_alphas[ai], beta = l1_betas[bi];
+            if (bi == 0) rho.real = rho.imag = NAN; /* beta 0 reads no rho */
+            lcplx want = bi == 0 ? 0 : lz(beta) * lz(rho);
+            long double scale = cabsl(want);
+            if (ai != 0) {
+              lcplx sum = 0;
+              long double mag = 0;
+              for (int64_t k = 0; k < n; k++) {
+                lcplx t = lz_conj_if(cx, x.v[k * incx]) * lz_conj_if(cy, y.v[k * incy]);
+                sum += t, mag += cabsl(t);
+              }
+              want += lz(alpha) * sum;
+              scale += cabsl(lz(alpha)) * mag;
+            }
+            kernel(cx ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE, cy ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE,
+                   n, &alpha, x.v, incx, y.v, incy, &beta, &rho, cntx);
+            if (!l1_close(rho, want, scale, n))
+              l1_fail(__FILE__, __LINE__, set, "dotxv", n, 0, incx, incy, cx, cy, ai, bi, 0);
+            free(x.buf), free(y.buf);
+          }
+}
+
+static void check_scalv(const char *set, zscalv_ker_ft kernel, cntx_t *cntx, unsigned *seed) {
+  const int64_t incs[] = {1, 2, 3, -1, -2};
+  for (int li = 0; li < L1_LENGTHS; li++)
+    for (int ii = 0; ii < 5; ii++)
+      for (int cj = 0; cj < 2; cj++)
+        for (int ai = 0; ai < 3; ai++) {
+          int64_t n = l1_lengths[li], incx = incs[ii];
+          l1_vec x = l1_vec_make(n, incx, seed);
+          if (ai == 0) l1_fill_nan(x.v, n, incx); /* alpha 0 writes zeros, reading nothing */
+          dcomplex *x0 = malloc((size_t)x.size * sizeof(dcomplex));
+          memcpy(x0, x.buf, (size_t)x.size * sizeof(dcomplex));
+          dcomplex alpha = l1_alphas[ai];
+          kernel(cj ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE, n, &alpha, x.v, incx, cntx);
+          for (int64_t at = 0; at < x.size; at++) {
+            int ok;
+            if (!l1_in_vec(&x, at, n, incx)) {
+              ok = memcmp(&x.buf[at], &x0[at], sizeof(dcomplex)) == 0;
+            } else {
+              lcplx want = lz_conj_if(cj, alpha) * lz(x0[at]);
+              ok = ai == 0 ? x.buf[at].real == 0.0 && x.buf[at].imag == 0.0
+                           : l1_close(x.buf[at], want, cabsl(want), 2);
+            }
+            if (!ok) l1_fail(__FILE__, __LINE__, set, "scalv", n, 0, incx, 0, cj, 0, ai, 0, at);
+          }
+          free(x.buf), free(x0);
+        }
+}
+
+static void check_scal2v(const char *set, zscal2v_ker_ft kernel, cntx_t *cntx, unsigned *seed) {
+  for (int li = 0; li < L1_LENGTHS; li++)
+    for (int ii = 0; ii < L1_V_INCS; ii++)
+      for (int cj = 0; cj < 2; cj++)
+        for (int ai = 0; ai < 3; ai++) {
+          int64_t n = l1_lengths[li], incx = l1_v_incs[ii][0], incy = l1_v_incs[ii][1];
+          l1_vec x = l1_vec_make(n, incx, seed), y = l1_vec_make(n, incy, seed);
+          l1_fill_nan(y.v, n, incy); /* y is only written */
+          if (ai == 0) l1_fill_nan(x.v, n, incx);
+          dcomplex *y0 = malloc((size_t)y.size * sizeof(dcomplex));
+          memcpy(y0, y.buf, (size_t)y.size * sizeof(dcomplex));
+          dcomplex alpha = l1_alphas[ai];
+          kernel(cj ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE, n, &alpha, x.v, incx, y.v, incy, cntx);
+          for (int64_t at = 0; at < y.size; at++) {
+            int ok;
+            if (!l1_in_vec(&y, at, n, incy)) {
+              ok = memcmp(&y.buf[at], &y0[at], sizeof(dcomplex)) == 0;
+            } else {
+              int64_t k = (int64_t)(y.buf + at - y.v) / incy;
+              lcplx want = lz(alpha) * lz_conj_if(cj, x.v[k * incx]);
+              ok = ai == 0 ? y.buf[at].real == 0.0 && y.buf[at].imag == 0.0
+                           : l1_close(y.buf[at], want, cabsl(want), 2);
+            }
+            if (!ok) l1_fail(__FILE__, __LINE__, set, "scal2v", n, 0, incx, incy, cj, 0, ai, 0, at);
+          }
+          free(x.buf), free(y.buf), free(y0);
+        }
+}
+
+static void blis_level1v_kernels_match_naive(void) {
+  l1_sets s = level1_sets();
+  cntx_t *cntx = tl__blis_context();
+  unsigned seed = 4242u;
+  for (int e = 0; e < s.count; e++) {
+    TH_CHECK(s.k[e].axpyv != NULL && s.k[e].dotxv != NULL);
+    TH_CHECK(s.k[e].scalv != NULL && s.k[e].scal2v != NULL);
+    if (!level1_seen(&s, e, offsetof(tl__blis_level1_kernels, axpyv)))
+      check_axpyv(s.name[e], s.k[e].axpyv, cntx, &seed);
+    if (!level1_seen(&s, e, offsetof(tl__blis_level1_kernels, dotxv)))
+      check_dotxv(s.name[e], s.k[e].dotxv, cntx, &seed);
+    if (!level1_seen(&s, e, offsetof(tl__blis_level1_kernels, scalv)))
+      check_scalv(s.name[e], s.k[e].scalv, cntx, &seed);
+    if (!level1_seen(&s, e, offsetof(tl__blis_level1_kernels, scal2v)))
+      check_scal2v(s.name[e], s.k[e].scal2v, cntx, &seed);
+  }
+}
+
+/* Matrix layouts for the fused kernels, m x b_n: {row stride, column stride, incx, incy},
+ * a column stride of -1 meaning m + 3 (padded column-major) and a row stride of 0 meaning
+ * row-major (row stride b_n, column stride 1). */
+static const int64_t l1_f_layouts[][4] = {
+    {1, -1, 1, 1}, {1, -1, 2, 3}, {0, 1, 1, 1}, {2, -1, 3, 2}, {1, -1, 1, 2}};
+enum { L1_F_LAYOUTS = sizeof l1_f_layouts / sizeof l1_f_layouts[0] };
+
+static void l1_f_strides(int layout, int64_t m, int64_t bn, int64_t *inca, int64_t *lda) {
+  *inca = l1_f_layouts[layout][0] == 0 ? bn : l1_f_layouts[layout][0];
+  *lda = l1_f_layouts[layout][1] == -1 ? *inca * m + 3 : l1_f_layouts[layout][1];
+}
+
+static void check_dotxf(const char *set, zdotxf_ker_ft kernel, cntx_t *cntx, unsigned *seed) {
+  for (int li = 0; li < L1_LENGTHS; li++)
+    for (int64_t bn = 1; bn <= 8; bn++)
+      for (int la = 0; la < L1_F_LAYOUTS; la++)
+        for (int cj = 0; cj < 4; cj++)
+          for (int ai = 0; ai < 3; ai++)
+            for (int bi = 0; bi < 3; bi++) {
+              int64_t m = l1_lengths[li], inca, lda;
+              int64_t incx = l1_f_layouts[la][2], incy = l1_f_layouts[la][3];
+              l1_f_strides(la, m, bn, &inca, &lda);
+              int ca = cj & 1, cx = cj >> 1;
+              int64_t na = m > 0 ? inca * (m - 1) + lda * (bn - 1) + 1 : 1;
+              dcomplex *a = malloc((size_t)na * sizeof(dcomplex));
+              fill_random(TL_C128, a, na, seed);
+              l1_vec x = l1_vec_make(m, incx, seed), y = l1_vec_make(bn, incy, seed);
+              if (ai == 0) l1_fill_nan(a, na, 1), l1_fill_nan(x.v, m, incx);
+              if (bi == 0) l1_fill_nan(y.v, bn, incy);
+              dcomplex *y0 = malloc((size_t)y.size * sizeof(dcomplex));
+              memcpy(y0, y.buf, (size_t)y.size * sizeof(dcomplex));
+              dcomplex alpha = l1_alphas[ai], beta = l1_betas[bi];
+              kernel(ca ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE,
+                     cx ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE, m, bn, &alpha, a, inca, lda, x.v,
+                     incx, &beta, y.v, incy, cntx);
+              for (int64_t at = 0; at < y.size; at++) {
+                int ok;
+                if (!l1_in_vec(&y, at, bn, incy)) {
+                  ok = memcmp(&y.buf[at], &y0[at], sizeof(dcomplex)) == 0;
+                } else {
+                  int64_t j = (int64_t)(y.buf + at - y.v) / incy;
+                  lcplx want = bi == 0 ? 0 : lz(beta) * lz(y0[at]);
+                  long double scale = cabsl(want);
+                  if (ai != 0) {
+                    lcplx sum = 0;
+                    long double mag = 0;
+                    for (int64_t i = 0; i < m; i++) {
+                      lcplx t =
+                          lz_conj_if(ca, a[i * inca + j * lda]) * lz_conj_if(cx, x.v[i * incx]);
+                      sum += t, mag += cabsl(t);
+                    }
+                    want += lz(alpha) * sum;
+                    scale += cabsl(lz(alpha)) * mag;
+                  }
+                  ok = l1_close(y.buf[at], want, scale, m);
+                }
+                if (!ok)
+                  l1_fail(__FILE__, __LINE__, set, "dotxf", m, bn, inca, lda, ca, cx, ai, bi, at);
+              }
+              free(a), free(x.buf), free(y.buf), free(y0);
+            }
+}
+
+static void check_axpyf(const char *set, zaxpyf_ker_ft kernel, cntx_t *cntx, unsigned *seed) {
+  for (int li = 0; li < L1_LENGTHS; li++)
+    for (int64_t bn = 1; bn <= 8; bn++)
+      for (int la = 0; la < L1_F_LAYOUTS; la++)
+        for (int cj = 0; cj < 4; cj++)
+          for (int ai = 0; ai < 3; ai++) {
+            int64_t m = l1_lengths[li], inca, lda;
+            /* axpyf's x has b_n elements and y has m: the layout's increments swap roles. */
+            int64_t incx = l1_f_layouts[la][3], incy = l1_f_layouts[la][2];
+            l1_f_strides(la, m, bn, &inca, &lda);
+            int ca = cj & 1, cx = cj >> 1;
+            int64_t na = m > 0 ? inca * (m - 1) + lda * (bn - 1) + 1 : 1;
+            dcomplex *a = malloc((size_t)na * sizeof(dcomplex));
+            fill_random(TL_C128, a, na, seed);
+            l1_vec x = l1_vec_make(bn, incx, seed), y = l1_vec_make(m, incy, seed);
+            if (ai == 0) l1_fill_nan(a, na, 1), l1_fill_nan(x.v, bn, incx);
+            dcomplex *y0 = malloc((size_t)y.size * sizeof(dcomplex));
+            memcpy(y0, y.buf, (size_t)y.size * sizeof(dcomplex));
+            dcomplex alpha = l1_alphas[ai];
+            kernel(ca ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE, cx ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE,
+                   m, bn, &alpha, a, inca, lda, x.v, incx, y.v, incy, cntx);
+            for (int64_t at = 0; at < y.size; at++) {
+              int ok;
+              if (ai == 0 || !l1_in_vec(&y, at, m, incy)) {
+                ok = memcmp(&y.buf[at], &y0[at], sizeof(dcomplex)) == 0;
+              } else {
+                int64_t i = (int64_t)(y.buf + at - y.v) / incy;
+                lcplx sum = 0;
+                long double mag = 0;
+                for (int64_t j = 0; j < bn; j++) {
+                  lcplx t = lz_conj_if(ca, a[i * inca + j * lda]) * lz_conj_if(cx, x.v[j * incx]);
+                  sum += t, mag += cabsl(t);
+                }
+                lcplx want = lz(y0[at]) + lz(alpha) * sum;
+                ok = l1_close(y.buf[at], want, cabsl(lz(y0[at])) + cabsl(lz(alpha)) * mag, bn);
+              }
+              if (!ok)
+                l1_fail(__FILE__, __LINE__, set, "axpyf", m, bn, inca, lda, ca, cx, ai, 0, at);
+            }
+            free(a), free(x.buf), free(y.buf), free(y0);
+          }
+}
+
+static void blis_level1f_kernels_match_naive(void) {
+  l1_sets s = level1_sets();
+  cntx_t *cntx = tl__blis_context();
+  unsigned seed = 777u;
+  for (int e = 0; e < s.count; e++) {
+    TH_CHECK(s.k[e].dotxf != NULL && s.k[e].axpyf != NULL);
+    if (!level1_seen(&s, e, offsetof(tl__blis_level1_kernels, dotxf)))
+      check_dotxf(s.name[e], s.k[e].dotxf, cntx, &seed);
+    if (!level1_seen(&s, e, offsetof(tl__blis_level1_kernels, axpyf)))
+      check_axpyf(s.name[e], s.k[e].axpyf, cntx, &seed);
+  }
+}
+
+/* On a CPU with AVX2 and FMA every context tenlane uses holds tenlane's complex level-1
+ * kernels (BLIS 0.9's own are all references there), the AVX-512 axpyv with AVX-512F. */
+static void blis_level1_kernels_installed_in_contexts(void) {
+  if (!cpu_has_avx2_fma()) return;
+  tl__blis_level1_kernels k = tl__blis_level1(cpu_has_avx512f());
+  cntx_t *contexts[2] = {tl__blis_context(), tl__blis_context_complex()};
+  for (int c = 0; c < 2; c++) {
+    cntx_t *cntx = contexts[c];
+    TH_CHECK(cntx->l1v_kers[BLIS_AXPYV_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.axpyv);
+    TH_CHECK(cntx->l1v_kers[BLIS_DOTXV_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.dotxv);
+    TH_CHECK(cntx->l1v_kers[BLIS_SCALV_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.scalv);
+    TH_CHECK(cntx->l1v_kers[BLIS_SCAL2V_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.scal2v);
+    TH_CHECK(cntx->l1f_kers[BLIS_DOTXF_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.dotxf);
+    TH_CHECK(cntx->l1f_kers[BLIS_AXPYF_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.axpyf);
+  }
+  /* The process-wide context LAPACK's BLAS calls get is the same object or a copy of it. */
+  cntx_t *global = bli_gks_query_cntx();
+  TH_CHECK(global->l1v_kers[BLIS_AXPYV_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.axpyv);
+  TH_CHECK(global->l1f_kers[BLIS_DOTXF_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.dotxf);
+  TH_CHECK(global->l1f_kers[BLIS_AXPYF_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.axpyf);
+}
+
 /* ---- no provider thread --------------------------------------------------------------- */
 typedef struct watcher {
   atomic_int stop;
@@ -334,5 +719,7 @@ static void no_provider_thread_during_complex_and_lapack_calls(void) {
 
 TH_TEST_MAIN(TH_CASE(provider_choice_covers_each_feature_set),
              TH_CASE(small_complex_kernels_match_naive), TH_CASE(blis_complex_axpyv_matches_naive),
+             TH_CASE(blis_level1v_kernels_match_naive), TH_CASE(blis_level1f_kernels_match_naive),
+             TH_CASE(blis_level1_kernels_installed_in_contexts),
              TH_CASE(provider_choice_of_this_process_follows_its_features),
              TH_CASE(no_provider_thread_during_complex_and_lapack_calls))
