@@ -141,6 +141,14 @@ void tl__lapack_column_norms(tl_dtype dtype, lapack_int m, lapack_int n, const v
 
 static inline lapack_int tl__la_ld(int64_t rows) { return rows > 1 ? (lapack_int)rows : 1; }
 
+/* 1 when matrix t (rank 2) of `rows` rows is dense column-major: unit row stride and column
+ * stride rows, so LAPACK can read or factor it in place with leading dimension
+ * tl__la_ld(rows). */
+static inline int tl__la_dense(const tl_tensor *t, int64_t rows) {
+  if (t->rank != 2 || rows < 1 || t->strides[0] != 1) return 0;
+  return t->shape[1] <= 1 || t->strides[1] == rows;
+}
+
 /* A LAPACK info that is not zero, as TL_E_PROVIDER with the routine's name; when xerbla
  * recorded an argument error on this thread, the message names the routine that raised it
  * and the argument (and the record is taken). */

@@ -36,13 +36,6 @@ static int64_t zero_diagonal(tl_dtype dtype, const void *u, int64_t ld, int64_t 
   return -1;
 }
 
-/* 1 when the m-row matrix t is dense column-major (unit row stride, column stride m), so
- * it can be read or factored in place with leading dimension m. */
-static int column_major(const tl_tensor *t, int64_t m) {
-  if (t->rank != 2 || m < 1 || t->strides[0] != 1) return 0;
-  return t->shape[1] <= 1 || t->strides[1] == m;
-}
-
 /* Scratch for a factorization of `cols` columns with leading dimension ld (in *buf) and its
  * `count` pivots (in *ipiv). */
 static tl_status factor_scratch(tl_exec *exec, tl_dtype dtype, lapack_int ld, int64_t cols,
@@ -71,7 +64,7 @@ static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
       (!fresh && (status = tl__la_disjoint_ints(route, pivots, k, "pivots", lu, "lu")) != TL_OK))
     return status;
   lapack_int lda = tl__la_ld(m);
-  if (!fresh && k > 0 && column_major(lu, m) && column_major(a, m) &&
+  if (!fresh && k > 0 && tl__la_dense(lu, m) && tl__la_dense(a, m) &&
       !tl__fault_armed(TL__FAULT_LAPACK_ARGUMENT)) {
     /* In place in lu: a is checked where it lies, copied once into lu and factored there,
      * without a scratch copy and a copy back. Nothing can fail once lu is written (the

@@ -4,12 +4,14 @@
  *
  * Invariant: R is copied out of the factored matrix into its own scratch before Q is formed
  * in place, and the outputs (q, r, perm, rank) are written only after both LAPACK calls
- * succeeded. */
+ * succeeded; the one exception, tl_qr_into into dense column-major outputs, factors in q
+ * only after the last check that can fail. */
 #include <complex.h>
 #include <math.h>
 #include <string.h>
 
 #include "base/base.h"
+#include "base/fault.h"
 #include "linalg_int.h"
 
 /* Copy the upper trapezoid of the first `rows` rows of a (lda) into r (rows x n, ld rows),
@@ -101,6 +103,25 @@ static tl_status qr_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
     if (info != 0) return tl__la_provider_fail(route, "geqrf (query)", info);
     status = workspace(exec, route, dtype, first, (lapack_int)m, (lapack_int)k, &work, &lwork);
     if (status != TL_OK) return status;
+    if (!fresh && m >= n && tl__la_dense(q, m) && tl__la_dense(r, k) && tl__la_dense(a, m) &&
+        !tl__fault_armed(TL__FAULT_LAPACK_ARGUMENT)) {
+      /* Q has a's shape: factor in q itself. a is checked where it lies, copied into q,
+       * factored there, R copied out, Q formed in place: two copies fewer than through
+       * scratch. Nothing fails once q is written (valid shapes, workspace from the
+       * queries) but the injected LAPACK argument fault, which takes the path below. */
+      const char *a_base = (const char *)a->data + a->offset * (int64_t)esize;
+      if ((status = tl__la_finite(route, "a", dtype, a_base, lda, m, n, 'A', 0, 0)) != TL_OK)
+        return status;
+      char *q_base = (char *)q->data + q->offset * (int64_t)esize;
+      tl__la_gather(a, q_base, lda);
+      info = tl__lapack_geqrf(dtype, (lapack_int)m, (lapack_int)n, q_base, lda, tau, work, lwork);
+      if (info != 0) return tl__la_provider_fail(route, "geqrf", info);
+      take_r(esize, q_base, lda, k, n, (char *)r->data + r->offset * (int64_t)esize);
+      info = tl__lapack_ungqr(dtype, (lapack_int)m, (lapack_int)k, (lapack_int)k, q_base, lda, tau,
+                              work, lwork);
+      if (info != 0) return tl__la_provider_fail(route, "ungqr", info);
+      return TL_OK;
+    }
     if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
     info = tl__lapack_geqrf(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, tau, work, lwork);
     if (info != 0) return tl__la_provider_fail(route, "geqrf", info);

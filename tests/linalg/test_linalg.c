@@ -210,6 +210,20 @@ static void linalg_qr_reconstructs_with_orthonormal_q(void) {
         for (int64_t j = 0; j < n; j++) {
           for (int64_t i = j + 1; i < k; i++) failures += get(&r, i, j) != 0.0;
         }
+        if (layout == COL) {
+          /* Dense column-major outputs: tl_qr_into factors in q itself (when m >= n); the
+           * same LAPACK calls on the same numbers, so the same bits as the fresh result. */
+          mat qc, rc;
+          mat_make(&qc, (tl_dtype)dtype, 2, m, k, COL);
+          mat_make(&rc, (tl_dtype)dtype, 2, k, n, COL);
+          TH_CHECK_OK(tl_qr_into(h.exec, &a.view, &qc.view, &rc.view));
+          for (int64_t j = 0; j < k; j++)
+            for (int64_t i = 0; i < m; i++) failures += get(&qc.view, i, j) != get(&q, i, j);
+          for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < k; i++) failures += get(&rc.view, i, j) != get(&r, i, j);
+          mat_free(&qc);
+          mat_free(&rc);
+        }
         if (fresh) {
           tl_tensor_release(&q);
           tl_tensor_release(&r);
@@ -493,6 +507,18 @@ static void linalg_lu_reconstructs_and_solves(void) {
         tl_tensor lu;
         int64_t pivots[64];
         TH_CHECK_OK(tl_lu(h.exec, &a.view, &lu, pivots));
+        if (layout == COL) {
+          /* Dense column-major a and lu: tl_lu_into factors in lu itself, with the same
+           * bits and pivots as the fresh result. */
+          mat lc;
+          mat_make(&lc, (tl_dtype)dtype, 2, m, n, COL);
+          int64_t pivots_into[64];
+          TH_CHECK_OK(tl_lu_into(h.exec, &a.view, &lc.view, pivots_into));
+          for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < m; i++) failures += get(&lc.view, i, j) != get(&lu, i, j);
+          for (int64_t i = 0; i < k; i++) failures += pivots_into[i] != pivots[i];
+          mat_free(&lc);
+        }
         /* P A: apply the row swaps to a copy of A in double complex, compare with L U. */
         double complex *pa = malloc(sizeof(double complex) * (size_t)(m * n + 1));
         for (int64_t i = 0; i < m; i++) {

@@ -138,6 +138,17 @@ static void nonfinite_one_policy_every_route(void) {
       tl_truncation cut = {0, 1e-3, 0.0};
       TH_CHECK_STATUS(tl_qr(held.exec, &a, &q, &r), TL_E_NONFINITE);
       check_message("tl_qr", "a[4, 1]");
+      /* tl_qr_into with dense column-major a, q and r factors in q: refused before then. */
+      tl_tensor q_into = matrix(dtype, 6, 6, 16u), r_into = matrix(dtype, 6, 6, 17u);
+      rel_watch qr_watch;
+      rel_watch_init(&qr_watch);
+      rel_watch_tensor(&qr_watch, &q_into);
+      rel_watch_tensor(&qr_watch, &r_into);
+      TH_CHECK_STATUS(tl_qr_into(held.exec, &a, &q_into, &r_into), TL_E_NONFINITE);
+      check_message("tl_qr_into", "a[4, 1]");
+      TH_CHECK(rel_watch_unchanged(&qr_watch));
+      tl_tensor_release(&q_into);
+      tl_tensor_release(&r_into);
       TH_CHECK_STATUS(tl_qrcp(held.exec, &a, &cut, &q, &r, perm, &rank), TL_E_NONFINITE);
       check_message("tl_qrcp", "a[4, 1]");
       TH_CHECK(rank == -3);
