@@ -54,11 +54,16 @@ static tl_status check_arguments(const char *spec, int n, const tl_tensor *const
   if (operands == NULL) return tl__fail(TL_E_INVALID, "einsum \"%s\": operands is NULL", spec);
   if (out == NULL) return tl__fail(TL_E_INVALID, "einsum \"%s\": out is NULL", spec);
   for (int i = 0; i < n; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "operands[%d]", i);
-    if (operands[i] == NULL) return tl__fail(TL_E_INVALID, "einsum \"%s\": %s is NULL", spec, name);
-    tl_status status = tl_tensor_validate(operands[i], name);
-    if (status != TL_OK) return status;
+    if (operands[i] == NULL)
+      return tl__fail(TL_E_INVALID, "einsum \"%s\": operands[%d] is NULL", spec, i);
+    /* The operand's name is formatted only when it fails validation (then validated again
+     * with it): an snprintf per operand per call cost more than a small contraction's
+     * bookkeeping. */
+    if (tl_tensor_validate(operands[i], "operand") != TL_OK) {
+      char name[32];
+      snprintf(name, sizeof name, "operands[%d]", i);
+      return tl_tensor_validate(operands[i], name);
+    }
     if (operands[i]->dtype != operands[0]->dtype) {
       return tl__fail(TL_E_DTYPE, "einsum \"%s\": operands[%d] is %s but operands[0] is %s", spec,
                       i, tl_dtype_name(operands[i]->dtype), tl_dtype_name(operands[0]->dtype));
