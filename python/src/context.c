@@ -1,10 +1,24 @@
 /* python/src/context.c: tenlane.Context, the engine object (tl_context). */
-#include "tlpy.h"
+#include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
+
+#include <sched.h>
+
+/* The CPUs the calling thread may run on, ascending, into cpus; returns how many (0 when
+ * the mask cannot be read: then nothing is pinned). */
+static int allowed_cpus(int cpus[CPU_SETSIZE]) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  int count = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    if (CPU_ISSET(cpu, &set)) cpus[count++] = cpu;
+  return count;
+}
 
 static int context_init(PyObject *self, PyObject *args, PyObject *kwargs) {
-  static char *keywords[] = {"threads", NULL};
-  int threads = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|i:Context", keywords, &threads)) return -1;
+  static char *keywords[] = {"threads", "pin", NULL};
+  int threads = 0, pin = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|ip:Context", keywords, &threads, &pin))
+    return -1;
   tlpy_context *c = (tlpy_context *)self;
   if (c->ctx) {
     tlpy_raise(TL_E_INVALID, "tenlane.Context: this context is already created");
@@ -13,6 +27,15 @@ static int context_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   tl_context_config config;
   tl_context_config_init(&config);
   config.threads = threads;
+  /* Pinned by default: unpinned workers woken from the same CPU were left there by the
+   * scheduler for whole batches (two lanes ran at 1.0-1.5x one lane). The C library leaves
+   * the choice to its caller; the Python binding makes it here, as the demos do. */
+  int cpus[CPU_SETSIZE];
+  int count = pin ? allowed_cpus(cpus) : 0;
+  if (count > 0) {
+    config.cpus = cpus;
+    config.cpu_count = count;
+  }
   tl_status status = tl_context_create(&config, &c->ctx);
   if (status != TL_OK) {
     c->ctx = NULL;
@@ -103,11 +126,15 @@ PyTypeObject tlpy_context_type = {
     .tp_dealloc = context_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc =
-        "Context(threads=0)\n\n"
-        "The engine: a thread budget and a pool of threads-1 workers (0 = one thread per "
-        "CPU; 1 = no pool and no thread). Numerical work enters through a session "
-        "(ctx.session()). The context may be made and closed on any thread; it is "
-        "closed when collected. Arrays it computed own their memory and outlive it.",
+        "Context(threads=0, pin=True)\n\n"
+        "The engine: a thread budget (0 = one per CPU this thread may use) and, above 1, a "
+        "pool of that many workers, one per lane (1 = no pool and no thread). With pin=True "
+        "the workers are pinned, one per CPU, to the CPUs the creating thread may use (its "
+        "affinity mask), and a session's thread is kept inside that set while it holds the "
+        "session; pin=False leaves every thread where the scheduler puts it. Numerical work "
+        "enters through a session (ctx.session()). The context may be made and closed on "
+        "any thread; it is closed when collected. Arrays it computed own their memory and "
+        "outlive it.",
     .tp_methods = context_methods,
     .tp_getset = context_getset,
     .tp_init = context_init,

@@ -2,6 +2,8 @@
 outlive the session and the context."""
 
 import gc
+import glob
+import os
 import threading
 
 import numpy as np
@@ -104,3 +106,41 @@ def test_budget_one_context_runs_maps_inline():
         r = s.map_einsum("i,i->", [(np.ones(3), np.ones(3))] * 4)
         assert [float(x) for x in r] == [3.0] * 4
     ctx.close()
+
+
+def _task_masks():
+    """Each thread of this process: its id and the CPUs it may run on."""
+    masks = {}
+    for status in glob.glob("/proc/self/task/*/status"):
+        tid = status.split("/")[-2]
+        with open(status) as f:
+            for line in f:
+                if line.startswith("Cpus_allowed_list:"):
+                    masks[tid] = line.split(":", 1)[1].strip()
+    return masks
+
+
+def _cpu_list(text):
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def test_context_pins_its_workers_one_per_cpu_unless_told_not_to():
+    allowed = sorted(os.sched_getaffinity(0))
+    threads = min(2, len(allowed))
+    before = _task_masks()
+    with tenlane.Context(threads=threads) as ctx:
+        workers = {t: m for t, m in _task_masks().items() if t not in before}
+        assert len(workers) == (threads if threads > 1 else 0)
+        pinned = sorted(next(iter(_cpu_list(m))) for m in workers.values())
+        assert all(len(_cpu_list(m)) == 1 for m in workers.values())
+        assert pinned == allowed[: len(workers)]
+        del ctx
+    before = _task_masks()
+    with tenlane.Context(threads=threads, pin=False) as ctx:
+        workers = {t: m for t, m in _task_masks().items() if t not in before}
+        assert all(_cpu_list(m) == set(allowed) for m in workers.values())
+        del ctx
