@@ -1,6 +1,7 @@
 /* tests/kernels/test_small_gemm.c: the small real GEMM path (src/kernels/small_gemm*.c):
  * the hand kernel at every instruction-set level this CPU has against a naive reference,
- * over random shapes and strided, negative-stride, row- and column-major operands;
+ * over random shapes and strided, negative-stride, row- and column-major operands, and
+ * over shapes that reach every kind of register block it has (no write outside C's view);
  * tl__small_gemm (the routes' entry) against the same reference, generating no code on
  * repeated calls; and tl_gemm_into on never-seen shapes in every dtype
  * through views with negative strides; and the bits of tl__small_gemm, the same on every
@@ -29,11 +30,16 @@ static int64_t draw(int64_t lo, int64_t hi) {
 
 /* A matrix view of rows x cols over `buf` with the given layout: 0 column-major with a
  * padded leading dimension, 1 row-major, 2 column-major with both strides negative, 3 every
- * other row and column (strides 2 and 2 * rows). Returns the element offset of (0, 0). */
+ * other row and column (strides 2 and 2 * rows), 4 column-major with the leading dimension
+ * rounded up to 16 (on the 64-byte-aligned buffers every column is vector-aligned). Returns
+ * the element offset of (0, 0). */
 static int64_t view(int layout, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs) {
   switch (layout) {
     case 0:
       *rs = 1, *cs = rows + 3;
+      return 0;
+    case 4:
+      *rs = 1, *cs = (rows + 15) / 16 * 16;
       return 0;
     case 1:
       *rs = cols, *cs = 1;
@@ -53,7 +59,8 @@ static double value(uint64_t *state) { return th_num_uniform(state) * 2.0 - 1.0;
  * the naive sum, for dtype f32 or f64. */
 static void check_one(int isa, int routed, tl_dtype dt, int64_t m, int64_t n, int64_t k, int la,
                       int lb, int lc, double alpha, double beta) {
-  static double abuf[4 * 256 * 256 + 64], bbuf[4 * 256 * 256 + 64], cbuf[4 * 256 * 256 + 64];
+  enum { BUF = 4 * 256 * 256 + 64 };
+  static _Alignas(64) double abuf[BUF], bbuf[BUF], cbuf[BUF];
   static double want[256 * 256];
   int64_t rsa, csa, rsb, csb, rsc, csc;
   int64_t oa = view(la, m, k, &rsa, &csa), ob = view(lb, k, n, &rsb, &csb),
@@ -61,9 +68,15 @@ static void check_one(int isa, int routed, tl_dtype dt, int64_t m, int64_t n, in
   uint64_t state = (uint64_t)(m * 131 + n * 17 + k + 1);
   int f32 = dt == TL_F32;
   float *af = (float *)abuf, *bf = (float *)bbuf, *cf = (float *)cbuf;
-  /* NaN everywhere outside the view, so a read outside it shows */
-  for (size_t i = 0; i < sizeof abuf / sizeof abuf[0]; i++) {
-    abuf[i] = bbuf[i] = cbuf[i] = NAN;
+  /* NaN everywhere outside the views (each lies in the first 2 (rows + 16) cols elements
+   * of its buffer, and a little past), so a read outside them shows */
+  int64_t spread = 2 * (m + k + 16) * (n > k ? n : k > 0 ? k : 1) + 64;
+  size_t fill = spread < BUF ? (size_t)spread : (size_t)BUF;
+  for (size_t i = 0; i < fill; i++) {
+    if (f32)
+      af[i] = bf[i] = cf[i] = NAN;
+    else
+      abuf[i] = bbuf[i] = cbuf[i] = NAN;
   }
   for (int64_t i = 0; i < m; i++)
     for (int64_t p = 0; p < k; p++) {
@@ -108,6 +121,15 @@ static void check_one(int isa, int routed, tl_dtype dt, int64_t m, int64_t n, in
     TH_CHECK(tl__small_gemm(dt, m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc));
   else
     tl__small_gemm_kernel(isa, dt, m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc);
+  /* nothing written to C outside its view: count the non-NaN elements of the buffer */
+  int64_t set = 0;
+  for (size_t i = 0; i < fill; i++) set += f32 ? !isnan(cf[i]) : !isnan(cbuf[i]);
+  if (set != m * n) {
+    char what[160];
+    snprintf(what, sizeof what, "isa %d %s m %lld n %lld k %lld layout %d: %lld elements set", isa,
+             tl_dtype_name(dt), (long long)m, (long long)n, (long long)k, lc, (long long)set);
+    th_test_fail_at(__FILE__, __LINE__, what);
+  }
   double tol = (f32 ? 2e-6 : 1e-14) * (double)(k + 1);
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
@@ -129,7 +151,8 @@ static void small_gemm_kernel_matches_naive_at_every_isa(void) {
   for (int isa = 0; isa <= tl__small_gemm_isa(); isa++)
     for (int dti = 0; dti < 2; dti++) {
       tl_dtype dt = dti ? TL_F32 : TL_F64;
-      /* edges of the 2-vector x 4-column register block, then random shapes */
+      /* a few edges, then random shapes (small_gemm_kernel_covers_every_block covers the
+       * register blocks one by one) */
       static const int64_t fixed[][3] = {{1, 1, 1},    {1, 7, 3},    {7, 1, 5},  {4, 4, 0},
                                          {16, 4, 8},   {17, 5, 9},   {32, 8, 1}, {33, 9, 64},
                                          {64, 64, 64}, {3, 64, 200}, {256, 4, 2}};
@@ -141,11 +164,42 @@ static void small_gemm_kernel_matches_naive_at_every_isa(void) {
         } else {
           m = draw(1, 64), n = draw(1, 64), k = draw(1, 64);
         }
-        int la = (int)draw(0, 3), lb = (int)draw(0, 3), lc = (int)draw(0, 3);
+        int la = (int)draw(0, 4), lb = (int)draw(0, 4), lc = (int)draw(0, 4);
         if (t < 4 * 4) la = t % 4, lc = t / 4 % 4;
         check_one(isa, 0, dt, m, n, k, la, lb, lc, alphas[t % 3], betas[t / 3 % 3]);
       }
     }
+}
+
+/* Shapes that reach every register block of the hand kernel at every level, in f32 and
+ * f64: row counts that leave each remainder of 4, 8 and 16 rows (every count of whole
+ * vectors, 1 to 4, and every partial last vector, for vectors of 4, 8 and 16 lanes), column
+ * counts that leave every remainder of 3, 4 and 6 columns, k on both sides of 16 (where the
+ * row blocking changes for A's columns off vector alignment) and 0; A aligned, A at a
+ * padded leading dimension, A copied (row-major A); C column-major and row-major; alpha 1
+ * beta 0 and 1 (C from the registers) and otherwise (C from a spill). */
+static void small_gemm_kernel_covers_every_block(void) {
+  static const int64_t ms[] = {1,  2,  3,  4,  5,  7,  8,  9,  11, 12, 13, 15, 16, 17,
+                               19, 20, 21, 23, 24, 25, 28, 29, 31, 32, 33, 36, 37, 40,
+                               44, 47, 48, 49, 52, 53, 56, 60, 63, 64, 65, 68, 69, 80};
+  static const int64_t ns[] = {1, 2, 3, 4, 5, 7, 11, 13};
+  static const int64_t ks[] = {16, 1, 17, 15, 0, 40};
+  static const double alphas[3] = {1.0, 1.0, -0.5}, betas[3] = {0.0, 1.0, 0.75};
+  int count = 0;
+  for (int isa = 1; isa <= tl__small_gemm_isa(); isa++)
+    for (int dti = 0; dti < 2; dti++)
+      for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+          int64_t m = ms[mi], n = ns[ni], k = ks[(mi + ni) % 6];
+          if (m * n * k > 64 * 64 * 64) continue;
+          /* A aligned, padded or row-major; C column-major (aligned or padded) or row-major */
+          static const int las[3] = {4, 0, 1}, lcs[4] = {4, 0, 1, 4};
+          int la = las[(mi + 2 * ni) % 3], lc = lcs[(mi / 3 + ni) % 4];
+          int mode = (int)((mi + ni + (size_t)dti) % 3);
+          check_one(isa, 0, dti ? TL_F32 : TL_F64, m, n, k, la, 4, lc, alphas[mode], betas[mode]);
+          count++;
+        }
+  TH_CHECK(count > 0 || tl__small_gemm_isa() == 0);
 }
 
 static size_t registry_size(void) {
@@ -276,6 +330,6 @@ static void small_gemm_same_bits_on_every_call_and_thread(void) {
 }
 
 TH_TEST_MAIN(TH_CASE(small_gemm_kernel_matches_naive_at_every_isa),
-             TH_CASE(small_gemm_generates_no_code),
+             TH_CASE(small_gemm_kernel_covers_every_block), TH_CASE(small_gemm_generates_no_code),
              TH_CASE(gemm_new_shapes_match_naive_in_every_dtype),
              TH_CASE(small_gemm_same_bits_on_every_call_and_thread))
