@@ -10,7 +10,9 @@
  * bit; no contraction into an FMA under clang either). Blocking, loop order and instruction
  * set only decide which register holds a chain.
  *
- * Scheme. C is cut into register blocks of MV vectors of rows (1 to 4) by NC columns, at
+ * Scheme (AVX2+FMA; AVX-512 CPUs run the earlier kernel, TL__SMALL_GEMM_WIDE below, for
+ * rows beyond AVX2's reach, because this one could not be run on AVX-512 here; both give
+ * the same bits). C is cut into register blocks of MV vectors of rows (1 to 4) by NC columns, at
  * most 12 accumulators, each in a register for the whole k loop (a k step: MV loads of A's
  * column, NC broadcasts of B's entries, MV x NC FMAs), written to C once. MV, NC and "the
  * last vector is partial" are compile-time constants of each block's code (the row
@@ -18,13 +20,12 @@
  * store or loops over its own rows or columns; a partial last vector uses masked loads of
  * A and masked stores to C, so A's and C's rows are never padded or copied for it. With
  * AVX2, row blocks are 4 vectors by 3 columns when A's columns are 32-byte aligned or k <
- * 16, else 2 vectors by 6 columns; AVX-512 always uses 2 by 6, as before. The rows left at
+ * 16, else 2 vectors by 6 columns. The rows left at
  * the end go in one block of up to 3 vectors (by 4 columns) rather than leaving a thin
  * 1-vector block. A with unit-stride rows is read in place; other A is copied one block of
- * at most 2 vectors at a time into `pack` (16 KiB for AVX2 f64, 32 KiB with AVX-512, as
- * before). With rsc 1, alpha 1 and beta 0 or 1 the accumulators go to C from the
- * registers; any other alpha, beta or rsc spills the block to the stack (at most 1.5 KiB)
- * and one out-of-line loop writes it.
+ * at most 2 vectors at a time into `pack` (16 KiB for f64). With rsc 1, alpha 1 and beta 0 or 1 the
+ * accumulators go to C from the registers; any other alpha, beta or rsc spills the block to the
+ * stack (at most 1.5 KiB) and one out-of-line loop writes it.
  *
  * Why (measured on Zen 2, AVX2 f64, hot operands, alpha 1, beta 0, against libxsmm 1.17's
  * JIT kernel, which was 1.2-2.2x faster than the kernel before this one). That kernel's
@@ -43,8 +44,8 @@
  * choice by alignment. Unrolling k (gcc then ran out of registers and spilled) and one
  * call per block (a vzeroupper at every return) measured slower.
  *
- * With AVX-512F the vectors are 512 bits, with AVX2+FMA 256, else a portable scalar loop
- * runs. Pure core: never fails, allocates nothing; k is at most TL__SMALL_GEMM_MAX_K. */
+ * Without AVX2+FMA a portable scalar loop runs. Pure core: never fails, allocates nothing; k is at
+ * most TL__SMALL_GEMM_MAX_K. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <stdatomic.h>
@@ -361,21 +362,101 @@ enum { TL__SG_STORE, TL__SG_ADD, TL__SG_SPILLED };
   _mm256_cmpgt_epi64(_mm256_set1_epi64x(r), _mm256_setr_epi64x(0, 1, 2, 3))
 #define TL__SG_MASK_PS256(r) \
   _mm256_cmpgt_epi32(_mm256_set1_epi32(r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
-#define TL__SG_MASK8(r) ((__mmask8)((1u << (r)) - 1u))
-#define TL__SG_MASK16(r) ((__mmask16)((1u << (r)) - 1u))
-#define TL__SG_MLOAD512_PD(p, mk) _mm512_maskz_loadu_pd(mk, p)
-#define TL__SG_MLOAD512_PS(p, mk) _mm512_maskz_loadu_ps(mk, p)
-#define TL__SG_MSTORE512_PD(p, mk, v) _mm512_mask_storeu_pd(p, mk, v)
-#define TL__SG_MSTORE512_PS(p, mk, v) _mm512_mask_storeu_ps(p, mk, v)
 
-TL__SMALL_GEMM_SIMD(dgemm_avx512, 0, tl__sg_dargs, double, "avx512f", __m512d, 8, __mmask8,
-                    TL__SG_MASK8, _mm512_setzero_pd, _mm512_loadu_pd, TL__SG_MLOAD512_PD,
-                    _mm512_storeu_pd, TL__SG_MSTORE512_PD, _mm512_set1_pd, _mm512_fmadd_pd,
-                    _mm512_mul_pd, _mm512_add_pd)
-TL__SMALL_GEMM_SIMD(sgemm_avx512, 0, tl__sg_sargs, float, "avx512f", __m512, 16, __mmask16,
-                    TL__SG_MASK16, _mm512_setzero_ps, _mm512_loadu_ps, TL__SG_MLOAD512_PS,
-                    _mm512_storeu_ps, TL__SG_MSTORE512_PS, _mm512_set1_ps, _mm512_fmadd_ps,
-                    _mm512_mul_ps, _mm512_add_ps)
+/* One k step for column q of the register block: broadcast B's entry, two FMAs. */
+#define TL__SG_STEP(q, SET1, FMA)    \
+  s = SET1(bq[q][o]);                \
+  acc[q][0] = FMA(a0, s, acc[q][0]); \
+  acc[q][1] = FMA(a1, s, acc[q][1]);
+
+/* The same for a block of at most one vector of rows (the second vector stays zero). */
+#define TL__SG_HALF(q, SET1, FMA) acc[q][0] = FMA(a0, SET1(bq[q][o]), acc[q][0]);
+
+/* The AVX-512 kernel, one instance per element type: MB rows = 2 vectors of LANES, COLS
+ * columns, 2 x COLS accumulators (kept as it was measured and tested on an AVX-512 machine;
+ * the scheme above was tuned and tested on AVX2 only, and no AVX-512 CPU was at hand to
+ * test it there). A full block of unit-stride rows is read from A in place; a partial
+ * or strided one is first copied into `pack` (zero-padded). */
+#define TL__SMALL_GEMM_WIDE(NAME, T, TARGET, VT, LANES, SETZERO, LOADU, STOREU, SET1, FMA, ADD)   \
+  __attribute__((target(TARGET))) static void NAME(                                               \
+      int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa, int64_t csa, const T *b, \
+      int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc, int64_t csc) {                         \
+    enum { MB = 2 * (LANES) };                                                                    \
+    _Alignas(64) T pack[TL__SMALL_GEMM_MAX_K * MB];                                               \
+    _Alignas(64) T out[COLS][MB];                                                                 \
+    const int direct = alpha == (T)1 && (beta == (T)0 || beta == (T)1) && rsc == 1;               \
+    for (int64_t i0 = 0; i0 < m; i0 += MB) {                                                      \
+      const int64_t mr = m - i0 < MB ? m - i0 : MB;                                               \
+      const T *ablock = a + i0 * rsa;                                                             \
+      int64_t astep = csa;                                                                        \
+      if (rsa != 1 || (mr < MB && mr != (LANES))) {                                               \
+        for (int64_t p = 0; p < k; p++) {                                                         \
+          const T *src = ablock + p * csa;                                                        \
+          T *dst = pack + p * MB;                                                                 \
+          for (int64_t i = 0; i < mr; i++) dst[i] = src[i * rsa];                                 \
+          for (int64_t i = mr; i < MB; i++) dst[i] = (T)0;                                        \
+        }                                                                                         \
+        ablock = pack;                                                                            \
+        astep = MB;                                                                               \
+      }                                                                                           \
+      for (int64_t j0 = 0; j0 < n; j0 += COLS) {                                                  \
+        const int64_t nr = n - j0 < COLS ? n - j0 : COLS;                                         \
+        const T *bq[COLS];                                                                        \
+        VT acc[COLS][2];                                                                          \
+        for (int q = 0; q < COLS; q++) {                                                          \
+          bq[q] = b + (j0 + (q < nr ? q : 0)) * csb;                                              \
+          acc[q][0] = SETZERO(), acc[q][1] = SETZERO();                                           \
+        }                                                                                         \
+        const T *ap = ablock;                                                                     \
+        if (mr <= (LANES)) {                                                                      \
+          for (int64_t p = 0; p < k; p++, ap += astep) {                                          \
+            VT a0 = LOADU(ap);                                                                    \
+            int64_t o = p * rsb;                                                                  \
+            TL__SG_HALF(0, SET1, FMA)                                                             \
+            TL__SG_HALF(1, SET1, FMA)                                                             \
+            TL__SG_HALF(2, SET1, FMA)                                                             \
+            TL__SG_HALF(3, SET1, FMA) TL__SG_HALF(4, SET1, FMA) TL__SG_HALF(5, SET1, FMA)         \
+          }                                                                                       \
+        } else {                                                                                  \
+          for (int64_t p = 0; p < k; p++, ap += astep) {                                          \
+            VT a0 = LOADU(ap), a1 = LOADU(ap + (LANES)), s;                                       \
+            int64_t o = p * rsb;                                                                  \
+            TL__SG_STEP(0, SET1, FMA)                                                             \
+            TL__SG_STEP(1, SET1, FMA)                                                             \
+            TL__SG_STEP(2, SET1, FMA)                                                             \
+            TL__SG_STEP(3, SET1, FMA) TL__SG_STEP(4, SET1, FMA) TL__SG_STEP(5, SET1, FMA)         \
+          }                                                                                       \
+        }                                                                                         \
+        if (direct && mr == MB) {                                                                 \
+          for (int64_t j = 0; j < nr; j++) {                                                      \
+            T *col = c + i0 + (j0 + j) * csc;                                                     \
+            if (beta == (T)0) {                                                                   \
+              STOREU(col, acc[j][0]), STOREU(col + (LANES), acc[j][1]);                           \
+            } else {                                                                              \
+              STOREU(col, ADD(LOADU(col), acc[j][0]));                                            \
+              STOREU(col + (LANES), ADD(LOADU(col + (LANES)), acc[j][1]));                        \
+            }                                                                                     \
+          }                                                                                       \
+          continue;                                                                               \
+        }                                                                                         \
+        for (int q = 0; q < COLS; q++)                                                            \
+          STOREU(out[q], acc[q][0]), STOREU(out[q] + (LANES), acc[q][1]);                         \
+        for (int64_t j = 0; j < nr; j++) {                                                        \
+          T *col = c + i0 * rsc + (j0 + j) * csc;                                                 \
+          for (int64_t i = 0; i < mr; i++) {                                                      \
+            T v = alpha * out[j][i];                                                              \
+            col[i * rsc] = beta == (T)0 ? v : v + beta * col[i * rsc];                            \
+          }                                                                                       \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+TL__SMALL_GEMM_WIDE(dgemm_avx512, double, "avx512f", __m512d, 8, _mm512_setzero_pd, _mm512_loadu_pd,
+                    _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
+TL__SMALL_GEMM_WIDE(sgemm_avx512, float, "avx512f", __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps,
+                    _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+
 TL__SMALL_GEMM_SIMD(dgemm_avx2, 1, tl__sg_dargs, double, "avx2,fma", __m256d, 4, __m256i,
                     TL__SG_MASK_PD256, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_maskload_pd,
                     _mm256_storeu_pd, _mm256_maskstore_pd, _mm256_set1_pd, _mm256_fmadd_pd,
@@ -446,7 +527,7 @@ void tl__small_gemm_kernel(int isa, tl_dtype dtype, int64_t m, int64_t n, int64_
     if (isa == 1)
       dgemm_avx2(&x);
     else if (isa == 2)
-      dgemm_avx512(&x);
+      dgemm_avx512(m, n, k, alpha.re, a, rsa, csa, b, rsb, csb, beta.re, c, rsc, csc);
     else
       dgemm_plain(&x);
   } else {
@@ -456,7 +537,7 @@ void tl__small_gemm_kernel(int isa, tl_dtype dtype, int64_t m, int64_t n, int64_
     if (isa == 1)
       sgemm_avx2(&x);
     else if (isa == 2)
-      sgemm_avx512(&x);
+      sgemm_avx512(m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc);
     else
       sgemm_plain(&x);
   }
