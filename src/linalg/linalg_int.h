@@ -149,6 +149,18 @@ static inline int tl__la_dense(const tl_tensor *t, int64_t rows) {
   return t->shape[1] <= 1 || t->strides[1] == rows;
 }
 
+/* 1 when an `_into` route may factor in its output: a and every output (out2 may be NULL)
+ * are dense column-major of the rows given, and the injected LAPACK argument fault is off
+ * (the only failure left once the output is written, so a failing call still writes
+ * nothing). The in-place paths of tl_lu_into and tl_qr_into. */
+int tl__la_in_place(const tl_tensor *a, int64_t a_rows, const tl_tensor *out, int64_t out_rows,
+                    const tl_tensor *out2, int64_t out2_rows);
+/* Check dense column-major a (rows x cols) for non-finite values where it lies, then copy it
+ * into out's memory (dense column-major, the same shape), whose first element is returned in
+ * *base. Nothing is written when the check fails. */
+tl_status tl__la_copy_finite(const char *route, const char *name, const tl_tensor *a,
+                             const tl_tensor *out, char **base);
+
 /* A LAPACK info that is not zero, as TL_E_PROVIDER with the routine's name; when xerbla
  * recorded an argument error on this thread, the message names the routine that raised it
  * and the argument (and the record is taken). */

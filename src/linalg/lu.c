@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "base/fault.h"
 #include "linalg_int.h"
 
 /* Index of the first exact zero on the diagonal of the n x n column-major u, or -1. */
@@ -64,22 +63,14 @@ static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
       (!fresh && (status = tl__la_disjoint_ints(route, pivots, k, "pivots", lu, "lu")) != TL_OK))
     return status;
   lapack_int lda = tl__la_ld(m);
-  if (!fresh && k > 0 && tl__la_dense(lu, m) && tl__la_dense(a, m) &&
-      !tl__fault_armed(TL__FAULT_LAPACK_ARGUMENT)) {
-    /* In place in lu: a is checked where it lies, copied once into lu and factored there,
-     * without a scratch copy and a copy back. Nothing can fail once lu is written (the
-     * shapes are valid, and tenlane's getrf never fails), except the injected LAPACK
-     * argument fault, which therefore takes the scratch path below. */
+  if (!fresh && k > 0 && tl__la_in_place(a, m, lu, m, NULL, 0)) {
+    /* In place in lu: a checked where it lies, copied once into lu and factored there,
+     * without a scratch copy and a copy back (nothing fails once lu is written). */
     lapack_int *ipiv;
-    if ((status = tl__la_scratch(exec, k, sizeof(lapack_int), (void **)&ipiv)) != TL_OK)
+    char *lu_base;
+    if ((status = tl__la_scratch(exec, k, sizeof(lapack_int), (void **)&ipiv)) != TL_OK ||
+        (status = tl__la_copy_finite(route, "a", a, lu, &lu_base)) != TL_OK)
       return status;
-    size_t esize = tl_dtype_size(dtype);
-    const char *a_base = (const char *)a->data + a->offset * (int64_t)esize;
-    int64_t a_ld = n > 1 ? a->strides[1] : m;
-    if ((status = tl__la_finite(route, "a", dtype, a_base, a_ld, m, n, 'A', 0, 0)) != TL_OK)
-      return status;
-    char *lu_base = (char *)lu->data + lu->offset * (int64_t)esize;
-    tl__la_gather(a, lu_base, lda);
     lapack_int info = tl__lapack_getrf(dtype, (lapack_int)m, (lapack_int)n, lu_base, lda, ipiv);
     if (info < 0) return tl__la_provider_fail(route, "getrf", info);
     for (int64_t i = 0; i < k; i++) pivots[i] = (int64_t)ipiv[i] - 1;

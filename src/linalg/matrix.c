@@ -11,6 +11,7 @@
 
 #include "base/base.h"
 #include "kernels/kernels.h"
+#include "base/fault.h"
 #include "linalg_int.h"
 
 TL__HOT_FILE /* the finiteness scan of every input (all_finite) vectorizes at O3 */
@@ -280,6 +281,26 @@ tl_status tl__la_gather_finite(const char *route, const char *name, const tl_ten
   tl__la_gather(t, buf, ld);
   int64_t rows = t->shape[0], cols = t->rank == 2 ? t->shape[1] : 1;
   return tl__la_finite(route, name, t->dtype, buf, ld, rows, cols, 'A', 0, t->rank == 1);
+}
+
+int tl__la_in_place(const tl_tensor *a, int64_t a_rows, const tl_tensor *out, int64_t out_rows,
+                    const tl_tensor *out2, int64_t out2_rows) {
+  return tl__la_dense(a, a_rows) && tl__la_dense(out, out_rows) &&
+         (out2 == NULL || tl__la_dense(out2, out2_rows)) &&
+         !tl__fault_armed(TL__FAULT_LAPACK_ARGUMENT);
+}
+
+tl_status tl__la_copy_finite(const char *route, const char *name, const tl_tensor *a,
+                             const tl_tensor *out, char **base) {
+  size_t esize = tl_dtype_size(a->dtype);
+  int64_t rows = a->shape[0], cols = a->shape[1];
+  lapack_int ld = tl__la_ld(rows);
+  const char *a_base = (const char *)a->data + a->offset * (int64_t)esize;
+  tl_status status = tl__la_finite(route, name, a->dtype, a_base, ld, rows, cols, 'A', 0, 0);
+  if (status != TL_OK) return status;
+  *base = (char *)out->data + out->offset * (int64_t)esize;
+  tl__la_gather(a, *base, ld);
+  return TL_OK;
 }
 
 tl_status tl__la_disjoint_ints(const char *route, const int64_t *out, int64_t count,

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "base/fault.h"
 #include "linalg_int.h"
 
 /* Copy the upper trapezoid of the first `rows` rows of a (lda) into r (rows x n, ld rows),
@@ -92,9 +91,12 @@ static tl_status qr_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
   char *work_a = NULL, *tau = NULL, *r_buf = NULL;
   void *work = NULL;
   lapack_int lwork = 0;
-  if ((status = tl__la_scratch(exec, (int64_t)lda * n, esize, (void **)&work_a)) != TL_OK ||
-      (status = tl__la_scratch(exec, k, esize, (void **)&tau)) != TL_OK ||
-      (status = tl__la_scratch(exec, k * n, esize, (void **)&r_buf)) != TL_OK) {
+  /* Q has a's shape when m >= n: then tl_qr_into may factor in q itself (two copies fewer). */
+  const int in_place = !fresh && k > 0 && m >= n && tl__la_in_place(a, m, q, m, r, k);
+  if ((status = tl__la_scratch(exec, k, esize, (void **)&tau)) != TL_OK ||
+      (!in_place &&
+       ((status = tl__la_scratch(exec, (int64_t)lda * n, esize, (void **)&work_a)) != TL_OK ||
+        (status = tl__la_scratch(exec, k * n, esize, (void **)&r_buf)) != TL_OK))) {
     return status;
   }
   if (k > 0) {
@@ -103,17 +105,11 @@ static tl_status qr_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
     if (info != 0) return tl__la_provider_fail(route, "geqrf (query)", info);
     status = workspace(exec, route, dtype, first, (lapack_int)m, (lapack_int)k, &work, &lwork);
     if (status != TL_OK) return status;
-    if (!fresh && m >= n && tl__la_dense(q, m) && tl__la_dense(r, k) && tl__la_dense(a, m) &&
-        !tl__fault_armed(TL__FAULT_LAPACK_ARGUMENT)) {
-      /* Q has a's shape: factor in q itself. a is checked where it lies, copied into q,
-       * factored there, R copied out, Q formed in place: two copies fewer than through
-       * scratch. Nothing fails once q is written (valid shapes, workspace from the
-       * queries) but the injected LAPACK argument fault, which takes the path below. */
-      const char *a_base = (const char *)a->data + a->offset * (int64_t)esize;
-      if ((status = tl__la_finite(route, "a", dtype, a_base, lda, m, n, 'A', 0, 0)) != TL_OK)
-        return status;
-      char *q_base = (char *)q->data + q->offset * (int64_t)esize;
-      tl__la_gather(a, q_base, lda);
+    if (in_place) {
+      /* a checked where it lies and copied into q, factored there, R copied out, Q formed
+       * in place; nothing fails once q is written. */
+      char *q_base;
+      if ((status = tl__la_copy_finite(route, "a", a, q, &q_base)) != TL_OK) return status;
       info = tl__lapack_geqrf(dtype, (lapack_int)m, (lapack_int)n, q_base, lda, tau, work, lwork);
       if (info != 0) return tl__la_provider_fail(route, "geqrf", info);
       take_r(esize, q_base, lda, k, n, (char *)r->data + r->offset * (int64_t)esize);
