@@ -74,7 +74,7 @@ tl__row_fn tl__ew_fill_kernel(tl_dtype dtype);                 /* p0 = alpha */
  * loop axis 0, S the source's from its dense axis; each whole axes plus a range of the last
  * (d_len, s_len elements of it per tile); rows/cols elements per full tile. */
 #define TL__PERMUTE_GROUP_COLS 512 /* 2048 bytes of 4-byte elements */
-#define TL__PERMUTE_GROUP_ROWS 128 /* 512 bytes of 4-byte elements */
+#define TL__PERMUTE_GROUP_ROWS 64  /* 256 bytes of 4-byte elements */
 typedef struct tl__permute_group {
   int nd, ns, n_other;
   int d_axes[TL_MAX_RANK], s_axes[TL_MAX_RANK], other_axes[TL_MAX_RANK];
@@ -93,6 +93,7 @@ typedef struct tl__permute_plan {
   int64_t tile1;  /* tile extent along src_axis (elements) */
   int64_t blocks; /* independent work blocks: tiles0 * tiles1 * other rows */
   int stream;     /* 1: streaming (non-temporal) stores for a large aligned output */
+  int align64;    /* 1: every destination micro-tile row starts on a 64-byte boundary */
   int grouped;    /* 1: tiles over axis groups (tiled too) */
   tl__permute_group group;
 } tl__permute_plan;
@@ -100,12 +101,18 @@ typedef struct tl__permute_plan {
 void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const tl_tensor *src);
 /* Run blocks [begin, end) of the plan. */
 void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end);
+/* The instruction set the permute micro-kernels use: the best this CPU has, capped by
+ * tl__permute_isa_cap (tests lower the cap to run every kernel on one machine; set it
+ * only while no permute runs). */
+enum { TL__ISA_PORTABLE = 0, TL__ISA_AVX2 = 1, TL__ISA_AVX512 = 2 };
+int tl__permute_isa(void);
+extern int tl__permute_isa_cap;
 /* The grouped path (permute_group.c), for plan_make and run: set up plan->group and
  * plan->blocks and return 1 when the dense axes are short and a group reaches past one
- * axis, else 0 (plan untouched but for group); run blocks [begin, end) with the AVX2
- * kernels when avx2. */
+ * axis, else 0 (plan untouched but for group); run blocks [begin, end) with the kernels
+ * of instruction set `isa` (TL__ISA_*). */
 int tl__permute_group_plan(tl__permute_plan *plan);
-void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t end, int avx2);
+void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t end, int isa);
 /* Transpose one r x c tile of elements of `esize` bytes: dst(j, i) = src(i, j), where
  * src(i, j) = src + (i + j * ss) * esize and dst(j, i) = dst + (j + i * ds) * esize. */
 void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, int64_t ss, char *dst,

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "transpose512.h"
 
 TL__HOT_FILE
 
@@ -24,8 +25,8 @@ TL__HOT_FILE
 #include <immintrin.h>
 #endif
 
-#define TILE0_BYTES 2048 /* tile extent along the destination's dense axis */
-#define TILE1_BYTES 512  /* tile extent along the source's dense axis */
+#define TILE0_BYTES 4096 /* tile extent along the destination's dense axis */
+#define TILE1_BYTES 256  /* tile extent along the source's dense axis */
 
 /* ---- portable micro-kernels: dst(j, i) = src(i, j) ------------------------------------ */
 
@@ -130,71 +131,113 @@ TL__T2X2_C(t2x2_c_nt, _mm256_stream_pd)
 
 /* Generic line-by-line driver: L x L micro-tiles made of B x B blocks. T is the element
  * type in units the block kernel indexes (double for 16-byte elements: 2 units each). */
-#define TL__TILE_AVX2(NAME, T, L, B, BLOCK, UNITS, SCALAR)                                      \
-  __attribute__((target("avx2"))) static void NAME(int64_t r, int64_t c, const char *src_bytes, \
-                                                   int64_t ss, char *dst_bytes, int64_t ds) {   \
-    const T *src = (const T *)src_bytes;                                                        \
-    T *dst = (T *)dst_bytes;                                                                    \
-    const int64_t uss = ss * (UNITS), uds = ds * (UNITS);                                       \
-    const int64_t r_full = r / (L) * (L), c_full = c / (L) * (L);                               \
-    for (int64_t j = 0; j < c_full; j += (L)) {                                                 \
-      const T *s_row = src + j * uss;                                                           \
-      T *d_col = dst + j * (UNITS);                                                             \
-      for (int64_t i = 0; i < r_full; i += (L)) {                                               \
-        const T *s = s_row + i * (UNITS);                                                       \
-        T *d = d_col + i * uds;                                                                 \
-        for (int64_t bj = 0; bj < (L); bj += (B))                                               \
-          for (int64_t bi = 0; bi < (L); bi += (B))                                             \
-            BLOCK(s + bi * (UNITS) + bj * uss, uss, d + bj * (UNITS) + bi * uds, uds);          \
-      }                                                                                         \
-      if (r_full < r)                                                                           \
-        SCALAR(r - r_full, (L), (const char *)(s_row + r_full * (UNITS)), ss,                   \
-               (char *)(d_col + r_full * uds), ds);                                             \
-    }                                                                                           \
-    if (c_full < c)                                                                             \
-      SCALAR(r, c - c_full, (const char *)(src + c_full * uss), ss,                             \
-             (char *)(dst + c_full * (UNITS)), ds);                                             \
+#define TL__TILE_SIMD(NAME, ISA, T, L, B, BLOCK, UNITS, SCALAR)                              \
+  __attribute__((target(ISA))) static void NAME(int64_t r, int64_t c, const char *src_bytes, \
+                                                int64_t ss, char *dst_bytes, int64_t ds) {   \
+    const T *src = (const T *)src_bytes;                                                     \
+    T *dst = (T *)dst_bytes;                                                                 \
+    const int64_t uss = ss * (UNITS), uds = ds * (UNITS);                                    \
+    const int64_t r_full = r / (L) * (L), c_full = c / (L) * (L);                            \
+    for (int64_t j = 0; j < c_full; j += (L)) {                                              \
+      const T *s_row = src + j * uss;                                                        \
+      T *d_col = dst + j * (UNITS);                                                          \
+      for (int64_t i = 0; i < r_full; i += (L)) {                                            \
+        const T *s = s_row + i * (UNITS);                                                    \
+        T *d = d_col + i * uds;                                                              \
+        for (int64_t bi = 0; bi < (L); bi += (B))                                            \
+          for (int64_t bj = 0; bj < (L); bj += (B))                                          \
+            BLOCK(s + bi * (UNITS) + bj * uss, uss, d + bj * (UNITS) + bi * uds, uds);       \
+      }                                                                                      \
+      if (r_full < r)                                                                        \
+        SCALAR(r - r_full, (L), (const char *)(s_row + r_full * (UNITS)), ss,                \
+               (char *)(d_col + r_full * uds), ds);                                          \
+    }                                                                                        \
+    if (c_full < c)                                                                          \
+      SCALAR(r, c - c_full, (const char *)(src + c_full * uss), ss,                          \
+             (char *)(dst + c_full * (UNITS)), ds);                                          \
   }
 
-TL__TILE_AVX2(tile8_avx2, double, 8, 4, t4x4_pd, 1, tile_scalar8)
-TL__TILE_AVX2(tile4_avx2, float, 16, 8, t8x8_ps, 1, tile_scalar4)
-TL__TILE_AVX2(tile16_avx2, double, 4, 2, t2x2_c, 2, tile_scalar16)
+/* AVX-512: a micro-tile is one block, each destination line written by one store. */
+#define TL__T8X8_PD512(NAME, STORE)                                          \
+  __attribute__((target("avx512f"), always_inline)) static inline void NAME( \
+      const double *s, int64_t ss, double *d, int64_t ds) {                  \
+    __m512d r[8];                                                            \
+    for (int q = 0; q < 8; q++) r[q] = _mm512_loadu_pd(s + q * ss);          \
+    tl__transpose8x8_pd512(r);                                               \
+    for (int q = 0; q < 8; q++) STORE(d + q * ds, r[q]);                     \
+  }
+TL__T8X8_PD512(t8x8_pd512, _mm512_storeu_pd)
+TL__T8X8_PD512(t8x8_pd512_nt, _mm512_stream_pd) /* d 64-byte aligned */
+
+#define TL__T4X4_C512(NAME, STORE)                                           \
+  __attribute__((target("avx512f"), always_inline)) static inline void NAME( \
+      const double *s, int64_t ss2, double *d, int64_t ds2) {                \
+    __m512d r[4];                                                            \
+    for (int q = 0; q < 4; q++) r[q] = _mm512_loadu_pd(s + q * ss2);         \
+    tl__transpose4x4_c512(r);                                                \
+    for (int q = 0; q < 4; q++) STORE(d + q * ds2, r[q]);                    \
+  }
+TL__T4X4_C512(t4x4_c512, _mm512_storeu_pd)
+TL__T4X4_C512(t4x4_c512_nt, _mm512_stream_pd) /* d 64-byte aligned */
+
+TL__TILE_SIMD(tile8_avx2, "avx2", double, 8, 4, t4x4_pd, 1, tile_scalar8)
+TL__TILE_SIMD(tile4_avx2, "avx2", float, 16, 8, t8x8_ps, 1, tile_scalar4)
+TL__TILE_SIMD(tile16_avx2, "avx2", double, 4, 2, t2x2_c, 2, tile_scalar16)
 /* Streaming-store variants for large copies whose destination rows are 32-byte aligned:
  * whole lines go straight to memory (no read for ownership, no eviction traffic through
  * the cache sets a power-of-two stride piles its rows into). */
-TL__TILE_AVX2(tile8_avx2_nt, double, 8, 4, t4x4_pd_nt, 1, tile_scalar8)
-TL__TILE_AVX2(tile16_avx2_nt, double, 4, 2, t2x2_c_nt, 2, tile_scalar16)
+TL__TILE_SIMD(tile8_avx2_nt, "avx2", double, 8, 4, t4x4_pd_nt, 1, tile_scalar8)
+TL__TILE_SIMD(tile16_avx2_nt, "avx2", double, 4, 2, t2x2_c_nt, 2, tile_scalar16)
+TL__TILE_SIMD(tile8_avx512, "avx512f", double, 8, 8, t8x8_pd512, 1, tile_scalar8)
+TL__TILE_SIMD(tile16_avx512, "avx512f", double, 4, 4, t4x4_c512, 2, tile_scalar16)
+TL__TILE_SIMD(tile8_avx512_nt, "avx512f", double, 8, 8, t8x8_pd512_nt, 1, tile_scalar8)
+TL__TILE_SIMD(tile16_avx512_nt, "avx512f", double, 4, 4, t4x4_c512_nt, 2, tile_scalar16)
 #endif
 
 typedef void (*tile_fn)(int64_t r, int64_t c, const char *src, int64_t ss, char *dst, int64_t ds);
 
-static tile_fn tile_kernel_nt(int64_t esize) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (esize == 8) return tile8_avx2_nt;
-  if (esize == 16) return tile16_avx2_nt;
-#endif
-  (void)esize;
-  return NULL;
-}
-
-static int have_avx2(void) {
+int tl__permute_isa(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
   static atomic_int cached = -1; /* benign race: every thread computes the same value */
   int value = atomic_load_explicit(&cached, memory_order_relaxed);
   if (value < 0) {
     __builtin_cpu_init();
-    value = __builtin_cpu_supports("avx2") ? 1 : 0;
+    value = __builtin_cpu_supports("avx512f") ? TL__ISA_AVX512
+            : __builtin_cpu_supports("avx2")  ? TL__ISA_AVX2
+                                              : TL__ISA_PORTABLE;
     atomic_store_explicit(&cached, value, memory_order_relaxed);
   }
-  return value;
+  return value < tl__permute_isa_cap ? value : tl__permute_isa_cap;
 #else
-  return 0;
+  return TL__ISA_PORTABLE;
 #endif
+}
+
+int tl__permute_isa_cap = TL__ISA_AVX512;
+
+static int have_avx2(void) { return tl__permute_isa() >= TL__ISA_AVX2; }
+
+/* Streaming kernels, for 8- and 16-byte elements; `align64`: every destination row of a
+ * micro-tile starts on a 64-byte boundary (the AVX-512 stores need it; AVX2's need 32). */
+static tile_fn tile_kernel_nt(int64_t esize, int align64) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (tl__permute_isa() >= TL__ISA_AVX512 && align64) {
+    if (esize == 8) return tile8_avx512_nt;
+    if (esize == 16) return tile16_avx512_nt;
+  }
+  if (esize == 8) return tile8_avx2_nt;
+  if (esize == 16) return tile16_avx2_nt;
+#endif
+  (void)esize;
+  (void)align64;
+  return NULL;
 }
 
 static tile_fn tile_kernel(int64_t esize) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (have_avx2()) return esize == 4 ? tile4_avx2 : esize == 8 ? tile8_avx2 : tile16_avx2;
+  int isa = tl__permute_isa();
+  if (isa >= TL__ISA_AVX512 && esize != 4) return esize == 8 ? tile8_avx512 : tile16_avx512;
+  if (isa >= TL__ISA_AVX2) return esize == 4 ? tile4_avx2 : esize == 8 ? tile8_avx2 : tile16_avx2;
 #endif
   return esize == 4 ? tile_scalar4 : esize == 8 ? tile_scalar8 : tile_scalar16;
 }
@@ -219,6 +262,16 @@ static void tile_general(int64_t esize, int64_t r, int64_t c, const char *src, i
 }
 
 /* ---- the plan -------------------------------------------------------------------------- */
+
+/* 1 when the destination's base and its step along every loop axis but the dense one
+ * (axis 0) are multiples of `bytes`: then every micro-tile row starts aligned, since tiles
+ * and micro-tiles start at multiples of 64 bytes along the dense axis. */
+static int dst_rows_aligned(const tl__loop *loop, int64_t bytes) {
+  if ((uintptr_t)loop->base[0] % (uintptr_t)bytes != 0) return 0;
+  for (int k = 1; k < loop->rank; k++)
+    if ((loop->strides[0][k] * loop->esize[0]) % bytes != 0) return 0;
+  return 1;
+}
 
 void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const tl_tensor *src) {
   const tl_tensor *ts[2] = {dst, src};
@@ -250,10 +303,11 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
    * one stopped, so the hardware's stream prefetchers keep running on them, and each
    * destination row gets TILE0_BYTES written in one go. Measured on 2-D f64 transposes
    * (2 threads, against a copy of the same bytes): 8192^2 from 0.53 to 0.81, 8200^2 from
-   * 0.75 to 0.90, over square 512-byte tiles walked across the rows. TILE1_BYTES went from
-   * 256 to 512 later: alternating the two in one process (medians of 9, three runs, noisy
-   * machine), 512 was 1.15x on 3-D (2,1,0), 1.05x on 8192^2 and 0.94-1.30x on the other
-   * 3-D orders; 1024 and software prefetching of the next tile were worse. */
+   * 0.75 to 0.90, over square 512-byte tiles walked across the rows. With the AVX-512
+   * kernels (one store per destination line) 4096 x 256 bytes beat the AVX2-era 2048 x 512
+   * on Zen 5 (medians of 15, against a copy: 8192^2 0.82 -> 0.82-0.89, 3-D (2,0,1)
+   * 0.73-0.75 -> 0.88, (1,2,0) 0.76-0.80 -> 0.86-1.03 in the quieter runs); wider source
+   * extents (1024 bytes) were 0.4-0.55 of a copy, narrower (64-128) worse on 8192^2. */
   const int64_t es = loop->esize[0];
   plan->tile0 = TILE0_BYTES / es;
   plan->tile1 = TILE1_BYTES / es;
@@ -263,14 +317,15 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
   for (int k = 1; k < loop->rank; k++)
     if (k != p) other *= loop->shape[k];
   plan->blocks = plan->tiles0 * plan->tiles1 * other;
-  /* Stream the stores when the output is bigger than the caches would keep anyway, the
-   * destination rows along the source-dense axis stay 32-byte aligned, and the CPU has
-   * AVX2 (the streaming kernels are AVX2). */
+  /* Stream the stores when the output is bigger than the caches would keep anyway, every
+   * destination micro-tile row is 32-byte aligned (64 for the AVX-512 kernels), and the CPU
+   * has AVX2. A streaming store to an unaligned address faults: the base and the step along
+   * every axis but the dense one must be aligned, not only the step along the source's
+   * dense axis (a 1001 x 4 x 700 transpose used to crash here). */
   int64_t out_bytes = loop->rows * loop->inner * loop->esize[0];
-  uintptr_t base = (uintptr_t)loop->base[0];
-  plan->stream = out_bytes >= ((int64_t)16 << 20) && tile_kernel(loop->esize[0]) != NULL &&
-                 tile_kernel_nt(loop->esize[0]) != NULL && loop->strides[0][0] == 1 &&
-                 base % 32 == 0 && (loop->strides[0][p] * loop->esize[0]) % 32 == 0 && have_avx2();
+  plan->stream = out_bytes >= ((int64_t)16 << 20) && tile_kernel_nt(loop->esize[0], 0) != NULL &&
+                 loop->strides[0][0] == 1 && dst_rows_aligned(loop, 32) && have_avx2();
+  plan->align64 = dst_rows_aligned(loop, 64);
   plan->grouped = tl__permute_group_plan(plan);
 }
 
@@ -349,9 +404,9 @@ void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end) {
   const int64_t d0 = loop->strides[0][0], s0 = loop->strides[1][0];
   const int64_t dp = loop->strides[0][p], sp = loop->strides[1][p];
   const int fast = d0 == 1 && sp == 1;
-  tile_fn kernel = plan->stream ? tile_kernel_nt(es) : tile_kernel(es);
+  tile_fn kernel = plan->stream ? tile_kernel_nt(es, plan->align64) : tile_kernel(es);
   if (plan->grouped) {
-    tl__permute_group_run(plan, begin, end, have_avx2());
+    tl__permute_group_run(plan, begin, end, tl__permute_isa());
     begin = end;
   }
   for (int64_t block = begin; block < end; block++) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "transpose512.h"
 
 TL__HOT_FILE
 
@@ -26,9 +27,12 @@ TL__HOT_FILE
 #endif
 
 #define GROUP_D_BYTES 2048 /* contiguous destination per tile row */
-#define GROUP_S_BYTES 512  /* contiguous source per tile column */
-/* 512 rather than 256: alternated in one process on 16^6 (5,3,1,4,2,0), medians of 11,
- * three runs: 1.12x, 1.20x, 1.00x; 128 was 0.66-0.70x, halving GROUP_D_BYTES no better. */
+#define GROUP_S_BYTES 256  /* contiguous source per tile column */
+/* 512 had beaten 256 with the AVX2 kernels' earlier block order (alternated in one process
+ * on 16^6 (5,3,1,4,2,0), medians of 11: 1.12x, 1.20x, 1.00x). After the blocks were
+ * reordered and the AVX-512 kernels added, 256 beat 512 and 128 in the same probe on Zen 5
+ * (medians of 15 against a copy, three runs each): AVX-512 1.00/1.10/0.68 against
+ * 0.67/0.72/0.51, AVX2 0.57-0.77 against 0.47-0.52. */
 
 /* Grow a group from `first`: whole axes while the chain stays contiguous in operand `op`
  * and under `cap_bytes`, then a range of the next. Fills axes/count/len; returns the
@@ -103,17 +107,10 @@ int tl__permute_group_plan(tl__permute_plan *plan) {
   offsets(loop, 1, g->d_axes, g->nd, g->cols, g->col_off);
   offsets(loop, 0, g->s_axes, g->ns, g->rows, g->row_off);
   plan->blocks = g->s_tiles * g->d_tiles * other;
-  /* Streaming stores need every micro-tile row 32-byte aligned: tile starts along D and
-   * every other axis's destination step a multiple of 32 bytes. */
-  if (plan->stream) {
-    plan->stream = (g->cols * es) % 32 == 0;
-    for (int k = 0; k < loop->rank; k++)
-      if (k != d_last && (loop->strides[0][k] * es) % 32 != 0) {
-        int in_d = 0;
-        for (int j = 0; j < g->nd; j++) in_d |= g->d_axes[j] == k;
-        if (!in_d) plan->stream = 0;
-      }
-  }
+  /* Streaming stores need every micro-tile row 32-byte aligned (AVX2), or 64 (AVX-512):
+   * plan_make checked the base and every destination step; here the tile starts along D. */
+  plan->stream = plan->stream && (g->cols * es) % 32 == 0;
+  plan->align64 = plan->stream && plan->align64 && (g->cols * es) % 64 == 0;
   return 1;
 }
 
@@ -194,9 +191,34 @@ TL__G4X4(g4x4_nt, _mm256_stream_pd)
   }
 TL__GROUP8_AVX2(group8_avx2, g4x4)
 TL__GROUP8_AVX2(group8_avx2_nt, g4x4_nt)
+
+/* AVX-512: one 8 x 8 block per micro-tile, each destination line one store (the
+ * streaming variant needs every d[q] 64-byte aligned). */
+#define TL__GROUP8_AVX512(NAME, STORE)                                                            \
+  __attribute__((target("avx512f"))) static void NAME(                                            \
+      int64_t rows, int64_t cols, const char *src_bytes, const int64_t *col_off, char *dst_bytes, \
+      const int64_t *row_off) {                                                                   \
+    const double *src = (const double *)src_bytes;                                                \
+    double *dst = (double *)dst_bytes;                                                            \
+    const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;                                           \
+    for (int64_t c = 0; c < cf; c += 8) {                                                         \
+      const double *s[8];                                                                         \
+      for (int q = 0; q < 8; q++) s[q] = src + col_off[c + q];                                    \
+      for (int64_t r = 0; r < rf; r += 8) {                                                       \
+        __m512d x[8];                                                                             \
+        for (int q = 0; q < 8; q++) x[q] = _mm512_loadu_pd(s[q] + r);                             \
+        tl__transpose8x8_pd512(x);                                                                \
+        for (int q = 0; q < 8; q++) STORE(dst + row_off[r + q] + c, x[q]);                        \
+      }                                                                                           \
+    }                                                                                             \
+    if (rf < rows) group_scalar8(rf, rows, 0, cols, src_bytes, col_off, dst_bytes, row_off);      \
+    if (cf < cols) group_scalar8(0, rf, cf, cols, src_bytes, col_off, dst_bytes, row_off);        \
+  }
+TL__GROUP8_AVX512(group8_avx512, _mm512_storeu_pd)
+TL__GROUP8_AVX512(group8_avx512_nt, _mm512_stream_pd)
 #endif
 
-void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t end, int avx2) {
+void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t end, int isa) {
   const tl__loop *loop = &plan->loop;
   const tl__permute_group *g = &plan->group;
   const int64_t es = loop->esize[0];
@@ -222,7 +244,14 @@ void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t 
     d += (i0 * loop->strides[0][s_last] + j0 * loop->strides[0][d_last]) * es;
     int64_t rows = rows_per_unit * s_n, cols = cols_per_unit * d_n;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (avx2 && es == 8) {
+    if (isa >= TL__ISA_AVX512 && es == 8 && (!plan->stream || plan->align64)) {
+      if (plan->stream)
+        group8_avx512_nt(rows, cols, s, g->col_off, d, g->row_off);
+      else
+        group8_avx512(rows, cols, s, g->col_off, d, g->row_off);
+      continue;
+    }
+    if (isa >= TL__ISA_AVX2 && es == 8) {
       if (plan->stream)
         group8_avx2_nt(rows, cols, s, g->col_off, d, g->row_off);
       else
