@@ -11,6 +11,8 @@
  * the lowest failing item is raised (its class is the item's status, `item` its index);
  * an operand that cannot be read counts as its item failing. Batched operands must be
  * numpy arrays (wrap other buffers with numpy.asarray or tenlane.from_dlpack: no copy).
+ * A small einsum result whose shape the spec gives beforehand is computed into a kept
+ * block (blocks.c; each lane takes STASH at a time) instead of fresh memory.
  *
  * map(fn, n) runs Python callbacks on the lanes: each takes the GIL for its call, so they
  * run one at a time (bound by the GIL; useful for callbacks that release it themselves). */
@@ -21,12 +23,36 @@
 
 enum { JOB_EINSUM, JOB_SVD, JOB_QRCP, JOB_PYTHON };
 
+/* An einsum spec's labels, when its output shape can be read off the operands' shapes
+ * before the call: explicit "->", letters only (no "..."), at most TL_EINSUM_MAX_OPERANDS
+ * operands. Then a small result goes into a kept block (blocks.c) instead of fresh memory. */
+typedef struct spec_labels {
+  int ok;
+  int n_operands, out_rank;
+  char operand[TL_EINSUM_MAX_OPERANDS][TL_MAX_RANK + 1];
+  char out[TL_MAX_RANK + 1];
+} spec_labels;
+
+/* Blocks a lane took ahead, all of one size: a lane goes to the shared lists (and their
+ * lock) once per STASH results instead of once per result. */
+#define STASH 16
+typedef struct lane_stash {
+  size_t bytes;
+  int count;
+  void *block[STASH];
+} lane_stash;
+
 typedef struct lanes_job {
   int kind;
   const char *where;
   size_t items;
   PyObject *inputs; /* a tuple: per item a tuple of arrays (einsum) or one array */
   const char *spec;
+  spec_labels labels;
+  void **blocks;       /* einsum: the block an item's result lies in, or NULL */
+  size_t *block_bytes; /* the bytes it was taken for */
+  lane_stash *stash;   /* one per lane (lane_index < stashes) */
+  int stashes;
   tl_tensor *einsum_out;
   tlpy_svd_item *svd_out;
   tlpy_qrcp_item *qrcp_out;
@@ -62,7 +88,90 @@ static tl_status read_operand(lanes_job *job, size_t item, Py_ssize_t j, PyObjec
   return status;
 }
 
-static int einsum_item(tl_exec *exec, lanes_job *job, size_t item) {
+static void read_labels(const char *spec, spec_labels *l) {
+  memset(l, 0, sizeof *l);
+  int op = 0, k = 0, out = 0;
+  for (const char *c = spec; *c; c++) {
+    if (*c == ' ') continue;
+    if (*c == ',' && !out) {
+      if (++op >= TL_EINSUM_MAX_OPERANDS) return;
+      k = 0;
+    } else if (*c == '-' && c[1] == '>' && !out) {
+      out = 1, k = 0, c++;
+    } else if (((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')) && k < TL_MAX_RANK) {
+      if (out)
+        l->out[k++] = *c;
+      else
+        l->operand[op][k++] = *c;
+      if (out) l->out_rank = k;
+    } else {
+      return; /* "...", a second "->", too many axes: the plain call decides */
+    }
+  }
+  l->n_operands = op + 1;
+  l->ok = out;
+}
+
+/* The result's shape and bytes for these operands, when the labels allow it and every
+ * operand matches its labels and shares operand 0's dtype; 0 otherwise. An extent is the
+ * largest that label has among the operands (tl_einsum_into refuses a mismatch). */
+static int result_shape(const spec_labels *l, const tl_tensor *t, int n, int64_t *shape,
+                        size_t *bytes) {
+  if (!l->ok || n != l->n_operands) return 0;
+  for (int j = 0; j < n; j++)
+    if (t[j].dtype != t[0].dtype || (size_t)t[j].rank != strlen(l->operand[j])) return 0;
+  int64_t numel = 1;
+  for (int k = 0; k < l->out_rank; k++) {
+    shape[k] = -1;
+    for (int j = 0; j < n; j++)
+      for (int a = 0; a < t[j].rank; a++)
+        if (l->operand[j][a] == l->out[k] && t[j].shape[a] > shape[k]) shape[k] = t[j].shape[a];
+    if (shape[k] < 0) return 0;
+    numel *= shape[k];
+  }
+  *bytes = (size_t)numel * tl_dtype_size(t[0].dtype);
+  return *bytes > 0 && *bytes <= TLPY_BLOCK_MAX;
+}
+
+/* A block for `bytes` from the lane's stash, refilled (or emptied and refilled for another
+ * size) from the shared lists; NULL when memory is short. */
+static void *stash_take(lanes_job *job, int lane, size_t bytes) {
+  if (lane < 0 || lane >= job->stashes) return tlpy_block_take(bytes);
+  lane_stash *st = &job->stash[lane];
+  if (st->count > 0 && st->bytes != bytes) {
+    tlpy_block_give_many(st->bytes, st->block, st->count);
+    st->count = 0;
+  }
+  if (st->count == 0) {
+    st->bytes = bytes;
+    st->count = tlpy_block_take_many(bytes, st->block, STASH);
+  }
+  return st->count > 0 ? st->block[--st->count] : NULL;
+}
+
+/* einsum into a kept block; 0 when done, -1 when the plain call must run instead (no block,
+ * or tl_einsum_into refused: the plain call then says why, as a single call would). */
+static int einsum_in_block(tl_exec *exec, lanes_job *job, size_t item, int lane, int n,
+                           const tl_tensor *tensors, const tl_tensor *const *ptrs) {
+  int64_t shape[TL_MAX_RANK];
+  size_t bytes;
+  if (!result_shape(&job->labels, tensors, n, shape, &bytes)) return -1;
+  void *block = stash_take(job, lane, bytes);
+  tl_tensor out;
+  if (!block) return -1;
+  if (tl_tensor_wrap_row_major(tensors[0].dtype, job->labels.out_rank, shape, block, &out) ==
+          TL_OK &&
+      tl_einsum_into(exec, job->spec, n, ptrs, &out) == TL_OK) {
+    job->einsum_out[item] = out;
+    job->blocks[item] = block;
+    job->block_bytes[item] = bytes;
+    return 0;
+  }
+  tlpy_block_give(block, bytes);
+  return -1;
+}
+
+static int einsum_item(tl_exec *exec, lanes_job *job, size_t item, int lane) {
   PyObject *ops = PyTuple_GET_ITEM(job->inputs, (Py_ssize_t)item);
   Py_ssize_t n = PyTuple_GET_SIZE(ops);
   tl_tensor tensors[TL_EINSUM_MAX_OPERANDS];
@@ -82,6 +191,7 @@ static int einsum_item(tl_exec *exec, lanes_job *job, size_t item) {
     if (status != TL_OK) return (int)status;
     ptrs[j] = &tensors[j];
   }
+  if (einsum_in_block(exec, job, item, lane, (int)n, tensors, ptrs) == 0) return 0;
   return (int)tl_einsum(exec, job->spec, (int)n, ptrs, &job->einsum_out[item]);
 }
 
@@ -98,10 +208,10 @@ static int factor_item(tl_exec *exec, lanes_job *job, size_t item) {
 }
 
 static int run_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
-  (void)lane_index;
   lanes_job *job = arg;
   tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR); /* as the session's own surface */
-  return job->kind == JOB_EINSUM ? einsum_item(exec, job, item) : factor_item(exec, job, item);
+  return job->kind == JOB_EINSUM ? einsum_item(exec, job, item, lane_index)
+                                 : factor_item(exec, job, item);
 }
 
 static void job_free(lanes_job *job) {
@@ -118,7 +228,13 @@ static void job_free(lanes_job *job) {
     }
     if (job->perms) PyMem_RawFree(job->perms[i]);
     if (job->read_fail) PyMem_RawFree(job->read_fail[i]);
+    if (job->blocks) tlpy_block_give(job->blocks[i], job->block_bytes[i]); /* unpublished */
   }
+  for (int l = 0; l < job->stashes; l++)
+    tlpy_block_give_many(job->stash[l].bytes, job->stash[l].block, job->stash[l].count);
+  PyMem_Free(job->stash);
+  PyMem_Free(job->blocks);
+  PyMem_Free(job->block_bytes);
   PyMem_Free(job->einsum_out);
   PyMem_Free(job->svd_out);
   PyMem_Free(job->qrcp_out);
@@ -210,7 +326,10 @@ static PyObject *publish(lanes_job *job) {
   PyObject *list = PyList_New((Py_ssize_t)n);
   for (size_t i = 0; list && i < n; i++) {
     PyObject *r;
-    if (job->kind == JOB_EINSUM) {
+    if (job->kind == JOB_EINSUM && job->blocks[i]) {
+      r = tlpy_result_block(&job->einsum_out[i], job->blocks[i], job->block_bytes[i]);
+      job->blocks[i] = NULL; /* the Buffer's now, or given back */
+    } else if (job->kind == JOB_EINSUM) {
       r = tlpy_result(&job->einsum_out[i], NULL);
     } else if (job->kind == JOB_SVD) {
       r = tlpy_svd_tuple(&job->svd_out[i]);
@@ -244,7 +363,16 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
   if (own_items(items_obj, job->kind == JOB_EINSUM, job, &bad, pending) < 0) goto done;
   size_t n = job->items + 1;
   job->read_fail = PyMem_Calloc(n, sizeof *job->read_fail);
-  if (job->kind == JOB_EINSUM) job->einsum_out = PyMem_Calloc(n, sizeof *job->einsum_out);
+  if (job->kind == JOB_EINSUM) {
+    job->einsum_out = PyMem_Calloc(n, sizeof *job->einsum_out);
+    job->blocks = PyMem_Calloc(n, sizeof *job->blocks);
+    job->block_bytes = PyMem_Calloc(n, sizeof *job->block_bytes);
+    job->stashes = self->context->threads > 0 ? self->context->threads : 1;
+    job->stash = PyMem_Calloc((size_t)job->stashes, sizeof *job->stash);
+    if (!job->blocks || !job->block_bytes || !job->stash)
+      PyMem_Free(job->einsum_out), job->einsum_out = NULL, job->stashes = 0;
+    read_labels(job->spec, &job->labels);
+  }
   if (job->kind == JOB_SVD) job->svd_out = PyMem_Calloc(n, sizeof *job->svd_out);
   if (job->kind == JOB_QRCP) {
     job->qrcp_out = PyMem_Calloc(n, sizeof *job->qrcp_out);
@@ -378,7 +506,9 @@ PyMethodDef tlpy_lanes_methods[] = {
      "map_einsum(spec, operand_tuples, *, max_lanes=0) -> list: einsum(spec, *t) for each "
      "tuple t, run on the session's lanes (at most max_lanes of them; 0 = all) with the GIL "
      "released; results in item order, bit for bit those of the "
-     "same calls made one by one. A failure raises the lowest failing item's error (its "
+     "same calls made one by one; a result of at most 64 KiB reuses memory kept from collected "
+     "results of its size (tenlane.cached_memory). A failure raises the lowest failing item's "
+     "error (its "
      "`item` attribute) and returns nothing. Opening thread only; do not change the arrays "
      "from other threads while it runs."},
     {"map_svd", CAST(session_map_svd), KW,

@@ -45,7 +45,26 @@ static PyObject *module_live_buffers(PyObject *module, PyObject *unused) {
   return PyLong_FromSsize_t(tlpy_live_buffers());
 }
 
+static PyObject *module_release_cached_memory(PyObject *module, PyObject *unused) {
+  (void)module;
+  (void)unused;
+  return PyLong_FromSize_t(tlpy_block_release());
+}
+
+static PyObject *module_cached_memory(PyObject *module, PyObject *unused) {
+  (void)module;
+  (void)unused;
+  return PyLong_FromSize_t(tlpy_block_kept());
+}
+
 static PyMethodDef module_methods[] = {
+    {"release_cached_memory", module_release_cached_memory, METH_NOARGS,
+     "release_cached_memory() -> int: free the memory of collected small results that tenlane "
+     "keeps for the next results of the same size (at most 64 MiB); returns the bytes freed. "
+     "Any thread."},
+    {"cached_memory", module_cached_memory, METH_NOARGS,
+     "cached_memory() -> int: bytes of collected small results' memory kept for reuse. Any "
+     "thread."},
     {"_time_c_einsum", tlpy_time_c_einsum, METH_VARARGS,
      "_time_c_einsum(session, spec, a, b, calls) -> float: mean ns of the C call "
      "Session.einsum makes, timed in C (for the benchmark). Opening thread only."},

@@ -11,7 +11,9 @@
 #include <string.h>
 
 typedef struct tlpy_buffer {
-  PyObject_HEAD tl_tensor tensor; /* owned */
+  PyObject_HEAD tl_tensor tensor; /* owned, or borrowed over block */
+  void *block;                    /* NULL, or the block (blocks.c) the tensor lies in */
+  size_t block_bytes;
 } tlpy_buffer;
 
 int tlpy_npy_type(tl_dtype dtype) {
@@ -28,8 +30,10 @@ static Py_ssize_t live_buffers;
 Py_ssize_t tlpy_live_buffers(void) { return live_buffers; }
 
 static void buffer_dealloc(PyObject *self) {
+  tlpy_buffer *buffer = (tlpy_buffer *)self;
   live_buffers--;
-  tl_tensor_release(&((tlpy_buffer *)self)->tensor);
+  tl_tensor_release(&buffer->tensor); /* nothing to free when borrowed */
+  tlpy_block_give(buffer->block, buffer->block_bytes);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -50,8 +54,8 @@ static PyMethodDef buffer_methods[] = {
 
 static PyObject *buffer_address(PyObject *self, void *unused) {
   (void)unused;
-  const tl_tensor *t = &((tlpy_buffer *)self)->tensor;
-  return PyLong_FromVoidPtr(t->owned);
+  const tlpy_buffer *buffer = (const tlpy_buffer *)self;
+  return PyLong_FromVoidPtr(buffer->block ? buffer->block : buffer->tensor.owned);
 }
 
 static PyGetSetDef buffer_getset[] = {
@@ -72,7 +76,8 @@ PyTypeObject tlpy_buffer_type = {
     .tp_getset = buffer_getset,
 };
 
-PyObject *tlpy_result(tl_tensor *t, PyObject *base) {
+/* A numpy array over t's elements whose base is `keep` (a reference it takes over). */
+static PyObject *array_over(const tl_tensor *t, PyObject *keep) {
   npy_intp dims[TL_MAX_RANK], strides[TL_MAX_RANK];
   npy_intp size = (npy_intp)tl_dtype_size(t->dtype);
   int rank = t->rank, type = tlpy_npy_type(t->dtype);
@@ -81,20 +86,6 @@ PyObject *tlpy_result(tl_tensor *t, PyObject *base) {
     strides[k] = (npy_intp)t->strides[k] * size;
   }
   char *first = (char *)t->data + t->offset * size;
-  PyObject *keep;
-  if (t->owned) {
-    tlpy_buffer *buffer = PyObject_New(tlpy_buffer, &tlpy_buffer_type);
-    if (!buffer) {
-      tl_tensor_release(t);
-      return NULL;
-    }
-    buffer->tensor = *t;
-    live_buffers++;
-    keep = (PyObject *)buffer;
-  } else {
-    keep = Py_NewRef(base);
-  }
-  memset(t, 0, sizeof *t);
   PyObject *array = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(type), rank, dims,
                                          strides, first, NPY_ARRAY_WRITEABLE, NULL);
   if (!array) {
@@ -106,6 +97,44 @@ PyObject *tlpy_result(tl_tensor *t, PyObject *base) {
     return NULL;
   }
   return array;
+}
+
+/* A Buffer over *t (owned memory, or a borrowed tensor over block); NULL if out of memory. */
+static tlpy_buffer *buffer_new(const tl_tensor *t, void *block, size_t bytes) {
+  tlpy_buffer *buffer = PyObject_New(tlpy_buffer, &tlpy_buffer_type);
+  if (!buffer) return NULL;
+  buffer->tensor = *t;
+  buffer->block = block;
+  buffer->block_bytes = bytes;
+  live_buffers++;
+  return buffer;
+}
+
+PyObject *tlpy_result(tl_tensor *t, PyObject *base) {
+  tl_tensor copy = *t;
+  memset(t, 0, sizeof *t);
+  PyObject *keep;
+  if (copy.owned) {
+    keep = (PyObject *)buffer_new(&copy, NULL, 0);
+    if (!keep) {
+      tl_tensor_release(&copy);
+      return NULL;
+    }
+  } else {
+    keep = Py_NewRef(base);
+  }
+  return array_over(&copy, keep);
+}
+
+PyObject *tlpy_result_block(tl_tensor *t, void *block, size_t bytes) {
+  tl_tensor copy = *t;
+  memset(t, 0, sizeof *t);
+  tlpy_buffer *buffer = buffer_new(&copy, block, bytes);
+  if (!buffer) {
+    tlpy_block_give(block, bytes);
+    return NULL;
+  }
+  return array_over(&copy, (PyObject *)buffer);
 }
 
 tl_status tlpy_create(tl_dtype dtype, int rank, const int64_t *shape, tl_tensor *out) {

@@ -4,6 +4,7 @@
  * the CMake build. Each file holds one concept: errors.c (the exception classes),
  * operand.c (Python objects in: numpy arrays, buffers and DLPack producers as borrowed
  * tl_tensor views), result.c (tenlane tensors out: numpy arrays over tenlane memory),
+ * blocks.c (small results' memory, kept for the next result of its size),
  * dlpack.c (from_dlpack and the Buffer's DLPack export), context.c, session.c (the held
  * session and its object), ops.c (einsum and the core routes), linalg.c, lanes.c (the
  * map_* calls on lanes without the GIL) and module.c (the module table).
@@ -91,6 +92,31 @@ const tl_tensor *tlpy_buffer_tensor(PyObject *buffer);
 Py_ssize_t tlpy_live_buffers(void);
 /* numpy type number of a tenlane dtype. */
 int tlpy_npy_type(tl_dtype dtype);
+
+/* A numpy array over `t`, a borrowed tensor over `block` (from tlpy_block_take, `bytes`
+ * asked): the block moves into a new Buffer and goes back to the block lists when the
+ * Buffer is collected. On failure the block is given back and NULL returned with an
+ * exception set; *t is cleared either way. */
+PyObject *tlpy_result_block(tl_tensor *t, void *block, size_t bytes);
+
+/* ---- blocks.c ------------------------------------------------------------------------ */
+
+#define TLPY_BLOCK_MAX (64 * 1024)         /* larger results get memory of their own */
+#define TLPY_BLOCK_KEEP ((size_t)64 << 20) /* bytes kept on the lists at most */
+/* A 64-byte aligned block for `bytes` (1 to TLPY_BLOCK_MAX) of a result, kept or new; NULL
+ * when bytes is out of that range or memory is short. Any thread, GIL or not. */
+void *tlpy_block_take(size_t bytes);
+/* Up to `count` such blocks into blocks[] under one lock; returns how many (fewer only when
+ * memory is short, 0 when bytes is out of range). */
+int tlpy_block_take_many(size_t bytes, void **blocks, int count);
+/* Give back a block taken for `bytes` (NULL is ignored): kept for the next result of its
+ * size while the lists hold less than TLPY_BLOCK_KEEP, else freed. Any thread. */
+void tlpy_block_give(void *block, size_t bytes);
+/* The same for `count` blocks of one size (NULL entries are ignored), under one lock. */
+void tlpy_block_give_many(size_t bytes, void *const *blocks, int count);
+/* Free every kept block; returns the bytes freed. Bytes kept now. Any thread. */
+size_t tlpy_block_release(void);
+size_t tlpy_block_kept(void);
 
 /* ---- dlpack.c ------------------------------------------------------------------------ */
 

@@ -154,3 +154,61 @@ def test_batched_operands_are_numpy_arrays(s):
     assert info.value.item == 1 and "not a numpy array" in info.value.message
     got = s.map_einsum("ij,jk->ik", [(a, a), [a, tenlane.from_dlpack(a)]])
     assert all((g == 2.0).all() for g in got)
+
+
+def test_small_results_reuse_kept_memory(s, rng):
+    """map_einsum's small results lie in blocks kept for the next results of their size:
+    after a batch is dropped its blocks are kept (tenlane.cached_memory()), the next batch of
+    the same size takes them again, and release_cached_memory() frees them."""
+    tenlane.release_cached_memory()
+    items = environment_items(rng, 40, np.float64)
+    spec = "ab,asc,bse->ce"
+    first = s.map_einsum(spec, items)
+    addresses = {r.base.address for r in first}
+    assert all(r.__array_interface__["data"][0] == r.base.address for r in first)
+    assert all(r.base.address % 64 == 0 for r in first)
+    assert tenlane.cached_memory() < 40 * 6 * 6 * 8  # the blocks are the results' now
+    expected = [r.copy() for r in first]
+    del first
+    kept = tenlane.cached_memory()
+    assert kept >= 40 * 6 * 6 * 8
+    again = s.map_einsum(spec, items)
+    assert len(addresses & {r.base.address for r in again}) >= 30  # reused, not new
+    assert tenlane.cached_memory() < kept
+    for got, want in zip(again, expected):
+        assert got.tobytes() == want.tobytes()
+    del again
+    assert tenlane.release_cached_memory() >= 40 * 6 * 6 * 8
+    assert tenlane.cached_memory() == 0
+
+
+def test_kept_memory_is_capped(s):
+    """At most 64 MiB of collected results is kept; the rest goes back to the system."""
+    tenlane.release_cached_memory()
+    a = np.ones((64, 64))  # 32 KiB results
+    results = s.map_einsum("ij,jk->ik", [(a, a)] * 2600)  # 83 MB of results
+    assert all(r[0, 0] == 64.0 for r in results)
+    del results
+    assert 60 << 20 <= tenlane.cached_memory() <= 64 << 20
+    tenlane.release_cached_memory()
+
+
+def test_results_that_take_no_kept_block_are_still_right(s, rng):
+    """Specs whose result shape is not read off the operands beforehand (implicit output,
+    "..."), results over 64 KiB and mixed dtypes go the plain way, with the same values and
+    errors as single calls; a failing item gives its blocks back."""
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
+    for spec in ["ij,jk", "...j,jk->...k", "ij,jk->ik"]:
+        got = s.map_einsum(spec, [(a, b)] * 3)
+        assert all(g.tobytes() == s.einsum(spec, a, b).tobytes() for g in got)
+    big = np.ones((100, 100))  # 80 KB result
+    assert s.map_einsum("ij,jk->ik", [(big, big)])[0][5, 5] == 100.0
+    with pytest.raises(tenlane.DtypeError):
+        s.map_einsum("ij,jk->ik", [(a, b.astype(np.float32))])
+    tenlane.release_cached_memory()
+    live = tenlane.live_buffers()
+    with pytest.raises(tenlane.ShapeError) as caught:
+        s.map_einsum("ij,jk->ik", [(a, b)] * 10 + [(a, a)] + [(a, b)] * 10)
+    assert caught.value.item == 10
+    assert tenlane.live_buffers() == live
+    assert tenlane.cached_memory() >= 10 * 3 * 5 * 8  # the items below it gave theirs back

@@ -1,0 +1,87 @@
+/* python/src/blocks.c: memory for small results, kept for the next result of its size.
+ *
+ * A loop that makes a batch of small results and drops them before the next batch
+ * (map_einsum over thousands of environment updates, say) would otherwise take fresh pages
+ * from the system for every batch: the C library returns the memory the interpreter's thread
+ * frees to the system, and the lanes fault it in again, one page fault per 4 KiB. In a
+ * 16 x 16 update that cost more than the arithmetic. Instead, a result of at most
+ * TLPY_BLOCK_MAX bytes gets a block from a free list of its size class (64-byte steps), and
+ * when its Buffer is collected the block goes back to the list, up to TLPY_BLOCK_KEEP bytes
+ * kept in all; past that, and on tenlane.release_cached_memory(), blocks are freed. One
+ * mutex guards the lists: any thread may take or give a block, with or without the GIL. */
+
+#include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#define STEP 64
+#define CLASSES (TLPY_BLOCK_MAX / STEP)
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static void *heads[CLASSES]; /* class c holds blocks of (c + 1) * STEP bytes */
+static size_t kept;          /* bytes on the lists */
+
+static size_t class_of(size_t bytes) { return (bytes + STEP - 1) / STEP - 1; }
+
+int tlpy_block_take_many(size_t bytes, void **blocks, int count) {
+  if (bytes == 0 || bytes > TLPY_BLOCK_MAX) return 0;
+  size_t c = class_of(bytes), size = (c + 1) * STEP;
+  int got = 0;
+  pthread_mutex_lock(&lock);
+  while (got < count && heads[c]) {
+    blocks[got] = heads[c];
+    heads[c] = *(void **)blocks[got++];
+    kept -= size;
+  }
+  pthread_mutex_unlock(&lock);
+  for (; got < count; got++)
+    if (!(blocks[got] = aligned_alloc(STEP, size))) break;
+  return got;
+}
+
+void *tlpy_block_take(size_t bytes) {
+  void *block = NULL;
+  return tlpy_block_take_many(bytes, &block, 1) == 1 ? block : NULL;
+}
+
+void tlpy_block_give_many(size_t bytes, void *const *blocks, int count) {
+  size_t c = class_of(bytes), size = (c + 1) * STEP;
+  int kept_here = 0;
+  pthread_mutex_lock(&lock);
+  for (; kept_here < count && kept + size <= TLPY_BLOCK_KEEP; kept_here++) {
+    if (!blocks[kept_here]) continue;
+    *(void **)blocks[kept_here] = heads[c];
+    heads[c] = blocks[kept_here];
+    kept += size;
+  }
+  pthread_mutex_unlock(&lock);
+  for (int i = kept_here; i < count; i++) free(blocks[i]); /* past the cap */
+}
+
+void tlpy_block_give(void *block, size_t bytes) {
+  if (block) tlpy_block_give_many(bytes, &block, 1);
+}
+
+size_t tlpy_block_release(void) {
+  void *lists[CLASSES];
+  pthread_mutex_lock(&lock);
+  size_t freed = kept;
+  for (size_t c = 0; c < CLASSES; c++) lists[c] = heads[c], heads[c] = NULL;
+  kept = 0;
+  pthread_mutex_unlock(&lock);
+  for (size_t c = 0; c < CLASSES; c++)
+    while (lists[c]) {
+      void *next = *(void **)lists[c];
+      free(lists[c]);
+      lists[c] = next;
+    }
+  return freed;
+}
+
+size_t tlpy_block_kept(void) {
+  pthread_mutex_lock(&lock);
+  size_t bytes = kept;
+  pthread_mutex_unlock(&lock);
+  return bytes;
+}
