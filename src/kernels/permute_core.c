@@ -157,28 +157,20 @@ TL__T2X2_C(t2x2_c_nt, _mm256_stream_pd)
              (char *)(dst + c_full * (UNITS)), ds);                                          \
   }
 
-/* AVX-512: a micro-tile is one block, each destination line written by one store. */
-#define TL__T8X8_PD512(NAME, STORE)                                          \
+/* AVX-512: a micro-tile is one block of Q rows of one 64-byte line each (8 doubles, or 4
+ * complex doubles; strides in doubles), each destination line written by one store. */
+#define TL__BLOCK512(NAME, Q, TRANSPOSE, STORE)                              \
   __attribute__((target("avx512f"), always_inline)) static inline void NAME( \
       const double *s, int64_t ss, double *d, int64_t ds) {                  \
-    __m512d r[8];                                                            \
-    for (int q = 0; q < 8; q++) r[q] = _mm512_loadu_pd(s + q * ss);          \
-    tl__transpose8x8_pd512(r);                                               \
-    for (int q = 0; q < 8; q++) STORE(d + q * ds, r[q]);                     \
+    __m512d r[Q];                                                            \
+    for (int q = 0; q < (Q); q++) r[q] = _mm512_loadu_pd(s + q * ss);        \
+    TRANSPOSE(r);                                                            \
+    for (int q = 0; q < (Q); q++) STORE(d + q * ds, r[q]);                   \
   }
-TL__T8X8_PD512(t8x8_pd512, _mm512_storeu_pd)
-TL__T8X8_PD512(t8x8_pd512_nt, _mm512_stream_pd) /* d 64-byte aligned */
-
-#define TL__T4X4_C512(NAME, STORE)                                           \
-  __attribute__((target("avx512f"), always_inline)) static inline void NAME( \
-      const double *s, int64_t ss2, double *d, int64_t ds2) {                \
-    __m512d r[4];                                                            \
-    for (int q = 0; q < 4; q++) r[q] = _mm512_loadu_pd(s + q * ss2);         \
-    tl__transpose4x4_c512(r);                                                \
-    for (int q = 0; q < 4; q++) STORE(d + q * ds2, r[q]);                    \
-  }
-TL__T4X4_C512(t4x4_c512, _mm512_storeu_pd)
-TL__T4X4_C512(t4x4_c512_nt, _mm512_stream_pd) /* d 64-byte aligned */
+TL__BLOCK512(t8x8_pd512, 8, tl__transpose8x8_pd512, _mm512_storeu_pd)
+TL__BLOCK512(t8x8_pd512_nt, 8, tl__transpose8x8_pd512, _mm512_stream_pd) /* d 64-byte aligned */
+TL__BLOCK512(t4x4_c512, 4, tl__transpose4x4_c512, _mm512_storeu_pd)
+TL__BLOCK512(t4x4_c512_nt, 4, tl__transpose4x4_c512, _mm512_stream_pd) /* d 64-byte aligned */
 
 TL__TILE_SIMD(tile8_avx2, "avx2", double, 8, 4, t4x4_pd, 1, tile_scalar8)
 TL__TILE_SIMD(tile4_avx2, "avx2", float, 16, 8, t8x8_ps, 1, tile_scalar4)
