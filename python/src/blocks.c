@@ -8,7 +8,9 @@
  * TLPY_BLOCK_MAX bytes gets a block from a free list of its size class (64-byte steps), and
  * when its Buffer is collected the block goes back to the list, up to TLPY_BLOCK_KEEP bytes
  * kept in all; past that, and on tenlane.release_cached_memory(), blocks are freed. One
- * mutex guards the lists: any thread may take or give a block, with or without the GIL. */
+ * mutex guards the lists: any thread may take or give a block, with or without the GIL. A
+ * fork holds the mutex across the fork (pthread_atfork), so a child never inherits it
+ * locked by a thread that does not exist there. */
 
 #include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
 
@@ -77,6 +79,20 @@ size_t tlpy_block_release(void) {
       lists[c] = next;
     }
   return freed;
+}
+
+static void fork_prepare(void) { pthread_mutex_lock(&lock); }
+static void fork_done(void) { pthread_mutex_unlock(&lock); }
+
+static int registered = -1;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static void register_fork_handlers(void) {
+  registered = pthread_atfork(fork_prepare, fork_done, fork_done) == 0 ? 0 : -1;
+}
+
+int tlpy_blocks_init(void) { /* once per process, however often the module initialises */
+  pthread_once(&once, register_fork_handlers);
+  return registered;
 }
 
 size_t tlpy_block_kept(void) {

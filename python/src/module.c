@@ -106,6 +106,7 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit_tenlane(void); /* the one symbol the module exports */
 PyMODINIT_FUNC PyInit_tenlane(void) {
   import_array();
+  if (tlpy_blocks_init() < 0) return PyErr_NoMemory();
   if (PyType_Ready(&tlpy_buffer_type) < 0 || PyType_Ready(&tlpy_context_type) < 0 ||
       tlpy_session_type_init() < 0)
     return NULL;

@@ -114,6 +114,8 @@ int tlpy_block_take_many(size_t bytes, void **blocks, int count);
 void tlpy_block_give(void *block, size_t bytes);
 /* The same for `count` blocks of one size (NULL entries are ignored), under one lock. */
 void tlpy_block_give_many(size_t bytes, void *const *blocks, int count);
+/* Register the fork handlers (module initialisation, once); -1 if that failed. */
+int tlpy_blocks_init(void);
 /* Free every kept block; returns the bytes freed. Bytes kept now. Any thread. */
 size_t tlpy_block_release(void);
 size_t tlpy_block_kept(void);

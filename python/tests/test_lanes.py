@@ -212,3 +212,4 @@ def test_results_that_take_no_kept_block_are_still_right(s, rng):
     assert caught.value.item == 10
     assert tenlane.live_buffers() == live
     assert tenlane.cached_memory() >= 10 * 3 * 5 * 8  # the items below it gave theirs back
+
