@@ -29,6 +29,7 @@ enum { JOB_EINSUM, JOB_SVD, JOB_QRCP, JOB_PYTHON };
 typedef struct spec_labels {
   int ok;
   int n_operands, out_rank;
+  int operand_rank[TL_EINSUM_MAX_OPERANDS];
   char operand[TL_EINSUM_MAX_OPERANDS][TL_MAX_RANK + 1];
   char out[TL_MAX_RANK + 1];
 } spec_labels;
@@ -99,11 +100,13 @@ static void read_labels(const char *spec, spec_labels *l) {
     } else if (*c == '-' && c[1] == '>' && !out) {
       out = 1, k = 0, c++;
     } else if (((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')) && k < TL_MAX_RANK) {
-      if (out)
+      if (out) {
         l->out[k++] = *c;
-      else
+        l->out_rank = k;
+      } else {
         l->operand[op][k++] = *c;
-      if (out) l->out_rank = k;
+        l->operand_rank[op] = k;
+      }
     } else {
       return; /* "...", a second "->", too many axes: the plain call decides */
     }
@@ -119,7 +122,7 @@ static int result_shape(const spec_labels *l, const tl_tensor *t, int n, int64_t
                         size_t *bytes) {
   if (!l->ok || n != l->n_operands) return 0;
   for (int j = 0; j < n; j++)
-    if (t[j].dtype != t[0].dtype || (size_t)t[j].rank != strlen(l->operand[j])) return 0;
+    if (t[j].dtype != t[0].dtype || t[j].rank != l->operand_rank[j]) return 0;
   int64_t numel = 1;
   for (int k = 0; k < l->out_rank; k++) {
     shape[k] = -1;

@@ -165,57 +165,55 @@ static void group_portable(int64_t es, int64_t rows, int64_t cols, const char *s
 TL__G4X4(g4x4, _mm256_storeu_pd)
 TL__G4X4(g4x4_nt, _mm256_stream_pd)
 
-/* 8-byte elements: 8 x 8 micro-tiles (whole lines both ways), fringes scalar. */
-#define TL__GROUP8_AVX2(NAME, BLOCK)                                                              \
-  __attribute__((target("avx2"))) static void NAME(int64_t rows, int64_t cols,                    \
-                                                   const char *src_bytes, const int64_t *col_off, \
-                                                   char *dst_bytes, const int64_t *row_off) {     \
-    const double *src = (const double *)src_bytes;                                                \
-    double *dst = (double *)dst_bytes;                                                            \
-    const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;                                           \
-    for (int64_t c = 0; c < cf; c += 8) {                                                         \
-      const double *s[8];                                                                         \
-      for (int q = 0; q < 8; q++) s[q] = src + col_off[c + q];                                    \
-      for (int64_t r = 0; r < rf; r += 8) {                                                       \
-        double *d[8];                                                                             \
-        for (int q = 0; q < 8; q++) d[q] = dst + row_off[r + q] + c;                              \
-        BLOCK(s[0] + r, s[1] + r, s[2] + r, s[3] + r, d[0], d[1], d[2], d[3]);                    \
-        BLOCK(s[0] + r + 4, s[1] + r + 4, s[2] + r + 4, s[3] + r + 4, d[4], d[5], d[6], d[7]);    \
-        BLOCK(s[4] + r, s[5] + r, s[6] + r, s[7] + r, d[0] + 4, d[1] + 4, d[2] + 4, d[3] + 4);    \
-        BLOCK(s[4] + r + 4, s[5] + r + 4, s[6] + r + 4, s[7] + r + 4, d[4] + 4, d[5] + 4,         \
-              d[6] + 4, d[7] + 4);                                                                \
-      }                                                                                           \
-    }                                                                                             \
-    if (rf < rows) group_scalar8(rf, rows, 0, cols, src_bytes, col_off, dst_bytes, row_off);      \
-    if (cf < cols) group_scalar8(0, rf, cf, cols, src_bytes, col_off, dst_bytes, row_off);        \
+/* One 8 x 8 micro-tile of 8-byte elements: rows r..r+7 of the source columns s[0..7] to
+ * columns c..c+7 of destination rows r..r+7 (at dst + row_off[r + q]). AVX2 as four 4 x 4
+ * blocks; AVX-512 as one register transpose, each destination line one store (the
+ * streaming variant needs every destination row 64-byte aligned). */
+#define TL__BLOCK8_AVX2(NAME, G4)                                                            \
+  __attribute__((target("avx2"), always_inline)) static inline void NAME(                    \
+      const double *const *s, int64_t r, double *dst, const int64_t *row_off, int64_t c) {   \
+    double *d[8];                                                                            \
+    for (int q = 0; q < 8; q++) d[q] = dst + row_off[r + q] + c;                             \
+    G4(s[0] + r, s[1] + r, s[2] + r, s[3] + r, d[0], d[1], d[2], d[3]);                      \
+    G4(s[0] + r + 4, s[1] + r + 4, s[2] + r + 4, s[3] + r + 4, d[4], d[5], d[6], d[7]);      \
+    G4(s[4] + r, s[5] + r, s[6] + r, s[7] + r, d[0] + 4, d[1] + 4, d[2] + 4, d[3] + 4);      \
+    G4(s[4] + r + 4, s[5] + r + 4, s[6] + r + 4, s[7] + r + 4, d[4] + 4, d[5] + 4, d[6] + 4, \
+       d[7] + 4);                                                                            \
   }
-TL__GROUP8_AVX2(group8_avx2, g4x4)
-TL__GROUP8_AVX2(group8_avx2_nt, g4x4_nt)
+TL__BLOCK8_AVX2(block8_avx2, g4x4)
+TL__BLOCK8_AVX2(block8_avx2_nt, g4x4_nt)
 
-/* AVX-512: one 8 x 8 block per micro-tile, each destination line one store (the
- * streaming variant needs every d[q] 64-byte aligned). */
-#define TL__GROUP8_AVX512(NAME, STORE)                                                            \
-  __attribute__((target("avx512f"))) static void NAME(                                            \
-      int64_t rows, int64_t cols, const char *src_bytes, const int64_t *col_off, char *dst_bytes, \
-      const int64_t *row_off) {                                                                   \
-    const double *src = (const double *)src_bytes;                                                \
-    double *dst = (double *)dst_bytes;                                                            \
-    const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;                                           \
-    for (int64_t c = 0; c < cf; c += 8) {                                                         \
-      const double *s[8];                                                                         \
-      for (int q = 0; q < 8; q++) s[q] = src + col_off[c + q];                                    \
-      for (int64_t r = 0; r < rf; r += 8) {                                                       \
-        __m512d x[8];                                                                             \
-        for (int q = 0; q < 8; q++) x[q] = _mm512_loadu_pd(s[q] + r);                             \
-        tl__transpose8x8_pd512(x);                                                                \
-        for (int q = 0; q < 8; q++) STORE(dst + row_off[r + q] + c, x[q]);                        \
-      }                                                                                           \
-    }                                                                                             \
-    if (rf < rows) group_scalar8(rf, rows, 0, cols, src_bytes, col_off, dst_bytes, row_off);      \
-    if (cf < cols) group_scalar8(0, rf, cf, cols, src_bytes, col_off, dst_bytes, row_off);        \
+#define TL__BLOCK8_AVX512(NAME, STORE)                                                     \
+  __attribute__((target("avx512f"), always_inline)) static inline void NAME(               \
+      const double *const *s, int64_t r, double *dst, const int64_t *row_off, int64_t c) { \
+    __m512d x[8];                                                                          \
+    for (int q = 0; q < 8; q++) x[q] = _mm512_loadu_pd(s[q] + r);                          \
+    tl__transpose8x8_pd512(x);                                                             \
+    for (int q = 0; q < 8; q++) STORE(dst + row_off[r + q] + c, x[q]);                     \
   }
-TL__GROUP8_AVX512(group8_avx512, _mm512_storeu_pd)
-TL__GROUP8_AVX512(group8_avx512_nt, _mm512_stream_pd)
+TL__BLOCK8_AVX512(block8_avx512, _mm512_storeu_pd)
+TL__BLOCK8_AVX512(block8_avx512_nt, _mm512_stream_pd)
+
+/* 8-byte elements: 8 x 8 micro-tiles (whole lines both ways) by BLOCK8, fringes scalar. */
+#define TL__GROUP8(NAME, ISA, BLOCK8)                                                              \
+  __attribute__((target(ISA))) static void NAME(int64_t rows, int64_t cols, const char *src_bytes, \
+                                                const int64_t *col_off, char *dst_bytes,           \
+                                                const int64_t *row_off) {                          \
+    const double *src = (const double *)src_bytes;                                                 \
+    double *dst = (double *)dst_bytes;                                                             \
+    const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;                                            \
+    for (int64_t c = 0; c < cf; c += 8) {                                                          \
+      const double *s[8];                                                                          \
+      for (int q = 0; q < 8; q++) s[q] = src + col_off[c + q];                                     \
+      for (int64_t r = 0; r < rf; r += 8) BLOCK8(s, r, dst, row_off, c);                           \
+    }                                                                                              \
+    if (rf < rows) group_scalar8(rf, rows, 0, cols, src_bytes, col_off, dst_bytes, row_off);       \
+    if (cf < cols) group_scalar8(0, rf, cf, cols, src_bytes, col_off, dst_bytes, row_off);         \
+  }
+TL__GROUP8(group8_avx2, "avx2", block8_avx2)
+TL__GROUP8(group8_avx2_nt, "avx2", block8_avx2_nt)
+TL__GROUP8(group8_avx512, "avx512f", block8_avx512)
+TL__GROUP8(group8_avx512_nt, "avx512f", block8_avx512_nt)
 #endif
 
 void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t end, int isa) {

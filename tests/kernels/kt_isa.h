@@ -7,10 +7,22 @@
 
 #include "kernels/kernels.h"
 
-#define KT_FOR_EACH_PERMUTE_ISA(isa)                                          \
-  for (int isa = TL__ISA_PORTABLE,                                            \
-           best_ = (tl__permute_isa_cap = TL__ISA_AVX512, tl__permute_isa()); \
-       isa <= best_ || (tl__permute_isa_cap = TL__ISA_AVX512, 0); isa++)      \
-    if ((tl__permute_isa_cap = isa), 1)
+/* The first instruction set (the portable kernels), with the cap set to it. */
+static inline int kt_isa_first(void) {
+  tl__permute_isa_cap = TL__ISA_PORTABLE;
+  return TL__ISA_PORTABLE;
+}
+
+/* The one after `isa` with the cap set to it, or -1 with the cap back at its default when
+ * `isa` was the CPU's best. */
+static inline int kt_isa_next(int isa) {
+  tl__permute_isa_cap = TL__ISA_AVX512;
+  if (isa >= tl__permute_isa()) return -1;
+  tl__permute_isa_cap = isa + 1;
+  return isa + 1;
+}
+
+#define KT_FOR_EACH_PERMUTE_ISA(isa) \
+  for (int isa = kt_isa_first(); isa >= 0; isa = kt_isa_next(isa))
 
 #endif
