@@ -1,11 +1,13 @@
 /* benches/bench_providers.c: tenlane's GEMM and LAPACK routes against the strongest stacks on
- * this machine, never against tenlane's own calls only. One thread, pinned, f64 and c128:
+ * this machine, never against tenlane's own calls only. One thread, pinned, f64, c128, c64:
  *   - GEMM n = 64, 256, 1024: tl_gemm_into on a held one-thread session against OpenBLAS
  *     serial's dgemm/zgemm and BLIS called directly with tenlane's context;
  *   - QR (geqrf + orgqr/ungqr), SVD (gesdd, thin) and LU (getrf), n = 64, 256, 512: tl_*_into
  *     against OpenBLAS serial's LAPACK and against reference LAPACK over BLIS with tenlane's
  *     context (the archives tenlane links, called directly), the tl row anchored to the
  *     faster of the two;
+ *   - GEMM in c64, n = 64, 256, 1024: against OpenBLAS serial's cgemm and BLIS's cgemm
+ *     (a table of its own);
  *   - tiny complex GEMM: c128 n = 4, 16 against f64 at the same n (aim: at most 4x), and a
  *     tl_map of 10 such GEMMs per item on 2 lanes against 1 lane (aim: 2 lanes at most 0.54x
  *     the 1-lane time, i.e. 1.85x faster).
@@ -43,6 +45,9 @@ typedef struct stack {
                 const double complex *, const double complex *, const fint *,
                 const double complex *, const fint *, const double complex *, double complex *,
                 const fint *, size_t, size_t);
+  void (*cgemm)(const char *, const char *, const fint *, const fint *, const fint *,
+                const float complex *, const float complex *, const fint *, const float complex *,
+                const fint *, const float complex *, float complex *, const fint *, size_t, size_t);
   void (*dgeqrf)(const fint *, const fint *, double *, const fint *, double *, double *,
                  const fint *, fint *);
   void (*zgeqrf)(const fint *, const fint *, double complex *, const fint *, double complex *,
@@ -63,13 +68,13 @@ typedef struct stack {
 
 /* Reference LAPACK as tenlane links it (the archives), whose BLAS calls land in tenlane's
  * BLIS with tenlane's context once tl__providers_init has run on the calling thread. */
-void dgemm_(), zgemm_(), dgeqrf_(), zgeqrf_(), dorgqr_(), zungqr_(), dgesdd_(), zgesdd_(),
+void dgemm_(), zgemm_(), cgemm_(), dgeqrf_(), zgeqrf_(), dorgqr_(), zungqr_(), dgesdd_(), zgesdd_(),
     dgetrf_(), zgetrf_();
 
 static stack reference_stack(void) {
   stack s;
   s.name = "ref LAPACK over BLIS (tenlane ctx)";
-  s.dgemm = (void *)dgemm_, s.zgemm = (void *)zgemm_;
+  s.dgemm = (void *)dgemm_, s.zgemm = (void *)zgemm_, s.cgemm = (void *)cgemm_;
   s.dgeqrf = (void *)dgeqrf_, s.zgeqrf = (void *)zgeqrf_;
   s.dorgqr = (void *)dorgqr_, s.zungqr = (void *)zungqr_;
   s.dgesdd = (void *)dgesdd_, s.zgesdd = (void *)zgesdd_;
@@ -116,11 +121,12 @@ static int load_openblas(int quick, stack *s, const char **why) {
   }
   s->name = "OpenBLAS 0.3 serial";
   *(void **)&s->dgemm = dlsym(h, "dgemm_"), *(void **)&s->zgemm = dlsym(h, "zgemm_");
+  *(void **)&s->cgemm = dlsym(h, "cgemm_");
   *(void **)&s->dgeqrf = dlsym(h, "dgeqrf_"), *(void **)&s->zgeqrf = dlsym(h, "zgeqrf_");
   *(void **)&s->dorgqr = dlsym(h, "dorgqr_"), *(void **)&s->zungqr = dlsym(h, "zungqr_");
   *(void **)&s->dgesdd = dlsym(h, "dgesdd_"), *(void **)&s->zgesdd = dlsym(h, "zgesdd_");
   *(void **)&s->dgetrf = dlsym(h, "dgetrf_"), *(void **)&s->zgetrf = dlsym(h, "zgetrf_");
-  if (!s->dgemm || !s->zgemm || !s->dgeqrf || !s->zgeqrf || !s->dorgqr || !s->zungqr ||
+  if (!s->dgemm || !s->zgemm || !s->cgemm || !s->dgeqrf || !s->zgeqrf || !s->dorgqr || !s->zungqr ||
       !s->dgesdd || !s->zgesdd || !s->dgetrf || !s->zgetrf) {
     *why = "OpenBLAS serial: a routine is missing";
     return 0;
@@ -156,11 +162,14 @@ static void problem_make(problem *p, tl_dtype dtype, int n, tl_exec *exec) {
       (status = tl_tensor_create(dtype, 2, shape, &p->out2)) != TL_OK ||
       (status = tl_tensor_create(TL_F64, 1, shape, &p->s)) != TL_OK)
     die("tl_tensor_create", status);
-  size_t per = p->cplx ? 2 : 1, count = (size_t)n * (size_t)n * per;
-  double *a = p->a.data, *b = p->b.data;
+  size_t per = p->cplx || dtype == TL_C64 ? 2 : 1, count = (size_t)n * (size_t)n * per;
   for (size_t i = 0; i < count; i++) {
-    a[i] = sin(0.71 * (double)i) + (i % (per * (size_t)(n + 1)) == 0 ? 4.0 : 0.0);
-    b[i] = cos(0.37 * (double)i);
+    double ai = sin(0.71 * (double)i) + (i % (per * (size_t)(n + 1)) == 0 ? 4.0 : 0.0);
+    double bi = cos(0.37 * (double)i);
+    if (dtype == TL_C64) /* single precision: GEMM rows only */
+      ((float *)p->a.data)[i] = (float)ai, ((float *)p->b.data)[i] = (float)bi;
+    else
+      ((double *)p->a.data)[i] = ai, ((double *)p->b.data)[i] = bi;
   }
   size_t es = tl_dtype_size(dtype), nn = (size_t)n * (size_t)n;
   p->lwork = 5 * n * n + 64 * n;
@@ -198,7 +207,11 @@ static void tl_gemm_run(void *arg) {
 static void direct_gemm_run(void *arg) {
   problem *p = arg;
   fint n = p->n;
-  if (p->cplx) {
+  if (p->dtype == TL_C64) {
+    float complex one = 1, zero = 0;
+    p->st->cgemm("N", "N", &n, &n, &n, &one, p->a.data, &n, p->b.data, &n, &zero, p->c.data, &n, 1,
+                 1);
+  } else if (p->cplx) {
     double complex one = 1, zero = 0;
     p->st->zgemm("N", "N", &n, &n, &n, &one, p->a.data, &n, p->b.data, &n, &zero, p->c.data, &n, 1,
                  1);
@@ -436,6 +449,13 @@ static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_s
   }
 }
 
+/* TL_BENCH_PROVIDERS_ONLY=gemm|qr|svd|lu|c64|tiny|lanes runs those groups only (for
+ * investigation; several may be named, e.g. "tiny,lanes"). */
+static int wanted(const char *group) {
+  const char *only = getenv("TL_BENCH_PROVIDERS_ONLY");
+  return only == NULL || strstr(only, group) != NULL;
+}
+
 int main(int argc, char **argv) {
   tl_bench_env env;
   if (tl_bench_env_init(argc, argv, &env) != 0) return 2;
@@ -451,10 +471,11 @@ int main(int argc, char **argv) {
   tl_bench_held held;
   tl_bench_held_open(&held, "bench_providers", 1, 0, TL_NOWAIT);
   /* One table per dtype (a table holds at most TL_BENCH_MAX_ROWS rows). */
-  static tl_bench_table tables[2];
+  static tl_bench_table tables[3];
   tl_bench_table_init(&tables[0], "providers f64, 1 thread", env.round_trip, &env.opt);
   tl_bench_table_init(&tables[1], "providers c128, 1 thread (last rows: 1 vs 2 lanes)",
                       env.round_trip, &env.opt);
+  tl_bench_table_init(&tables[2], "providers c64 GEMM, 1 thread", env.round_trip, &env.opt);
   const route routes[4] = {
       {"gemm", "tl_gemm_into", "?gemm", tl_gemm_run, direct_gemm_run},
       {"qr", "tl_qr_into", "?geqrf+?orgqr", tl_qr_run, direct_qr_run},
@@ -465,18 +486,25 @@ int main(int argc, char **argv) {
   const int size_count = quick ? 1 : 3;
   for (int d = 0; d < 2; d++)
     for (int r = 0; r < 4; r++)
-      for (int z = 0; z < size_count; z++) {
+      for (int z = 0; z < size_count && wanted(routes[r].what); z++) {
         problem p;
         problem_make(&p, d ? TL_C128 : TL_F64, r == 0 ? gemm_sizes[z] : la_sizes[z], held.exec);
         bench_route(&tables[d], &env.opt, &routes[r], &p, have_ob ? &ob : NULL, ob_why, &ref);
         problem_free(&p);
       }
-  bench_tiny(&tables[1], &env.opt, held.exec);
+  for (int z = 0; z < size_count && wanted("c64");
+       z++) { /* c64: the GEMM route (the aims name no c64 LAPACK) */
+    problem p;
+    problem_make(&p, TL_C64, gemm_sizes[z], held.exec);
+    bench_route(&tables[2], &env.opt, &routes[0], &p, have_ob ? &ob : NULL, ob_why, &ref);
+    problem_free(&p);
+  }
+  if (wanted("tiny")) bench_tiny(&tables[1], &env.opt, held.exec);
   tl_bench_held_close(&held);
 
   /* Lanes: a one-thread and a two-thread context side by side. */
   tl_bench_unpin_self();
-  if (env.cpu_count > 1) {
+  if (env.cpu_count > 1 && wanted("lanes")) {
     /* The two-thread context first, its workers pinned to the process's first two CPUs
      * (unpinned, the scheduler at times left both on one CPU for a whole run and the
      * 2-lane row read 0.8-0.9 of the 1-lane time); then the one-thread context. */
@@ -489,6 +517,7 @@ int main(int argc, char **argv) {
   }
   tl_bench_table_print(&tables[0], stdout);
   tl_bench_table_print(&tables[1], stdout);
+  tl_bench_table_print(&tables[2], stdout);
   if (!env.opt.rows) printf("\nprovider: %s\n", tl_kernels_provider());
   return 0;
 }
