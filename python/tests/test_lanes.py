@@ -73,6 +73,69 @@ def test_map_reports_the_lowest_failing_item(s, rng):
     assert "item 40" in info.value.message and info.value.message.startswith("tenlane.Session.map_einsum")
 
 
+@pytest.mark.parametrize("count", [1000, 1001, 4099])
+def test_long_map_einsum_equals_serial_calls(s, rng, count):
+    """Long batches go to the lanes in runs of consecutive items (up to 16 per run); every
+    result is still the single call's, bit for bit, on one lane and on all, whatever the
+    last run's length."""
+    items = environment_items(rng, count, np.complex128, chi=3)
+    spec = "ab,asc,bse->ce"
+    serial = [s.einsum(spec, *ops).tobytes() for ops in items]
+    for lanes in (0, 1):
+        got = s.map_einsum(spec, items, max_lanes=lanes)
+        assert len(got) == count
+        assert [g.tobytes() for g in got] == serial
+
+
+def normalized(message):
+    """A failure message with its numbers taken out (item, lane, status code)."""
+    import re
+
+    return re.sub(r"\d+", "N", message)
+
+
+@pytest.mark.parametrize("first_bad", [0, 15, 16, 17, 1777, 2999])
+def test_long_map_reports_the_lowest_failing_item(s, first_bad):
+    """Runs of items stop at their first failure and the lowest failing run names its
+    failing item: the error is the one a map of single items gives (class, item, message)."""
+    good = (np.ones((3, 4)), np.ones((4, 2)))
+    bad = (np.ones((3, 4)), np.ones((3, 2)))
+    count = 3000
+    items = [good] * count
+    for i in (first_bad, first_bad + 1, first_bad + 400, count - 1):
+        if i < count:
+            items[i] = bad
+    live = tenlane.live_buffers()
+    with pytest.raises(tenlane.ShapeError) as long_run:
+        s.map_einsum("ij,jk->ik", items)
+    assert long_run.value.item == first_bad
+    assert "item %d (lane " % first_bad in long_run.value.message
+    assert tenlane.live_buffers() == live  # no result of the failed batch is left alive
+    with pytest.raises(tenlane.ShapeError) as short_run:  # 30 items: one item at a time
+        s.map_einsum("ij,jk->ik", [good] * 20 + [bad] + [good] * 9)
+    assert normalized(long_run.value.message) == normalized(short_run.value.message)
+    with pytest.raises(tenlane.ShapeError) as one_lane:
+        s.map_einsum("ij,jk->ik", items, max_lanes=1)
+    assert one_lane.value.item == first_bad
+
+
+def test_long_map_unreadable_operands(s):
+    """In runs too, an operand that cannot be read fails its item, and the lowest failing
+    item wins whichever way it failed."""
+    good = (np.ones((2, 2)), np.ones((2, 2)))
+    bad_shape = (np.ones((2, 3)), np.ones((2, 2)))
+    bad_dtype = (np.ones((2, 2), dtype=np.int32), np.ones((2, 2)))
+    items = [good] * 2000
+    items[1100], items[1200] = bad_shape, bad_dtype
+    with pytest.raises(tenlane.ShapeError) as info:
+        s.map_einsum("ij,jk->ik", items)
+    assert info.value.item == 1100
+    items[1100], items[1200] = bad_dtype, bad_shape
+    with pytest.raises(tenlane.DtypeError) as info:
+        s.map_einsum("ij,jk->ik", items)
+    assert info.value.item == 1100 and "item 1100" in info.value.message
+
+
 def test_unreadable_item_below_a_failing_item(s):
     good = (np.ones((2, 2)), np.ones((2, 2)))
     bad_shape = (np.ones((2, 3)), np.ones((2, 2)))
