@@ -111,6 +111,10 @@ typedef struct tl__einsum_prep {
   int sum;
   int n_kept;
   int kept_labels[TL_MAX_RANK];
+  /* kept_labels in the order the slot holds them in memory, densest first: the operand's
+   * strides (a merged diagonal's added up), or kept_labels itself for a summed operand (its
+   * scratch is column-major in that order) and when the plan was built without strides */
+  int memory_order[TL_MAX_RANK];
   size_t scratch_offset; /* of the summed buffer, when sum */
 } tl__einsum_prep;
 
@@ -133,11 +137,14 @@ typedef struct tl__einsum_plan {
 } tl__einsum_plan;
 
 /* Build a plan for the parsed spec over operands with the given shapes (the dtype is
- * recorded). Errors: TL_E_SHAPE (extent mismatch; an intermediate of more than
- * TL_MAX_RANK axes), TL_E_INVALID (path kind), TL_E_NOMEM. *out fully written on success. */
+ * recorded). strides (NULL: unknown) are the operands' own: each intermediate then takes
+ * its axes in the order the operands hold them in memory, so that the next step finds its
+ * axes contiguous (no permuted copy) for C-ordered operands as for column-major ones.
+ * Errors: TL_E_SHAPE (extent mismatch; an intermediate of more than TL_MAX_RANK axes),
+ * TL_E_INVALID (path kind), TL_E_NOMEM. *out fully written on success. */
 tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
-                                const int64_t *const *shapes, tl_dtype dtype,
-                                tl_einsum_path_kind kind, tl__einsum_plan *out);
+                                const int64_t *const *shapes, const int64_t *const *strides,
+                                tl_dtype dtype, tl_einsum_path_kind kind, tl__einsum_plan *out);
 
 /* ---- Fold (fold.c) ------------------------------------------------------------------ */
 

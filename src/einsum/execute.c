@@ -136,14 +136,15 @@ static tl_status find_plan(tl_exec *exec, const char *spec, int n, const tl_tens
                       sizeof *parsed + sizeof *plan);
   }
   int ranks[TL_EINSUM_MAX_OPERANDS];
-  const int64_t *shapes[TL_EINSUM_MAX_OPERANDS];
+  const int64_t *shapes[TL_EINSUM_MAX_OPERANDS], *strides[TL_EINSUM_MAX_OPERANDS];
   for (int i = 0; i < n; i++) {
     ranks[i] = operands[i]->rank;
     shapes[i] = operands[i]->shape;
+    strides[i] = operands[i]->strides; /* the key holds them: the plan may depend on them */
   }
   if (status == TL_OK) status = tl__einsum_parse(spec, n, ranks, parsed);
   if (status == TL_OK) {
-    status = tl__einsum_plan_build(spec, parsed, shapes, operands[0]->dtype, kind, plan);
+    status = tl__einsum_plan_build(spec, parsed, shapes, strides, operands[0]->dtype, kind, plan);
   }
   tl__free(parsed);
   if (status != TL_OK) {

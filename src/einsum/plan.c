@@ -70,6 +70,16 @@ static const int *slot_labels(const tl__einsum_plan *plan, int slot, int *rank) 
   return plan->step_labels[slot - plan->n_inputs];
 }
 
+/* The same labels in the order the slot holds them in memory, densest first (an
+ * intermediate is column-major in its label order). */
+static const int *slot_memory_order(const tl__einsum_plan *plan, int slot, int *rank) {
+  if (slot < plan->n_inputs) {
+    *rank = plan->prep[slot].n_kept;
+    return plan->prep[slot].memory_order;
+  }
+  return slot_labels(plan, slot, rank);
+}
+
 static double slot_size(const tl__einsum_plan *plan, int slot) {
   int rank;
   const int *labels = slot_labels(plan, slot, &rank);
@@ -122,11 +132,14 @@ static tl_status order_step_labels(const char *spec, tl__einsum_plan *plan) {
       memcpy(labels, plan->out_labels, sizeof(int) * (size_t)plan->out_rank);
       count = plan->out_rank;
     } else {
-      /* The larger input's surviving labels in its order, then the smaller one's new
-       * labels. That is the column-major GEMM form C[M, N] with M in the order the big
-       * operand holds it, so the contraction writes the intermediate in place, and a chain
-       * of basis changes (X[i,j,k] P[a,i] -> [j,k,a], then j, then k) always finds the next
-       * summed label at the front: no step needs a permuted copy. */
+      /* The larger input's surviving labels in the order it holds them in memory, then
+       * the smaller one's new labels in its memory order. That is the column-major GEMM
+       * form C[M, N] with M in the order the big operand holds it, so the contraction
+       * writes the intermediate in place, and a chain of basis changes (X[i,j,k] P[a,i] ->
+       * [j,k,a], then j, then k) always finds the next summed label at the front: no step
+       * needs a permuted copy. Memory order, not the spec's: for C-ordered operands (numpy's)
+       * the spec's order is the reverse, and E[a,b] A[a,s,c] -> [s,c,b] made the next step
+       * (with conj(A)[b,s,e]) permute it, where [c,s,b] needs no copy anywhere. */
       int big_slot = plan->path.pairs[step][0], small_slot = plan->path.pairs[step][1];
       if (slot_size(plan, small_slot) > slot_size(plan, big_slot)) {
         int swap = big_slot;
@@ -136,7 +149,7 @@ static tl_status order_step_labels(const char *spec, tl__einsum_plan *plan) {
       int sides[2] = {big_slot, small_slot};
       for (int side = 0; side < 2; side++) {
         int rank;
-        const int *in = slot_labels(plan, sides[side], &rank);
+        const int *in = slot_memory_order(plan, sides[side], &rank);
         for (int k = 0; k < rank; k++) {
           int label = in[k];
           if (!tl__labelset_has(plan->path.result[step], label)) continue;
@@ -183,9 +196,37 @@ static tl_status layout_scratch(const char *spec, tl__einsum_plan *plan) {
   return TL_OK;
 }
 
+/* prep->memory_order: the kept labels by the magnitude of their stride in the operand
+ * (a merged diagonal's strides added up), densest first; a zero stride (a broadcast axis)
+ * sorts last and ties keep the spec's order. Without strides, or for a summed operand (whose
+ * scratch is column-major in kept order), the kept order itself. */
+static void order_in_memory(tl__einsum_prep *prep, const int *term_labels, const int64_t *strides) {
+  int64_t key[TL_MAX_RANK];
+  for (int j = 0; j < prep->n_kept; j++) {
+    prep->memory_order[j] = prep->kept_labels[j];
+    int64_t s = 0;
+    for (int k = 0; strides != NULL && k < prep->rank; k++)
+      if (prep->axis_to_unique[k] >= 0 && term_labels[k] == prep->kept_labels[j]) s += strides[k];
+    key[j] = s == 0 ? INT64_MAX : s < 0 ? -s : s;
+  }
+  if (strides == NULL || prep->sum) return;
+  for (int j = 1; j < prep->n_kept; j++) { /* insertion: stable, and ranks are small */
+    int label = prep->memory_order[j];
+    int64_t k = key[j];
+    int at = j;
+    while (at > 0 && key[at - 1] > k) {
+      prep->memory_order[at] = prep->memory_order[at - 1];
+      key[at] = key[at - 1];
+      at--;
+    }
+    prep->memory_order[at] = label;
+    key[at] = k;
+  }
+}
+
 tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
-                                const int64_t *const *shapes, tl_dtype dtype,
-                                tl_einsum_path_kind kind, tl__einsum_plan *plan) {
+                                const int64_t *const *shapes, const int64_t *const *strides,
+                                tl_dtype dtype, tl_einsum_path_kind kind, tl__einsum_plan *plan) {
   if (kind != TL_EINSUM_PATH_AUTO && kind != TL_EINSUM_PATH_GREEDY &&
       kind != TL_EINSUM_PATH_OPTIMAL) {
     return tl__fail(TL_E_INVALID, "einsum: unknown path kind %d", (int)kind);
@@ -240,6 +281,7 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
       if (n == 1 || tl__labelset_has(need, label)) prep->kept_labels[prep->n_kept++] = label;
     }
     prep->sum = prep->n_kept < prep->n_unique;
+    order_in_memory(prep, parsed->inputs[i].labels, strides != NULL ? strides[i] : NULL);
   }
 
   tl__path_problem problem;
@@ -287,7 +329,8 @@ tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,
                       sizeof *parsed + sizeof *plan);
   }
   if (status == TL_OK) status = tl__einsum_parse(spec, n_operands, ranks, parsed);
-  if (status == TL_OK) status = tl__einsum_plan_build(spec, parsed, shapes, TL_F64, kind, plan);
+  if (status == TL_OK)
+    status = tl__einsum_plan_build(spec, parsed, shapes, NULL, TL_F64, kind, plan);
   if (status == TL_OK) {
     memset(out, 0, sizeof *out);
     out->n_operands = n_operands;

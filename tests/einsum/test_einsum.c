@@ -18,6 +18,7 @@
 #include "tenlane/einsum.h"
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
+#include "einsum/einsum_int.h"
 #include "th_fixtures.h"
 #include "th_numeric.h"
 #include "th_test.h"
@@ -581,6 +582,52 @@ static void einsum_repeated_into_makes_no_heap_allocation(void) {
   th_held_close(&h);
 }
 
+/* An intermediate takes its axes in the order its operands hold them in memory, so the next
+ * step of a chain finds its summed axes contiguous: for the environment update
+ * E[a,b] A[a,s,c] conj(A)[b,s,e] -> [c,e] over C-ordered operands (numpy's), E A gives
+ * [c,s,b] (densest first), which the second step reads in place; in the spec's order,
+ * [s,c,b], it would have to be permuted first. Column-major operands keep the spec's order,
+ * and so does a plan built without strides (tl_einsum_path). */
+static void einsum_intermediates_follow_operand_memory_order(void) {
+  const char *spec = "ab,asc,bse->ce";
+  int ranks[3] = {2, 3, 3};
+  int64_t shapes[3][TL_MAX_RANK] = {{16, 16}, {16, 2, 16}, {16, 2, 16}};
+  int64_t row[3][TL_MAX_RANK], col[3][TL_MAX_RANK];
+  for (int i = 0; i < 3; i++) {
+    tl_strides_row_major(ranks[i], shapes[i], row[i]);
+    tl_strides_col_major(ranks[i], shapes[i], col[i]);
+  }
+  const int64_t *shape_of[3] = {shapes[0], shapes[1], shapes[2]};
+  const int64_t *row_of[3] = {row[0], row[1], row[2]}, *col_of[3] = {col[0], col[1], col[2]};
+  tl__einsum_spec *parsed = malloc(sizeof *parsed);
+  tl__einsum_plan *plan = malloc(sizeof *plan);
+  TH_CHECK(parsed != NULL && plan != NULL);
+  TH_CHECK_OK(tl__einsum_parse(spec, 3, ranks, parsed));
+  const int64_t *const *strides[3] = {row_of, col_of, NULL};
+  for (int v = 0; v < 3; v++) {
+    TH_CHECK_OK(tl__einsum_plan_build(spec, parsed, shape_of, strides[v], TL_F64,
+                                      TL_EINSUM_PATH_AUTO, plan));
+    TH_CHECK(plan->path.n_steps == 2);
+    /* E meets one of the two rank-3 operands first (both cost the same): X[x0,x1,x2] with
+     * x0 summed against E, whose other label y is new. */
+    int p0 = plan->path.pairs[0][0], p1 = plan->path.pairs[0][1];
+    TH_CHECK((p0 == 0) != (p1 == 0));
+    const int *x = parsed->inputs[p0 == 0 ? p1 : p0].labels, *e = parsed->inputs[0].labels;
+    int y = e[0] == x[0] ? e[1] : e[0];
+    const int memory[3] = {x[2], x[1], y}, written[3] = {x[1], x[2], y};
+    const int *expect = v == 0 ? memory : written;
+    TH_CHECK(plan->step_rank[0] == 3);
+    for (int k = 0; k < 3; k++) {
+      if (plan->step_labels[0][k] != expect[k])
+        fprintf(stderr, "  strides %d: step 0 axis %d has label %d, expected %d\n", v, k,
+                plan->step_labels[0][k], expect[k]);
+      TH_CHECK(plan->step_labels[0][k] == expect[k]);
+    }
+  }
+  free(parsed);
+  free(plan);
+}
+
 /* ---- Bad input ------------------------------------------------------------------------ */
 
 typedef struct bad_case {
@@ -775,5 +822,6 @@ TH_TEST_MAIN(TH_CASE(einsum_spec_table_matches_naive_evaluation),
              TH_CASE(einsum_chosen_path_never_costs_more_than_greedy),
              TH_CASE(einsum_exact_path_matches_brute_force_on_random_networks),
              TH_CASE(einsum_repeated_into_makes_no_heap_allocation),
+             TH_CASE(einsum_intermediates_follow_operand_memory_order),
              TH_CASE(einsum_bad_input_table_fails_typed_and_writes_nothing),
              TH_CASE(einsum_path_rejects_bad_arguments))
