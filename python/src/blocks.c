@@ -8,7 +8,8 @@
  * TLPY_BLOCK_MAX bytes gets a block from a free list of its size class (64-byte steps), and
  * when its Buffer is collected the block goes back to the list, up to TLPY_BLOCK_KEEP bytes
  * kept in all; past that, and on tenlane.release_cached_memory(), blocks are freed. One
- * mutex guards the lists: any thread may take or give a block, with or without the GIL. A
+ * mutex guards the lists (a thread holding the GIL gives blocks back in groups, under one
+ * lock per group): any thread may take or give a block, with or without the GIL. A
  * fork holds the mutex across the fork (pthread_atfork), so a child never inherits it
  * locked by a thread that does not exist there. */
 
@@ -79,6 +80,47 @@ size_t tlpy_block_release(void) {
       lists[c] = next;
     }
   return freed;
+}
+
+/* Blocks given back by collected results (the GIL held), put on the lists PENDING at a time
+ * under one lock: a dropped batch of 10,000 results gives 10,000 blocks back in a row, and
+ * a lock per block was most of the time those results took to collect. */
+#define PENDING 256
+#define PENDING_BYTES ((size_t)1 << 20) /* or fewer, when they hold this much */
+static struct {
+  void *block;
+  size_t bytes;
+} pending[PENDING];
+static int pending_count;
+static size_t pending_bytes;
+
+void tlpy_block_flush_held(void) {
+  if (pending_count == 0) return;
+  int freeing = 0;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < pending_count; i++) {
+    size_t c = class_of(pending[i].bytes), size = (c + 1) * STEP;
+    if (kept + size > TLPY_BLOCK_KEEP) { /* past the cap: freed below, outside the lock */
+      pending[freeing++].block = pending[i].block;
+      continue;
+    }
+    *(void **)pending[i].block = heads[c];
+    heads[c] = pending[i].block;
+    kept += size;
+  }
+  pthread_mutex_unlock(&lock);
+  for (int i = 0; i < freeing; i++) free(pending[i].block);
+  pending_count = 0;
+  pending_bytes = 0;
+}
+
+void tlpy_block_give_held(void *block, size_t bytes) {
+  if (!block) return;
+  pending[pending_count].block = block;
+  pending[pending_count].bytes = bytes;
+  pending_count++;
+  pending_bytes += bytes;
+  if (pending_count == PENDING || pending_bytes >= PENDING_BYTES) tlpy_block_flush_held();
 }
 
 static void fork_prepare(void) { pthread_mutex_lock(&lock); }

@@ -282,7 +282,7 @@ static void job_free(lanes_job *job) {
     }
     if (job->perms) PyMem_RawFree(job->perms[i]);
     if (job->read_fail) PyMem_RawFree(job->read_fail[i]);
-    if (job->blocks) tlpy_block_give(job->blocks[i], job->block_bytes[i]); /* unpublished */
+    if (job->blocks) tlpy_block_give_held(job->blocks[i], job->block_bytes[i]); /* unpublished */
   }
   for (int l = 0; l < job->stashes; l++)
     tlpy_block_give_many(job->stash[l].bytes, job->stash[l].block, job->stash[l].count);
@@ -433,6 +433,7 @@ static PyObject *publish(lanes_job *job) {
 /* The shared driver of map_einsum, map_svd and map_qrcp. */
 static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *job) {
   if (!tlpy_session_exec(self, job->where)) return NULL;
+  tlpy_block_flush_held(); /* blocks of collected results, for this batch's lanes */
   size_t bad = 0;
   PyObject *pending[3] = {NULL, NULL, NULL}, *list = NULL;
   if (own_items(items_obj, job->kind == JOB_EINSUM, job, &bad, pending) < 0) goto done;

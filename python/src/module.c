@@ -48,19 +48,23 @@ static PyObject *module_live_buffers(PyObject *module, PyObject *unused) {
 static PyObject *module_release_cached_memory(PyObject *module, PyObject *unused) {
   (void)module;
   (void)unused;
+  tlpy_buffers_release(); /* the kept Buffer objects too (GIL held here) */
+  tlpy_block_flush_held();
   return PyLong_FromSize_t(tlpy_block_release());
 }
 
 static PyObject *module_cached_memory(PyObject *module, PyObject *unused) {
   (void)module;
   (void)unused;
+  tlpy_block_flush_held();
   return PyLong_FromSize_t(tlpy_block_kept());
 }
 
 static PyMethodDef module_methods[] = {
     {"release_cached_memory", module_release_cached_memory, METH_NOARGS,
      "release_cached_memory() -> int: free the memory of collected small results that tenlane "
-     "keeps for the next results of the same size (at most 64 MiB); returns the bytes freed. "
+     "keeps for the next results of the same size (at most 64 MiB), and the result Buffer "
+     "objects kept for reuse (at most 16384); returns the bytes of result memory freed. "
      "Any thread."},
     {"cached_memory", module_cached_memory, METH_NOARGS,
      "cached_memory() -> int: bytes of collected small results' memory kept for reuse. Any "

@@ -29,12 +29,38 @@ static Py_ssize_t live_buffers;
 
 Py_ssize_t tlpy_live_buffers(void) { return live_buffers; }
 
+/* Collected Buffers kept for the next results, at most BUFFER_KEEP, linked through `block`
+ * (GIL held for every change). A batch of results is dropped all at once, and the
+ * interpreter's allocator then hands the emptied arenas back to the system; the next
+ * batch's Buffers (320 bytes each) had to be faulted in and zeroed again, page by page.
+ * tlpy_buffers_release frees them. */
+#define BUFFER_KEEP 16384
+static tlpy_buffer *kept_head;
+static Py_ssize_t kept_count;
+
 static void buffer_dealloc(PyObject *self) {
   tlpy_buffer *buffer = (tlpy_buffer *)self;
   live_buffers--;
   tl_tensor_release(&buffer->tensor); /* nothing to free when borrowed */
-  tlpy_block_give(buffer->block, buffer->block_bytes);
+  tlpy_block_give_held(buffer->block, buffer->block_bytes);
+  if (kept_count < BUFFER_KEEP) { /* the type has no subclasses: every Buffer is this size */
+    buffer->block = kept_head;
+    kept_head = buffer;
+    kept_count++;
+    return;
+  }
   Py_TYPE(self)->tp_free(self);
+}
+
+Py_ssize_t tlpy_buffers_release(void) {
+  Py_ssize_t freed = kept_count;
+  while (kept_head) {
+    tlpy_buffer *next = kept_head->block;
+    PyObject_Free(kept_head);
+    kept_head = next;
+  }
+  kept_count = 0;
+  return freed;
 }
 
 static PyObject *buffer_nbytes(PyObject *self, void *unused) {
@@ -101,8 +127,16 @@ static PyObject *array_over(const tl_tensor *t, PyObject *keep) {
 
 /* A Buffer over *t (owned memory, or a borrowed tensor over block); NULL if out of memory. */
 static tlpy_buffer *buffer_new(const tl_tensor *t, void *block, size_t bytes) {
-  tlpy_buffer *buffer = PyObject_New(tlpy_buffer, &tlpy_buffer_type);
-  if (!buffer) return NULL;
+  tlpy_buffer *buffer;
+  if (kept_head) {
+    buffer = kept_head;
+    kept_head = buffer->block;
+    kept_count--;
+    PyObject_Init((PyObject *)buffer, &tlpy_buffer_type);
+  } else {
+    buffer = PyObject_New(tlpy_buffer, &tlpy_buffer_type);
+    if (!buffer) return NULL;
+  }
   buffer->tensor = *t;
   buffer->block = block;
   buffer->block_bytes = bytes;

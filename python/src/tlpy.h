@@ -90,6 +90,8 @@ PyObject *tlpy_result(tl_tensor *t, PyObject *base);
 const tl_tensor *tlpy_buffer_tensor(PyObject *buffer);
 /* Buffers alive now: results not yet collected. */
 Py_ssize_t tlpy_live_buffers(void);
+/* Free the collected Buffer objects kept for reuse (result.c); returns how many. GIL held. */
+Py_ssize_t tlpy_buffers_release(void);
 /* numpy type number of a tenlane dtype. */
 int tlpy_npy_type(tl_dtype dtype);
 
@@ -114,6 +116,12 @@ int tlpy_block_take_many(size_t bytes, void **blocks, int count);
 void tlpy_block_give(void *block, size_t bytes);
 /* The same for `count` blocks of one size (NULL entries are ignored), under one lock. */
 void tlpy_block_give_many(size_t bytes, void *const *blocks, int count);
+/* tlpy_block_give for a thread that holds the GIL (a collected result): the block waits
+ * with others and goes to the lists with them, under one lock. tlpy_block_flush_held puts the
+ * waiting ones there now (before a batch, so its lanes can take them, and before the kept
+ * bytes are read or freed). Both with the GIL held. */
+void tlpy_block_give_held(void *block, size_t bytes);
+void tlpy_block_flush_held(void);
 /* Register the fork handlers (module initialisation, once); -1 if that failed. */
 int tlpy_blocks_init(void);
 /* Free every kept block; returns the bytes freed. Bytes kept now. Any thread. */

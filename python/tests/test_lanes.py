@@ -245,6 +245,32 @@ def test_small_results_reuse_kept_memory(s, rng):
     assert tenlane.cached_memory() == 0
 
 
+def test_collected_results_are_reused_safely(s, rng):
+    """Collected results' Buffer objects and blocks are kept for the next batch (the blocks
+    given back in groups): batch after batch the values are the single calls', a result kept
+    from an earlier batch stays intact and exports by DLPack, live_buffers counts only the
+    living, and release_cached_memory leaves nothing kept."""
+    items = environment_items(rng, 600, np.float64, chi=4)
+    spec = "ab,asc,bse->ce"
+    want = [s.einsum(spec, *ops).tobytes() for ops in items]
+    live = tenlane.live_buffers()
+    kept = None
+    for r in range(6):
+        out = s.map_einsum(spec, items)
+        assert [o.tobytes() for o in out] == want
+        if r == 1:
+            kept = out[7]  # outlives its batch
+        del out
+        assert tenlane.live_buffers() == live + (kept is not None)
+        assert kept is None or kept.tobytes() == want[7]
+    assert np.from_dlpack(kept.base).nbytes == kept.nbytes
+    assert tenlane.cached_memory() >= 599 * 4 * 4 * 8  # the dropped batch's blocks, all counted
+    tenlane.release_cached_memory()
+    assert tenlane.cached_memory() == 0
+    again = s.map_einsum(spec, items)
+    assert [o.tobytes() for o in again] == want and kept.tobytes() == want[7]
+
+
 def test_kept_memory_is_capped(s):
     """At most 64 MiB of collected results is kept; the rest goes back to the system."""
     tenlane.release_cached_memory()
