@@ -78,6 +78,7 @@ typedef struct lanes_job {
   const tl_truncation *truncation;
   int max_lanes;            /* lanes that take items; 0 = all */
   size_t mapped;            /* items the map runs (those below an unreadable item tuple) */
+  int published;            /* einsum: every result is in the list (the slots hold nothing) */
   size_t run_items;         /* consecutive items per tl_map item (1: one item each) */
   tlpy_run_fail **run_fail; /* per run: its failing item, or NULL (run_items > 1) */
   /* JOB_PYTHON */
@@ -269,7 +270,10 @@ static size_t run_length(size_t items, int lanes) {
 }
 
 static void job_free(lanes_job *job) {
-  for (size_t i = 0; i < job->items; i++) {
+  /* Every result published: the arrays own what the slots held (a slot over a kept block
+   * borrows it and owns nothing), so there is nothing per item to free. */
+  size_t items = job->published ? 0 : job->items;
+  for (size_t i = 0; i < items; i++) {
     if (job->einsum_out) tl_tensor_release(&job->einsum_out[i]);
     if (job->svd_out) {
       tl_tensor_release(&job->svd_out[i].u);
@@ -482,6 +486,7 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
     goto done;
   }
   list = publish(job);
+  job->published = list != NULL && job->kind == JOB_EINSUM;
 done:
   Py_XDECREF(pending[0]);
   Py_XDECREF(pending[1]);

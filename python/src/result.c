@@ -160,15 +160,13 @@ PyObject *tlpy_result(tl_tensor *t, PyObject *base) {
   return array_over(&copy, keep);
 }
 
-PyObject *tlpy_result_block(tl_tensor *t, void *block, size_t bytes) {
-  tl_tensor copy = *t;
-  memset(t, 0, sizeof *t);
-  tlpy_buffer *buffer = buffer_new(&copy, block, bytes);
+PyObject *tlpy_result_block(const tl_tensor *t, void *block, size_t bytes) {
+  tlpy_buffer *buffer = buffer_new(t, block, bytes);
   if (!buffer) {
-    tlpy_block_give(block, bytes);
+    tlpy_block_give_held(block, bytes);
     return NULL;
   }
-  return array_over(&copy, (PyObject *)buffer);
+  return array_over(&buffer->tensor, (PyObject *)buffer);
 }
 
 tl_status tlpy_create(tl_dtype dtype, int rank, const int64_t *shape, tl_tensor *out) {

@@ -98,8 +98,8 @@ int tlpy_npy_type(tl_dtype dtype);
 /* A numpy array over `t`, a borrowed tensor over `block` (from tlpy_block_take, `bytes`
  * asked): the block moves into a new Buffer and goes back to the block lists when the
  * Buffer is collected. On failure the block is given back and NULL returned with an
- * exception set; *t is cleared either way. */
-PyObject *tlpy_result_block(tl_tensor *t, void *block, size_t bytes);
+ * exception set. *t owns nothing (it is read, not cleared). GIL held. */
+PyObject *tlpy_result_block(const tl_tensor *t, void *block, size_t bytes);
 
 /* ---- blocks.c ------------------------------------------------------------------------ */
 
