@@ -48,16 +48,21 @@ void *tlpy_block_take(size_t bytes) {
   return tlpy_block_take_many(bytes, &block, 1) == 1 ? block : NULL;
 }
 
-void tlpy_block_give_many(size_t bytes, void *const *blocks, int count) {
+/* Put `block` (taken for `bytes`) on its list, lock held; 0 when the lists are full. */
+static int keep_locked(void *block, size_t bytes) {
   size_t c = class_of(bytes), size = (c + 1) * STEP;
+  if (kept + size > TLPY_BLOCK_KEEP) return 0;
+  *(void **)block = heads[c];
+  heads[c] = block;
+  kept += size;
+  return 1;
+}
+
+void tlpy_block_give_many(size_t bytes, void *const *blocks, int count) {
   int kept_here = 0;
   pthread_mutex_lock(&lock);
-  for (; kept_here < count && kept + size <= TLPY_BLOCK_KEEP; kept_here++) {
-    if (!blocks[kept_here]) continue;
-    *(void **)blocks[kept_here] = heads[c];
-    heads[c] = blocks[kept_here];
-    kept += size;
-  }
+  for (; kept_here < count; kept_here++)
+    if (blocks[kept_here] && !keep_locked(blocks[kept_here], bytes)) break;
   pthread_mutex_unlock(&lock);
   for (int i = kept_here; i < count; i++) free(blocks[i]); /* past the cap */
 }
@@ -98,16 +103,9 @@ void tlpy_block_flush_held(void) {
   if (pending_count == 0) return;
   int freeing = 0;
   pthread_mutex_lock(&lock);
-  for (int i = 0; i < pending_count; i++) {
-    size_t c = class_of(pending[i].bytes), size = (c + 1) * STEP;
-    if (kept + size > TLPY_BLOCK_KEEP) { /* past the cap: freed below, outside the lock */
+  for (int i = 0; i < pending_count; i++) /* past the cap: freed below, outside the lock */
+    if (!keep_locked(pending[i].block, pending[i].bytes))
       pending[freeing++].block = pending[i].block;
-      continue;
-    }
-    *(void **)pending[i].block = heads[c];
-    heads[c] = pending[i].block;
-    kept += size;
-  }
   pthread_mutex_unlock(&lock);
   for (int i = 0; i < freeing; i++) free(pending[i].block);
   pending_count = 0;

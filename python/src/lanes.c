@@ -17,7 +17,7 @@
  * A long map_einsum hands its items to the lanes in runs of consecutive items (one tl_map
  * item per run; run_length): each lane then reads operands that lie one after another in
  * memory, as a serial loop would, where single items dealt out in turn gave each lane every
- * other item's arrays and the prefetchers little to follow (two lanes then took 8-14% more
+ * other item's arrays and the prefetchers little to follow (two lanes then took 5-14% more
  * CPU per 16 x 16 environment update than one; with the items' memory shuffled, one lane
  * was as slow per item as two). A run stops at its first failing item, and the lowest
  * failing run's first failure is the lowest failing item: every run below it ran whole
@@ -80,6 +80,7 @@ typedef struct lanes_job {
   size_t mapped;            /* items the map runs (those below an unreadable item tuple) */
   int published;            /* einsum: every result is in the list (the slots hold nothing) */
   size_t run_items;         /* consecutive items per tl_map item (1: one item each) */
+  size_t runs;              /* tl_map items: runs of run_items (the last may be shorter) */
   tlpy_run_fail **run_fail; /* per run: its failing item, or NULL (run_items > 1) */
   /* JOB_PYTHON */
   PyObject *fn, *results;
@@ -299,8 +300,7 @@ static void job_free(lanes_job *job) {
   PyMem_Free(job->perms);
   PyMem_Free(job->read_fail);
   if (job->run_fail) {
-    size_t runs = (job->mapped + job->run_items - 1) / job->run_items;
-    for (size_t r = 0; r < runs; r++) PyMem_RawFree(job->run_fail[r]);
+    for (size_t r = 0; r < job->runs; r++) PyMem_RawFree(job->run_fail[r]);
     PyMem_Free(job->run_fail);
   }
   Py_CLEAR(job->inputs);
@@ -469,14 +469,14 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
     if (job->max_lanes > 0 && job->max_lanes < lanes) lanes = job->max_lanes;
     job->run_items = run_length(bad, lanes);
   }
+  job->runs = (bad + job->run_items - 1) / job->run_items;
   if (job->run_items > 1) {
-    size_t runs = (bad + job->run_items - 1) / job->run_items;
-    job->run_fail = PyMem_Calloc(runs, sizeof *job->run_fail);
+    job->run_fail = PyMem_Calloc(job->runs, sizeof *job->run_fail);
     if (!job->run_fail) {
       PyErr_NoMemory();
       goto done;
     }
-    if (run_map(self->session, runs, run_of_items, job) < 0) goto done;
+    if (run_map(self->session, job->runs, run_of_items, job) < 0) goto done;
   } else if (bad > 0 && run_map(self->session, bad, run_item, job) < 0) {
     goto done;
   }
