@@ -181,9 +181,18 @@ typedef struct tl__provider_choice {
   int small_complex; /* TL__SMALL_COMPLEX_*: the tiny complex GEMM kernel */
 } tl__provider_choice;
 
-/* The choice for a CPU with `features`, where BLIS's own detection recognised the CPU
- * (`blis_recognised` != 0) or fell back to its generic context. Pure. */
-tl__provider_choice tl__provider_choose(const tl__cpu_features *features, int blis_recognised);
+/* What BLIS's own CPU detection picked, as far as the choice cares. */
+enum {
+  TL__BLIS_SAW_GENERIC = 0, /* it did not recognise the CPU: generic kernels */
+  TL__BLIS_SAW_ZEN = 1,     /* one of BLIS 0.9's AVX2 Zen contexts (zen, zen2, zen3) */
+  TL__BLIS_SAW_OTHER = 2    /* any other context it has */
+};
+
+/* The choice for a CPU with `features` where BLIS's detection saw `blis_saw`
+ * (TL__BLIS_SAW_*). Pure. */
+tl__provider_choice tl__provider_choose(const tl__cpu_features *features, int blis_saw);
+/* What BLIS's detection saw in this process (TL__BLIS_SAW_*). */
+int tl__provider_blis_saw(void);
 /* The choice made for this process (after falling back where a context is missing). */
 tl__provider_choice tl__provider_current(void);
 

@@ -5,9 +5,9 @@
  * is selected (~60-120 GFLOP/s); libxsmm's JIT kernels are the fastest for small shapes
  * (8x8x8 in ~15 ns, 64^3 at ~110 GFLOP/s) while BLIS costs microseconds per call there.
  * So: at first use pick BLIS's best context for the CPU's features (tl__provider_choose,
- * a pure function of a feature description), and send small f32/f64 GEMMs to small_gemm.c
- * (libxsmm once a shape has been seen a few times, a hand kernel before), and tiny
- * complex GEMMs to tenlane's own kernel (gemm_small_complex.c).
+ * a pure function of a feature description and of what BLIS's detection saw), and send small
+ * f32/f64 GEMMs to small_gemm.c (libxsmm once a shape has been seen a few times, a hand kernel
+ * before), and tiny complex GEMMs to tenlane's own kernel (gemm_small_complex.c).
  *
  * The chosen context is also made BLIS's process-wide one: tenlane links reference LAPACK
  * and BLIS from their archives, so LAPACK's internal BLAS calls (which pass no context and
@@ -15,7 +15,11 @@
  * contents with the chosen one's gives them the same kernels. BLIS 0.9's skx context has
  * real kernels only, so complex GEMM runs BLIS's induced method 1m (complex products as real
  * ones of twice the size, on the skx kernels): ~120 GFLOP/s c128 at n=256 here, against
- * ~17 with the reference complex kernels.
+ * ~17 with the reference complex kernels. BLIS 0.9 takes a Zen 4 (AVX-512) for a Zen 3 and
+ * runs its AVX2 kernels there; measured on a Zen 4, skx with 1m was faster for GEMM (f64
+ * n = 256/1024 by about 10%, c128 n = 1024 by about 15%) and for the larger factorisations
+ * (docs/design/kernels.md), so a Zen context on a CPU with skx's AVX-512 subsets is
+ * replaced too.
  *
  * Invariants: every provider call here is single-threaded (serial BLIS, rntm with one
  * thread; libxsmm never threads), so the only numerical threads are the pool's workers
@@ -40,21 +44,24 @@ static cntx_t *blis_cntx_complex; /* complex dtypes: blis_cntx, or its 1m form *
 static cntx_t skx_1m;
 static rntm_t blis_rntm;
 static tl__provider_choice provider_choice;
+static int provider_blis_saw;
 static char provider_name[64];
 
-tl__provider_choice tl__provider_choose(const tl__cpu_features *f, int blis_recognised) {
+tl__provider_choice tl__provider_choose(const tl__cpu_features *f, int blis_saw) {
   tl__provider_choice choice;
   memset(&choice, 0, sizeof choice);
   choice.small_complex = f->avx512f && f->fma ? TL__SMALL_COMPLEX_AVX512
                          : f->avx2 && f->fma  ? TL__SMALL_COMPLEX_AVX2
                                               : TL__SMALL_COMPLEX_PORTABLE;
-  if (blis_recognised) {
+  /* BLIS's skx configuration needs the same AVX-512 subsets its own detection asks for. */
+  int skx = f->avx512f && f->avx512dq && f->avx512cd && f->avx512bw && f->avx512vl && f->fma;
+  if (blis_saw == TL__BLIS_SAW_OTHER || (blis_saw == TL__BLIS_SAW_ZEN && !skx)) {
     /* BLIS's own detection knows the CPU: keep its context and its induced-method choice. */
     choice.blis = TL__BLIS_DETECTED;
     return choice;
   }
-  /* BLIS's skx configuration needs the same AVX-512 subsets its own detection asks for. */
-  if (f->avx512f && f->avx512dq && f->avx512cd && f->avx512bw && f->avx512vl && f->fma) {
+  if (skx) {
+    /* Generic, or a Zen context on a Zen with AVX-512 (newer than BLIS 0.9 knows). */
     choice.blis = TL__BLIS_SKX;
     choice.complex_1m = 1; /* skx has no complex micro-kernels in BLIS 0.9 */
   } else if (f->avx2 && f->fma) {
@@ -77,6 +84,19 @@ static tl__cpu_features cpu_features(void) {
   f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
   f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
   return f;
+}
+
+static int blis_saw_of(arch_t native) {
+  switch (native) {
+    case BLIS_ARCH_GENERIC:
+      return TL__BLIS_SAW_GENERIC;
+    case BLIS_ARCH_ZEN:
+    case BLIS_ARCH_ZEN2:
+    case BLIS_ARCH_ZEN3:
+      return TL__BLIS_SAW_ZEN;
+    default:
+      return TL__BLIS_SAW_OTHER;
+  }
 }
 
 static cntx_t *lookup_arch(arch_t id) {
@@ -104,7 +124,8 @@ static void providers_init_once(void) {
   bli_init();
   arch_t native = bli_arch_query_id();
   tl__cpu_features features = cpu_features();
-  tl__provider_choice choice = tl__provider_choose(&features, native != BLIS_ARCH_GENERIC);
+  provider_blis_saw = blis_saw_of(native);
+  tl__provider_choice choice = tl__provider_choose(&features, provider_blis_saw);
   const char *arch = bli_arch_string(native);
   cntx_t *chosen = NULL;
   if (choice.blis == TL__BLIS_SKX && (chosen = lookup_arch(BLIS_ARCH_SKX)) != NULL) {
@@ -162,6 +183,11 @@ void tl__providers_init(void) {
 tl__provider_choice tl__provider_current(void) {
   tl__providers_init();
   return provider_choice;
+}
+
+int tl__provider_blis_saw(void) {
+  tl__providers_init();
+  return provider_blis_saw;
 }
 
 cntx_t *tl__blis_context(void) {

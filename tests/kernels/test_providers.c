@@ -27,39 +27,54 @@ static tl__cpu_features features(int avx2, int fma, int avx512) {
 static void provider_choice_covers_each_feature_set(void) {
   /* Full AVX-512 on a CPU BLIS does not recognise: skx, complex through 1m. */
   tl__cpu_features f = features(1, 1, 1);
-  tl__provider_choice c = tl__provider_choose(&f, 0);
+  tl__provider_choice c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
   TH_CHECK(c.blis == TL__BLIS_SKX && c.complex_1m == 1);
   TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
   /* AVX-512F without BW (or any other subset skx needs): haswell, its complex kernels. */
   f.avx512bw = 0;
-  c = tl__provider_choose(&f, 0);
+  c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
   TH_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
   TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512); /* the tiny kernel needs F only */
   f = features(1, 1, 1);
   f.avx512vl = 0;
-  TH_CHECK(tl__provider_choose(&f, 0).blis == TL__BLIS_HASWELL);
+  TH_CHECK(tl__provider_choose(&f, TL__BLIS_SAW_GENERIC).blis == TL__BLIS_HASWELL);
   /* AVX-512 without FMA reported cannot take skx's FMA kernels. */
   f = features(1, 0, 1);
-  c = tl__provider_choose(&f, 0);
+  c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
   TH_CHECK(c.blis == TL__BLIS_DETECTED && c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
   /* AVX2 + FMA only. */
   f = features(1, 1, 0);
-  c = tl__provider_choose(&f, 0);
+  c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
   TH_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
   TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2);
   /* AVX2 without FMA, and nothing at all: BLIS's own context, portable tiny kernel. */
   f = features(1, 0, 0);
-  c = tl__provider_choose(&f, 0);
+  c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
   TH_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
   TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
   f = features(0, 0, 0);
-  c = tl__provider_choose(&f, 0);
+  c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
   TH_CHECK(c.blis == TL__BLIS_DETECTED && c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
-  /* A CPU BLIS recognised keeps BLIS's choice whatever the features. */
+  /* A CPU BLIS recognised (not as a Zen) keeps BLIS's choice whatever the features. */
   f = features(1, 1, 1);
-  c = tl__provider_choose(&f, 1);
+  c = tl__provider_choose(&f, TL__BLIS_SAW_OTHER);
   TH_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
   TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
+  f = features(1, 1, 0);
+  TH_CHECK(tl__provider_choose(&f, TL__BLIS_SAW_OTHER).blis == TL__BLIS_DETECTED);
+  /* Seen as a Zen: a Zen with skx's AVX-512 subsets (Zen 4, which BLIS 0.9 takes for a
+   * Zen 3) gets skx and 1m; without them (Zen 1-3) BLIS's Zen context stays. */
+  f = features(1, 1, 1);
+  c = tl__provider_choose(&f, TL__BLIS_SAW_ZEN);
+  TH_CHECK(c.blis == TL__BLIS_SKX && c.complex_1m == 1);
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
+  f.avx512bw = 0;
+  c = tl__provider_choose(&f, TL__BLIS_SAW_ZEN);
+  TH_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
+  f = features(1, 1, 0);
+  c = tl__provider_choose(&f, TL__BLIS_SAW_ZEN);
+  TH_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2);
 }
 
 /* The choice made here agrees with the pure function on this CPU's own features, and the
@@ -78,17 +93,16 @@ static void provider_choice_of_this_process_follows_its_features(void) {
   tl__provider_choice now = tl__provider_current();
   const char *name = tl_kernels_provider();
   TH_CHECK(strncmp(name, "blis:", 5) == 0);
-  TH_CHECK(now.small_complex == tl__provider_choose(&f, 0).small_complex);
+  TH_CHECK(now.small_complex == tl__provider_choose(&f, TL__BLIS_SAW_GENERIC).small_complex);
   if (now.blis == TL__BLIS_SKX) {
     TH_CHECK(strstr(name, "skx") != NULL);
     TH_CHECK(now.complex_1m == 1 && strstr(name, "(1m)") != NULL);
   }
   if (now.blis == TL__BLIS_HASWELL) TH_CHECK(strstr(name, "haswell") != NULL);
-  if (now.blis != TL__BLIS_DETECTED) {
-    /* Only chosen over BLIS's own detection when that detection fell back to generic. */
-    tl__provider_choice pure = tl__provider_choose(&f, 0);
-    TH_CHECK(pure.blis == now.blis);
-  }
+  /* The process's choice is the pure function's on what BLIS saw here (a context missing
+   * from BLIS's build would fall back to the detected one, which the build has none of). */
+  tl__provider_choice pure = tl__provider_choose(&f, tl__provider_blis_saw());
+  TH_CHECK(pure.blis == now.blis && pure.complex_1m == now.complex_1m);
 }
 
 /* ---- the tiny complex kernels against a naive product ---------------------------------- */
