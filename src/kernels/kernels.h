@@ -107,6 +107,18 @@ void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end);
 enum { TL__ISA_PORTABLE = 0, TL__ISA_AVX2 = 1, TL__ISA_AVX512 = 2 };
 int tl__permute_isa(void);
 extern int tl__permute_isa_cap;
+/* A permute tile in bytes: along the destination's dense axis (that many source rows) and
+ * along the source's dense axis. */
+typedef struct tl__permute_tiles {
+  int64_t dst_bytes, src_bytes;
+} tl__permute_tiles;
+/* The tile for a CPU: `amd` 1 for an AMD CPU, `family` cpuid's family (base plus extended,
+ * so 25 for Zen 3/4, 26 for Zen 5). Pure. */
+tl__permute_tiles tl__permute_tiles_for(int amd, int family);
+/* This CPU's tile (cpuid, read once), or tl__permute_tiles_forced when its dst_bytes is
+ * above 0 (tests run every choice on one machine; set it only while no permute runs). */
+tl__permute_tiles tl__permute_tiles_here(void);
+extern tl__permute_tiles tl__permute_tiles_forced;
 /* The grouped path (permute_group.c), for plan_make and run: set up plan->group and
  * plan->blocks and return 1 when the dense axes are short and a group reaches past one
  * axis, else 0 (plan untouched but for group); run blocks [begin, end) with the kernels

@@ -2,12 +2,12 @@
  *
  * The plan orders the axes by the destination's strides. When the source's densest axis
  * is the destination's too, the copy runs row by row (a contiguous copy when both are
- * unit-stride). Otherwise it is tiled over the two dense axes: a tile is TILE0_BYTES of
- * the destination's dense axis (that many source rows) by TILE1_BYTES of the source's,
- * and tiles are walked along the source rows first, so consecutive tiles continue the
- * same source rows and the prefetchers' streams on them keep running. Inside a tile the
- * micro-kernels move one cache line by one cache line (8 x 8 doubles), so every source
- * line is used whole when it is loaded.
+ * unit-stride). Otherwise it is tiled over the two dense axes: a tile is so many bytes of
+ * the destination's dense axis (that many source rows) by so many of the source's (the
+ * sizes depend on the CPU: tl__permute_tiles_for), and tiles are walked along the source rows
+ * first, so consecutive tiles continue the same source rows and the prefetchers' streams on them
+ * keep running. Inside a tile the micro-kernels move one cache line by one cache line (8 x 8
+ * doubles), so every source line is used whole when it is loaded.
  *
  * Invariant: the micro-kernels move bits (integer or vector moves), never arithmetic, so
  * a copy is exact for every value, NaN payloads included. No index arithmetic in the
@@ -25,8 +25,9 @@ TL__HOT_FILE
 #include <immintrin.h>
 #endif
 
-#define TILE0_BYTES 4096 /* tile extent along the destination's dense axis */
-#define TILE1_BYTES 256  /* tile extent along the source's dense axis */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 /* ---- portable micro-kernels: dst(j, i) = src(i, j) ------------------------------------ */
 
@@ -207,6 +208,44 @@ int tl__permute_isa(void) {
 
 int tl__permute_isa_cap = TL__ISA_AVX512;
 
+/* Measured with bench_kernels' permute rows (2 threads, medians against a copy of the same
+ * bytes). On Zen 5 (family 26) 4096 x 256 bytes beat 2048 x 512: 8192^2 0.82 -> 0.82-0.89,
+ * 3-D (2,0,1) 0.73-0.75 -> 0.88, (1,2,0) 0.76-0.80 -> 0.86-1.03; source extents of 1024
+ * bytes read 0.4-0.55 there. On Zen 4 (family 25) the same 4096 x 256 was the slowest
+ * choice tried: two alternated runs of 9 rounds gave 8192^2 0.58-0.62, (2,1,0) 0.56-0.57,
+ * (2,0,1) 0.66-0.67, against 0.81-0.89, 0.85-0.86 and 0.91-0.92 with 1024 x 512 (2048 x 512
+ * and 512 x 1024 came between); there the fewer source rows a tile keeps open at once, the
+ * better. Zen 2 showed no steady winner (docs/design/kernels.md). So Zen 5 keeps the tall
+ * tile and every other CPU takes 1024 x 512. */
+tl__permute_tiles tl__permute_tiles_for(int amd, int family) {
+  tl__permute_tiles t = {1024, 512};
+  if (amd && family == 26) t.dst_bytes = 4096, t.src_bytes = 256;
+  return t;
+}
+
+tl__permute_tiles tl__permute_tiles_forced = {0, 0};
+
+tl__permute_tiles tl__permute_tiles_here(void) {
+  if (tl__permute_tiles_forced.dst_bytes > 0) return tl__permute_tiles_forced;
+  static atomic_int cached = -1; /* benign race: every thread computes the same value */
+  int value = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (value < 0) {
+    int amd = 0, family = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned a, b, c, d;
+    if (__get_cpuid(0, &a, &b, &c, &d))
+      amd = b == 0x68747541u && d == 0x69746e65u; /* "Auth" "enti" */
+    if (__get_cpuid(1, &a, &b, &c, &d)) {
+      family = (int)((a >> 8) & 0xf);
+      if (family == 0xf) family += (int)((a >> 20) & 0xff);
+    }
+#endif
+    value = amd << 16 | family;
+    atomic_store_explicit(&cached, value, memory_order_relaxed);
+  }
+  return tl__permute_tiles_for(value >> 16, value & 0xffff);
+}
+
 static int have_avx2(void) { return tl__permute_isa() >= TL__ISA_AVX2; }
 
 /* Streaming kernels, for 8- and 16-byte elements; `align64`: every destination row of a
@@ -289,20 +328,16 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
   if (p <= 0 || tl__abs64(loop->strides[1][0]) <= 1) return;
   plan->tiled = 1;
   plan->src_axis = p;
-  /* Tall, narrow tiles: TILE0_BYTES along the destination's dense axis (that many source
-   * rows), TILE1_BYTES along the source's dense axis, walked along the source rows first
+  /* Tiles of tl__permute_tiles_here()'s size, walked along the source rows first
    * (tl__permute_run). Each block then continues the same source rows where the previous
    * one stopped, so the hardware's stream prefetchers keep running on them, and each
-   * destination row gets TILE0_BYTES written in one go. Measured on 2-D f64 transposes
+   * destination row gets a tile's width written in one go. Measured on 2-D f64 transposes
    * (2 threads, against a copy of the same bytes): 8192^2 from 0.53 to 0.81, 8200^2 from
-   * 0.75 to 0.90, over square 512-byte tiles walked across the rows. With the AVX-512
-   * kernels (one store per destination line) 4096 x 256 bytes beat the AVX2-era 2048 x 512
-   * on Zen 5 (medians of 15, against a copy: 8192^2 0.82 -> 0.82-0.89, 3-D (2,0,1)
-   * 0.73-0.75 -> 0.88, (1,2,0) 0.76-0.80 -> 0.86-1.03 in the quieter runs); wider source
-   * extents (1024 bytes) were 0.4-0.55 of a copy, narrower (64-128) worse on 8192^2. */
+   * 0.75 to 0.90, over square 512-byte tiles walked across the rows. */
   const int64_t es = loop->esize[0];
-  plan->tile0 = TILE0_BYTES / es;
-  plan->tile1 = TILE1_BYTES / es;
+  const tl__permute_tiles tiles = tl__permute_tiles_here();
+  plan->tile0 = tiles.dst_bytes / es;
+  plan->tile1 = tiles.src_bytes / es;
   plan->tiles0 = (loop->shape[0] + plan->tile0 - 1) / plan->tile0;
   plan->tiles1 = (loop->shape[p] + plan->tile1 - 1) / plan->tile1;
   int64_t other = 1;

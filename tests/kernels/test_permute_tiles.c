@@ -6,7 +6,8 @@
  * streaming kernels) and only 32-byte aligned (AVX2's); the grouped path's streaming
  * output at 64-byte alignment; and a 3-D transpose whose destination steps are not 32-byte
  * multiples along an axis other than the source's dense one, which used to take streaming
- * stores to unaligned addresses and crash the process. */
+ * stores to unaligned addresses and crash the process. The streaming transposes run at both
+ * tile sizes the CPUs get (tl__permute_tiles_for). */
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -87,24 +88,50 @@ static void permute_streaming_transposes_match_naive_at_every_isa(void) {
   } cases[] = {{TL_F64, 1536, 1, 1},  {TL_F64, 1540, 1, 0},  {TL_F64, 1450, 0, 0},
                {TL_C128, 1024, 1, 1}, {TL_C128, 1026, 1, 0}, {TL_C64, 1472, 1, 1},
                {TL_F32, 2048, 0, 0}};
-  KT_FOR_EACH_PERMUTE_ISA(isa) {
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-      int64_t shape[2] = {cases[c].n, cases[c].n};
+  /* Both tile choices (tl__permute_tiles_for), whichever this CPU takes. */
+  for (int t = 0; t < 2; t++) {
+    tl__permute_tiles_forced = tl__permute_tiles_for(1, t == 0 ? 26 : 25);
+    KT_FOR_EACH_PERMUTE_ISA(isa) {
+      for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t shape[2] = {cases[c].n, cases[c].n};
+        tl__permute_plan plan;
+        check_permute(h.exec, cases[c].dt, 2, shape, t2, &plan);
+        TH_CHECK(plan.tiled && !plan.grouped);
+        TH_CHECK(plan.stream == (isa >= TL__ISA_AVX2 && cases[c].stream));
+        TH_CHECK(!plan.stream || plan.align64 == cases[c].align64);
+      }
+      /* grouped path, streaming, destination rows 64-byte aligned: 16 MiB of doubles */
+      int64_t s6[6] = {16, 8, 16, 8, 16, 8};
+      int p6[6] = {5, 3, 1, 4, 2, 0};
       tl__permute_plan plan;
-      check_permute(h.exec, cases[c].dt, 2, shape, t2, &plan);
-      TH_CHECK(plan.tiled && !plan.grouped);
-      TH_CHECK(plan.stream == (isa >= TL__ISA_AVX2 && cases[c].stream));
-      TH_CHECK(!plan.stream || plan.align64 == cases[c].align64);
+      check_permute(h.exec, TL_F64, 6, s6, p6, &plan);
+      TH_CHECK(plan.grouped);
+      TH_CHECK(plan.stream == (isa >= TL__ISA_AVX2) && (!plan.stream || plan.align64));
     }
-    /* grouped path, streaming, destination rows 64-byte aligned: 16 MiB of doubles */
-    int64_t s6[6] = {16, 8, 16, 8, 16, 8};
-    int p6[6] = {5, 3, 1, 4, 2, 0};
-    tl__permute_plan plan;
-    check_permute(h.exec, TL_F64, 6, s6, p6, &plan);
-    TH_CHECK(plan.grouped);
-    TH_CHECK(plan.stream == (isa >= TL__ISA_AVX2) && (!plan.stream || plan.align64));
   }
+  tl__permute_tiles_forced.dst_bytes = 0; /* back to this CPU's own */
   th_held_close(&h);
+}
+
+/* The tile per CPU: Zen 5 (AMD family 26) the tall one measured there, every other CPU
+ * (Zen 4 measured; Intel, older AMD) the wider one; and this process's own follows cpuid
+ * unless forced. */
+static void permute_tiles_follow_the_cpu(void) {
+  tl__permute_tiles t = tl__permute_tiles_for(1, 26);
+  TH_CHECK(t.dst_bytes == 4096 && t.src_bytes == 256);
+  const int others[][2] = {{1, 25}, {1, 23}, {0, 6}, {0, 26}};
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+    t = tl__permute_tiles_for(others[i][0], others[i][1]);
+    TH_CHECK(t.dst_bytes == 1024 && t.src_bytes == 512);
+  }
+  /* This CPU's own is one of the two; forcing replaces it, unforcing gives it back. */
+  tl__permute_tiles own = tl__permute_tiles_here();
+  TH_CHECK((own.dst_bytes == 4096 && own.src_bytes == 256) ||
+           (own.dst_bytes == 1024 && own.src_bytes == 512));
+  tl__permute_tiles_forced = tl__permute_tiles_for(1, own.dst_bytes == 4096 ? 25 : 26);
+  TH_CHECK(tl__permute_tiles_here().dst_bytes != own.dst_bytes);
+  tl__permute_tiles_forced.dst_bytes = 0;
+  TH_CHECK(tl__permute_tiles_here().dst_bytes == own.dst_bytes);
 }
 
 static void permute_streaming_needs_every_destination_step_aligned(void) {
@@ -129,4 +156,5 @@ static void permute_streaming_needs_every_destination_step_aligned(void) {
 
 TH_TEST_MAIN(TH_CASE(permute_tile_kernel_moves_bits_at_every_isa),
              TH_CASE(permute_streaming_transposes_match_naive_at_every_isa),
-             TH_CASE(permute_streaming_needs_every_destination_step_aligned))
+             TH_CASE(permute_streaming_needs_every_destination_step_aligned),
+             TH_CASE(permute_tiles_follow_the_cpu))
