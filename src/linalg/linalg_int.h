@@ -53,6 +53,10 @@ lapack_int tl__lapack_gesvd(tl_dtype dtype, char jobz, lapack_int m, lapack_int 
  * 1-based pivots, info > 0 at the first exact zero pivot); needs lda >= max(1, m). Pure. */
 lapack_int tl__getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
                      lapack_int *ipiv);
+/* The instruction set tl__getrf's f64/c128 pivot search may use: 1 = AVX2 where the CPU has
+ * it (the default), 0 = the plain loop. Tests lower it to run both; set it only while no LU
+ * runs. */
+extern int tl__getrf_isa_cap;
 lapack_int tl__lapack_getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
                             lapack_int *ipiv);
 /* trans 'N', 'T' or 'C'. */

@@ -1,7 +1,8 @@
 /* tests/linalg/test_getrf.c: tenlane's own LU core (src/linalg/getrf.c) in every dtype,
  * against a naive reconstruction P L U = A, over shapes that reach every branch (panel only,
  * one and several splits, the triangle inverse, tall and wide), plus LAPACK's conventions:
- * 1-based pivots, info at the first exact zero pivot. */
+ * 1-based pivots, info at the first exact zero pivot. The f64/c128 pivot search and panel
+ * loops have an AVX2 build and a plain one (tl__getrf_isa_cap): every case runs both. */
 #include <complex.h>
 #include <math.h>
 #include <stdlib.h>
@@ -145,5 +146,71 @@ static void getrf_reports_the_first_zero_pivot(void) {
   }
 }
 
+/* The pivot of a one-column factorization is the first largest |re| + |im| (|x| for real
+ * types), NaNs never chosen: checked against a plain search over columns full of ties, at
+ * every length up to 40 (the vector loops' tails) and with the maximum at every place. */
+static lapack_int naive_pivot(tl_dtype dt, const void *a, lapack_int m) {
+  lapack_int p = 0;
+  double best = -1;
+  for (lapack_int i = 0; i < m; i++) {
+    double complex z = get(dt, a, m, i, 0);
+    double v = fabs(creal(z)) + fabs(cimag(z));
+    if (v > best) best = v, p = i;
+  }
+  return p;
+}
+
+static void getrf_picks_the_first_largest_pivot(void) {
+  const tl_dtype dtypes[4] = {TL_F32, TL_F64, TL_C64, TL_C128};
+  /* Small integers and halves: many exact ties, in both parts of a complex entry. */
+  const double parts[7] = {0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 2.0};
+  unsigned seed = 11u;
+  for (int d = 0; d < 4; d++) {
+    tl_dtype dt = dtypes[d];
+    for (lapack_int m = 1; m <= 40; m++)
+      for (int round = 0; round < 12; round++) {
+        void *a = malloc(tl_dtype_size(dt) * (size_t)m);
+        for (lapack_int i = 0; i < m; i++) {
+          seed = seed * 1664525u + 1013904223u;
+          double re = parts[(seed >> 10) % 7];
+          seed = seed * 1664525u + 1013904223u;
+          double im = parts[(seed >> 10) % 7];
+          put(dt, a, m, i, 0, re + I * im);
+        }
+        if (round >= 6) { /* NaNs here and there; one at the column's top in round 6 */
+          put(dt, a, m, round == 6 ? 0 : (lapack_int)(seed % (unsigned)m), 0, NAN);
+        }
+        lapack_int want = naive_pivot(dt, a, m), ipiv = 0;
+        tl__getrf(dt, m, 1, a, m, &ipiv);
+        TH_CHECK(ipiv == want + 1);
+        free(a);
+      }
+    /* The largest entry alone at each position of a 37-row column (and its negative). */
+    for (lapack_int at = 0; at < 37; at++)
+      for (int sgn = 0; sgn < 2; sgn++) {
+        double complex col[37];
+        void *a = malloc(tl_dtype_size(dt) * 37);
+        for (lapack_int i = 0; i < 37; i++) col[i] = 0.25 * (double)(i % 3) - 0.25 * I;
+        col[at] = sgn ? -3.0 + 0.5 * I : 3.0;
+        for (lapack_int i = 0; i < 37; i++) put(dt, a, 37, i, 0, col[i]);
+        lapack_int ipiv = 0;
+        tl__getrf(dt, 37, 1, a, 37, &ipiv);
+        TH_CHECK(ipiv == at + 1);
+        free(a);
+      }
+  }
+}
+
+/* Each case again with the plain loops. */
+static void getrf_plain_loops_agree(void) {
+  int saved = tl__getrf_isa_cap;
+  tl__getrf_isa_cap = 0;
+  getrf_reconstructs_in_every_dtype();
+  getrf_reports_the_first_zero_pivot();
+  getrf_picks_the_first_largest_pivot();
+  tl__getrf_isa_cap = saved;
+}
+
 TH_TEST_MAIN(TH_CASE(getrf_reconstructs_in_every_dtype),
-             TH_CASE(getrf_reports_the_first_zero_pivot))
+             TH_CASE(getrf_reports_the_first_zero_pivot),
+             TH_CASE(getrf_picks_the_first_largest_pivot), TH_CASE(getrf_plain_loops_agree))
