@@ -167,6 +167,13 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
                            tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
                            int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc,
                            int64_t csc);
+/* BLIS's typed gemv for LAPACK's BLAS calls (linalg/gemv.c): y = beta y + alpha op(A) x,
+ * op by trans (0 'N', 1 'T', 2 'C'), A column-major with leading dimension lda, x and y
+ * from their first elements (a negative increment walks back from there); alpha and beta
+ * point at one element of the dtype. Arguments checked by the caller; m, n > 0. */
+void tl__gemv_blis(tl_dtype dtype, int trans, int64_t m, int64_t n, const void *alpha,
+                   const void *a, int64_t lda, const void *x, int64_t incx, const void *beta,
+                   void *y, int64_t incy);
 /* The same, forcing BLIS (used by the benchmark's direct-provider anchor). */
 void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,

@@ -249,6 +249,32 @@ void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar al
   }
 }
 
+void tl__gemv_blis(tl_dtype dtype, int trans, int64_t m, int64_t n, const void *alpha,
+                   const void *a, int64_t lda, const void *x, int64_t incx, const void *beta,
+                   void *y, int64_t incy) {
+  /* As BLIS's own BLAS layer calls it: no context or runtime (the process-wide context, which
+   * providers_init made the chosen one), vectors from their first element. */
+  trans_t t = trans == 0 ? BLIS_NO_TRANSPOSE : trans == 1 ? BLIS_TRANSPOSE : BLIS_CONJ_TRANSPOSE;
+  switch (dtype) {
+    case TL_F32:
+      bli_sgemv_ex(t, BLIS_NO_CONJUGATE, m, n, (float *)alpha, (float *)a, 1, lda, (float *)x, incx,
+                   (float *)beta, (float *)y, incy, NULL, NULL);
+      break;
+    case TL_F64:
+      bli_dgemv_ex(t, BLIS_NO_CONJUGATE, m, n, (double *)alpha, (double *)a, 1, lda, (double *)x,
+                   incx, (double *)beta, (double *)y, incy, NULL, NULL);
+      break;
+    case TL_C64:
+      bli_cgemv_ex(t, BLIS_NO_CONJUGATE, m, n, (scomplex *)alpha, (scomplex *)a, 1, lda,
+                   (scomplex *)x, incx, (scomplex *)beta, (scomplex *)y, incy, NULL, NULL);
+      break;
+    case TL_C128:
+      bli_zgemv_ex(t, BLIS_NO_CONJUGATE, m, n, (dcomplex *)alpha, (dcomplex *)a, 1, lda,
+                   (dcomplex *)x, incx, (dcomplex *)beta, (dcomplex *)y, incy, NULL, NULL);
+      break;
+  }
+}
+
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
