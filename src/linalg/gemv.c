@@ -8,15 +8,20 @@
  * OpenBLAS serial's time from 64^2 to 512^2; perf put them at a fifth of tl_svd f64 n = 256
  * and most of the gap to OpenBLAS there.
  *
- * How (f64 on AVX-512 CPUs): y = beta y + alpha A^T x takes four columns at a time, two
+ * How (f64 and c128 on AVX-512 CPUs): y = beta y + alpha A^T x takes four columns at a time, two
  * 8-wide partial sums per column over 16 rows a step and a masked step for the rows left;
  * y = beta y + alpha A x takes four columns at a time down the rows, each row vector of y
  * loaded, given four multiply-adds and stored. Measured against OpenBLAS 0.3.21 serial's
  * dgemv (probe, medians of 31, A in a 512-row array): transposed 0.89-0.93x its time, plain
- * 0.71-0.80x, from 64^2 to 512^2 and 256 x 8. A strided x (transposed) or y (plain) is
- * gathered a chunk at a time into the stack. Everything else (f32, complex, f64 without
- * AVX-512, or tl__gemv_isa_cap 0) goes to BLIS's typed gemv with the context tenlane chose,
- * as BLIS's own BLAS layer would send it.
+ * 0.71-0.80x, from 64^2 to 512^2 and 256 x 8. c128 the same way, four complex numbers a
+ * vector (the products with x and with x's parts swapped, combined at the end; a c = a Re c
+ * + swap(a) (-Im c, Im c)): against BLIS with tenlane's AVX2 complex kernels the plain
+ * product took about 0.6x the time inside zgesdd, the conjugate-transposed one the same;
+ * zgesdd and zgeqrf + zungqr at n = 256 took 0.96-1.00x the time (alternated in one
+ * process). A strided x (transposed) or y (plain) is gathered a chunk at a time into the
+ * stack. Everything else (f32, c64, f64 and c128 without AVX-512, or tl__gemv_isa_cap 0)
+ * goes to BLIS's typed gemv with the context tenlane chose, as BLIS's own BLAS layer would
+ * send it.
  *
  * Contract: the reference BLAS's. An illegal argument calls xerbla_ (tenlane's, xerbla.c)
  * with its position and returns; m or n 0, or alpha 0 with beta 1, return at once; beta 0
@@ -202,6 +207,154 @@ static void gemv_d_kernels(int trans, int64_t m, int64_t n, double alpha, const 
   }
 }
 
+/* ---- c128 kernels (AVX-512F): four complex numbers a vector, interleaved ------------ */
+
+/* y[j * incy] = beta y[j * incy] + alpha sum_i op(a[i + j lda]) x[i], op conj when `conj`.
+ * x contiguous. Each column keeps the lane products of A with x and with x's parts swapped;
+ * the real part is the even lanes' sum minus (plus, conj) the odd lanes', the imaginary part
+ * the even plus (minus) the odd of the swapped ones. */
+/* `cols` (1 or 4, a constant once inlined, so the sums stay in registers) columns from j. */
+TL_AVX512 static inline __attribute__((always_inline)) void dot_block_z(
+    const int cols, int64_t m, int64_t j, double complex alpha, const double complex *a,
+    int64_t lda, const double *xd, double complex beta, double complex *y, int64_t incy, int conj) {
+  const __mmask8 tail = (__mmask8)((1u << (2 * (m & 3))) - 1u);
+  const int64_t mv = m & ~(int64_t)3;
+  const double *ad[4];
+  __m512d s[4], u[4];
+  for (int q = 0; q < cols; q++) {
+    ad[q] = (const double *)(a + (j + q) * lda);
+    s[q] = u[q] = _mm512_setzero_pd();
+  }
+  int64_t i = 0;
+  for (; i < mv; i += 4) {
+    const __m512d xv = _mm512_loadu_pd(xd + 2 * i), xs = _mm512_permute_pd(xv, 0x55);
+    for (int q = 0; q < cols; q++) {
+      const __m512d av = _mm512_loadu_pd(ad[q] + 2 * i);
+      s[q] = _mm512_fmadd_pd(av, xv, s[q]);
+      u[q] = _mm512_fmadd_pd(av, xs, u[q]);
+    }
+  }
+  if (tail) {
+    const __m512d xv = _mm512_maskz_loadu_pd(tail, xd + 2 * i), xs = _mm512_permute_pd(xv, 0x55);
+    for (int q = 0; q < cols; q++) {
+      const __m512d av = _mm512_maskz_loadu_pd(tail, ad[q] + 2 * i);
+      s[q] = _mm512_fmadd_pd(av, xv, s[q]);
+      u[q] = _mm512_fmadd_pd(av, xs, u[q]);
+    }
+  }
+  for (int q = 0; q < cols; q++) {
+    const double se = _mm512_mask_reduce_add_pd(0x55, s[q]);
+    const double so = _mm512_mask_reduce_add_pd(0xAA, s[q]);
+    const double ue = _mm512_mask_reduce_add_pd(0x55, u[q]);
+    const double uo = _mm512_mask_reduce_add_pd(0xAA, u[q]);
+    const double re = conj ? se + so : se - so, im = conj ? ue - uo : ue + uo;
+    double complex *yq = y + (j + q) * incy;
+    *yq = (beta == 0 ? 0 : beta * *yq) + alpha * CMPLX(re, im);
+  }
+}
+
+/* y[j * incy] = beta y[j * incy] + alpha sum_i op(a[i + j lda]) x[i], op conj when `conj`.
+ * x contiguous. Each column keeps the lane products of A with x and with x's parts swapped;
+ * the real part is the even lanes' sum minus (plus, conj) the odd lanes', the imaginary part
+ * the even plus (minus) the odd of the swapped ones. */
+TL_AVX512 static void dot_columns_z(int64_t m, int64_t n, double complex alpha,
+                                    const double complex *a, int64_t lda, const double complex *x,
+                                    double complex beta, double complex *y, int64_t incy,
+                                    int conj) {
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    dot_block_z(4, m, j, alpha, a, lda, (const double *)x, beta, y, incy, conj);
+  for (; j < n; j++) dot_block_z(1, m, j, alpha, a, lda, (const double *)x, beta, y, incy, conj);
+}
+
+TL_AVX512 static inline __attribute__((always_inline)) void add_block_z(
+    const int cols, int64_t m, int64_t j, double complex alpha, const double complex *a,
+    int64_t lda, const double complex *x, int64_t incx, double *yd) {
+  const __mmask8 tail = (__mmask8)((1u << (2 * (m & 3))) - 1u);
+  const int64_t mv = m & ~(int64_t)3;
+  const double *ad[4];
+  __m512d cr[4], ci[4];
+  for (int q = 0; q < cols; q++) {
+    const double complex c = alpha * x[(j + q) * incx];
+    const double r = creal(c), i = cimag(c);
+    ad[q] = (const double *)(a + (j + q) * lda);
+    cr[q] = _mm512_set1_pd(r);
+    ci[q] = _mm512_set_pd(i, -i, i, -i, i, -i, i, -i);
+  }
+  int64_t i = 0;
+  for (; i < mv; i += 4) {
+    __m512d v = _mm512_loadu_pd(yd + 2 * i);
+    for (int q = 0; q < cols; q++) {
+      const __m512d av = _mm512_loadu_pd(ad[q] + 2 * i);
+      v = _mm512_fmadd_pd(_mm512_permute_pd(av, 0x55), ci[q], v);
+      v = _mm512_fmadd_pd(av, cr[q], v);
+    }
+    _mm512_storeu_pd(yd + 2 * i, v);
+  }
+  if (tail) {
+    __m512d v = _mm512_maskz_loadu_pd(tail, yd + 2 * i);
+    for (int q = 0; q < cols; q++) {
+      const __m512d av = _mm512_maskz_loadu_pd(tail, ad[q] + 2 * i);
+      v = _mm512_fmadd_pd(_mm512_permute_pd(av, 0x55), ci[q], v);
+      v = _mm512_fmadd_pd(av, cr[q], v);
+    }
+    _mm512_mask_storeu_pd(yd + 2 * i, tail, v);
+  }
+}
+
+/* y[i] += sum_j a[i + j lda] (alpha x[j * incx]), i < m, j < n. y contiguous. With c = alpha
+ * x[j]: a c = a Re(c) + swap(a) (-Im(c), Im(c)) lane by lane. */
+TL_AVX512 static void add_columns_z(int64_t m, int64_t n, double complex alpha,
+                                    const double complex *a, int64_t lda, const double complex *x,
+                                    int64_t incx, double complex *y) {
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) add_block_z(4, m, j, alpha, a, lda, x, incx, (double *)y);
+  for (; j < n; j++) add_block_z(1, m, j, alpha, a, lda, x, incx, (double *)y);
+}
+
+static void scale_y_z(int64_t len, double complex beta, double complex *y, int64_t inc) {
+  if (beta == 1) return;
+  for (int64_t i = 0; i < len; i++) y[i * inc] = beta == 0 ? 0 : beta * y[i * inc];
+}
+
+/* The c128 product on tenlane's kernels (trans 0 'N', 1 'T', 2 'C'), as gemv_d_kernels. */
+static void gemv_z_kernels(int trans, int64_t m, int64_t n, double complex alpha,
+                           const double complex *a, int64_t lda, const double complex *x,
+                           int64_t incx, double complex beta, double complex *y, int64_t incy) {
+  enum { ZCHUNK = CHUNK / 2 };
+  double complex buf[ZCHUNK];
+  if (trans == 0) {
+    if (incy == 1) {
+      scale_y_z(m, beta, y, 1);
+      if (alpha != 0) add_columns_z(m, n, alpha, a, lda, x, incx, y);
+      return;
+    }
+    for (int64_t r0 = 0; r0 < m; r0 += ZCHUNK) {
+      const int64_t rows = m - r0 < ZCHUNK ? m - r0 : ZCHUNK;
+      for (int64_t i = 0; i < rows; i++) {
+        const double complex v = y[(r0 + i) * incy];
+        buf[i] = beta == 0 ? 0 : beta == 1 ? v : beta * v;
+      }
+      if (alpha != 0) add_columns_z(rows, n, alpha, a + r0, lda, x, incx, buf);
+      for (int64_t i = 0; i < rows; i++) y[(r0 + i) * incy] = buf[i];
+    }
+    return;
+  }
+  if (alpha == 0) {
+    scale_y_z(n, beta, y, incy);
+    return;
+  }
+  if (incx == 1) {
+    dot_columns_z(m, n, alpha, a, lda, x, beta, y, incy, trans == 2);
+    return;
+  }
+  for (int64_t r0 = 0; r0 < m; r0 += ZCHUNK) {
+    const int64_t rows = m - r0 < ZCHUNK ? m - r0 : ZCHUNK;
+    for (int64_t i = 0; i < rows; i++) buf[i] = x[(r0 + i) * incx];
+    dot_columns_z(rows, n, alpha, a + r0, lda, buf, r0 == 0 ? beta : 1, y, incy, trans == 2);
+  }
+}
+
 /* ---- the BLAS interface ------------------------------------------------------------- */
 
 /* 0 for 'N', 1 for 'T', 2 for 'C' (either case), -1 otherwise. */
@@ -263,7 +416,13 @@ static int check(int trans, int m, int n, int lda, int incx, int incy) {
 
 TL__GEMV_ENTRY(sgemv_, "SGEMV ", float, TL__GEMV_BLIS(TL_F32))
 TL__GEMV_ENTRY(cgemv_, "CGEMV ", float complex, TL__GEMV_BLIS(TL_C64))
-TL__GEMV_ENTRY(zgemv_, "ZGEMV ", double complex, TL__GEMV_BLIS(TL_C128))
+TL__GEMV_ENTRY(zgemv_, "ZGEMV ", double complex, {
+  if (*alpha == 0 && *beta == 1) return;
+  if (tl__gemv_isa_cap >= 1 && __builtin_cpu_supports("avx512f"))
+    gemv_z_kernels(tr, *m, *n, *alpha, a, *lda, x0, *incx, *beta, y0, *incy);
+  else
+    TL__GEMV_BLIS(TL_C128)
+})
 TL__GEMV_ENTRY(dgemv_, "DGEMV ", double, {
   if (*alpha == 0.0 && *beta == 1.0) return;
   if (tl__gemv_isa_cap >= 1 && __builtin_cpu_supports("avx512f"))

@@ -184,10 +184,11 @@ int tl__xerbla_take(char routine[16], int *argument);
  * LAPACK's archive is searched. */
 int tl__nrm2_linked(void);
 /* gemv.c defines the BLAS matrix-vector products LAPACK calls (sgemv_, dgemv_, cgemv_,
- * zgemv_) in place of BLIS's: f64 on tenlane's AVX-512 kernels, the rest through BLIS's
- * typed gemv. tl__gemv_linked is called by tl__la_begin for the same reason as
- * tl__nrm2_linked. tl__gemv_isa_cap: 1 (default) lets f64 use the AVX-512 kernels where the
- * CPU has them, 0 sends it to BLIS too (tests run both; set it only while no LAPACK runs). */
+ * zgemv_) in place of BLIS's: f64 and c128 on tenlane's AVX-512 kernels, the rest through
+ * BLIS's typed gemv. tl__gemv_linked is called by tl__la_begin for the same reason as
+ * tl__nrm2_linked. tl__gemv_isa_cap: 1 (default) lets f64 and c128 use the AVX-512 kernels
+ * where the CPU has them, 0 sends them to BLIS too (tests run both; set it only while no LAPACK
+ * runs). */
 int tl__gemv_linked(void);
 extern int tl__gemv_isa_cap;
 /* 1 when xerbla_ was called on this thread since the last take. */

@@ -4,8 +4,8 @@
  * 512-row chunks of a strided vector; increments 1, 2, 3, -1, -2; alpha 0, 1 and another,
  * beta 0, 1 and another, with what must not be read set to NaN; elements between the strides
  * of y never written; the reference BLAS's quick returns and argument errors (xerbla_ with
- * the position). f64 runs on tenlane's AVX-512 kernels where the CPU has them and on BLIS's
- * (tl__gemv_isa_cap 0). */
+ * the position). f64 and c128 run on tenlane's AVX-512 kernels where the CPU has them and on
+ * BLIS's (tl__gemv_isa_cap 0). */
 #include <complex.h>
 #include <math.h>
 #include <stdio.h>
@@ -181,10 +181,11 @@ static void table(int dtype_first, int dtype_last) {
 
 static void gemv_matches_a_naive_product(void) { table(0, 3); }
 
-static void gemv_f64_through_blis_matches_too(void) {
+static void gemv_through_blis_matches_too(void) {
   int saved = tl__gemv_isa_cap;
   tl__gemv_isa_cap = 0;
   table(1, 1);
+  table(3, 3);
   tl__gemv_isa_cap = saved;
 }
 
@@ -220,5 +221,5 @@ static void gemv_quick_returns_and_argument_errors(void) {
   }
 }
 
-TH_TEST_MAIN(TH_CASE(gemv_matches_a_naive_product), TH_CASE(gemv_f64_through_blis_matches_too),
+TH_TEST_MAIN(TH_CASE(gemv_matches_a_naive_product), TH_CASE(gemv_through_blis_matches_too),
              TH_CASE(gemv_quick_returns_and_argument_errors))
