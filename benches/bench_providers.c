@@ -4,8 +4,9 @@
  *     serial's dgemm/zgemm and BLIS called directly with tenlane's context;
  *   - QR (geqrf + orgqr/ungqr), SVD (gesdd, thin) and LU (getrf), n = 64, 256, 512: tl_*_into
  *     against OpenBLAS serial's LAPACK and against reference LAPACK over BLIS with tenlane's
- *     context (the archives tenlane links, called directly), the tl row anchored to the
- *     faster of the two;
+ *     context (the archives tenlane links, called directly; LAPACK's nrm2 and gemv calls
+ *     reach tenlane's definitions, src/linalg/nrm2.c and gemv.c, as they do inside
+ *     libtenlane), the tl row anchored to the faster of the two;
  *   - GEMM in c64, n = 64, 256, 1024: against OpenBLAS serial's cgemm and BLIS's cgemm
  *     (a table of its own);
  *   - tiny complex GEMM: c128 n = 4, 16 against f64 at the same n (aim: at most 4x), and a

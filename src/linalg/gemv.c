@@ -16,7 +16,7 @@
  * 0.71-0.80x, from 64^2 to 512^2 and 256 x 8. c128 the same way, four complex numbers a
  * vector (the products with x and with x's parts swapped, combined at the end; a c = a Re c
  * + swap(a) (-Im c, Im c)): against BLIS with tenlane's AVX2 complex kernels the plain
- * product took about 0.6x the time inside zgesdd, the conjugate-transposed one the same;
+ * product took about 0.6x the time inside zgesdd (perf), the conjugate-transposed one 0.8x;
  * zgesdd and zgeqrf + zungqr at n = 256 took 0.96-1.00x the time (alternated in one
  * process). A strided x (transposed) or y (plain) is gathered a chunk at a time into the
  * stack. Everything else (f32, c64, f64 and c128 without AVX-512, or tl__gemv_isa_cap 0)
