@@ -38,6 +38,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 #include "linalg_int.h"
@@ -61,7 +62,8 @@ int tl__gemv_linked(void) { return 1; }
 /* y[j * incy] = beta y[j * incy] + alpha sum_i a[i + j lda] x[i], j < n, i < m (beta 0: y
  * not read). x contiguous. */
 TL_AVX512 static void dot_columns(int64_t m, int64_t n, double alpha, const double *a, int64_t lda,
-                                  const double *x, double beta, double *y, int64_t incy) {
+                                  const double *x, double beta, double *y, int64_t incy, int conj) {
+  (void)conj; /* the same signature as dot_columns_z */
   const __mmask8 tail = (__mmask8)((1u << (m & 7)) - 1u);
   const int64_t mv = m & ~(int64_t)7;
   int64_t j = 0;
@@ -161,58 +163,21 @@ TL_AVX512 static void add_columns(int64_t m, int64_t n, double alpha, const doub
   }
 }
 
-/* y (len elements at stride inc, from its first element) = beta y; beta 0 writes zeros. */
-static void scale_y(int64_t len, double beta, double *y, int64_t inc) {
-  if (beta == 1.0) return;
-  for (int64_t i = 0; i < len; i++) y[i * inc] = beta == 0.0 ? 0.0 : beta * y[i * inc];
-}
-
-/* The f64 product on tenlane's kernels; x and y point at their first elements (negative
- * increments already resolved); arguments checked; m, n > 0. */
-static void gemv_d_kernels(int trans, int64_t m, int64_t n, double alpha, const double *a,
-                           int64_t lda, const double *x, int64_t incx, double beta, double *y,
-                           int64_t incy) {
-  if (!trans) {
-    if (incy == 1) {
-      scale_y(m, beta, y, 1);
-      if (alpha != 0.0) add_columns(m, n, alpha, a, lda, x, incx, y);
-      return;
-    }
-    double buf[CHUNK];
-    for (int64_t r0 = 0; r0 < m; r0 += CHUNK) {
-      const int64_t rows = m - r0 < CHUNK ? m - r0 : CHUNK;
-      for (int64_t i = 0; i < rows; i++) {
-        const double v = y[(r0 + i) * incy];
-        buf[i] = beta == 0.0 ? 0.0 : beta == 1.0 ? v : beta * v;
-      }
-      if (alpha != 0.0) add_columns(rows, n, alpha, a + r0, lda, x, incx, buf);
-      for (int64_t i = 0; i < rows; i++) y[(r0 + i) * incy] = buf[i];
-    }
-    return;
-  }
-  if (alpha == 0.0) {
-    scale_y(n, beta, y, incy);
-    return;
-  }
-  if (incx == 1) {
-    dot_columns(m, n, alpha, a, lda, x, beta, y, incy);
-    return;
-  }
-  /* Rows in chunks of a gathered x: the first chunk applies beta, the later ones add. */
-  double buf[CHUNK];
-  for (int64_t r0 = 0; r0 < m; r0 += CHUNK) {
-    const int64_t rows = m - r0 < CHUNK ? m - r0 : CHUNK;
-    for (int64_t i = 0; i < rows; i++) buf[i] = x[(r0 + i) * incx];
-    dot_columns(rows, n, alpha, a + r0, lda, buf, r0 == 0 ? beta : 1.0, y, incy);
-  }
-}
-
 /* ---- c128 kernels (AVX-512F): four complex numbers a vector, interleaved ------------ */
 
 /* y[j * incy] = beta y[j * incy] + alpha sum_i op(a[i + j lda]) x[i], op conj when `conj`.
  * x contiguous. Each column keeps the lane products of A with x and with x's parts swapped;
  * the real part is the even lanes' sum minus (plus, conj) the odd lanes', the imaginary part
  * the even plus (minus) the odd of the swapped ones. */
+/* re + i im with each part as given (CMPLX is not there under clang 14 with glibc, and
+ * re + I * im turns an infinite im into a NaN real part). */
+static inline double complex make_z(double re, double im) {
+  const double parts[2] = {re, im};
+  double complex z;
+  memcpy(&z, parts, sizeof z);
+  return z;
+}
+
 /* `cols` (1 or 4, a constant once inlined, so the sums stay in registers) columns from j. */
 TL_AVX512 static inline __attribute__((always_inline)) void dot_block_z(
     const int cols, int64_t m, int64_t j, double complex alpha, const double complex *a,
@@ -249,7 +214,7 @@ TL_AVX512 static inline __attribute__((always_inline)) void dot_block_z(
     const double uo = _mm512_mask_reduce_add_pd(0xAA, u[q]);
     const double re = conj ? se + so : se - so, im = conj ? ue - uo : ue + uo;
     double complex *yq = y + (j + q) * incy;
-    *yq = (beta == 0 ? 0 : beta * *yq) + alpha * CMPLX(re, im);
+    *yq = (beta == 0 ? 0 : beta * *yq) + alpha * make_z(re, im);
   }
 }
 
@@ -312,48 +277,56 @@ TL_AVX512 static void add_columns_z(int64_t m, int64_t n, double complex alpha,
   for (; j < n; j++) add_block_z(1, m, j, alpha, a, lda, x, incx, (double *)y);
 }
 
-static void scale_y_z(int64_t len, double complex beta, double complex *y, int64_t inc) {
-  if (beta == 1) return;
-  for (int64_t i = 0; i < len; i++) y[i * inc] = beta == 0 ? 0 : beta * y[i * inc];
-}
+/* ---- drivers ------------------------------------------------------------------------ */
 
-/* The c128 product on tenlane's kernels (trans 0 'N', 1 'T', 2 'C'), as gemv_d_kernels. */
-static void gemv_z_kernels(int trans, int64_t m, int64_t n, double complex alpha,
-                           const double complex *a, int64_t lda, const double complex *x,
-                           int64_t incx, double complex beta, double complex *y, int64_t incy) {
-  enum { ZCHUNK = CHUNK / 2 };
-  double complex buf[ZCHUNK];
-  if (trans == 0) {
-    if (incy == 1) {
-      scale_y_z(m, beta, y, 1);
-      if (alpha != 0) add_columns_z(m, n, alpha, a, lda, x, incx, y);
-      return;
-    }
-    for (int64_t r0 = 0; r0 < m; r0 += ZCHUNK) {
-      const int64_t rows = m - r0 < ZCHUNK ? m - r0 : ZCHUNK;
-      for (int64_t i = 0; i < rows; i++) {
-        const double complex v = y[(r0 + i) * incy];
-        buf[i] = beta == 0 ? 0 : beta == 1 ? v : beta * v;
-      }
-      if (alpha != 0) add_columns_z(rows, n, alpha, a + r0, lda, x, incx, buf);
-      for (int64_t i = 0; i < rows; i++) y[(r0 + i) * incy] = buf[i];
-    }
-    return;
+/* For each of f64 and c128: SCALE(len, beta, y, inc) makes y = beta y (beta 0 writes zeros),
+ * and NAME runs the product on the kernels above (trans 0 'N', 1 'T', 2 'C'; x and y from
+ * their first elements, negative increments resolved; arguments checked; m, n > 0). The
+ * plain product needs a contiguous y and the transposed one a contiguous x: a strided one is
+ * gathered CHUNKLEN elements at a time (the transposed product then applies beta with its
+ * first chunk and adds the later ones). */
+#define TL__GEMV_DRIVER(NAME, SCALE, T, CHUNKLEN, ADD, DOT)                                       \
+  static void SCALE(int64_t len, T beta, T *y, int64_t inc) {                                     \
+    if (beta == 1) return;                                                                        \
+    for (int64_t i = 0; i < len; i++) y[i * inc] = beta == 0 ? 0 : beta * y[i * inc];             \
+  }                                                                                               \
+  static void NAME(int trans, int64_t m, int64_t n, T alpha, const T *a, int64_t lda, const T *x, \
+                   int64_t incx, T beta, T *y, int64_t incy) {                                    \
+    T buf[CHUNKLEN];                                                                              \
+    if (trans == 0) {                                                                             \
+      if (incy == 1) {                                                                            \
+        SCALE(m, beta, y, 1);                                                                     \
+        if (alpha != 0) ADD(m, n, alpha, a, lda, x, incx, y);                                     \
+        return;                                                                                   \
+      }                                                                                           \
+      for (int64_t r0 = 0; r0 < m; r0 += CHUNKLEN) {                                              \
+        const int64_t rows = m - r0 < CHUNKLEN ? m - r0 : CHUNKLEN;                               \
+        for (int64_t i = 0; i < rows; i++) {                                                      \
+          const T v = y[(r0 + i) * incy];                                                         \
+          buf[i] = beta == 0 ? 0 : beta == 1 ? v : beta * v;                                      \
+        }                                                                                         \
+        if (alpha != 0) ADD(rows, n, alpha, a + r0, lda, x, incx, buf);                           \
+        for (int64_t i = 0; i < rows; i++) y[(r0 + i) * incy] = buf[i];                           \
+      }                                                                                           \
+      return;                                                                                     \
+    }                                                                                             \
+    if (alpha == 0) {                                                                             \
+      SCALE(n, beta, y, incy);                                                                    \
+      return;                                                                                     \
+    }                                                                                             \
+    if (incx == 1) {                                                                              \
+      DOT(m, n, alpha, a, lda, x, beta, y, incy, trans == 2);                                     \
+      return;                                                                                     \
+    }                                                                                             \
+    for (int64_t r0 = 0; r0 < m; r0 += CHUNKLEN) {                                                \
+      const int64_t rows = m - r0 < CHUNKLEN ? m - r0 : CHUNKLEN;                                 \
+      for (int64_t i = 0; i < rows; i++) buf[i] = x[(r0 + i) * incx];                             \
+      DOT(rows, n, alpha, a + r0, lda, buf, r0 == 0 ? beta : 1, y, incy, trans == 2);             \
+    }                                                                                             \
   }
-  if (alpha == 0) {
-    scale_y_z(n, beta, y, incy);
-    return;
-  }
-  if (incx == 1) {
-    dot_columns_z(m, n, alpha, a, lda, x, beta, y, incy, trans == 2);
-    return;
-  }
-  for (int64_t r0 = 0; r0 < m; r0 += ZCHUNK) {
-    const int64_t rows = m - r0 < ZCHUNK ? m - r0 : ZCHUNK;
-    for (int64_t i = 0; i < rows; i++) buf[i] = x[(r0 + i) * incx];
-    dot_columns_z(rows, n, alpha, a + r0, lda, buf, r0 == 0 ? beta : 1, y, incy, trans == 2);
-  }
-}
+
+TL__GEMV_DRIVER(gemv_d_kernels, scale_y_d, double, CHUNK, add_columns, dot_columns)
+TL__GEMV_DRIVER(gemv_z_kernels, scale_y_z, double complex, CHUNK / 2, add_columns_z, dot_columns_z)
 
 /* ---- the BLAS interface ------------------------------------------------------------- */
 
@@ -426,7 +399,7 @@ TL__GEMV_ENTRY(zgemv_, "ZGEMV ", double complex, {
 TL__GEMV_ENTRY(dgemv_, "DGEMV ", double, {
   if (*alpha == 0.0 && *beta == 1.0) return;
   if (tl__gemv_isa_cap >= 1 && __builtin_cpu_supports("avx512f"))
-    gemv_d_kernels(tr != 0, *m, *n, *alpha, a, *lda, x0, *incx, *beta, y0, *incy);
+    gemv_d_kernels(tr, *m, *n, *alpha, a, *lda, x0, *incx, *beta, y0, *incy);
   else
     TL__GEMV_BLIS(TL_F64)
 })

@@ -35,29 +35,20 @@ int tl__getrf_isa_cap = 1;
  * With AVX2 a first pass takes the maximum 8 (or 4 complex) entries at a time, a second finds
  * its first occurrence 4 at a time; both compute each magnitude with the same operations as
  * the loop, so the choice is the same bit for bit. */
-static lapack_int pivot_plain_d(lapack_int len, const double *x, int w, double *best) {
-  lapack_int p = 0;
-  double top = -1;
-  for (lapack_int i = 0; i < len; i++) {
-    double v = fabs(x[w * i]);
-    if (w == 2) v += fabs(x[w * i + 1]);
-    if (v > top) top = v, p = i;
+#define TL__PIVOT_PLAIN(NAME, R, ABS)                                  \
+  static lapack_int NAME(lapack_int len, const R *x, int w, R *best) { \
+    lapack_int p = 0;                                                  \
+    R top = -1;                                                        \
+    for (lapack_int i = 0; i < len; i++) {                             \
+      R v = ABS(x[w * i]);                                             \
+      if (w == 2) v += ABS(x[w * i + 1]);                              \
+      if (v > top) top = v, p = i;                                     \
+    }                                                                  \
+    *best = top;                                                       \
+    return p;                                                          \
   }
-  *best = top;
-  return p;
-}
-
-static lapack_int pivot_plain_f(lapack_int len, const float *x, int w, float *best) {
-  lapack_int p = 0;
-  float top = -1;
-  for (lapack_int i = 0; i < len; i++) {
-    float v = fabsf(x[w * i]);
-    if (w == 2) v += fabsf(x[w * i + 1]);
-    if (v > top) top = v, p = i;
-  }
-  *best = top;
-  return p;
-}
+TL__PIVOT_PLAIN(pivot_plain_d, double, fabs)
+TL__PIVOT_PLAIN(pivot_plain_f, float, fabsf)
 
 /* The largest of four lanes (none NaN). */
 TL_AVX2 static double lanes_max(__m256d v) {

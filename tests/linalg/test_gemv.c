@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "linalg/linalg_int.h"
+#include "th_numeric.h"
 #include "th_test.h"
 
 void sgemv_(const char *trans, const int *m, const int *n, const float *alpha, const float *a,
@@ -30,35 +31,8 @@ void zgemv_(const char *trans, const int *m, const int *n, const double complex 
 
 static const tl_dtype dtypes[4] = {TL_F32, TL_F64, TL_C64, TL_C128};
 
-static double complex get(tl_dtype dt, const void *p, long i) {
-  switch (dt) {
-    case TL_F32:
-      return ((const float *)p)[i];
-    case TL_F64:
-      return ((const double *)p)[i];
-    case TL_C64:
-      return ((const float complex *)p)[i];
-    default:
-      return ((const double complex *)p)[i];
-  }
-}
-
-static void put(tl_dtype dt, void *p, long i, double complex v) {
-  switch (dt) {
-    case TL_F32:
-      ((float *)p)[i] = (float)creal(v);
-      break;
-    case TL_F64:
-      ((double *)p)[i] = creal(v);
-      break;
-    case TL_C64:
-      ((float complex *)p)[i] = (float complex)v;
-      break;
-    default:
-      ((double complex *)p)[i] = v;
-      break;
-  }
-}
+static double complex get(tl_dtype dt, const void *p, long i) { return th_num_load(dt, p, i); }
+static void put(tl_dtype dt, void *p, long i, double complex v) { th_num_store(dt, p, i, v); }
 
 /* One call of the dtype's gemv_; alpha and beta as double complex (real parts for reals). */
 static void call(tl_dtype dt, char trans, int m, int n, double complex alpha, const void *a,

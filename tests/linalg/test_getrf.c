@@ -9,39 +9,16 @@
 #include <string.h>
 
 #include "linalg/linalg_int.h"
+#include "th_numeric.h"
 #include "th_test.h"
 
 static double complex get(tl_dtype dt, const void *a, lapack_int lda, lapack_int i, lapack_int j) {
-  size_t at = (size_t)i + (size_t)j * (size_t)lda;
-  switch (dt) {
-    case TL_F32:
-      return ((const float *)a)[at];
-    case TL_F64:
-      return ((const double *)a)[at];
-    case TL_C64:
-      return ((const float complex *)a)[at];
-    default:
-      return ((const double complex *)a)[at];
-  }
+  return th_num_load(dt, a, (int64_t)i + (int64_t)j * lda);
 }
 
 static void put(tl_dtype dt, void *a, lapack_int lda, lapack_int i, lapack_int j,
                 double complex v) {
-  size_t at = (size_t)i + (size_t)j * (size_t)lda;
-  switch (dt) {
-    case TL_F32:
-      ((float *)a)[at] = (float)creal(v);
-      break;
-    case TL_F64:
-      ((double *)a)[at] = creal(v);
-      break;
-    case TL_C64:
-      ((float complex *)a)[at] = (float complex)v;
-      break;
-    default:
-      ((double complex *)a)[at] = v;
-      break;
-  }
+  th_num_store(dt, a, (int64_t)i + (int64_t)j * lda, v);
 }
 
 /* P L U against the original, relative to |A|; |L| <= 1 (partial pivoting). */

@@ -12,18 +12,42 @@ double th_num_uniform(uint64_t *state) {
   return th_num_from_bits(*state);
 }
 
-double complex th_num_get(const tl_tensor *t, const int64_t *idx) {
-  const void *p = tl_tensor_element(t, idx);
-  switch (t->dtype) {
+double complex th_num_load(tl_dtype dtype, const void *base, int64_t i) {
+  switch (dtype) {
     case TL_F32:
-      return *(const float *)p;
+      return ((const float *)base)[i];
     case TL_F64:
-      return *(const double *)p;
+      return ((const double *)base)[i];
     case TL_C64:
-      return ((const float *)p)[0] + I * ((const float *)p)[1];
+      return ((const float *)base)[2 * i] + I * ((const float *)base)[2 * i + 1];
     default:
-      return ((const double *)p)[0] + I * ((const double *)p)[1];
+      return ((const double *)base)[2 * i] + I * ((const double *)base)[2 * i + 1];
   }
+}
+
+void th_num_store_parts(tl_dtype dtype, void *base, int64_t i, double re, double im) {
+  switch (dtype) {
+    case TL_F32:
+      ((float *)base)[i] = (float)re;
+      break;
+    case TL_F64:
+      ((double *)base)[i] = re;
+      break;
+    case TL_C64:
+      ((float *)base)[2 * i] = (float)re, ((float *)base)[2 * i + 1] = (float)im;
+      break;
+    default:
+      ((double *)base)[2 * i] = re, ((double *)base)[2 * i + 1] = im;
+      break;
+  }
+}
+
+void th_num_store(tl_dtype dtype, void *base, int64_t i, double complex v) {
+  th_num_store_parts(dtype, base, i, creal(v), cimag(v));
+}
+
+double complex th_num_get(const tl_tensor *t, const int64_t *idx) {
+  return th_num_load(t->dtype, tl_tensor_element(t, idx), 0);
 }
 
 void th_num_set(const tl_tensor *t, const int64_t *idx, double complex v) {
@@ -31,21 +55,7 @@ void th_num_set(const tl_tensor *t, const int64_t *idx, double complex v) {
 }
 
 void th_num_set_parts(const tl_tensor *t, const int64_t *idx, double re, double im) {
-  void *p = tl_tensor_element(t, idx);
-  switch (t->dtype) {
-    case TL_F32:
-      *(float *)p = (float)re;
-      break;
-    case TL_F64:
-      *(double *)p = re;
-      break;
-    case TL_C64:
-      ((float *)p)[0] = (float)re, ((float *)p)[1] = (float)im;
-      break;
-    default:
-      ((double *)p)[0] = re, ((double *)p)[1] = im;
-      break;
-  }
+  th_num_store_parts(t->dtype, tl_tensor_element(t, idx), 0, re, im);
 }
 
 int64_t th_num_numel(int rank, const int64_t *shape) {

@@ -18,6 +18,12 @@ double th_num_from_bits(uint64_t bits);
  * its new value through th_num_from_bits. */
 double th_num_uniform(uint64_t *state);
 
+/* Element i of a dense buffer of dtype as double complex (an invalid dtype reads as c128). */
+double complex th_num_load(tl_dtype dtype, const void *base, int64_t i);
+/* Store element i of a dense buffer of dtype (the imaginary part dropped for a real one);
+ * _parts stores each part as given (no complex arithmetic). */
+void th_num_store(tl_dtype dtype, void *base, int64_t i, double complex v);
+void th_num_store_parts(tl_dtype dtype, void *base, int64_t i, double re, double im);
 /* The element of t at idx as double complex (an invalid dtype reads as c128). */
 double complex th_num_get(const tl_tensor *t, const int64_t *idx);
 /* Store v at idx, converted to t's dtype (the imaginary part dropped for a real one). */
