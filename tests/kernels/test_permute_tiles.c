@@ -6,8 +6,9 @@
  * streaming kernels) and only 32-byte aligned (AVX2's); the grouped path's streaming
  * output at 64-byte alignment; and a 3-D transpose whose destination steps are not 32-byte
  * multiples along an axis other than the source's dense one, which used to take streaming
- * stores to unaligned addresses and crash the process. The streaming transposes run at both
- * tile sizes the CPUs get (tl__permute_tiles_for). */
+ * stores to unaligned addresses and crash the process. The streaming transposes run with
+ * this CPU's tiles at every instruction set, and with the other tile size the CPUs get
+ * (tl__permute_tiles_for) at the best one. */
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -49,21 +50,36 @@ static void check_permute(tl_exec *exec, tl_dtype dt, int rank, const int64_t *s
   tl_tensor x, out, permuted;
   TH_CHECK_OK(tl_tensor_create(dt, rank, shape, &x));
   TH_CHECK_OK(tl_tensor_create(dt, rank, oshape, &out));
-  int64_t n = tl_tensor_numel(&x);
-  int64_t idx[TL_MAX_RANK] = {0};
+  /* Raw element offsets walked incrementally (these tensors are 16 MiB and run under the
+   * sanitizers too: per-element calls made the check the cost of the test). Element i of x
+   * in column-major index order holds i (and -(i % 977) in a complex part), as bytes of its
+   * dtype; the check compares bytes. */
+  const int64_t n = tl_tensor_numel(&x), es = (int64_t)tl_dtype_size(dt);
+  int64_t idx[TL_MAX_RANK] = {0}, at = 0;
   for (int64_t i = 0; i < n; i++) {
-    th_num_set_parts(&x, idx, (double)i, -(double)(i % 977));
-    for (int k = 0; k < rank && ++idx[k] == shape[k]; k++) idx[k] = 0;
+    th_num_store_parts(dt, (char *)x.data + es * (x.offset + at), 0, (double)i, -(double)(i % 977));
+    for (int k = 0; k < rank; k++) {
+      at += x.strides[k];
+      if (++idx[k] < shape[k]) break;
+      at -= x.strides[k] * shape[k];
+      idx[k] = 0;
+    }
   }
   TH_CHECK_OK(tl_tensor_permute_view(&x, perm, &permuted));
   tl__permute_plan_make(plan, &out, &permuted);
   TH_CHECK_OK(tl_permute_into(exec, &x, perm, &out));
-  int64_t src[TL_MAX_RANK], bad = 0;
+  /* out[idx] must be x[src] with src[perm[k]] = idx[k]: permuted's strides walk x there. */
+  int64_t bad = 0, po = 0, pp = 0;
   memset(idx, 0, sizeof idx);
   for (int64_t i = 0; i < n; i++) {
-    for (int k = 0; k < rank; k++) src[perm[k]] = idx[k];
-    bad += th_num_get(&out, idx) != th_num_get(&x, src);
-    for (int k = 0; k < rank && ++idx[k] == oshape[k]; k++) idx[k] = 0;
+    bad += memcmp((const char *)out.data + es * (out.offset + po),
+                  (const char *)permuted.data + es * (permuted.offset + pp), (size_t)es) != 0;
+    for (int k = 0; k < rank; k++) {
+      po += out.strides[k], pp += permuted.strides[k];
+      if (++idx[k] < oshape[k]) break;
+      po -= out.strides[k] * oshape[k], pp -= permuted.strides[k] * oshape[k];
+      idx[k] = 0;
+    }
   }
   char what[160];
   snprintf(what, sizeof what, "%s rank %d isa %d: %lld elements differ", tl_dtype_name(dt), rank,
@@ -73,9 +89,9 @@ static void check_permute(tl_exec *exec, tl_dtype dt, int rank, const int64_t *s
   tl_tensor_release(&out);
 }
 
-static void permute_streaming_transposes_match_naive_at_every_isa(void) {
-  th_held h;
-  th_held_open(&h, 2);
+/* The streaming cases at instruction set `isa` (the cap set to it by the caller) with the
+ * tiles in force. */
+static void streaming_cases(th_held *h, int isa) {
   const int t2[2] = {1, 0};
   /* >= 16 MiB out (tl_tensor_create's base is 64-byte aligned). Rows of f64 1536^2:
    * 12288 bytes (a 64-byte multiple); 1540^2: 12320 (32, not 64); 1450^2: 11600 (not 32:
@@ -88,27 +104,40 @@ static void permute_streaming_transposes_match_naive_at_every_isa(void) {
   } cases[] = {{TL_F64, 1536, 1, 1},  {TL_F64, 1540, 1, 0},  {TL_F64, 1450, 0, 0},
                {TL_C128, 1024, 1, 1}, {TL_C128, 1026, 1, 0}, {TL_C64, 1472, 1, 1},
                {TL_F32, 2048, 0, 0}};
-  /* Both tile choices (tl__permute_tiles_for), whichever this CPU takes. */
-  for (int t = 0; t < 2; t++) {
-    tl__permute_tiles_forced = tl__permute_tiles_for(1, t == 0 ? 26 : 25);
-    KT_FOR_EACH_PERMUTE_ISA(isa) {
-      for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        int64_t shape[2] = {cases[c].n, cases[c].n};
-        tl__permute_plan plan;
-        check_permute(h.exec, cases[c].dt, 2, shape, t2, &plan);
-        TH_CHECK(plan.tiled && !plan.grouped);
-        TH_CHECK(plan.stream == (isa >= TL__ISA_AVX2 && cases[c].stream));
-        TH_CHECK(!plan.stream || plan.align64 == cases[c].align64);
-      }
-      /* grouped path, streaming, destination rows 64-byte aligned: 16 MiB of doubles */
-      int64_t s6[6] = {16, 8, 16, 8, 16, 8};
-      int p6[6] = {5, 3, 1, 4, 2, 0};
-      tl__permute_plan plan;
-      check_permute(h.exec, TL_F64, 6, s6, p6, &plan);
-      TH_CHECK(plan.grouped);
-      TH_CHECK(plan.stream == (isa >= TL__ISA_AVX2) && (!plan.stream || plan.align64));
-    }
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int64_t shape[2] = {cases[c].n, cases[c].n};
+    tl__permute_plan plan;
+    check_permute(h->exec, cases[c].dt, 2, shape, t2, &plan);
+    TH_CHECK(plan.tiled && !plan.grouped);
+    TH_CHECK(plan.stream == (isa >= TL__ISA_AVX2 && cases[c].stream));
+    TH_CHECK(!plan.stream || plan.align64 == cases[c].align64);
   }
+  /* grouped path, streaming, destination rows 64-byte aligned: 16 MiB of doubles */
+  int64_t s6[6] = {16, 8, 16, 8, 16, 8};
+  int p6[6] = {5, 3, 1, 4, 2, 0};
+  tl__permute_plan plan;
+  check_permute(h->exec, TL_F64, 6, s6, p6, &plan);
+  TH_CHECK(plan.grouped);
+  TH_CHECK(plan.stream == (isa >= TL__ISA_AVX2) && (!plan.stream || plan.align64));
+}
+
+/* This CPU's tiles, every instruction set it has. */
+static void permute_streaming_transposes_match_naive_at_every_isa(void) {
+  th_held h;
+  th_held_open(&h, 2);
+  KT_FOR_EACH_PERMUTE_ISA(isa) { streaming_cases(&h, isa); }
+  th_held_close(&h);
+}
+
+/* The other tile choice (tl__permute_tiles_for: Zen 5's on every other CPU, the wider one
+ * on Zen 5), at the CPU's best instruction set: the tile walk does not depend on the
+ * micro-kernels, and the two cases together stay well inside the alarm under TSan. */
+static void permute_streaming_transposes_match_naive_with_the_other_tiles(void) {
+  th_held h;
+  th_held_open(&h, 2);
+  const tl__permute_tiles own = tl__permute_tiles_here();
+  tl__permute_tiles_forced = tl__permute_tiles_for(1, own.dst_bytes == 4096 ? 25 : 26);
+  streaming_cases(&h, tl__permute_isa());
   tl__permute_tiles_forced.dst_bytes = 0; /* back to this CPU's own */
   th_held_close(&h);
 }
@@ -156,5 +185,6 @@ static void permute_streaming_needs_every_destination_step_aligned(void) {
 
 TH_TEST_MAIN(TH_CASE(permute_tile_kernel_moves_bits_at_every_isa),
              TH_CASE(permute_streaming_transposes_match_naive_at_every_isa),
+             TH_CASE(permute_streaming_transposes_match_naive_with_the_other_tiles),
              TH_CASE(permute_streaming_needs_every_destination_step_aligned),
              TH_CASE(permute_tiles_follow_the_cpu))
