@@ -47,9 +47,6 @@ TL__HOT_FILE
 
 #define TL_AVX512 __attribute__((target("avx512f")))
 
-/* xerbla.c: records an illegal argument for the route and returns. */
-int xerbla_(const char *routine, const int *argument, size_t routine_length);
-
 int tl__gemv_isa_cap = 1;
 
 int tl__gemv_linked(void) { return 1; }
@@ -361,7 +358,11 @@ static int check(int trans, int m, int n, int lda, int incx, int incy) {
 /* A vector's first element as BLIS takes it: the last in memory for a negative increment. */
 #define TL__FIRST(p, len, inc) ((inc) < 0 ? (p) - ((int64_t)(len)-1) * (int64_t)(inc) : (p))
 
-/* One type's entry: checks, quick return, then `body` with tr (0/1/2), x0 and y0. */
+/* f64 and c128 take tenlane's kernels unless the CPU lacks AVX-512F or tests capped them. */
+static int own_kernels(void) { return tl__gemv_isa_cap >= 1 && __builtin_cpu_supports("avx512f"); }
+
+/* One type's entry: the reference BLAS's checks and quick returns, then `body` with tr
+ * (0/1/2), x0 and y0 (each vector from its first element). */
 #define TL__GEMV_ENTRY(NAME, NAME_UPPER, T, BODY)                                              \
   void NAME(const char *trans, const int *m, const int *n, const T *alpha, const T *a,         \
             const int *lda, const T *x, const int *incx, const T *beta, T *y, const int *incy, \
@@ -376,30 +377,24 @@ static int check(int trans, int m, int n, int lda, int incx, int incy) {
       xerbla_(NAME_UPPER, &bad, 6);                                                            \
       return;                                                                                  \
     }                                                                                          \
-    if (*m == 0 || *n == 0) return;                                                            \
+    if (*m == 0 || *n == 0 || (*alpha == 0 && *beta == 1)) return;                             \
     const int64_t len_x = tr == 0 ? *n : *m, len_y = tr == 0 ? *m : *n;                        \
     const T *x0 = TL__FIRST(x, len_x, *incx);                                                  \
     T *y0 = TL__FIRST(y, len_y, *incy);                                                        \
-    BODY                                                                                       \
+    BODY;                                                                                      \
   }
 
 /* BLIS's typed gemv (the process-wide context, as BLIS's BLAS layer would call it). */
 #define TL__GEMV_BLIS(DTYPE) \
-  tl__gemv_blis(DTYPE, tr, *m, *n, alpha, a, *lda, x0, *incx, beta, y0, *incy);
+  tl__gemv_blis(DTYPE, tr, *m, *n, alpha, a, *lda, x0, *incx, beta, y0, *incy)
+/* tenlane's kernels where own_kernels() says so, BLIS's otherwise. */
+#define TL__GEMV_OWN(KERNELS, DTYPE)                                   \
+  if (own_kernels())                                                   \
+    KERNELS(tr, *m, *n, *alpha, a, *lda, x0, *incx, *beta, y0, *incy); \
+  else                                                                 \
+    TL__GEMV_BLIS(DTYPE)
 
 TL__GEMV_ENTRY(sgemv_, "SGEMV ", float, TL__GEMV_BLIS(TL_F32))
 TL__GEMV_ENTRY(cgemv_, "CGEMV ", float complex, TL__GEMV_BLIS(TL_C64))
-TL__GEMV_ENTRY(zgemv_, "ZGEMV ", double complex, {
-  if (*alpha == 0 && *beta == 1) return;
-  if (tl__gemv_isa_cap >= 1 && __builtin_cpu_supports("avx512f"))
-    gemv_z_kernels(tr, *m, *n, *alpha, a, *lda, x0, *incx, *beta, y0, *incy);
-  else
-    TL__GEMV_BLIS(TL_C128)
-})
-TL__GEMV_ENTRY(dgemv_, "DGEMV ", double, {
-  if (*alpha == 0.0 && *beta == 1.0) return;
-  if (tl__gemv_isa_cap >= 1 && __builtin_cpu_supports("avx512f"))
-    gemv_d_kernels(tr, *m, *n, *alpha, a, *lda, x0, *incx, *beta, y0, *incy);
-  else
-    TL__GEMV_BLIS(TL_F64)
-})
+TL__GEMV_ENTRY(zgemv_, "ZGEMV ", double complex, TL__GEMV_OWN(gemv_z_kernels, TL_C128))
+TL__GEMV_ENTRY(dgemv_, "DGEMV ", double, TL__GEMV_OWN(gemv_d_kernels, TL_F64))

@@ -65,7 +65,8 @@ TL_AVX2 static __m256d magnitudes_z(const double *x, __m256d sign) {
   return _mm256_permute4x64_pd(_mm256_hadd_pd(a, b), _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-TL_AVX2 static lapack_int pivot_avx2_d(lapack_int len, const double *x, double *best) {
+TL_AVX2 static lapack_int pivot_avx2_d(lapack_int len, const double *x, int w, double *best) {
+  (void)w; /* 1: the signature of pivot_plain_d */
   const __m256d sign = _mm256_set1_pd(-0.0);
   /* _mm256_max_pd(v, m) returns m when v is NaN: NaNs drop out as in the loop. */
   __m256d m0 = _mm256_set1_pd(-1.0), m1 = m0;
@@ -92,7 +93,8 @@ TL_AVX2 static lapack_int pivot_avx2_d(lapack_int len, const double *x, double *
   return 0; /* not reached: top is one of the entries */
 }
 
-TL_AVX2 static lapack_int pivot_avx2_z(lapack_int len, const double *x, double *best) {
+TL_AVX2 static lapack_int pivot_avx2_z(lapack_int len, const double *x, int w, double *best) {
+  (void)w; /* 2 */
   const __m256d sign = _mm256_set1_pd(-0.0);
   __m256d m = _mm256_set1_pd(-1.0);
   lapack_int i = 0;
@@ -123,19 +125,6 @@ static int use_avx2(void) {
   return tl__getrf_isa_cap >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-static lapack_int pivot_s(lapack_int len, const float *x, float *best) {
-  return pivot_plain_f(len, x, 1, best);
-}
-static lapack_int pivot_c(lapack_int len, const float *x, float *best) {
-  return pivot_plain_f(len, x, 2, best);
-}
-static lapack_int pivot_d(lapack_int len, const double *x, double *best) {
-  return pivot_plain_d(len, x, 1, best);
-}
-static lapack_int pivot_z(lapack_int len, const double *x, double *best) {
-  return pivot_plain_d(len, x, 2, best);
-}
-
 /* Columns factored by the plain panel loop (real, complex), and the order up to which a
  * triangle is solved through its explicit inverse. Measured (n = 64..256, f64 and c128):
  * wider panels leave more of the work in loops that vectorise poorly. */
@@ -154,7 +143,7 @@ static lapack_int pivot_z(lapack_int len, const double *x, double *best) {
     for (lapack_int j = 0; j < k; j++) {                                                        \
       R *col = a + (size_t)w * ((size_t)j * (size_t)lda);                                       \
       R best;                                                                                   \
-      lapack_int p = j + PIVOT(m - j, col + w * j, &best);                                      \
+      lapack_int p = j + PIVOT(m - j, col + w * j, w, &best);                                   \
       ipiv[j] = p + 1;                                                                          \
       if (best == 0) {                                                                          \
         if (info == 0) info = j + 1;                                                            \
@@ -217,10 +206,10 @@ static lapack_int pivot_z(lapack_int len, const double *x, double *best) {
     }                                                                                           \
   }
 
-TL__GETRF_LOOPS(s, float, 0, pivot_s, )
-TL__GETRF_LOOPS(d, double, 0, pivot_d, )
-TL__GETRF_LOOPS(c, float, 1, pivot_c, )
-TL__GETRF_LOOPS(z, double, 1, pivot_z, )
+TL__GETRF_LOOPS(s, float, 0, pivot_plain_f, )
+TL__GETRF_LOOPS(d, double, 0, pivot_plain_d, )
+TL__GETRF_LOOPS(c, float, 1, pivot_plain_f, )
+TL__GETRF_LOOPS(z, double, 1, pivot_plain_d, )
 /* The same loops compiled for AVX2+FMA (the compiler vectorises them 4 doubles wide and may
  * fuse their multiply-adds; baseline x86-64 gets 2-wide SSE2 without FMA). On Zen 4 at
  * n = 256 the panel loops were an eighth of an f64 LU in the baseline build. */

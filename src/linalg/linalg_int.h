@@ -176,6 +176,10 @@ tl_status tl__la_provider_fail(const char *route, const char *routine, lapack_in
  * (an inner routine rejected an argument and its caller went on): a failure, never 0. */
 #define TL__LA_XERBLA_INFO (-1000000)
 
+/* xerbla.c's handler for LAPACK's and BLAS's argument errors (gfortran's interface: the
+ * name, not NUL-terminated, the 1-based position, the name's length): records them for the
+ * calling thread and returns. gemv.c's checks call it too. */
+int xerbla_(const char *routine, const int *argument, size_t routine_length);
 /* 1 and the routine's name and the argument's position when xerbla_ was called on this
  * thread since the last take (the record is cleared); 0 otherwise. */
 int tl__xerbla_take(char routine[16], int *argument);

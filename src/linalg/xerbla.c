@@ -16,10 +16,8 @@
 static _Thread_local char pending_routine[16];
 static _Thread_local int pending_argument;
 
-/* The Fortran interface: the routine's name (not NUL-terminated), the argument's 1-based
- * position, and the name's length (passed by gfortran as a hidden trailing argument). */
-int xerbla_(const char *routine, const int *argument, size_t routine_length);
-
+/* The Fortran interface (declared in linalg_int.h): the routine's name (not NUL-terminated),
+ * the argument's 1-based position, and the name's length (gfortran's hidden argument). */
 int xerbla_(const char *routine, const int *argument, size_t routine_length) {
   size_t length = 0;
   if (routine != NULL) {
