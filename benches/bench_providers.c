@@ -4,9 +4,10 @@
  *     serial's dgemm/zgemm and BLIS called directly with tenlane's context;
  *   - QR (geqrf + orgqr/ungqr), SVD (gesdd, thin) and LU (getrf), n = 64, 256, 512: tl_*_into
  *     against OpenBLAS serial's LAPACK and against reference LAPACK over BLIS with tenlane's
- *     context (the archives tenlane links, called directly; LAPACK's nrm2 and gemv calls
- *     reach tenlane's definitions, src/linalg/nrm2.c and gemv.c, as they do inside
- *     libtenlane), the tl row anchored to the faster of the two;
+ *     context (the archives tenlane links, called directly; LAPACK's nrm2 calls reach
+ *     tenlane's src/linalg/nrm2.c as they do inside libtenlane, and its gemv and gemm calls
+ *     are capped to BLIS's kernels, see blis_kernels), the tl row anchored to the faster of
+ *     the two;
  *   - GEMM in c64, n = 64, 256, 1024: against OpenBLAS serial's cgemm and BLIS's cgemm
  *     (a table of its own);
  *   - tiny complex GEMM: c128 n = 4, 16 against f64 at the same n (aim: at most 4x), and a
@@ -65,7 +66,19 @@ typedef struct stack {
                  const fint *, double *, fint *, fint *, size_t);
   void (*dgetrf)(const fint *, const fint *, double *, const fint *, fint *, fint *);
   void (*zgetrf)(const fint *, const fint *, double complex *, const fint *, fint *, fint *);
+  int blis_kernels; /* its LAPACK's gemv and gemm calls kept on BLIS's kernels */
 } stack;
+
+/* tenlane defines the gemv and gemm LAPACK calls (src/linalg/gemv.c, gemm_blas.c), and the
+ * reference stack's calls reach them in this binary as they do inside libtenlane. Capped,
+ * they send every call to BLIS's kernels, so that the stack measures reference LAPACK over
+ * BLIS and not tenlane's own kernels. */
+extern int tl__gemv_isa_cap, tl__gemm_blas_isa_cap;
+static void blis_kernels(const stack *s, int on) {
+  if (!s->blis_kernels) return;
+  tl__gemv_isa_cap = on ? 0 : 1;
+  tl__gemm_blas_isa_cap = on ? 0 : 1;
+}
 
 /* Reference LAPACK as tenlane links it (the archives), whose BLAS calls land in tenlane's
  * BLIS with tenlane's context once tl__providers_init has run on the calling thread. */
@@ -80,6 +93,7 @@ static stack reference_stack(void) {
   s.dorgqr = (void *)dorgqr_, s.zungqr = (void *)zungqr_;
   s.dgesdd = (void *)dgesdd_, s.zgesdd = (void *)zgesdd_;
   s.dgetrf = (void *)dgetrf_, s.zgetrf = (void *)zgetrf_;
+  s.blis_kernels = 1;
   return s;
 }
 
@@ -121,6 +135,7 @@ static int load_openblas(int quick, stack *s, const char **why) {
     return 0;
   }
   s->name = "OpenBLAS 0.3 serial";
+  s->blis_kernels = 0;
   *(void **)&s->dgemm = dlsym(h, "dgemm_"), *(void **)&s->zgemm = dlsym(h, "zgemm_");
   *(void **)&s->cgemm = dlsym(h, "cgemm_");
   *(void **)&s->dgeqrf = dlsym(h, "dgeqrf_"), *(void **)&s->zgeqrf = dlsym(h, "zgeqrf_");
@@ -239,6 +254,7 @@ static void direct_qr_run(void *arg) {
   problem *p = arg;
   fint n = p->n, info;
   fresh_copy(p);
+  blis_kernels(p->st, 1);
   if (p->cplx) {
     p->st->zgeqrf(&n, &n, p->work_a, &n, p->tau, p->work, &p->lwork, &info);
     p->st->zungqr(&n, &n, &n, p->work_a, &n, p->tau, p->work, &p->lwork, &info);
@@ -246,6 +262,7 @@ static void direct_qr_run(void *arg) {
     p->st->dgeqrf(&n, &n, p->work_a, &n, p->tau, p->work, &p->lwork, &info);
     p->st->dorgqr(&n, &n, &n, p->work_a, &n, p->tau, p->work, &p->lwork, &info);
   }
+  blis_kernels(p->st, 0);
 }
 
 static void tl_svd_run(void *arg) {
@@ -258,12 +275,14 @@ static void direct_svd_run(void *arg) {
   problem *p = arg;
   fint n = p->n, info;
   fresh_copy(p);
+  blis_kernels(p->st, 1);
   if (p->cplx)
     p->st->zgesdd("S", &n, &n, p->work_a, &n, p->sv, p->u, &n, p->vt, &n, p->work, &p->lwork,
                   p->rwork, p->iwork, &info, 1);
   else
     p->st->dgesdd("S", &n, &n, p->work_a, &n, p->sv, p->u, &n, p->vt, &n, p->work, &p->lwork,
                   p->iwork, &info, 1);
+  blis_kernels(p->st, 0);
 }
 
 static void tl_lu_run(void *arg) {
@@ -276,10 +295,12 @@ static void direct_lu_run(void *arg) {
   problem *p = arg;
   fint n = p->n, info;
   fresh_copy(p);
+  blis_kernels(p->st, 1);
   if (p->cplx)
     p->st->zgetrf(&n, &n, p->work_a, &n, p->ipiv, &info);
   else
     p->st->dgetrf(&n, &n, p->work_a, &n, p->ipiv, &info);
+  blis_kernels(p->st, 0);
 }
 
 /* ---- rows --------------------------------------------------------------------------------- */

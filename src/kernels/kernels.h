@@ -174,6 +174,13 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
 void tl__gemv_blis(tl_dtype dtype, int trans, int64_t m, int64_t n, const void *alpha,
                    const void *a, int64_t lda, const void *x, int64_t incx, const void *beta,
                    void *y, int64_t incy);
+/* BLIS's typed gemm for LAPACK's BLAS calls (linalg/gemm_blas.c): C = alpha op(A) op(B) +
+ * beta C, op by ta and tb (0 'N', 1 'T', 2 'C'), every matrix column-major with its leading
+ * dimension, alpha and beta pointing at one element of the dtype; the process-wide context,
+ * as BLIS's own BLAS layer would call it. Arguments checked by the caller; m, n > 0. */
+void tl__gemm_blas_blis(tl_dtype dtype, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                        const void *alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                        const void *beta, void *c, int64_t ldc);
 /* The same, forcing BLIS (used by the benchmark's direct-provider anchor). */
 void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,

@@ -249,12 +249,16 @@ void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar al
   }
 }
 
+static trans_t blis_trans(int trans) {
+  return trans == 0 ? BLIS_NO_TRANSPOSE : trans == 1 ? BLIS_TRANSPOSE : BLIS_CONJ_TRANSPOSE;
+}
+
 void tl__gemv_blis(tl_dtype dtype, int trans, int64_t m, int64_t n, const void *alpha,
                    const void *a, int64_t lda, const void *x, int64_t incx, const void *beta,
                    void *y, int64_t incy) {
   /* As BLIS's own BLAS layer calls it: no context or runtime (the process-wide context, which
    * providers_init made the chosen one), vectors from their first element. */
-  trans_t t = trans == 0 ? BLIS_NO_TRANSPOSE : trans == 1 ? BLIS_TRANSPOSE : BLIS_CONJ_TRANSPOSE;
+  const trans_t t = blis_trans(trans);
   switch (dtype) {
     case TL_F32:
       bli_sgemv_ex(t, BLIS_NO_CONJUGATE, m, n, (float *)alpha, (float *)a, 1, lda, (float *)x, incx,
@@ -271,6 +275,31 @@ void tl__gemv_blis(tl_dtype dtype, int trans, int64_t m, int64_t n, const void *
     case TL_C128:
       bli_zgemv_ex(t, BLIS_NO_CONJUGATE, m, n, (dcomplex *)alpha, (dcomplex *)a, 1, lda,
                    (dcomplex *)x, incx, (dcomplex *)beta, (dcomplex *)y, incy, NULL, NULL);
+      break;
+  }
+}
+
+void tl__gemm_blas_blis(tl_dtype dtype, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                        const void *alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                        const void *beta, void *c, int64_t ldc) {
+  /* As tl__gemv_blis: no context or runtime, so BLIS takes the process-wide one. */
+  const trans_t tra = blis_trans(ta), trb = blis_trans(tb);
+  switch (dtype) {
+    case TL_F32:
+      bli_sgemm_ex(tra, trb, m, n, k, (float *)alpha, (float *)a, 1, lda, (float *)b, 1, ldb,
+                   (float *)beta, (float *)c, 1, ldc, NULL, NULL);
+      break;
+    case TL_F64:
+      bli_dgemm_ex(tra, trb, m, n, k, (double *)alpha, (double *)a, 1, lda, (double *)b, 1, ldb,
+                   (double *)beta, (double *)c, 1, ldc, NULL, NULL);
+      break;
+    case TL_C64:
+      bli_cgemm_ex(tra, trb, m, n, k, (scomplex *)alpha, (scomplex *)a, 1, lda, (scomplex *)b, 1,
+                   ldb, (scomplex *)beta, (scomplex *)c, 1, ldc, NULL, NULL);
+      break;
+    case TL_C128:
+      bli_zgemm_ex(tra, trb, m, n, k, (dcomplex *)alpha, (dcomplex *)a, 1, lda, (dcomplex *)b, 1,
+                   ldb, (dcomplex *)beta, (dcomplex *)c, 1, ldc, NULL, NULL);
       break;
   }
 }

@@ -195,6 +195,26 @@ int tl__nrm2_linked(void);
  * runs). */
 int tl__gemv_linked(void);
 extern int tl__gemv_isa_cap;
+/* gemm_blas.c defines the BLAS matrix products LAPACK calls (sgemm_, dgemm_, cgemm_, zgemm_)
+ * in place of BLIS's: f64 and c128 in the shapes gemm_narrow.c takes on its AVX-512 kernels,
+ * the rest through BLIS's typed gemm. tl__gemm_blas_linked and tl__gemm_blas_isa_cap as
+ * gemv.c's. */
+int tl__gemm_blas_linked(void);
+extern int tl__gemm_blas_isa_cap;
+/* gemm_narrow.c: 1 when its kernels take a product of this shape (ta, tb 0 'N', 1 'T',
+ * 2 'C'): op(A) = A with k <= 128 or n <= 4, or op(A) = A^T or A^H with op(B) = B and
+ * n <= 128. */
+int tl__gemm_narrow_fits(int ta, int tb, int64_t n, int64_t k);
+/* C = alpha op(A) op(B) + beta C in f64 (ta, tb 0 or 1) and c128 (interleaved doubles;
+ * alpha and beta point at re, im; ta, tb 0, 1 or 2), column-major with leading dimensions,
+ * for shapes tl__gemm_narrow_fits takes, alpha != 0, m, n, k > 0; beta 0 never reads C.
+ * Needs AVX-512F. */
+void tl__gemm_narrow_d(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                       const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+                       double *c, int64_t ldc);
+void tl__gemm_narrow_z(int ta, int tb, int64_t m, int64_t n, int64_t k, const double *alpha,
+                       const double *a, int64_t lda, const double *b, int64_t ldb,
+                       const double *beta, double *c, int64_t ldc);
 /* 1 when xerbla_ was called on this thread since the last take. */
 int tl__xerbla_pending(void);
 

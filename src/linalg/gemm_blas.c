@@ -1,0 +1,144 @@
+/* src/linalg/gemm_blas.c: the matrix products LAPACK asks the BLAS for (sgemm_, dgemm_,
+ * cgemm_, zgemm_), defined by tenlane in place of BLIS's.
+ *
+ * Why: the blocked QR, its Q, and the bidiagonal reduction of the SVD spend their BLAS-3
+ * time in two narrow shapes, a tall matrix against a 32-column block and a rank-32 update
+ * (gemm_narrow.c says where BLIS loses on them). On Zen 4 they kept tl_qr at 1.08-1.15x
+ * OpenBLAS serial's time at n = 256, in f64 and c128.
+ *
+ * How: f64 and c128 calls on a CPU with AVX-512F whose shape gemm_narrow.c takes
+ * (tl__gemm_narrow_fits: op(A) = A with k <= 128 or n <= 4; op(A) = A^T or A^H against a
+ * plain B with n <= 128) run there. Every other call, f32 and c64, and CPUs without
+ * AVX-512 (or tl__gemm_blas_isa_cap 0) go to BLIS's typed gemm with the context tenlane
+ * chose, as BLIS's own BLAS layer would send them.
+ *
+ * Contract: the reference BLAS's. An illegal argument calls xerbla_ (tenlane's, xerbla.c)
+ * with its position (1 transa, 2 transb, 3 m, 4 n, 5 k, 8 lda, 10 ldb, 13 ldc) and returns
+ * with C untouched; m or n 0, or alpha or k 0 with beta 1, return at once; alpha or k 0
+ * scale C by beta without reading A or B; beta 0 sets C without reading it. For real types
+ * 'C' is 'T'.
+ *
+ * Linking: as gemv.c's. LAPACK's gemm calls bind to these definitions, and BLIS's archive
+ * member (it defines these four and nothing else) is never pulled in; tl__gemm_blas_linked
+ * is called by tl__la_begin so that a static link takes this object in before LAPACK's
+ * archive is searched. BLIS was initialised by tl__providers_init before any LAPACK call.
+ * No allocation of its own, thread-safe. */
+#include <complex.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+#include "linalg_int.h"
+
+int tl__gemm_blas_isa_cap = 1;
+
+int tl__gemm_blas_linked(void) { return 1; }
+
+/* 0 for 'N', 1 for 'T', 2 for 'C' (either case), -1 otherwise. */
+static int trans_of(const char *t) {
+  switch (t[0]) {
+    case 'N':
+    case 'n':
+      return 0;
+    case 'T':
+    case 't':
+      return 1;
+    case 'C':
+    case 'c':
+      return 2;
+    default:
+      return -1;
+  }
+}
+
+/* The reference BLAS's checks: the position of the first bad argument, 0 if none. */
+static int check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc) {
+  const int rows_a = ta == 0 ? m : k, rows_b = tb == 0 ? k : n;
+  if (ta < 0) return 1;
+  if (tb < 0) return 2;
+  if (m < 0) return 3;
+  if (n < 0) return 4;
+  if (k < 0) return 5;
+  if (lda < (rows_a > 1 ? rows_a : 1)) return 8;
+  if (ldb < (rows_b > 1 ? rows_b : 1)) return 10;
+  if (ldc < (m > 1 ? m : 1)) return 13;
+  return 0;
+}
+
+/* f64 and c128 take gemm_narrow.c's kernels where the CPU has AVX-512F and tests have not
+ * capped them, for the shapes they take. */
+static int narrow(int ta, int tb, int n, int k) {
+  return tl__gemm_blas_isa_cap >= 1 && __builtin_cpu_supports("avx512f") &&
+         tl__gemm_narrow_fits(ta, tb, n, k);
+}
+
+/* C = beta C over m x n (beta 0: set, not read). */
+#define TL__GEMM_SCALE(NAME, T)                           \
+  static void NAME(int m, int n, T beta, T *c, int ldc) { \
+    for (int j = 0; j < n; j++)                           \
+      for (int i = 0; i < m; i++) {                       \
+        T *cij = c + i + (int64_t)j * ldc;                \
+        *cij = beta == 0 ? 0 : beta * *cij;               \
+      }                                                   \
+  }
+TL__GEMM_SCALE(scale_s, float)
+TL__GEMM_SCALE(scale_d, double)
+TL__GEMM_SCALE(scale_c, float complex)
+TL__GEMM_SCALE(scale_z, double complex)
+
+/* Where each type's products run, arguments checked, alpha != 0, m, n, k > 0. */
+static void run_s(int ta, int tb, int m, int n, int k, const float *alpha, const float *a, int lda,
+                  const float *b, int ldb, const float *beta, float *c, int ldc) {
+  tl__gemm_blas_blis(TL_F32, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+static void run_c(int ta, int tb, int m, int n, int k, const float complex *alpha,
+                  const float complex *a, int lda, const float complex *b, int ldb,
+                  const float complex *beta, float complex *c, int ldc) {
+  tl__gemm_blas_blis(TL_C64, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+static void run_d(int ta, int tb, int m, int n, int k, const double *alpha, const double *a,
+                  int lda, const double *b, int ldb, const double *beta, double *c, int ldc) {
+  const int ra = ta == 2 ? 1 : ta; /* real: 'C' is 'T' */
+  const int rb = tb == 2 ? 1 : tb;
+  if (narrow(ra, rb, n, k))
+    tl__gemm_narrow_d(ra, rb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
+  else
+    tl__gemm_blas_blis(TL_F64, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+static void run_z(int ta, int tb, int m, int n, int k, const double complex *alpha,
+                  const double complex *a, int lda, const double complex *b, int ldb,
+                  const double complex *beta, double complex *c, int ldc) {
+  if (narrow(ta, tb, n, k))
+    tl__gemm_narrow_z(ta, tb, m, n, k, (const double *)alpha, (const double *)a, lda,
+                      (const double *)b, ldb, (const double *)beta, (double *)c, ldc);
+  else
+    tl__gemm_blas_blis(TL_C128, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* One type's entry: the checks and quick returns, then RUN. */
+#define TL__GEMM_ENTRY(NAME, NAME_UPPER, T, SCALE, RUN)                                            \
+  void NAME(const char *transa, const char *transb, const int *m, const int *n, const int *k,      \
+            const T *alpha, const T *a, const int *lda, const T *b, const int *ldb, const T *beta, \
+            T *c, const int *ldc, size_t transa_length, size_t transb_length);                     \
+  void NAME(const char *transa, const char *transb, const int *m, const int *n, const int *k,      \
+            const T *alpha, const T *a, const int *lda, const T *b, const int *ldb, const T *beta, \
+            T *c, const int *ldc, size_t transa_length, size_t transb_length) {                    \
+    (void)transa_length, (void)transb_length;                                                      \
+    const int ta = trans_of(transa), tb = trans_of(transb);                                        \
+    const int bad = check(ta, tb, *m, *n, *k, *lda, *ldb, *ldc);                                   \
+    if (bad != 0) {                                                                                \
+      xerbla_(NAME_UPPER, &bad, 6);                                                                \
+      return;                                                                                      \
+    }                                                                                              \
+    if (*m == 0 || *n == 0 || ((*alpha == 0 || *k == 0) && *beta == 1)) return;                    \
+    if (*alpha == 0 || *k == 0) {                                                                  \
+      SCALE(*m, *n, *beta, c, *ldc);                                                               \
+      return;                                                                                      \
+    }                                                                                              \
+    RUN(ta, tb, *m, *n, *k, alpha, a, *lda, b, *ldb, beta, c, *ldc);                               \
+  }
+
+TL__GEMM_ENTRY(sgemm_, "SGEMM ", float, scale_s, run_s)
+TL__GEMM_ENTRY(dgemm_, "DGEMM ", double, scale_d, run_d)
+TL__GEMM_ENTRY(cgemm_, "CGEMM ", float complex, scale_c, run_c)
+TL__GEMM_ENTRY(zgemm_, "ZGEMM ", double complex, scale_z, run_z)
