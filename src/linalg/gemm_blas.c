@@ -7,10 +7,10 @@
  * OpenBLAS serial's time at n = 256, in f64 and c128.
  *
  * How: f64 and c128 calls on a CPU with AVX-512F whose shape gemm_narrow.c takes
- * (tl__gemm_narrow_fits: op(A) = A with k <= 128 or n <= 4; op(A) = A^T or A^H against a
- * plain B with n <= 128) run there. Every other call, f32 and c64, and CPUs without
- * AVX-512 (or tl__gemm_blas_isa_cap 0) go to BLIS's typed gemm with the context tenlane
- * chose, as BLIS's own BLAS layer would send them.
+ * (tl__gemm_narrow_fits: op(A) = A with k <= 128, or with n <= 128 and a small C; op(A) =
+ * A^T or A^H against a plain B with n <= 128 and k, C bounded) run there. Every other call, f32 and
+ * c64, and CPUs without AVX-512 (or tl__gemm_blas_isa_cap 0) go to BLIS's typed gemm with the
+ * context tenlane chose, as BLIS's own BLAS layer would send them.
  *
  * Contract: the reference BLAS's. An illegal argument calls xerbla_ (tenlane's, xerbla.c)
  * with its position (1 transa, 2 transb, 3 m, 4 n, 5 k, 8 lda, 10 ldb, 13 ldc) and returns
@@ -67,9 +67,9 @@ static int check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc)
 
 /* f64 and c128 take gemm_narrow.c's kernels where the CPU has AVX-512F and tests have not
  * capped them, for the shapes they take. */
-static int narrow(int ta, int tb, int n, int k) {
+static int narrow(int ta, int tb, int m, int n, int k, int esize) {
   return tl__gemm_blas_isa_cap >= 1 && __builtin_cpu_supports("avx512f") &&
-         tl__gemm_narrow_fits(ta, tb, n, k);
+         tl__gemm_narrow_fits(ta, tb, m, n, k, esize);
 }
 
 /* C = beta C over m x n (beta 0: set, not read). */
@@ -100,7 +100,7 @@ static void run_d(int ta, int tb, int m, int n, int k, const double *alpha, cons
                   int lda, const double *b, int ldb, const double *beta, double *c, int ldc) {
   const int ra = ta == 2 ? 1 : ta; /* real: 'C' is 'T' */
   const int rb = tb == 2 ? 1 : tb;
-  if (narrow(ra, rb, n, k))
+  if (narrow(ra, rb, m, n, k, 8))
     tl__gemm_narrow_d(ra, rb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
   else
     tl__gemm_blas_blis(TL_F64, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -108,7 +108,7 @@ static void run_d(int ta, int tb, int m, int n, int k, const double *alpha, cons
 static void run_z(int ta, int tb, int m, int n, int k, const double complex *alpha,
                   const double complex *a, int lda, const double complex *b, int ldb,
                   const double complex *beta, double complex *c, int ldc) {
-  if (narrow(ta, tb, n, k))
+  if (narrow(ta, tb, m, n, k, 16))
     tl__gemm_narrow_z(ta, tb, m, n, k, (const double *)alpha, (const double *)a, lda,
                       (const double *)b, ldb, (const double *)beta, (double *)c, ldc);
   else

@@ -53,9 +53,16 @@ TL__HOT_FILE
 #define DOT_STRIDE_D (DOT_KC_D + 8)
 #define DOT_STRIDE_Z (DOT_KC_Z + 4)
 
-int tl__gemm_narrow_fits(int ta, int tb, int64_t n, int64_t k) {
-  if (ta == 0) return k <= 2 * RANK_KC || n <= 4;
-  return tb == 0 && n <= 128;
+int tl__gemm_narrow_fits(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t esize) {
+  /* Past these bounds BLIS's cache blocking wins (Zen 4, f64 and c128): a rank-k update
+   * re-reads B for every 24-row block and C for every k chunk, a dot product re-reads C for
+   * every k chunk; the bounds keep those in L2. */
+  const int64_t c_bytes = m * n * esize;
+  if (ta == 0) {
+    if (k <= 2 * RANK_KC) return c_bytes <= ((int64_t)2 << 20);
+    return n <= 128 && c_bytes <= ((int64_t)512 << 10);
+  }
+  return tb == 0 && n <= 128 && k <= 1024 && c_bytes <= ((int64_t)512 << 10);
 }
 
 /* r[q] = the sum of v[q]'s lanes, q < 8: pairs, then 128-bit lanes, then halves. */

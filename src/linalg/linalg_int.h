@@ -202,9 +202,10 @@ extern int tl__gemv_isa_cap;
 int tl__gemm_blas_linked(void);
 extern int tl__gemm_blas_isa_cap;
 /* gemm_narrow.c: 1 when its kernels take a product of this shape (ta, tb 0 'N', 1 'T',
- * 2 'C'): op(A) = A with k <= 128 or n <= 4, or op(A) = A^T or A^H with op(B) = B and
- * n <= 128. */
-int tl__gemm_narrow_fits(int ta, int tb, int64_t n, int64_t k);
+ * 2 'C'; esize the bytes of one element): op(A) = A with k <= 128 and C at most 2 MiB, or
+ * with n <= 128 and C at most 512 KiB; op(A) = A^T or A^H with op(B) = B, n <= 128,
+ * k <= 1024 and C at most 512 KiB. */
+int tl__gemm_narrow_fits(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t esize);
 /* C = alpha op(A) op(B) + beta C in f64 (ta, tb 0 or 1) and c128 (interleaved doubles;
  * alpha and beta point at re, im; ta, tb 0, 1 or 2), column-major with leading dimensions,
  * for shapes tl__gemm_narrow_fits takes, alpha != 0, m, n, k > 0; beta 0 never reads C.

@@ -144,12 +144,13 @@ static int one_case(tl_dtype dt, char ta, char tb, int m, int n, int k, double c
   return ok;
 }
 
-/* (m, n, k): rank-k tails and chunks (k <= 128, or n <= 4 with k past 128), dot tails and
- * chunks (n <= 128, k past 128 and 256), and shapes both kernels leave to BLIS. */
+/* (m, n, k): rank-k tails and chunks (k <= 128, or n <= 128 with k past 128), dot tails
+ * and chunks (n <= 128, k past 128 and 256), and shapes both kernels leave to BLIS
+ * (n and k past 128). */
 static const int shapes[][3] = {{1, 1, 1},     {3, 2, 5},    {8, 3, 8},     {13, 5, 7},
                                 {24, 8, 32},   {25, 9, 33},  {37, 17, 64},  {50, 4, 130},
                                 {9, 3, 300},   {17, 7, 129}, {100, 33, 65}, {5, 130, 3},
-                                {40, 10, 200}, {2, 1, 257}};
+                                {40, 10, 200}, {2, 1, 257},  {3, 131, 129}};
 
 static void table(int dtype_first, int dtype_last) {
   const char transes[3] = {'N', 'T', 'C'};
