@@ -5,7 +5,7 @@
  *   - QR (geqrf + orgqr/ungqr), SVD (gesdd, thin) and LU (getrf), n = 64, 256, 512: tl_*_into
  *     against OpenBLAS serial's LAPACK and against reference LAPACK over BLIS with tenlane's
  *     context (the archives tenlane links, called directly; LAPACK's nrm2 calls reach
- *     tenlane's src/linalg/nrm2.c as they do inside libtenlane, and its gemv and gemm calls
+ *     tenlane's src/linalg/nrm2.c as they do inside libtenlane, and its gemv, gemm and ger calls
  *     are capped to BLIS's kernels, see blis_kernels), the tl row anchored to the faster of
  *     the two;
  *   - GEMM in c64, n = 64, 256, 1024: against OpenBLAS serial's cgemm and BLIS's cgemm
@@ -69,15 +69,16 @@ typedef struct stack {
   int blis_kernels; /* its LAPACK's gemv and gemm calls kept on BLIS's kernels */
 } stack;
 
-/* tenlane defines the gemv and gemm LAPACK calls (src/linalg/gemv.c, gemm_blas.c), and the
+/* tenlane defines the gemv, gemm and ger LAPACK calls (src/linalg/gemv.c, gemm_blas.c, ger.c), and the
  * reference stack's calls reach them in this binary as they do inside libtenlane. Capped,
  * they send every call to BLIS's kernels, so that the stack measures reference LAPACK over
  * BLIS and not tenlane's own kernels. */
-extern int tl__gemv_isa_cap, tl__gemm_blas_isa_cap;
+extern int tl__gemv_isa_cap, tl__gemm_blas_isa_cap, tl__ger_isa_cap;
 static void blis_kernels(const stack *s, int on) {
   if (!s->blis_kernels) return;
   tl__gemv_isa_cap = on ? 0 : 1;
   tl__gemm_blas_isa_cap = on ? 0 : 1;
+  tl__ger_isa_cap = on ? 0 : 1;
 }
 
 /* Reference LAPACK as tenlane links it (the archives), whose BLAS calls land in tenlane's

@@ -181,6 +181,11 @@ void tl__gemv_blis(tl_dtype dtype, int trans, int64_t m, int64_t n, const void *
 void tl__gemm_blas_blis(tl_dtype dtype, int ta, int tb, int64_t m, int64_t n, int64_t k,
                         const void *alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
                         const void *beta, void *c, int64_t ldc);
+/* BLIS's typed ger for LAPACK's BLAS calls (linalg/ger.c): A += alpha x op(y)^T, op conj
+ * when conj_y, A column-major with leading dimension lda, x and y from their first elements;
+ * the process-wide context. Arguments checked by the caller; m, n > 0. */
+void tl__ger_blis(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *alpha,
+                  const void *x, int64_t incx, const void *y, int64_t incy, void *a, int64_t lda);
 /* The same, forcing BLIS (used by the benchmark's direct-provider anchor). */
 void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,

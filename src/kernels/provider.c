@@ -304,6 +304,30 @@ void tl__gemm_blas_blis(tl_dtype dtype, int ta, int tb, int64_t m, int64_t n, in
   }
 }
 
+void tl__ger_blis(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *alpha,
+                  const void *x, int64_t incx, const void *y, int64_t incy, void *a, int64_t lda) {
+  /* As tl__gemv_blis: the process-wide context. */
+  const conj_t cy = conj_y ? BLIS_CONJUGATE : BLIS_NO_CONJUGATE;
+  switch (dtype) {
+    case TL_F32:
+      bli_sger_ex(BLIS_NO_CONJUGATE, cy, m, n, (float *)alpha, (float *)x, incx, (float *)y, incy,
+                  (float *)a, 1, lda, NULL, NULL);
+      break;
+    case TL_F64:
+      bli_dger_ex(BLIS_NO_CONJUGATE, cy, m, n, (double *)alpha, (double *)x, incx, (double *)y,
+                  incy, (double *)a, 1, lda, NULL, NULL);
+      break;
+    case TL_C64:
+      bli_cger_ex(BLIS_NO_CONJUGATE, cy, m, n, (scomplex *)alpha, (scomplex *)x, incx,
+                  (scomplex *)y, incy, (scomplex *)a, 1, lda, NULL, NULL);
+      break;
+    case TL_C128:
+      bli_zger_ex(BLIS_NO_CONJUGATE, cy, m, n, (dcomplex *)alpha, (dcomplex *)x, incx,
+                  (dcomplex *)y, incy, (dcomplex *)a, 1, lda, NULL, NULL);
+      break;
+  }
+}
+
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {

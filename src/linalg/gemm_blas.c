@@ -34,23 +34,6 @@ int tl__gemm_blas_isa_cap = 1;
 
 int tl__gemm_blas_linked(void) { return 1; }
 
-/* 0 for 'N', 1 for 'T', 2 for 'C' (either case), -1 otherwise. */
-static int trans_of(const char *t) {
-  switch (t[0]) {
-    case 'N':
-    case 'n':
-      return 0;
-    case 'T':
-    case 't':
-      return 1;
-    case 'C':
-    case 'c':
-      return 2;
-    default:
-      return -1;
-  }
-}
-
 /* The reference BLAS's checks: the position of the first bad argument, 0 if none. */
 static int check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc) {
   const int rows_a = ta == 0 ? m : k, rows_b = tb == 0 ? k : n;
@@ -124,7 +107,7 @@ static void run_z(int ta, int tb, int m, int n, int k, const double complex *alp
             const T *alpha, const T *a, const int *lda, const T *b, const int *ldb, const T *beta, \
             T *c, const int *ldc, size_t transa_length, size_t transb_length) {                    \
     (void)transa_length, (void)transb_length;                                                      \
-    const int ta = trans_of(transa), tb = trans_of(transb);                                        \
+    const int ta = tl__blas_trans(transa), tb = tl__blas_trans(transb);                                        \
     const int bad = check(ta, tb, *m, *n, *k, *lda, *ldb, *ldc);                                   \
     if (bad != 0) {                                                                                \
       xerbla_(NAME_UPPER, &bad, 6);                                                                \

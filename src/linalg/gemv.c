@@ -327,23 +327,6 @@ TL__GEMV_DRIVER(gemv_z_kernels, scale_y_z, double complex, CHUNK / 2, add_column
 
 /* ---- the BLAS interface ------------------------------------------------------------- */
 
-/* 0 for 'N', 1 for 'T', 2 for 'C' (either case), -1 otherwise. */
-static int trans_of(const char *t) {
-  switch (t[0]) {
-    case 'N':
-    case 'n':
-      return 0;
-    case 'T':
-    case 't':
-      return 1;
-    case 'C':
-    case 'c':
-      return 2;
-    default:
-      return -1;
-  }
-}
-
 /* The reference BLAS's checks: the position of the first bad argument, 0 if none. */
 static int check(int trans, int m, int n, int lda, int incx, int incy) {
   if (trans < 0) return 1;
@@ -354,9 +337,6 @@ static int check(int trans, int m, int n, int lda, int incx, int incy) {
   if (incy == 0) return 11;
   return 0;
 }
-
-/* A vector's first element as BLIS takes it: the last in memory for a negative increment. */
-#define TL__FIRST(p, len, inc) ((inc) < 0 ? (p) - ((int64_t)(len)-1) * (int64_t)(inc) : (p))
 
 /* f64 and c128 take tenlane's kernels unless the CPU lacks AVX-512F or tests capped them. */
 static int own_kernels(void) { return tl__gemv_isa_cap >= 1 && __builtin_cpu_supports("avx512f"); }
@@ -371,7 +351,7 @@ static int own_kernels(void) { return tl__gemv_isa_cap >= 1 && __builtin_cpu_sup
             const int *lda, const T *x, const int *incx, const T *beta, T *y, const int *incy, \
             size_t trans_length) {                                                             \
     (void)trans_length;                                                                        \
-    const int tr = trans_of(trans);                                                            \
+    const int tr = tl__blas_trans(trans);                                                            \
     const int bad = check(tr, *m, *n, *lda, *incx, *incy);                                     \
     if (bad != 0) {                                                                            \
       xerbla_(NAME_UPPER, &bad, 6);                                                            \
@@ -379,8 +359,8 @@ static int own_kernels(void) { return tl__gemv_isa_cap >= 1 && __builtin_cpu_sup
     }                                                                                          \
     if (*m == 0 || *n == 0 || (*alpha == 0 && *beta == 1)) return;                             \
     const int64_t len_x = tr == 0 ? *n : *m, len_y = tr == 0 ? *m : *n;                        \
-    const T *x0 = TL__FIRST(x, len_x, *incx);                                                  \
-    T *y0 = TL__FIRST(y, len_y, *incy);                                                        \
+    const T *x0 = TL__BLAS_FIRST(x, len_x, *incx);                                                  \
+    T *y0 = TL__BLAS_FIRST(y, len_y, *incy);                                                        \
     BODY;                                                                                      \
   }
 

@@ -187,6 +187,29 @@ int tl__xerbla_take(char routine[16], int *argument);
  * BLIS's. Returns 1; tl__la_begin calls it so a static link takes nrm2.c's object in before
  * LAPACK's archive is searched. */
 int tl__nrm2_linked(void);
+/* ---- The BLAS entries tenlane defines for LAPACK (gemv.c, gemm_blas.c, ger.c) ------------ */
+
+/* A BLAS trans argument: 0 for 'N', 1 for 'T', 2 for 'C' (either case), -1 otherwise. */
+static inline int tl__blas_trans(const char *t) {
+  switch (t[0]) {
+    case 'N':
+    case 'n':
+      return 0;
+    case 'T':
+    case 't':
+      return 1;
+    case 'C':
+    case 'c':
+      return 2;
+    default:
+      return -1;
+  }
+}
+
+/* A BLAS vector's first element as BLIS and the kernels take it: the last in memory for a
+ * negative increment. */
+#define TL__BLAS_FIRST(p, len, inc) ((inc) < 0 ? (p) - ((int64_t)(len)-1) * (int64_t)(inc) : (p))
+
 /* gemv.c defines the BLAS matrix-vector products LAPACK calls (sgemv_, dgemv_, cgemv_,
  * zgemv_) in place of BLIS's: f64 and c128 on tenlane's AVX-512 kernels, the rest through
  * BLIS's typed gemv. tl__gemv_linked is called by tl__la_begin for the same reason as
@@ -201,6 +224,11 @@ extern int tl__gemv_isa_cap;
  * gemv.c's. */
 int tl__gemm_blas_linked(void);
 extern int tl__gemm_blas_isa_cap;
+/* ger.c defines the BLAS rank-1 updates LAPACK calls (sger_, dger_, cgerc_, cgeru_, zgerc_,
+ * zgeru_) in place of BLIS's: f64 and c128 on its AVX-512 kernels, the rest through BLIS's
+ * typed ger. tl__ger_linked and tl__ger_isa_cap as gemv.c's. */
+int tl__ger_linked(void);
+extern int tl__ger_isa_cap;
 /* gemm_narrow.c: 1 when its kernels take a product of this shape (ta, tb 0 'N', 1 'T',
  * 2 'C'; esize the bytes of one element): op(A) = A with k <= 128 and C at most 2 MiB, or
  * with n <= 128 and C at most 512 KiB; op(A) = A^T or A^H with op(B) = B, n <= 128,
