@@ -69,10 +69,10 @@ typedef struct stack {
   int blis_kernels; /* its LAPACK's gemv and gemm calls kept on BLIS's kernels */
 } stack;
 
-/* tenlane defines the gemv, gemm and ger LAPACK calls (src/linalg/gemv.c, gemm_blas.c, ger.c), and the
- * reference stack's calls reach them in this binary as they do inside libtenlane. Capped,
- * they send every call to BLIS's kernels, so that the stack measures reference LAPACK over
- * BLIS and not tenlane's own kernels. */
+/* tenlane defines the gemv, gemm and ger LAPACK calls (src/linalg/gemv.c, gemm_blas.c, ger.c), and
+ * the reference stack's calls reach them in this binary as they do inside libtenlane. Capped, they
+ * send every call to BLIS's kernels, so that the stack measures reference LAPACK over BLIS and not
+ * tenlane's own kernels. */
 extern int tl__gemv_isa_cap, tl__gemm_blas_isa_cap, tl__ger_isa_cap;
 static void blis_kernels(const stack *s, int on) {
   if (!s->blis_kernels) return;

@@ -107,7 +107,7 @@ static void run_z(int ta, int tb, int m, int n, int k, const double complex *alp
             const T *alpha, const T *a, const int *lda, const T *b, const int *ldb, const T *beta, \
             T *c, const int *ldc, size_t transa_length, size_t transb_length) {                    \
     (void)transa_length, (void)transb_length;                                                      \
-    const int ta = tl__blas_trans(transa), tb = tl__blas_trans(transb);                                        \
+    const int ta = tl__blas_trans(transa), tb = tl__blas_trans(transb);                            \
     const int bad = check(ta, tb, *m, *n, *k, *lda, *ldb, *ldc);                                   \
     if (bad != 0) {                                                                                \
       xerbla_(NAME_UPPER, &bad, 6);                                                                \

@@ -24,8 +24,8 @@
  *
  * Measured against OpenBLAS 0.3.21 serial's dgemm/zgemm on LAPACK's shapes (probe, medians
  * of 31, Zen 4): f64 rank-32 updates 0.95-1.07x its time, dot products 0.72-0.97x; c128
- * 0.90-0.96x and 0.97-1.07x. zgeqrf + zungqr at n = 256 went from 1.11-1.17x OpenBLAS's
- * time to 0.99-1.04x, dgeqrf + dorgqr from 1.09-1.12x to 1.00-1.02x.
+ * 0.90-0.96x and (whole k steps unmasked) 0.90-0.92x. zgeqrf + zungqr at n = 256 went from
+ * 1.11-1.17x OpenBLAS's time to 0.99-1.04x, dgeqrf + dorgqr from 1.09-1.12x to 1.00-1.02x.
  *
  * Contract: C = alpha op(A) op(B) + beta C with alpha != 0 and k > 0 (the caller handles
  * the others); beta 0 never reads C; elements of C outside the m x n block are never read

@@ -351,7 +351,7 @@ static int own_kernels(void) { return tl__gemv_isa_cap >= 1 && __builtin_cpu_sup
             const int *lda, const T *x, const int *incx, const T *beta, T *y, const int *incy, \
             size_t trans_length) {                                                             \
     (void)trans_length;                                                                        \
-    const int tr = tl__blas_trans(trans);                                                            \
+    const int tr = tl__blas_trans(trans);                                                      \
     const int bad = check(tr, *m, *n, *lda, *incx, *incy);                                     \
     if (bad != 0) {                                                                            \
       xerbla_(NAME_UPPER, &bad, 6);                                                            \
@@ -359,8 +359,8 @@ static int own_kernels(void) { return tl__gemv_isa_cap >= 1 && __builtin_cpu_sup
     }                                                                                          \
     if (*m == 0 || *n == 0 || (*alpha == 0 && *beta == 1)) return;                             \
     const int64_t len_x = tr == 0 ? *n : *m, len_y = tr == 0 ? *m : *n;                        \
-    const T *x0 = TL__BLAS_FIRST(x, len_x, *incx);                                                  \
-    T *y0 = TL__BLAS_FIRST(y, len_y, *incy);                                                        \
+    const T *x0 = TL__BLAS_FIRST(x, len_x, *incx);                                             \
+    T *y0 = TL__BLAS_FIRST(y, len_y, *incy);                                                   \
     BODY;                                                                                      \
   }
 
