@@ -119,6 +119,20 @@ def test_long_map_reports_the_lowest_failing_item(s, first_bad):
     assert one_lane.value.item == first_bad
 
 
+def test_long_map_failure_waits_for_the_slow_run_below_it(s):
+    """The run below a failure keeps going: items 0..14 are slow, item 15 fails, and item 16
+    (the first item of the next run, taken at once by the other lane) fails at once. The
+    failure at 16 must not cancel the first run, whose own failure at 15 is the lowest."""
+    slow = (np.ones((160, 160)), np.ones((160, 160)))
+    good = (np.ones((3, 4)), np.ones((4, 2)))
+    bad = (np.ones((3, 4)), np.ones((3, 2)))
+    items = [slow] * 15 + [bad, bad] + [good] * 2983
+    with pytest.raises(tenlane.ShapeError) as info:
+        s.map_einsum("ij,jk->ik", items)
+    assert info.value.item == 15
+    assert "item 15 (lane " in info.value.message
+
+
 def test_long_map_unreadable_operands(s):
     """In runs too, an operand that cannot be read fails its item, and the lowest failing
     item wins whichever way it failed."""
