@@ -3,8 +3,9 @@
  * Items 0..count-1 are pulled by the lanes from one shared atomic counter, so faster
  * lanes take more items. Each item's callback runs on its lane's child surface. Results
  * belong to the caller, kept per item (index your own array by the item number). On a
- * failure the lanes stop pulling, every lane joins, and the lowest failing item is
- * reported: every item below it has run. */
+ * failure the lanes stop pulling, the items they hold finish (a failure does not cancel
+ * them), every lane joins, and the lowest failing item is reported: every item below it
+ * has run to its own result. */
 #ifndef TENLANE_MAP_H
 #define TENLANE_MAP_H
 

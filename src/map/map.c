@@ -1,9 +1,11 @@
 /* src/map/map.c: an ordered map over items on top of one phase run. Lanes pull item
- * numbers from one shared counter, in increasing order, and stop pulling once the run is
- * cancelled. An item that returns TL_E_CANCELLED (its routes saw the run's flag) is not a
- * failure of its own and never outranks one. Because numbers are handed out in order and a lane
- * finishes the item it holds before it looks at the flag, every item below the lowest failing one
- * has run when the map reports it. */
+ * numbers from one shared counter, in increasing order. A failing item stops the pulling
+ * (a flag of the map's own) but does not cancel the run: the items other lanes hold finish
+ * with their own results, so every item below the lowest failing one has run to its own
+ * end when the map reports it, and a failure below another one is never lost to a
+ * cancellation it caused. A cancellation of the run from outside (the session) stops the
+ * pulling too; an item that returns TL_E_CANCELLED (its routes saw that) is not a failure
+ * of its own and never outranks one. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@ typedef struct map_state {
   int max_lanes; /* lanes at or above this index take no item; 0: every lane */
   _Alignas(TL__CACHE_LINE) atomic_size_t next;
   _Alignas(TL__CACHE_LINE) atomic_size_t done;
+  atomic_int stop; /* an item failed: take no more */
   pthread_mutex_t failure_lock;
   size_t failed_item; /* SIZE_MAX: none */
   int failed_code;
@@ -34,7 +37,7 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
   tl_exec *exec = tl_lane_exec(lane);
   size_t done = 0;
   if (state->max_lanes > 0 && lane_index >= state->max_lanes) return 0;
-  while (!tl_lane_cancelled(lane)) {
+  while (!tl_lane_cancelled(lane) && !atomic_load_explicit(&state->stop, memory_order_relaxed)) {
     size_t item = atomic_fetch_add_explicit(&state->next, 1, memory_order_relaxed);
     if (item >= state->count) break;
     int code = state->fn(exec, item, lane_index, state->arg);
@@ -59,7 +62,7 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
       }
       pthread_mutex_unlock(&state->failure_lock);
       atomic_fetch_add_explicit(&state->done, done, memory_order_relaxed);
-      tl_lane_cancel(lane);
+      atomic_store_explicit(&state->stop, 1, memory_order_relaxed);
       return 0; /* the map reports the item itself; the lane is not the failure */
     }
     done++;
@@ -86,6 +89,7 @@ static tl_status phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *ar
   state.max_lanes = max_lanes;
   atomic_init(&state.next, 0);
   atomic_init(&state.done, 0);
+  atomic_init(&state.stop, 0);
   pthread_mutex_init(&state.failure_lock, NULL);
   state.failed_item = SIZE_MAX;
   state.cancelled_item = SIZE_MAX;

@@ -1237,7 +1237,7 @@ static int map_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   double a[2] = {1, 2}, b[2] = {3, 4}, c[2] = {0, 0};
   tl_tensor ta = th_vec_f64(a, 2), tb = th_vec_f64(b, 2), tc = th_vec_f64(c, 2);
   tl_status status = tl_add_into(exec, &ta, &tb, &tc);
-  /* Another item's failure may cancel the run while this one is in flight. */
+  /* Only a cancellation from outside stops a route (another item's failure does not). */
   if (status == TL_E_CANCELLED) return (int)TL_E_CANCELLED;
   if (status != TL_OK || c[0] != 4) return 100;
   if (item == job->fail_a || item == job->fail_b || item == job->fail_c)
@@ -1267,6 +1267,32 @@ static void map_reports_the_lowest_failing_item_after_joining(void) {
     for (int i = 0; i < 2000; i++) TH_CHECK(atomic_load(&job->ran[i]) <= 1);
     TH_CHECK(add_check(tl_session_exec(session)));
     free(job);
+    finish(ctx, session);
+  }
+}
+
+/* Item 0 is slow (many routes) and fails at its end; item 1, the other lane's, fails at once.
+ * Item 1's failure must not cancel item 0's routes, or item 0 would come back cancelled
+ * and the map would report item 1. */
+static int slow_low_failure(tl_exec *exec, size_t item, int lane_index, void *arg) {
+  (void)lane_index, (void)arg;
+  if (item != 0) return item == 1 ? 2 : 0;
+  double a[2] = {1, 2}, b[2] = {3, 4}, c[2] = {0, 0};
+  tl_tensor ta = th_vec_f64(a, 2), tb = th_vec_f64(b, 2), tc = th_vec_f64(c, 2);
+  for (int r = 0; r < 20000; r++) {
+    tl_status status = tl_add_into(exec, &ta, &tb, &tc);
+    if (status != TL_OK) return (int)status;
+  }
+  return 1;
+}
+
+static void map_failure_does_not_cancel_a_slower_item_below_it(void) {
+  FOR_EACH_BUDGET(budget) {
+    tl_context *ctx = th_make_context((int)budget);
+    tl_session *session = open_session(ctx);
+    tl_map_outcome outcome;
+    TH_CHECK_STATUS(tl_map(session, 64, slow_low_failure, NULL, &outcome), TL_E_LANE);
+    TH_CHECK(outcome.failed == 1 && outcome.failed_item == 0 && outcome.code == 1);
     finish(ctx, session);
   }
 }
@@ -1320,4 +1346,5 @@ TH_TEST_MAIN(TH_CASE(phase_runs_every_lane_and_matches_a_single_threaded_result)
              TH_CASE(phase_recovers_from_a_panic_inside_private_nary_scratch),
              TH_CASE(phase_creates_no_thread),
              TH_CASE(map_reports_the_lowest_failing_item_after_joining),
+             TH_CASE(map_failure_does_not_cancel_a_slower_item_below_it),
              TH_CASE(a_stale_phase_is_refused))
