@@ -207,9 +207,10 @@ enum {
 enum { TL__SMALL_COMPLEX_PORTABLE = 0, TL__SMALL_COMPLEX_AVX2 = 1, TL__SMALL_COMPLEX_AVX512 = 2 };
 
 typedef struct tl__provider_choice {
-  int blis;          /* TL__BLIS_* */
-  int complex_1m;    /* 1: complex GEMM through BLIS's induced method 1m on the real kernels */
-  int small_complex; /* TL__SMALL_COMPLEX_*: the tiny complex GEMM kernel */
+  int blis;           /* TL__BLIS_* */
+  int complex_1m;     /* 1: complex GEMM through BLIS's induced method 1m on the real kernels */
+  int small_complex;  /* TL__SMALL_COMPLEX_*: the tiny complex GEMM kernel */
+  int zen_c64_blocks; /* 1: c64 under 1m takes cache blocks measured on Zen 4 (provider.c) */
 } tl__provider_choice;
 
 /* What BLIS's own CPU detection picked, as far as the choice cares. */

@@ -64,6 +64,7 @@ tl__provider_choice tl__provider_choose(const tl__cpu_features *f, int blis_saw)
     /* Generic, or a Zen context on a Zen with AVX-512 (newer than BLIS 0.9 knows). */
     choice.blis = TL__BLIS_SKX;
     choice.complex_1m = 1; /* skx has no complex micro-kernels in BLIS 0.9 */
+    choice.zen_c64_blocks = blis_saw == TL__BLIS_SAW_ZEN;
   } else if (f->avx2 && f->fma) {
     choice.blis = TL__BLIS_HASWELL; /* with its own complex micro-kernels */
   } else {
@@ -120,6 +121,18 @@ static void make_process_wide(arch_t native, const cntx_t *chosen, int complex_1
   if (induced != NULL && induced != detected[BLIS_NAT]) *induced = skx_1m;
 }
 
+/* c64 through 1m on the skx kernel takes skx's float blocks halved (KC 192, MC 240). On a
+ * Zen 4 (1 MiB L2), KC 512 and MC 144 (A's block 576 KiB) took 0.91-0.95x the time at
+ * n = 512, 1024 and 2048 and the same at 256 and 700 (a probe against the halved blocks,
+ * alternated, medians); c128's blocks showed no such difference and stay. */
+static void zen_c64_blocks(cntx_t *cntx) {
+  blksz_t *kc = bli_cntx_get_blksz(BLIS_KC, cntx), *mc = bli_cntx_get_blksz(BLIS_MC, cntx);
+  bli_blksz_set_def(512, BLIS_SCOMPLEX, kc);
+  bli_blksz_set_max(512, BLIS_SCOMPLEX, kc);
+  bli_blksz_set_def(144, BLIS_SCOMPLEX, mc);
+  bli_blksz_set_max(144, BLIS_SCOMPLEX, mc);
+}
+
 static void providers_init_once(void) {
   bli_init();
   arch_t native = bli_arch_query_id();
@@ -146,6 +159,7 @@ static void providers_init_once(void) {
     if (choice.complex_1m) {
       skx_1m = *chosen;
       bli_cntx_init_skx_ind(BLIS_1M, &skx_1m);
+      if (choice.zen_c64_blocks) zen_c64_blocks(&skx_1m);
       blis_cntx_complex = &skx_1m;
     }
     make_process_wide(native, chosen, choice.complex_1m);

@@ -66,8 +66,10 @@ static void provider_choice_covers_each_feature_set(void) {
    * Zen 3) gets skx and 1m; without them (Zen 1-3) BLIS's Zen context stays. */
   f = features(1, 1, 1);
   c = tl__provider_choose(&f, TL__BLIS_SAW_ZEN);
-  TH_CHECK(c.blis == TL__BLIS_SKX && c.complex_1m == 1);
+  TH_CHECK(c.blis == TL__BLIS_SKX && c.complex_1m == 1 && c.zen_c64_blocks == 1);
   TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
+  /* The Zen 4 cache blocks for c64 only there: not on a CPU BLIS did not recognise. */
+  TH_CHECK(tl__provider_choose(&f, TL__BLIS_SAW_GENERIC).zen_c64_blocks == 0);
   f.avx512bw = 0;
   c = tl__provider_choose(&f, TL__BLIS_SAW_ZEN);
   TH_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
@@ -97,6 +99,10 @@ static void provider_choice_of_this_process_follows_its_features(void) {
   if (now.blis == TL__BLIS_SKX) {
     TH_CHECK(strstr(name, "skx") != NULL);
     TH_CHECK(now.complex_1m == 1 && strstr(name, "(1m)") != NULL);
+    TH_CHECK(now.zen_c64_blocks == tl__provider_choose(&f, tl__provider_blis_saw()).zen_c64_blocks);
+    if (now.zen_c64_blocks)
+      TH_CHECK(bli_cntx_get_blksz_def_dt(BLIS_SCOMPLEX, BLIS_KC, tl__blis_context_complex()) ==
+               512);
   }
   if (now.blis == TL__BLIS_HASWELL) TH_CHECK(strstr(name, "haswell") != NULL);
   /* The process's choice is the pure function's on what BLIS saw here (a context missing
