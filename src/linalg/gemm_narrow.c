@@ -81,6 +81,16 @@ TL_AVX512 TL_TILE __m512d sum_lanes8(const __m512d *v) {
 /* The mask of the first `lanes` of 8. */
 static inline __mmask8 first_lanes(int64_t lanes) { return (__mmask8)(0xffu >> (8 - lanes)); }
 
+/* The rank-k kernels' pack: mv vectors of 8 doubles from each of k columns (column p at
+ * src + p stride), p after p, the last vector through lm (its other lanes zero). */
+TL_AVX512 static void pack_rows(double *ap, const double *src, int64_t stride, int64_t k, int mv,
+                                __mmask8 lm) {
+  for (int64_t p = 0; p < k; p++)
+    for (int v = 0; v < mv; v++)
+      _mm512_store_pd(ap + (p * mv + v) * 8,
+                      _mm512_maskz_loadu_pd(v == mv - 1 ? lm : 0xff, src + p * stride + 8 * v));
+}
+
 /* ---- f64, rank-k ----------------------------------------------------------------------- */
 
 /* C[0:8 MV, 0:NR] = alpha sum_p ap[p][:] B(p, j) + beta C; ap packed, 8 MV rows a step;
@@ -118,35 +128,25 @@ TL_AVX512 TL_TILE void rank_tile_d(const int MV, const int NR, __mmask8 lm, int6
     }
 }
 
+/* One case of the switches below: the tile for NR columns, NR a constant there. */
+#define TL__RANK_CASE_D(MV, NR)                                       \
+  case NR:                                                            \
+    rank_tile_d(MV, NR, lm, k, alpha, ap, b, sbp, sbj, beta, c, ldc); \
+    break;
 #define TL__RANK_ROWS_D(MV)                                                                   \
   TL_AVX512 static void rank_rows##MV##_d(int nr, __mmask8 lm, int64_t k, double alpha,       \
                                           const double *ap, const double *b, int64_t sbp,     \
                                           int64_t sbj, double beta, double *c, int64_t ldc) { \
     switch (nr) {                                                                             \
-      case 8:                                                                                 \
-        rank_tile_d(MV, 8, lm, k, alpha, ap, b, sbp, sbj, beta, c, ldc);                      \
-        break;                                                                                \
-      case 7:                                                                                 \
-        rank_tile_d(MV, 7, lm, k, alpha, ap, b, sbp, sbj, beta, c, ldc);                      \
-        break;                                                                                \
-      case 6:                                                                                 \
-        rank_tile_d(MV, 6, lm, k, alpha, ap, b, sbp, sbj, beta, c, ldc);                      \
-        break;                                                                                \
-      case 5:                                                                                 \
-        rank_tile_d(MV, 5, lm, k, alpha, ap, b, sbp, sbj, beta, c, ldc);                      \
-        break;                                                                                \
-      case 4:                                                                                 \
-        rank_tile_d(MV, 4, lm, k, alpha, ap, b, sbp, sbj, beta, c, ldc);                      \
-        break;                                                                                \
-      case 3:                                                                                 \
-        rank_tile_d(MV, 3, lm, k, alpha, ap, b, sbp, sbj, beta, c, ldc);                      \
-        break;                                                                                \
-      case 2:                                                                                 \
-        rank_tile_d(MV, 2, lm, k, alpha, ap, b, sbp, sbj, beta, c, ldc);                      \
-        break;                                                                                \
+      TL__RANK_CASE_D(MV, 8)                                                                  \
+      TL__RANK_CASE_D(MV, 7)                                                                  \
+      TL__RANK_CASE_D(MV, 6)                                                                  \
+      TL__RANK_CASE_D(MV, 5)                                                                  \
+      TL__RANK_CASE_D(MV, 4)                                                                  \
+      TL__RANK_CASE_D(MV, 3)                                                                  \
+      TL__RANK_CASE_D(MV, 2)                                                                  \
       default:                                                                                \
         rank_tile_d(MV, 1, lm, k, alpha, ap, b, sbp, sbj, beta, c, ldc);                      \
-        break;                                                                                \
     }                                                                                         \
   }
 TL__RANK_ROWS_D(1)
@@ -162,10 +162,7 @@ TL_AVX512 static void rank_chunk_d(int64_t m, int64_t n, int64_t k, double alpha
     const int64_t rows = m - i < 24 ? m - i : 24;
     const int mv = (int)((rows + 7) / 8);
     const __mmask8 lm = first_lanes(rows - 8 * (mv - 1));
-    for (int64_t p = 0; p < k; p++)
-      for (int v = 0; v < mv; v++)
-        _mm512_store_pd(ap + (p * mv + v) * 8,
-                        _mm512_maskz_loadu_pd(v == mv - 1 ? lm : 0xff, a + i + p * lda + 8 * v));
+    pack_rows(ap, a + i, lda, k, mv, lm);
     for (int64_t j = 0; j < n; j += 8) {
       const int nr = (int)(n - j < 8 ? n - j : 8);
       const double *bj = b + j * sbj;
@@ -317,24 +314,21 @@ TL_AVX512 TL_TILE void rank_tile_z(const int MV, const int NR, __mmask8 lm, int6
     }
 }
 
+#define TL__RANK_CASE_Z(MV, NR)                                                            \
+  case NR:                                                                                 \
+    rank_tile_z(MV, NR, lm, k, alr, ali, ap, b, sbp, sbj, conjb, beta0, ber, bei, c, ldc); \
+    break;
 #define TL__RANK_ROWS_Z(MV)                                                                   \
   TL_AVX512 static void rank_rows##MV##_z(int nr, __mmask8 lm, int64_t k, __m512d alr,        \
                                           __m512d ali, const double *ap, const double *b,     \
                                           int64_t sbp, int64_t sbj, int conjb, int beta0,     \
                                           __m512d ber, __m512d bei, double *c, int64_t ldc) { \
     switch (nr) {                                                                             \
-      case 4:                                                                                 \
-        rank_tile_z(MV, 4, lm, k, alr, ali, ap, b, sbp, sbj, conjb, beta0, ber, bei, c, ldc); \
-        break;                                                                                \
-      case 3:                                                                                 \
-        rank_tile_z(MV, 3, lm, k, alr, ali, ap, b, sbp, sbj, conjb, beta0, ber, bei, c, ldc); \
-        break;                                                                                \
-      case 2:                                                                                 \
-        rank_tile_z(MV, 2, lm, k, alr, ali, ap, b, sbp, sbj, conjb, beta0, ber, bei, c, ldc); \
-        break;                                                                                \
+      TL__RANK_CASE_Z(MV, 4)                                                                  \
+      TL__RANK_CASE_Z(MV, 3)                                                                  \
+      TL__RANK_CASE_Z(MV, 2)                                                                  \
       default:                                                                                \
         rank_tile_z(MV, 1, lm, k, alr, ali, ap, b, sbp, sbj, conjb, beta0, ber, bei, c, ldc); \
-        break;                                                                                \
     }                                                                                         \
   }
 TL__RANK_ROWS_Z(1)
@@ -366,11 +360,7 @@ TL_AVX512 static void rank_chunk_z(int64_t m, int64_t n, int64_t k, scalars_z s,
     const int64_t rows = m - i < 12 ? m - i : 12;
     const int mv = (int)((rows + 3) / 4);
     const __mmask8 lm = first_lanes(2 * (rows - 4 * (mv - 1)));
-    for (int64_t p = 0; p < k; p++)
-      for (int v = 0; v < mv; v++)
-        _mm512_store_pd(
-            ap + (p * mv + v) * 8,
-            _mm512_maskz_loadu_pd(v == mv - 1 ? lm : 0xff, a + 2 * (i + p * lda) + 8 * v));
+    pack_rows(ap, a + 2 * i, 2 * lda, k, mv, lm);
     for (int64_t j = 0; j < n; j += 4) {
       const int nr = (int)(n - j < 4 ? n - j : 4);
       const double *bj = b + 2 * j * sbj;
