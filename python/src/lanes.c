@@ -19,19 +19,15 @@
  * memory, as a serial loop would, where single items dealt out in turn gave each lane every
  * other item's arrays and the prefetchers little to follow (two lanes then took 5-14% more
  * CPU per 16 x 16 environment update than one; with the items' memory shuffled, one lane
- * was as slow per item as two). Short batches and factorisations run one item per run. A
- * run stops at its first failing item, and the lowest failing run's first failure is the
- * lowest failing item: every run below it ran whole (tl_map's order; a failure does not
- * cancel the runs still going, see run_of_items), and its own items before the failure
- * succeeded.
+ * was as slow per item as two). A run stops at its first failing item, and the lowest
+ * failing run's first failure is the lowest failing item: every run below it ran whole
+ * (tl_map's order), and its own items before the failure succeeded.
  *
  * map(fn, n) runs Python callbacks on the lanes: each takes the GIL for its call, so they
  * run one at a time (bound by the GIL; useful for callbacks that release it themselves). */
 
 #include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
 
-#include <stdatomic.h>
-#include <stdint.h>
 #include <string.h>
 
 enum { JOB_EINSUM, JOB_SVD, JOB_QRCP, JOB_PYTHON };
@@ -80,13 +76,12 @@ typedef struct lanes_job {
   int64_t **perms;       /* qrcp: each item's column order, raw memory until published */
   tlpy_fail **read_fail; /* per item: why its operands could not be read, or NULL */
   const tl_truncation *truncation;
-  int max_lanes;             /* lanes that take items; 0 = all */
-  size_t mapped;             /* items the map runs (those below an unreadable item tuple) */
-  int published;             /* einsum: every result is in the list (the slots hold nothing) */
-  size_t run_items;          /* consecutive items per tl_map item (1: one item each) */
-  size_t runs;               /* tl_map items: runs of run_items (the last may be shorter) */
-  tlpy_run_fail **run_fail;  /* per run: its failing item, or NULL */
-  atomic_size_t lowest_fail; /* the lowest failing item a run has noted; SIZE_MAX: none */
+  int max_lanes;            /* lanes that take items; 0 = all */
+  size_t mapped;            /* items the map runs (those below an unreadable item tuple) */
+  int published;            /* einsum: every result is in the list (the slots hold nothing) */
+  size_t run_items;         /* consecutive items per tl_map item (1: one item each) */
+  size_t runs;              /* tl_map items: runs of run_items (the last may be shorter) */
+  tlpy_run_fail **run_fail; /* per run: its failing item, or NULL (run_items > 1) */
   /* JOB_PYTHON */
   PyObject *fn, *results;
   size_t py_failed; /* lowest item whose callback raised (items when none) */
@@ -243,35 +238,26 @@ static int run_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
                                  : factor_item(exec, job, item);
 }
 
-/* One run of consecutive items: in order, stopping at the first failure, which is kept for
- * run_map (tl_map's own message would name the run, not the item). A failure does not fail
- * the tl_map item, so the map does not cancel the other lanes: a run below it that is still
- * going must finish, or its own failure would be lost to the cancellation (its routes would
- * return TL_E_CANCELLED) and a higher item reported. Runs that start above the lowest
- * failure noted so far are skipped instead. A run that cannot note its failure (no memory)
- * fails its tl_map item, as before. */
+/* One run of consecutive items (run_items > 1): in order, stopping at the first failure,
+ * which is kept for run_map (tl_map's own message would name the run, not the item). */
 static int run_of_items(tl_exec *exec, size_t run, int lane_index, void *arg) {
   lanes_job *job = arg;
   size_t first = run * job->run_items;
   size_t end = job->mapped - first < job->run_items ? job->mapped : first + job->run_items;
-  if (first > atomic_load_explicit(&job->lowest_fail, memory_order_relaxed)) return 0;
   for (size_t item = first; item < end; item++) {
     int code = run_item(exec, item, lane_index, job);
     if (code == 0) continue;
-    if (code == (int)TL_E_CANCELLED) return code; /* the session's run was cancelled */
-    tlpy_run_fail *fail = PyMem_RawMalloc(sizeof *fail);
-    if (!fail) return code;
-    fail->item = item;
-    fail->lane = lane_index;
-    fail->code = code;
-    snprintf(fail->message, sizeof fail->message, "%s", tl_exec_message(exec));
-    job->run_fail[run] = fail;
-    size_t seen = atomic_load_explicit(&job->lowest_fail, memory_order_relaxed);
-    while (item < seen &&
-           !atomic_compare_exchange_weak_explicit(&job->lowest_fail, &seen, item,
-                                                  memory_order_relaxed, memory_order_relaxed)) {
+    if (code != (int)TL_E_CANCELLED) {
+      tlpy_run_fail *fail = PyMem_RawMalloc(sizeof *fail);
+      if (fail) {
+        fail->item = item;
+        fail->lane = lane_index;
+        fail->code = code;
+        snprintf(fail->message, sizeof fail->message, "%s", tl_exec_message(exec));
+      }
+      job->run_fail[run] = fail;
     }
-    return 0;
+    return code;
   }
   return 0;
 }
@@ -340,16 +326,6 @@ static int run_map(tl_session *session, size_t count, tl_map_fn fn, lanes_job *j
   Py_BEGIN_ALLOW_THREADS;
   status = tl_map_ex(session, count, fn, job, &options, &outcome);
   Py_END_ALLOW_THREADS;
-  if (status == TL_OK && job->run_fail) { /* runs note their failures (run_of_items) */
-    for (size_t r = 0; r < job->runs; r++)
-      if (job->run_fail[r]) {
-        status = TL_E_LANE;
-        outcome.failed = 1;
-        outcome.failed_item = r;
-        outcome.code = job->run_fail[r]->code;
-        break;
-      }
-  }
   if (status == TL_OK) return 0;
   const char *map_said = outcome.message; /* what the map said went wrong */
   char run_text[TL_MESSAGE_CAPACITY + 96];
@@ -494,14 +470,15 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
     job->run_items = run_length(bad, lanes);
   }
   job->runs = (bad + job->run_items - 1) / job->run_items;
-  atomic_init(&job->lowest_fail, SIZE_MAX);
-  if (job->runs > 0) {
+  if (job->run_items > 1) {
     job->run_fail = PyMem_Calloc(job->runs, sizeof *job->run_fail);
     if (!job->run_fail) {
       PyErr_NoMemory();
       goto done;
     }
     if (run_map(self->session, job->runs, run_of_items, job) < 0) goto done;
+  } else if (bad > 0 && run_map(self->session, bad, run_item, job) < 0) {
+    goto done;
   }
   if (bad < job->items) {
     PyErr_Restore(pending[0], pending[1], pending[2]);
