@@ -73,12 +73,10 @@ typedef struct stack {
  * the reference stack's calls reach them in this binary as they do inside libtenlane. Capped, they
  * send every call to BLIS's kernels, so that the stack measures reference LAPACK over BLIS and not
  * tenlane's own kernels. */
-extern int tl__gemv_isa_cap, tl__gemm_blas_isa_cap, tl__ger_isa_cap;
+extern int tl__blas_isa_cap;
 static void blis_kernels(const stack *s, int on) {
   if (!s->blis_kernels) return;
-  tl__gemv_isa_cap = on ? 0 : 1;
-  tl__gemm_blas_isa_cap = on ? 0 : 1;
-  tl__ger_isa_cap = on ? 0 : 1;
+  tl__blas_isa_cap = on ? 0 : 1;
 }
 
 /* Reference LAPACK as tenlane links it (the archives), whose BLAS calls land in tenlane's

@@ -9,7 +9,7 @@
  * How: f64 and c128 calls on a CPU with AVX-512F whose shape gemm_narrow.c takes
  * (tl__gemm_narrow_fits: op(A) = A with k <= 128, or with n <= 128 and a small C; op(A) =
  * A^T or A^H against a plain B with n <= 128 and k, C bounded) run there. Every other call, f32 and
- * c64, and CPUs without AVX-512 (or tl__gemm_blas_isa_cap 0) go to BLIS's typed gemm with the
+ * c64, and CPUs without AVX-512 (or tl__blas_isa_cap 0) go to BLIS's typed gemm with the
  * context tenlane chose, as BLIS's own BLAS layer would send them.
  *
  * Contract: the reference BLAS's. An illegal argument calls xerbla_ (tenlane's, xerbla.c)
@@ -30,8 +30,6 @@
 #include "kernels/kernels.h"
 #include "linalg_int.h"
 
-int tl__gemm_blas_isa_cap = 1;
-
 int tl__gemm_blas_linked(void) { return 1; }
 
 /* The reference BLAS's checks: the position of the first bad argument, 0 if none. */
@@ -51,8 +49,7 @@ static int check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc)
 /* f64 and c128 take gemm_narrow.c's kernels where the CPU has AVX-512F and tests have not
  * capped them, for the shapes they take. */
 static int narrow(int ta, int tb, int m, int n, int k, int esize) {
-  return tl__gemm_blas_isa_cap >= 1 && __builtin_cpu_supports("avx512f") &&
-         tl__gemm_narrow_fits(ta, tb, m, n, k, esize);
+  return tl__blas_own_kernels() && tl__gemm_narrow_fits(ta, tb, m, n, k, esize);
 }
 
 /* C = beta C over m x n (beta 0: set, not read). */

@@ -19,7 +19,7 @@
  * product took about 0.6x the time inside zgesdd (perf), the conjugate-transposed one 0.8x;
  * zgesdd and zgeqrf + zungqr at n = 256 took 0.96-1.00x the time (alternated in one
  * process). A strided x (transposed) or y (plain) is gathered a chunk at a time into the
- * stack. Everything else (f32, c64, f64 and c128 without AVX-512, or tl__gemv_isa_cap 0)
+ * stack. Everything else (f32, c64, f64 and c128 without AVX-512, or tl__blas_isa_cap 0)
  * goes to BLIS's typed gemv with the context tenlane chose, as BLIS's own BLAS layer would
  * send it.
  *
@@ -47,7 +47,7 @@ TL__HOT_FILE
 
 #define TL_AVX512 __attribute__((target("avx512f")))
 
-int tl__gemv_isa_cap = 1;
+int tl__blas_isa_cap = 1; /* shared by gemm_blas.c and ger.c (linalg_int.h) */
 
 int tl__gemv_linked(void) { return 1; }
 
@@ -338,9 +338,6 @@ static int check(int trans, int m, int n, int lda, int incx, int incy) {
   return 0;
 }
 
-/* f64 and c128 take tenlane's kernels unless the CPU lacks AVX-512F or tests capped them. */
-static int own_kernels(void) { return tl__gemv_isa_cap >= 1 && __builtin_cpu_supports("avx512f"); }
-
 /* One type's entry: the reference BLAS's checks and quick returns, then `body` with tr
  * (0/1/2), x0 and y0 (each vector from its first element). */
 #define TL__GEMV_ENTRY(NAME, NAME_UPPER, T, BODY)                                              \
@@ -367,9 +364,9 @@ static int own_kernels(void) { return tl__gemv_isa_cap >= 1 && __builtin_cpu_sup
 /* BLIS's typed gemv (the process-wide context, as BLIS's BLAS layer would call it). */
 #define TL__GEMV_BLIS(DTYPE) \
   tl__gemv_blis(DTYPE, tr, *m, *n, alpha, a, *lda, x0, *incx, beta, y0, *incy)
-/* tenlane's kernels where own_kernels() says so, BLIS's otherwise. */
+/* tenlane's kernels where tl__blas_own_kernels() says so, BLIS's otherwise. */
 #define TL__GEMV_OWN(KERNELS, DTYPE)                                   \
-  if (own_kernels())                                                   \
+  if (tl__blas_own_kernels())                                          \
     KERNELS(tr, *m, *n, *alpha, a, *lda, x0, *incx, *beta, y0, *incy); \
   else                                                                 \
     TL__GEMV_BLIS(DTYPE)

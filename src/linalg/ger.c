@@ -14,7 +14,7 @@
  * OpenBLAS 0.3.21 serial (probe, medians of 51, A in a 256-row array): f64 0.53-0.87x its
  * time from 32 x 32 to 256 x 32, c128 0.66-1.02x; against BLIS 0.60-0.92x and 0.68-0.79x.
  * A strided x is gathered a chunk at a time onto the stack. f32, c64 and CPUs without
- * AVX-512 (or tl__ger_isa_cap 0) go to BLIS's typed ger with the context tenlane chose.
+ * AVX-512 (or tl__blas_isa_cap 0) go to BLIS's typed ger with the context tenlane chose.
  *
  * Contract: the reference BLAS's. An illegal argument calls xerbla_ with its position
  * (1 m, 2 n, 5 incx, 7 incy, 9 lda) and returns; m or n 0, or alpha 0, return at once; a
@@ -33,8 +33,6 @@
 TL__HOT_FILE
 
 #define TL_AVX512 __attribute__((target("avx512f")))
-
-int tl__ger_isa_cap = 1;
 
 int tl__ger_linked(void) { return 1; }
 
@@ -181,9 +179,6 @@ static int check(int m, int n, int incx, int incy, int lda) {
   return 0;
 }
 
-/* f64 and c128 take tenlane's kernels unless the CPU lacks AVX-512F or tests capped them. */
-static int own_kernels(void) { return tl__ger_isa_cap >= 1 && __builtin_cpu_supports("avx512f"); }
-
 /* One routine: checks, quick returns, then tenlane's kernels (OWN, or 0 for none) or
  * BLIS's typed ger, x0 and y0 each vector's first element. */
 #define TL__GER_ENTRY(NAME, NAME_UPPER, T, DTYPE, CONJ, OWN)                                      \
@@ -200,7 +195,7 @@ static int own_kernels(void) { return tl__ger_isa_cap >= 1 && __builtin_cpu_supp
     const T *x0 = TL__BLAS_FIRST(x, *m, *incx), *y0 = TL__BLAS_FIRST(y, *n, *incy);               \
     void (*own)(int64_t, int64_t, T, const T *, int64_t, const T *, int64_t, T *, int64_t, int) = \
         OWN;                                                                                      \
-    if (own != NULL && own_kernels())                                                             \
+    if (own != NULL && tl__blas_own_kernels())                                                    \
       own(*m, *n, *alpha, x0, *incx, y0, *incy, a, *lda, CONJ);                                   \
     else                                                                                          \
       tl__ger_blis(DTYPE, CONJ, *m, *n, alpha, x0, *incx, y0, *incy, a, *lda);                    \

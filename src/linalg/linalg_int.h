@@ -210,25 +210,29 @@ static inline int tl__blas_trans(const char *t) {
  * negative increment. */
 #define TL__BLAS_FIRST(p, len, inc) ((inc) < 0 ? (p) - ((int64_t)(len)-1) * (int64_t)(inc) : (p))
 
+/* 1 (default) lets gemv.c, gemm_blas.c and ger.c run f64 and c128 on tenlane's AVX-512
+ * kernels where the CPU has them; 0 sends every call to BLIS's (tests run both, the
+ * benchmark's BLIS anchor runs with 0; set it only while no LAPACK runs). Defined in
+ * gemv.c. */
+extern int tl__blas_isa_cap;
+/* 1 when tenlane's kernels take f64 and c128 BLAS calls: not capped, AVX-512F present. */
+static inline int tl__blas_own_kernels(void) {
+  return tl__blas_isa_cap >= 1 && __builtin_cpu_supports("avx512f");
+}
+
 /* gemv.c defines the BLAS matrix-vector products LAPACK calls (sgemv_, dgemv_, cgemv_,
  * zgemv_) in place of BLIS's: f64 and c128 on tenlane's AVX-512 kernels, the rest through
  * BLIS's typed gemv. tl__gemv_linked is called by tl__la_begin for the same reason as
- * tl__nrm2_linked. tl__gemv_isa_cap: 1 (default) lets f64 and c128 use the AVX-512 kernels
- * where the CPU has them, 0 sends them to BLIS too (tests run both; set it only while no LAPACK
- * runs). */
+ * tl__nrm2_linked. */
 int tl__gemv_linked(void);
-extern int tl__gemv_isa_cap;
 /* gemm_blas.c defines the BLAS matrix products LAPACK calls (sgemm_, dgemm_, cgemm_, zgemm_)
  * in place of BLIS's: f64 and c128 in the shapes gemm_narrow.c takes on its AVX-512 kernels,
- * the rest through BLIS's typed gemm. tl__gemm_blas_linked and tl__gemm_blas_isa_cap as
- * gemv.c's. */
+ * the rest through BLIS's typed gemm. tl__gemm_blas_linked as tl__gemv_linked. */
 int tl__gemm_blas_linked(void);
-extern int tl__gemm_blas_isa_cap;
 /* ger.c defines the BLAS rank-1 updates LAPACK calls (sger_, dger_, cgerc_, cgeru_, zgerc_,
  * zgeru_) in place of BLIS's: f64 and c128 on its AVX-512 kernels, the rest through BLIS's
- * typed ger. tl__ger_linked and tl__ger_isa_cap as gemv.c's. */
+ * typed ger. tl__ger_linked as tl__gemv_linked. */
 int tl__ger_linked(void);
-extern int tl__ger_isa_cap;
 /* gemm_narrow.c: 1 when its kernels take a product of this shape (ta, tb 0 'N', 1 'T',
  * 2 'C'; esize the bytes of one element): op(A) = A with k <= 128 and C at most 2 MiB, or
  * with n <= 128 and C at most 512 KiB; op(A) = A^T or A^H with op(B) = B, n <= 128,

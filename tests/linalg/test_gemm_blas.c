@@ -8,7 +8,7 @@
  * 1 and another, beta 0 (C NaN, never read), 1 and another; a NaN or an infinity in A
  * reaching exactly the outputs it should; the reference BLAS's quick returns and argument
  * errors (xerbla_ with the position). f64 and c128 run on tenlane's kernels where the CPU has
- * AVX-512F and on BLIS's (tl__gemm_blas_isa_cap 0). */
+ * AVX-512F and on BLIS's (tl__blas_isa_cap 0). */
 #include <complex.h>
 #include <math.h>
 #include <stdio.h>
@@ -174,11 +174,11 @@ static void table(int dtype_first, int dtype_last) {
 static void gemm_matches_a_naive_product(void) { table(0, 3); }
 
 static void gemm_through_blis_matches_too(void) {
-  int saved = tl__gemm_blas_isa_cap;
-  tl__gemm_blas_isa_cap = 0;
+  int saved = tl__blas_isa_cap;
+  tl__blas_isa_cap = 0;
   table(1, 1);
   table(3, 3);
-  tl__gemm_blas_isa_cap = saved;
+  tl__blas_isa_cap = saved;
 }
 
 /* A NaN (or an infinity, whose products with A's other entries are finite) at A[r, q]

@@ -5,7 +5,7 @@
  * beta 0, 1 and another, with what must not be read set to NaN; elements between the strides
  * of y never written; the reference BLAS's quick returns and argument errors (xerbla_ with
  * the position). f64 and c128 run on tenlane's AVX-512 kernels where the CPU has them and on
- * BLIS's (tl__gemv_isa_cap 0). */
+ * BLIS's (tl__blas_isa_cap 0). */
 #include <complex.h>
 #include <math.h>
 #include <stdio.h>
@@ -156,11 +156,11 @@ static void table(int dtype_first, int dtype_last) {
 static void gemv_matches_a_naive_product(void) { table(0, 3); }
 
 static void gemv_through_blis_matches_too(void) {
-  int saved = tl__gemv_isa_cap;
-  tl__gemv_isa_cap = 0;
+  int saved = tl__blas_isa_cap;
+  tl__blas_isa_cap = 0;
   table(1, 1);
   table(3, 3);
-  tl__gemv_isa_cap = saved;
+  tl__blas_isa_cap = saved;
 }
 
 /* m or n 0, or alpha 0 with beta 1: y untouched (even beta 0 does not write it then). Bad

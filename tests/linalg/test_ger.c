@@ -5,7 +5,7 @@
  * another; y elements of 0 whose columns must stay as they are even with NaN in x; A's
  * padding rows (NaN) never written; the reference BLAS's quick returns and argument errors
  * (xerbla_ with the position). f64 and c128 run on tenlane's AVX-512 kernels where the CPU has
- * them and on BLIS's (tl__ger_isa_cap 0). */
+ * them and on BLIS's (tl__blas_isa_cap 0). */
 #include <complex.h>
 #include <math.h>
 #include <stdio.h>
@@ -155,11 +155,11 @@ static void table(int dtype_first, int dtype_last) {
 static void ger_matches_a_naive_update(void) { table(0, 3); }
 
 static void ger_through_blis_matches_too(void) {
-  int saved = tl__ger_isa_cap;
-  tl__ger_isa_cap = 0;
+  int saved = tl__blas_isa_cap;
+  tl__blas_isa_cap = 0;
   table(1, 1);
   table(3, 3);
-  tl__ger_isa_cap = saved;
+  tl__blas_isa_cap = saved;
 }
 
 /* m or n 0, or alpha 0: A untouched. Bad arguments: xerbla_ gets the routine and the
