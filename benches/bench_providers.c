@@ -12,7 +12,8 @@
  *     (a table of its own);
  *   - tiny complex GEMM: c128 n = 4, 16 against f64 at the same n (aim: at most 4x), and a
  *     tl_map of 10 such GEMMs per item on 2 lanes against 1 lane (aim: 2 lanes at most 0.54x
- *     the 1-lane time, i.e. 1.85x faster).
+ *     the 1-lane time, i.e. 1.85x faster), in a table of its own with the host's bound for
+ *     2 lanes beside it (each CPU's 1-lane rate, measured in the same rounds; bench_lanes).
  * OpenBLAS is never linked: libopenblas0-serial's .deb is unpacked into BUILD/openblas (taken
  * from there or /tmp/openblas when present, else fetched with `apt-get download`, not in
  * --quick) and loaded by path with dlopen (RTLD_LOCAL | RTLD_DEEPBIND, so its own symbols
@@ -375,6 +376,8 @@ typedef struct tiny {
   tl_exec *exec;
   tl_session *one, *two;
   tl_tensor a[2], b[2], c[2]; /* per lane */
+  int cpus[2];                /* the CPUs of the two-thread context's workers */
+  int pinned;                 /* the CPU the calling thread is pinned to; -1: none */
 } tiny;
 
 static void tiny_call(void *arg) {
@@ -402,8 +405,35 @@ static void tiny_map(tl_session *session, tiny *t) {
   tl_status status = tl_map(session, TINY_ITEMS, tiny_item, t, &outcome);
   if (status != TL_OK) die("tl_map", status);
 }
-static void tiny_map_one(void *arg) { tiny_map(((tiny *)arg)->one, arg); }
-static void tiny_map_two(void *arg) { tiny_map(((tiny *)arg)->two, arg); }
+/* The one-lane map runs inline on the calling thread: unpinned for the 1-lane and 2-lane
+ * rows (the driver of the two-thread context must be free to run anywhere), pinned to one
+ * worker CPU for the rows that measure each CPU's own rate. The pinning changes at the first
+ * call of a contestant's turn, which its settle calls absorb. */
+static void caller_pin(tiny *t, int cpu) {
+  if (t->pinned == cpu) return;
+  if (cpu < 0 ? tl_bench_unpin_self() : tl_bench_pin_self(cpu)) {
+    fprintf(stderr, "bench_providers: could not %s the calling thread\n",
+            cpu < 0 ? "unpin" : "pin");
+    exit(1);
+  }
+  t->pinned = cpu;
+}
+static void tiny_map_one(void *arg) {
+  caller_pin(arg, -1);
+  tiny_map(((tiny *)arg)->one, arg);
+}
+static void tiny_map_two(void *arg) {
+  caller_pin(arg, -1);
+  tiny_map(((tiny *)arg)->two, arg);
+}
+static void tiny_map_cpu0(void *arg) {
+  caller_pin(arg, ((tiny *)arg)->cpus[0]);
+  tiny_map(((tiny *)arg)->one, arg);
+}
+static void tiny_map_cpu1(void *arg) {
+  caller_pin(arg, ((tiny *)arg)->cpus[1]);
+  tiny_map(((tiny *)arg)->one, arg);
+}
 
 static void tiny_make(tiny *t, tl_dtype dtype, int n) {
   int64_t shape[2] = {n, n};
@@ -446,8 +476,14 @@ static void bench_tiny(tl_bench_table *table, const tl_bench_options *opt, tl_ex
   }
 }
 
+/* 1 lane against 2 lanes, and the host's own bound on the 2-lane time: on this shared host
+ * one CPU at times runs the same code markedly slower than the other (a probe measured 670
+ * against 420 cycles per n = 4 c128 GEMM, alone on each CPU, and the other way round seconds
+ * later), so the rows also time the 1-lane map with the calling thread pinned to each of the
+ * two CPUs the 2-lane context's workers run on. Items are pulled one at a time, so 2 lanes
+ * cannot beat both CPUs' rates added: t_a t_b / (t_a + t_b), a derived row (no p99). */
 static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_session *one,
-                        tl_session *two) {
+                        tl_session *two, const int *cpus) {
   static const int sizes[2] = {4, 16};
   for (int z = 0; z < 2; z++) {
     tiny t;
@@ -455,10 +491,17 @@ static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_s
     tiny_make(&t, TL_C128, sizes[z]);
     t.one = one;
     t.two = two;
-    tl_bench_contestant c[2] = {{"1 lane", tiny_map_one, &t, {0, 0, 0}},
-                                {"2 lanes", tiny_map_two, &t, {0, 0, 0}}};
+    t.cpus[0] = cpus[0];
+    t.cpus[1] = cpus[1];
+    t.pinned = -1;
+    tl_bench_contestant c[4] = {{"1 lane", tiny_map_one, &t, {0, 0, 0}},
+                                {"2 lanes", tiny_map_two, &t, {0, 0, 0}},
+                                {"1 lane, CPU a", tiny_map_cpu0, &t, {0, 0, 0}},
+                                {"1 lane, CPU b", tiny_map_cpu1, &t, {0, 0, 0}}};
     tl_bench_options local = budgeted(opt, tiny_map_one, &t);
-    if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
+    if (local.settle_ms < 1) local.settle_ms = 1; /* room for the pinning change */
+    if (tl_bench_alternate(c, 4, &local) != 0) exit(1);
+    caller_pin(&t, -1);
     const char *anchor =
         name_of("%s n=%d tl_map 400 items x 10 GEMMs, 1 lane%s", "c128", sizes[z], "");
     tl_bench_table_add(table, anchor, c[0].stats, NULL, NULL);
@@ -466,6 +509,23 @@ static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_s
                        name_of("%s n=%d tl_map 400 items x 10 GEMMs, 2 lanes (aim <= 0.54x)%s",
                                "c128", sizes[z], ""),
                        c[1].stats, anchor, &c[0].stats);
+    for (int k = 0; k < 2; k++) {
+      char cpu_text[16];
+      snprintf(cpu_text, sizeof cpu_text, "%d (t_%c)", cpus[k], k == 0 ? 'a' : 'b');
+      tl_bench_table_add(
+          table, name_of("%s n=%d the same, 1 lane, caller on CPU %s", "c128", sizes[z], cpu_text),
+          c[2 + k].stats, anchor, &c[0].stats);
+    }
+    const double t0 = c[2].stats.median_ns, t1 = c[3].stats.median_ns;
+    tl_bench_stats bound = {
+        t0 * t1 / (t0 + t1), NAN,
+        c[2].stats.count < c[3].stats.count ? c[2].stats.count : c[3].stats.count};
+    const char *bound_name =
+        name_of("%s n=%d host bound for 2 lanes, t_a t_b / (t_a + t_b)%s", "c128", sizes[z], "");
+    tl_bench_table_add(table, bound_name, bound, anchor, &c[0].stats);
+    tl_bench_table_add(table,
+                       name_of("%s n=%d 2 lanes against the host bound%s", "c128", sizes[z], ""),
+                       c[1].stats, bound_name, &bound);
     tiny_free(&t);
   }
 }
@@ -492,11 +552,12 @@ int main(int argc, char **argv) {
   tl_bench_held held;
   tl_bench_held_open(&held, "bench_providers", 1, 0, TL_NOWAIT);
   /* One table per dtype (a table holds at most TL_BENCH_MAX_ROWS rows). */
-  static tl_bench_table tables[3];
+  static tl_bench_table tables[4];
   tl_bench_table_init(&tables[0], "providers f64, 1 thread", env.round_trip, &env.opt);
-  tl_bench_table_init(&tables[1], "providers c128, 1 thread (last rows: 1 vs 2 lanes)",
-                      env.round_trip, &env.opt);
+  tl_bench_table_init(&tables[1], "providers c128, 1 thread", env.round_trip, &env.opt);
   tl_bench_table_init(&tables[2], "providers c64 GEMM, 1 thread", env.round_trip, &env.opt);
+  tl_bench_table_init(&tables[3], "providers c128 tiny GEMM, 1 vs 2 lanes", env.round_trip,
+                      &env.opt);
   const route routes[4] = {
       {"gemm", "tl_gemm_into", "?gemm", tl_gemm_run, direct_gemm_run},
       {"qr", "tl_qr_into", "?geqrf+?orgqr", tl_qr_run, direct_qr_run},
@@ -532,13 +593,14 @@ int main(int argc, char **argv) {
     tl_bench_held one, two;
     tl_bench_held_open_pinned(&two, "bench_providers", 2, env.cpus, 2, TL_WAIT);
     tl_bench_held_open(&one, "bench_providers", 1, 0, TL_WAIT);
-    bench_lanes(&tables[1], &env.opt, one.session, two.session);
+    bench_lanes(&tables[3], &env.opt, one.session, two.session, env.cpus);
     tl_bench_held_close(&two);
     tl_bench_held_close(&one);
   }
   tl_bench_table_print(&tables[0], stdout);
   tl_bench_table_print(&tables[1], stdout);
   tl_bench_table_print(&tables[2], stdout);
+  tl_bench_table_print(&tables[3], stdout);
   if (!env.opt.rows) printf("\nprovider: %s\n", tl_kernels_provider());
   return 0;
 }
