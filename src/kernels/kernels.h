@@ -186,6 +186,12 @@ void tl__gemm_blas_blis(tl_dtype dtype, int ta, int tb, int64_t m, int64_t n, in
  * the process-wide context. Arguments checked by the caller; m, n > 0. */
 void tl__ger_blis(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *alpha,
                   const void *x, int64_t incx, const void *y, int64_t incy, void *a, int64_t lda);
+/* BLIS's typed trmm for LAPACK's BLAS calls (linalg/trmm.c): B = alpha op(A) B (right 0) or
+ * alpha B op(A) (right 1), A triangular (upper or lower, unit diagonal not read when
+ * unit_diag), op by trans (0 'N', 1 'T', 2 'C'), column-major with leading dimensions; the
+ * process-wide context. Arguments checked by the caller; m, n > 0, alpha != 0. */
+void tl__trmm_blis(tl_dtype dtype, int right, int upper, int trans, int unit_diag, int64_t m,
+                   int64_t n, const void *alpha, const void *a, int64_t lda, void *b, int64_t ldb);
 /* The same, forcing BLIS (used by the benchmark's direct-provider anchor). */
 void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
                    int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,

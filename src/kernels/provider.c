@@ -342,6 +342,33 @@ void tl__ger_blis(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *
   }
 }
 
+void tl__trmm_blis(tl_dtype dtype, int right, int upper, int trans, int unit_diag, int64_t m,
+                   int64_t n, const void *alpha, const void *a, int64_t lda, void *b, int64_t ldb) {
+  /* As tl__gemv_blis: the process-wide context. */
+  const side_t side = right ? BLIS_RIGHT : BLIS_LEFT;
+  const uplo_t uplo = upper ? BLIS_UPPER : BLIS_LOWER;
+  const trans_t t = blis_trans(trans);
+  const diag_t diag = unit_diag ? BLIS_UNIT_DIAG : BLIS_NONUNIT_DIAG;
+  switch (dtype) {
+    case TL_F32:
+      bli_strmm_ex(side, uplo, t, diag, m, n, (float *)alpha, (float *)a, 1, lda, (float *)b, 1,
+                   ldb, NULL, NULL);
+      break;
+    case TL_F64:
+      bli_dtrmm_ex(side, uplo, t, diag, m, n, (double *)alpha, (double *)a, 1, lda, (double *)b,
+                   1, ldb, NULL, NULL);
+      break;
+    case TL_C64:
+      bli_ctrmm_ex(side, uplo, t, diag, m, n, (scomplex *)alpha, (scomplex *)a, 1, lda,
+                   (scomplex *)b, 1, ldb, NULL, NULL);
+      break;
+    case TL_C128:
+      bli_ztrmm_ex(side, uplo, t, diag, m, n, (dcomplex *)alpha, (dcomplex *)a, 1, lda,
+                   (dcomplex *)b, 1, ldb, NULL, NULL);
+      break;
+  }
+}
+
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {

@@ -233,6 +233,11 @@ int tl__gemm_blas_linked(void);
  * zgeru_) in place of BLIS's: f64 and c128 on its AVX-512 kernels, the rest through BLIS's
  * typed ger. tl__ger_linked as tl__gemv_linked. */
 int tl__ger_linked(void);
+/* trmm.c defines the BLAS triangular products LAPACK calls (strmm_, dtrmm_, ctrmm_, ztrmm_)
+ * in place of BLIS's: f64 and c128 from the right with a triangle of at most 128 on
+ * gemm_narrow.c's rank-k kernel, the rest through BLIS's typed trmm. tl__trmm_linked as
+ * tl__gemv_linked. */
+int tl__trmm_linked(void);
 /* gemm_narrow.c: 1 when its kernels take a product of this shape (ta, tb 0 'N', 1 'T',
  * 2 'C'; esize the bytes of one element): op(A) = A with k <= 128 and C at most 2 MiB, or
  * with n <= 128 and C at most 512 KiB; op(A) = A^T or A^H with op(B) = B, n <= 128,
