@@ -5,9 +5,9 @@
  *   - QR (geqrf + orgqr/ungqr), SVD (gesdd, thin) and LU (getrf), n = 64, 256, 512: tl_*_into
  *     against OpenBLAS serial's LAPACK and against reference LAPACK over BLIS with tenlane's
  *     context (the archives tenlane links, called directly; LAPACK's nrm2 calls reach
- *     tenlane's src/linalg/nrm2.c as they do inside libtenlane, and its gemv, gemm and ger calls
- *     are capped to BLIS's kernels, see blis_kernels), the tl row anchored to the faster of
- *     the two;
+ *     tenlane's src/linalg/nrm2.c as they do inside libtenlane, and its gemv, gemm, ger and trmm
+ * calls are capped to BLIS's kernels, see blis_kernels), the tl row anchored to the faster of the
+ * two;
  *   - GEMM in c64, n = 64, 256, 1024: against OpenBLAS serial's cgemm and BLIS's cgemm
  *     (a table of its own);
  *   - tiny complex GEMM: c128 n = 4, 16 against f64 at the same n (aim: at most 4x), and a
@@ -67,13 +67,13 @@ typedef struct stack {
                  const fint *, double *, fint *, fint *, size_t);
   void (*dgetrf)(const fint *, const fint *, double *, const fint *, fint *, fint *);
   void (*zgetrf)(const fint *, const fint *, double complex *, const fint *, fint *, fint *);
-  int blis_kernels; /* its LAPACK's gemv and gemm calls kept on BLIS's kernels */
+  int blis_kernels; /* its LAPACK's BLAS calls kept on BLIS's kernels (blis_kernels) */
 } stack;
 
-/* tenlane defines the gemv, gemm and ger LAPACK calls (src/linalg/gemv.c, gemm_blas.c, ger.c), and
- * the reference stack's calls reach them in this binary as they do inside libtenlane. Capped, they
- * send every call to BLIS's kernels, so that the stack measures reference LAPACK over BLIS and not
- * tenlane's own kernels. */
+/* tenlane defines the gemv, gemm, ger and trmm LAPACK calls (src/linalg/gemv.c, gemm_blas.c,
+ * ger.c, trmm.c), and the reference stack's calls reach them in this binary as they do inside
+ * libtenlane. Capped, they send every call to BLIS's kernels, so that the stack measures
+ * reference LAPACK over BLIS and not tenlane's own kernels. */
 extern int tl__blas_isa_cap;
 static void blis_kernels(const stack *s, int on) {
   if (!s->blis_kernels) return;

@@ -187,7 +187,7 @@ int tl__xerbla_take(char routine[16], int *argument);
  * BLIS's. Returns 1; tl__la_begin calls it so a static link takes nrm2.c's object in before
  * LAPACK's archive is searched. */
 int tl__nrm2_linked(void);
-/* ---- The BLAS entries tenlane defines for LAPACK (gemv.c, gemm_blas.c, ger.c) ------------ */
+/* ---- The BLAS entries tenlane defines for LAPACK (gemv.c, gemm_blas.c, ger.c, trmm.c) ---- */
 
 /* A BLAS trans argument: 0 for 'N', 1 for 'T', 2 for 'C' (either case), -1 otherwise. */
 static inline int tl__blas_trans(const char *t) {
@@ -210,7 +210,7 @@ static inline int tl__blas_trans(const char *t) {
  * negative increment. */
 #define TL__BLAS_FIRST(p, len, inc) ((inc) < 0 ? (p) - ((int64_t)(len)-1) * (int64_t)(inc) : (p))
 
-/* 1 (default) lets gemv.c, gemm_blas.c and ger.c run f64 and c128 on tenlane's AVX-512
+/* 1 (default) lets gemv.c, gemm_blas.c, ger.c and trmm.c run f64 and c128 on tenlane's AVX-512
  * kernels where the CPU has them; 0 sends every call to BLIS's (tests run both, the
  * benchmark's BLIS anchor runs with 0; set it only while no LAPACK runs). Defined in
  * gemv.c. */
