@@ -355,8 +355,8 @@ void tl__trmm_blis(tl_dtype dtype, int right, int upper, int trans, int unit_dia
                    ldb, NULL, NULL);
       break;
     case TL_F64:
-      bli_dtrmm_ex(side, uplo, t, diag, m, n, (double *)alpha, (double *)a, 1, lda, (double *)b,
-                   1, ldb, NULL, NULL);
+      bli_dtrmm_ex(side, uplo, t, diag, m, n, (double *)alpha, (double *)a, 1, lda, (double *)b, 1,
+                   ldb, NULL, NULL);
       break;
     case TL_C64:
       bli_ctrmm_ex(side, uplo, t, diag, m, n, (scomplex *)alpha, (scomplex *)a, 1, lda,
