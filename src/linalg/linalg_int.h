@@ -238,6 +238,10 @@ int tl__ger_linked(void);
  * gemm_narrow.c's rank-k kernel, the rest through BLIS's typed trmm. tl__trmm_linked as
  * tl__gemv_linked. */
 int tl__trmm_linked(void);
+/* lange.c defines the general-matrix norms LAPACK's drivers call (dlange_, zlange_) in place
+ * of the reference LAPACK's: the max-abs norm in one vectorisable pass, the others as the
+ * reference computes them. tl__lange_linked as tl__gemv_linked. */
+int tl__lange_linked(void);
 /* gemm_narrow.c: 1 when its kernels take a product of this shape (ta, tb 0 'N', 1 'T',
  * 2 'C'; esize the bytes of one element): op(A) = A with k <= 128 and C at most 2 MiB, or
  * with n <= 128 and C at most 512 KiB; op(A) = A^T or A^H with op(B) = B, n <= 128,

@@ -27,6 +27,7 @@ TL__HOT_FILE /* the finiteness scan of every input (all_finite) vectorizes at O3
   (void)tl__gemm_blas_linked();
   (void)tl__ger_linked();
   (void)tl__trmm_linked();
+  (void)tl__lange_linked();
   char stale_routine[16];
   int stale_argument;
   (void)tl__xerbla_take(stale_routine, &stale_argument); /* not this call's: forget it */
