@@ -4,10 +4,10 @@
  *     serial's dgemm/zgemm and BLIS called directly with tenlane's context;
  *   - QR (geqrf + orgqr/ungqr), SVD (gesdd, thin) and LU (getrf), n = 64, 256, 512: tl_*_into
  *     against OpenBLAS serial's LAPACK and against reference LAPACK over BLIS with tenlane's
- *     context (the archives tenlane links, called directly; LAPACK's nrm2 calls reach
- *     tenlane's src/linalg/nrm2.c as they do inside libtenlane, and its gemv, gemm, ger and trmm
- * calls are capped to BLIS's kernels, see blis_kernels), the tl row anchored to the faster of the
- * two;
+ *     context (the archives tenlane links, called directly; LAPACK's nrm2 and lange calls
+ *     reach tenlane's src/linalg/nrm2.c and lange.c as they do inside libtenlane, which only
+ *     makes that anchor faster, and its gemv, gemm, ger and trmm calls are capped to BLIS's
+ *     kernels, see blis_kernels), the tl row anchored to the faster of the two;
  *   - GEMM in c64, n = 64, 256, 1024: against OpenBLAS serial's cgemm and BLIS's cgemm
  *     (a table of its own);
  *   - tiny complex GEMM: c128 n = 4, 16 against f64 at the same n (aim: at most 4x), and a
