@@ -13,7 +13,8 @@
  *   - tiny complex GEMM: c128 n = 4, 16 against f64 at the same n (aim: at most 4x), and a
  *     tl_map of 10 such GEMMs per item on 2 lanes against 1 lane (aim: 2 lanes at most 0.54x
  *     the 1-lane time, i.e. 1.85x faster), in a table of its own with the host's bound for
- *     2 lanes beside it (each CPU's 1-lane rate, measured in the same rounds; bench_lanes).
+ *     2 lanes beside it (each CPU's 1-lane rate, measured in the same rounds; bench_lanes)
+ *     and the same map written by hand on two plain futex-woken threads (pair_call).
  * OpenBLAS is never linked: libopenblas0-serial's .deb is unpacked into BUILD/openblas (taken
  * from there or /tmp/openblas when present, else fetched with `apt-get download`, not in
  * --quick) and loaded by path with dlopen (RTLD_LOCAL | RTLD_DEEPBIND, so its own symbols
@@ -21,11 +22,17 @@
  * --quick: n = 64 only and few samples (CI's smoke run; no network). */
 #include <complex.h>
 #include <dlfcn.h>
+#include <linux/futex.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "bench_session.h"
@@ -476,6 +483,100 @@ static void bench_tiny(tl_bench_table *table, const tl_bench_options *opt, tl_ex
   }
 }
 
+/* ---- the same map by hand: two plain threads ---------------------------------------------
+ * What a user could write without tenlane's pool: two threads pinned to the two CPUs, each
+ * with its own one-thread session (opened on that thread), woken per call through a futex
+ * after spinning 200 us as tenlane's workers do, pulling the same 400 items from one atomic
+ * counter; the caller sleeps until both are done, as tenlane's driver does on a machine with
+ * as many workers as CPUs. Both sides pay the host's wake-ups and share its CPUs alike, so
+ * 2 lanes against this pair is tenlane's own cost. */
+typedef struct pair {
+  tiny *t;
+  int cpus[2];
+  pthread_t threads[2];
+  _Alignas(64) atomic_uint go;   /* bumped per call; UINT32_MAX stops the threads */
+  _Alignas(64) atomic_uint done; /* threads finished with this call */
+  _Alignas(64) atomic_size_t next;
+  atomic_int ready, failed;
+} pair;
+
+static long futex(atomic_uint *word, int op, unsigned value) {
+  return syscall(SYS_futex, (unsigned *)word, op, value, NULL, NULL, 0);
+}
+
+typedef struct pair_arg {
+  pair *p;
+  int index;
+} pair_arg;
+
+static void *pair_thread(void *arg) {
+  pair *p = ((pair_arg *)arg)->p;
+  const int k = ((pair_arg *)arg)->index;
+  tl_bench_held held;
+  if (tl_bench_pin_self(p->cpus[k]) != 0) {
+    atomic_store(&p->failed, 1);
+    atomic_fetch_add(&p->ready, 1);
+    return NULL;
+  }
+  tl_bench_held_open(&held, "bench_providers", 1, 0, TL_WAIT);
+  atomic_fetch_add(&p->ready, 1);
+  unsigned seen = 0;
+  for (;;) {
+    const uint64_t until = tl_bench_now_ns() + 200000;
+    unsigned now;
+    for (unsigned spins = 1; (now = atomic_load(&p->go)) == seen; spins++) {
+      if ((spins & 63u) != 0) continue;
+      if (tl_bench_now_ns() < until)
+        sched_yield();
+      else
+        futex(&p->go, FUTEX_WAIT_PRIVATE, seen);
+    }
+    seen = now;
+    if (now == UINT32_MAX) break;
+    for (;;) {
+      size_t item = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+      if (item >= TINY_ITEMS) break;
+      if (tiny_item(held.exec, item, k, p->t) != 0) atomic_store(&p->failed, 1);
+    }
+    if (atomic_fetch_add(&p->done, 1) == 1) futex(&p->done, FUTEX_WAKE_PRIVATE, 1);
+  }
+  tl_bench_held_close(&held);
+  return NULL;
+}
+
+static void pair_call(void *arg) {
+  pair *p = arg;
+  caller_pin(p->t, -1);
+  atomic_store(&p->next, 0);
+  atomic_store(&p->done, 0);
+  atomic_fetch_add(&p->go, 1);
+  futex(&p->go, FUTEX_WAKE_PRIVATE, 2);
+  unsigned done;
+  while ((done = atomic_load(&p->done)) < 2) futex(&p->done, FUTEX_WAIT_PRIVATE, done);
+  if (atomic_load(&p->failed)) die("tl_gemm_into (plain threads)", TL_E_INVALID);
+}
+
+static pair_arg pair_args[2];
+
+static int pair_start(pair *p, tiny *t, const int *cpus) {
+  memset(p, 0, sizeof *p);
+  p->t = t;
+  for (int k = 0; k < 2; k++) {
+    p->cpus[k] = cpus[k];
+    pair_args[k].p = p;
+    pair_args[k].index = k;
+    if (pthread_create(&p->threads[k], NULL, pair_thread, &pair_args[k]) != 0) return -1;
+  }
+  while (atomic_load(&p->ready) < 2) sched_yield();
+  return atomic_load(&p->failed) ? -1 : 0;
+}
+
+static void pair_stop(pair *p) {
+  atomic_store(&p->go, UINT32_MAX);
+  futex(&p->go, FUTEX_WAKE_PRIVATE, 2);
+  for (int k = 0; k < 2; k++) pthread_join(p->threads[k], NULL);
+}
+
 /* 1 lane against 2 lanes, and the host's own bound on the 2-lane time: on this shared host
  * one CPU at times runs the same code markedly slower than the other (a probe measured 670
  * against 420 cycles per n = 4 c128 GEMM, alone on each CPU, and the other way round seconds
@@ -494,13 +595,20 @@ static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_s
     t.cpus[0] = cpus[0];
     t.cpus[1] = cpus[1];
     t.pinned = -1;
-    tl_bench_contestant c[4] = {{"1 lane", tiny_map_one, &t, {0, 0, 0}},
+    static pair plain;
+    if (pair_start(&plain, &t, cpus) != 0) {
+      fprintf(stderr, "bench_providers: could not start the two plain threads\n");
+      exit(1);
+    }
+    tl_bench_contestant c[5] = {{"1 lane", tiny_map_one, &t, {0, 0, 0}},
                                 {"2 lanes", tiny_map_two, &t, {0, 0, 0}},
                                 {"1 lane, CPU a", tiny_map_cpu0, &t, {0, 0, 0}},
-                                {"1 lane, CPU b", tiny_map_cpu1, &t, {0, 0, 0}}};
+                                {"1 lane, CPU b", tiny_map_cpu1, &t, {0, 0, 0}},
+                                {"2 plain threads", pair_call, &plain, {0, 0, 0}}};
     tl_bench_options local = budgeted(opt, tiny_map_one, &t);
     if (local.settle_ms < 1) local.settle_ms = 1; /* room for the pinning change */
-    if (tl_bench_alternate(c, 4, &local) != 0) exit(1);
+    if (tl_bench_alternate(c, 5, &local) != 0) exit(1);
+    pair_stop(&plain);
     caller_pin(&t, -1);
     const char *anchor =
         name_of("%s n=%d tl_map 400 items x 10 GEMMs, 1 lane%s", "c128", sizes[z], "");
@@ -526,6 +634,12 @@ static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_s
     tl_bench_table_add(table,
                        name_of("%s n=%d 2 lanes against the host bound%s", "c128", sizes[z], ""),
                        c[1].stats, bound_name, &bound);
+    const char *plain_name = name_of("%s n=%d the same by hand on 2 plain threads (futex-woken)%s",
+                                     "c128", sizes[z], "");
+    tl_bench_table_add(table, plain_name, c[4].stats, anchor, &c[0].stats);
+    tl_bench_table_add(
+        table, name_of("%s n=%d 2 lanes against the 2 plain threads%s", "c128", sizes[z], ""),
+        c[1].stats, plain_name, &c[4].stats);
     tiny_free(&t);
   }
 }
