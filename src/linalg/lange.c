@@ -91,6 +91,35 @@ static double largest_square(const double *x, int64_t count) {
   return top;
 }
 
+/* The norms other than 'M' as the reference loops compute them, for element type T with ABS
+ * its absolute value and LASSQ the reference's scaled sum of squares; 0 for an unknown norm.
+ * rows, cols > 0. */
+#define TL__LANGE_OTHERS(NAME, T, ABS, LASSQ)                                          \
+  static double NAME(char c, const int *m, int rows, int cols, const T *a, int64_t ld, \
+                     double *work) {                                                   \
+    double value = 0.0;                                                                \
+    if (c == 'O' || c == '1') {                                                        \
+      for (int j = 0; j < cols; j++) {                                                 \
+        double sum = 0.0;                                                              \
+        for (int i = 0; i < rows; i++) sum += ABS(a[i + j * ld]);                      \
+        value = keep_larger(value, sum);                                               \
+      }                                                                                \
+    } else if (c == 'I') {                                                             \
+      for (int i = 0; i < rows; i++) work[i] = 0.0;                                    \
+      for (int j = 0; j < cols; j++)                                                   \
+        for (int i = 0; i < rows; i++) work[i] += ABS(a[i + j * ld]);                  \
+      for (int i = 0; i < rows; i++) value = keep_larger(value, work[i]);              \
+    } else if (c == 'F' || c == 'E') {                                                 \
+      double scale = 0.0, sum = 1.0;                                                   \
+      const int one = 1;                                                               \
+      for (int j = 0; j < cols; j++) LASSQ(m, a + j * ld, &one, &scale, &sum);         \
+      value = scale * sqrt(sum);                                                       \
+    }                                                                                  \
+    return value;                                                                      \
+  }
+TL__LANGE_OTHERS(others_d, double, fabs, dlassq_)
+TL__LANGE_OTHERS(others_z, double complex, cabs, zlassq_)
+
 double dlange_(const char *norm, const int *m, const int *n, const double *a, const int *lda,
                double *work, size_t norm_length);
 double dlange_(const char *norm, const int *m, const int *n, const double *a, const int *lda,
@@ -100,37 +129,14 @@ double dlange_(const char *norm, const int *m, const int *n, const double *a, co
   const int64_t ld = *lda;
   if (rows <= 0 || cols <= 0) return 0.0;
   const char c = norm_of(norm);
+  if (c != 'M') return others_d(c, m, rows, cols, a, ld, work);
+  int nan = 0;
   double value = 0.0;
-  if (c == 'M') {
-    int nan = 0;
-    for (int j = 0; j < cols; j++) {
-      const double hi = largest_magnitude(a + j * ld, rows, &nan);
-      value = hi > value ? hi : value;
-    }
-    return nan ? NAN : value;
+  for (int j = 0; j < cols; j++) {
+    const double hi = largest_magnitude(a + j * ld, rows, &nan);
+    value = hi > value ? hi : value;
   }
-  if (c == 'O' || c == '1') {
-    for (int j = 0; j < cols; j++) {
-      double sum = 0.0;
-      for (int i = 0; i < rows; i++) sum += fabs(a[i + j * ld]);
-      value = keep_larger(value, sum);
-    }
-    return value;
-  }
-  if (c == 'I') {
-    for (int i = 0; i < rows; i++) work[i] = 0.0;
-    for (int j = 0; j < cols; j++)
-      for (int i = 0; i < rows; i++) work[i] += fabs(a[i + j * ld]);
-    for (int i = 0; i < rows; i++) value = keep_larger(value, work[i]);
-    return value;
-  }
-  if (c == 'F' || c == 'E') {
-    double scale = 0.0, sum = 1.0;
-    const int one = 1;
-    for (int j = 0; j < cols; j++) dlassq_(m, a + j * ld, &one, &scale, &sum);
-    return scale * sqrt(sum);
-  }
-  return 0.0;
+  return nan ? NAN : value;
 }
 
 double zlange_(const char *norm, const int *m, const int *n, const double complex *a,
@@ -142,48 +148,25 @@ double zlange_(const char *norm, const int *m, const int *n, const double comple
   const int64_t ld = *lda;
   if (rows <= 0 || cols <= 0) return 0.0;
   const char c = norm_of(norm);
-  double value = 0.0;
-  if (c == 'M') {
-    int nan = 0;
-    double part = 0.0;
+  if (c != 'M') return others_z(c, m, rows, cols, a, ld, work);
+  int nan = 0;
+  double part = 0.0;
+  for (int j = 0; j < cols; j++) {
+    const double hi = largest_magnitude((const double *)(a + j * ld), 2 * (int64_t)rows, &nan);
+    part = hi > part ? hi : part;
+  }
+  if (nan) return NAN;
+  if (part == 0.0 || isinf(part)) return part;
+  if (part >= 0x1p-500 && part <= 0x1p500) {
+    double square = 0.0;
     for (int j = 0; j < cols; j++) {
-      const double hi = largest_magnitude((const double *)(a + j * ld), 2 * (int64_t)rows, &nan);
-      part = hi > part ? hi : part;
+      const double s = largest_square((const double *)(a + j * ld), rows);
+      square = s > square ? s : square;
     }
-    if (nan) return NAN;
-    if (part == 0.0 || isinf(part)) return part;
-    if (part >= 0x1p-500 && part <= 0x1p500) {
-      double square = 0.0;
-      for (int j = 0; j < cols; j++) {
-        const double s = largest_square((const double *)(a + j * ld), rows);
-        square = s > square ? s : square;
-      }
-      return sqrt(square);
-    }
-    for (int j = 0; j < cols; j++)
-      for (int i = 0; i < rows; i++) value = keep_larger(value, cabs(a[i + j * ld]));
-    return value;
+    return sqrt(square);
   }
-  if (c == 'O' || c == '1') {
-    for (int j = 0; j < cols; j++) {
-      double sum = 0.0;
-      for (int i = 0; i < rows; i++) sum += cabs(a[i + j * ld]);
-      value = keep_larger(value, sum);
-    }
-    return value;
-  }
-  if (c == 'I') {
-    for (int i = 0; i < rows; i++) work[i] = 0.0;
-    for (int j = 0; j < cols; j++)
-      for (int i = 0; i < rows; i++) work[i] += cabs(a[i + j * ld]);
-    for (int i = 0; i < rows; i++) value = keep_larger(value, work[i]);
-    return value;
-  }
-  if (c == 'F' || c == 'E') {
-    double scale = 0.0, sum = 1.0;
-    const int one = 1;
-    for (int j = 0; j < cols; j++) zlassq_(m, a + j * ld, &one, &scale, &sum);
-    return scale * sqrt(sum);
-  }
-  return 0.0;
+  double value = 0.0; /* parts past 2^500 or below 2^-500: the reference loop */
+  for (int j = 0; j < cols; j++)
+    for (int i = 0; i < rows; i++) value = keep_larger(value, cabs(a[i + j * ld]));
+  return value;
 }
