@@ -38,12 +38,6 @@ int tl__lange_linked(void) { return 1; }
 void dlassq_(const int *n, const double *x, const int *incx, double *scale, double *sumsq);
 void zlassq_(const int *n, const double complex *x, const int *incx, double *scale, double *sumsq);
 
-/* The norm letter as LSAME reads it, upper case. */
-static char norm_of(const char *norm) {
-  const char c = norm[0];
-  return (char)(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
-}
-
 /* The reference's update: a NaN, once seen, stays. */
 static double keep_larger(double value, double candidate) {
   return value < candidate || isnan(candidate) ? candidate : value;
@@ -128,7 +122,7 @@ double dlange_(const char *norm, const int *m, const int *n, const double *a, co
   const int rows = *m, cols = *n;
   const int64_t ld = *lda;
   if (rows <= 0 || cols <= 0) return 0.0;
-  const char c = norm_of(norm);
+  const char c = tl__blas_letter(norm);
   if (c != 'M') return others_d(c, m, rows, cols, a, ld, work);
   int nan = 0;
   double value = 0.0;
@@ -147,7 +141,7 @@ double zlange_(const char *norm, const int *m, const int *n, const double comple
   const int rows = *m, cols = *n;
   const int64_t ld = *lda;
   if (rows <= 0 || cols <= 0) return 0.0;
-  const char c = norm_of(norm);
+  const char c = tl__blas_letter(norm);
   if (c != 'M') return others_z(c, m, rows, cols, a, ld, work);
   int nan = 0;
   double part = 0.0;

@@ -189,21 +189,15 @@ int tl__xerbla_take(char routine[16], int *argument);
 int tl__nrm2_linked(void);
 /* ---- The BLAS entries tenlane defines for LAPACK (gemv.c, gemm_blas.c, ger.c, trmm.c) ---- */
 
+/* A BLAS or LAPACK character argument as LSAME reads it: its first letter, upper case. */
+static inline char tl__blas_letter(const char *c) {
+  return (char)(c[0] >= 'a' && c[0] <= 'z' ? c[0] - 'a' + 'A' : c[0]);
+}
+
 /* A BLAS trans argument: 0 for 'N', 1 for 'T', 2 for 'C' (either case), -1 otherwise. */
 static inline int tl__blas_trans(const char *t) {
-  switch (t[0]) {
-    case 'N':
-    case 'n':
-      return 0;
-    case 'T':
-    case 't':
-      return 1;
-    case 'C':
-    case 'c':
-      return 2;
-    default:
-      return -1;
-  }
+  const char c = tl__blas_letter(t);
+  return c == 'N' ? 0 : c == 'T' ? 1 : c == 'C' ? 2 : -1;
 }
 
 /* A BLAS vector's first element as BLIS and the kernels take it: the last in memory for a

@@ -35,7 +35,7 @@
  * order than BLIS's, so results can differ from its in the last bits.
  *
  * Linking: as gemv.c's (tl__trmm_linked). All four are defined here because BLIS's archive
- * member defines all four. Uses 28 KiB of stack (and the products' own), no allocation;
+ * member defines all four. Uses 14 KiB of stack (and the products' own), no allocation;
  * thread-safe. */
 #include <complex.h>
 #include <stddef.h>
@@ -49,18 +49,16 @@ TL__HOT_FILE
 
 int tl__trmm_linked(void) { return 1; }
 
-/* Output columns per block, rows of B per kernel call, and the largest triangle taken. */
+/* Output columns per block, rows of B per kernel call, the largest triangle taken, and the
+ * largest one the blocks take without a split. */
 #define TRMM_JB 8
 #define TRMM_MR 96
 #define TRMM_MAX_N 128
-#ifndef TRMM_SPLIT_MAX
-#define TRMM_SPLIT_MAX (2 * TRMM_JB) /* triangles up to this order go to the blocks at once */
-#endif
+#define TRMM_SPLIT_MAX (2 * TRMM_JB)
 
-/* 1 for 'L'/'R' (and 'U'/'L', 'U'/'N') as LSAME would read them: the first of the two,
- * 0 the second, -1 neither. */
+/* A two-valued argument ('L'/'R', 'U'/'L', 'U'/'N'): 1 for `yes`, 0 for `no`, -1 neither. */
 static int flag_of(const char *c, char yes, char no) {
-  const char u = (char)(c[0] >= 'a' && c[0] <= 'z' ? c[0] - 'a' + 'A' : c[0]);
+  const char u = tl__blas_letter(c);
   return u == yes ? 1 : u == no ? 0 : -1;
 }
 
@@ -89,14 +87,15 @@ TL__TRMM_ZERO(zero_d, double)
 TL__TRMM_ZERO(zero_c, float complex)
 TL__TRMM_ZERO(zero_z, double complex)
 
-/* The right-side product for f64 (CPLX 0) and c128 (CPLX 1): T the element type, NARROW the
- * rank-k call. op(A)[l, j] is A[l + j lda] for trans 0 and A[j + l lda] (conjugated for 2)
- * otherwise; it is upper triangular when `upper` differs from `trans != 0`. */
+/* The right-side product on a triangle of order n <= TRMM_SPLIT_MAX: T the element type, CONJ
+ * its conjugate, NARROW the rank-k call. op(A)[l, j] is A[l + j lda] for trans 0 and
+ * A[j + l lda] (conjugated for 2) otherwise; it is upper triangular when `upper` differs from
+ * `trans != 0`. */
 #define TL__TRMM_RIGHT(NAME, T, CONJ, NARROW)                                                  \
   static void NAME(int upper, int trans, int unit, int m, int n, T alpha, const T *a, int lda, \
                    T *b, int ldb) {                                                            \
     const int op_upper = upper != (trans != 0);                                                \
-    T tri[TRMM_MAX_N * TRMM_JB], tile[TRMM_MR * TRMM_JB];                                      \
+    T tri[TRMM_SPLIT_MAX * TRMM_JB], tile[TRMM_MR * TRMM_JB];                                  \
     const int blocks = (n + TRMM_JB - 1) / TRMM_JB;                                            \
     for (int q = 0; q < blocks; q++) {                                                         \
       const int jb0 = (op_upper ? blocks - 1 - q : q) * TRMM_JB;                               \
