@@ -490,30 +490,31 @@ static void bench_tiny(tl_bench_table *table, const tl_bench_options *opt, tl_ex
  * counter; the caller sleeps until both are done, as tenlane's driver does on a machine with
  * as many workers as CPUs. Both sides pay the host's wake-ups and share its CPUs alike, so
  * 2 lanes against this pair is tenlane's own cost. */
-typedef struct pair {
-  tiny *t;
-  int cpus[2];
-  pthread_t threads[2];
-  _Alignas(64) atomic_uint go;   /* bumped per call; UINT32_MAX stops the threads */
-  _Alignas(64) atomic_uint done; /* threads finished with this call */
-  _Alignas(64) atomic_size_t next;
-  atomic_int ready, failed;
-} pair;
-
-static long futex(atomic_uint *word, int op, unsigned value) {
-  return syscall(SYS_futex, (unsigned *)word, op, value, NULL, NULL, 0);
-}
-
+typedef struct pair pair;
 typedef struct pair_arg {
   pair *p;
   int index;
 } pair_arg;
 
+struct pair {
+  tiny *t; /* its cpus are the threads' */
+  pthread_t threads[2];
+  pair_arg args[2];
+  _Alignas(64) atomic_uint go;   /* bumped per call; UINT32_MAX stops the threads */
+  _Alignas(64) atomic_uint done; /* threads finished with this call */
+  _Alignas(64) atomic_size_t next;
+  atomic_int ready, failed;
+};
+
+static long futex(atomic_uint *word, int op, unsigned value) {
+  return syscall(SYS_futex, (unsigned *)word, op, value, NULL, NULL, 0);
+}
+
 static void *pair_thread(void *arg) {
   pair *p = ((pair_arg *)arg)->p;
   const int k = ((pair_arg *)arg)->index;
   tl_bench_held held;
-  if (tl_bench_pin_self(p->cpus[k]) != 0) {
+  if (tl_bench_pin_self(p->t->cpus[k]) != 0) {
     atomic_store(&p->failed, 1);
     atomic_fetch_add(&p->ready, 1);
     return NULL;
@@ -556,16 +557,13 @@ static void pair_call(void *arg) {
   if (atomic_load(&p->failed)) die("tl_gemm_into (plain threads)", TL_E_INVALID);
 }
 
-static pair_arg pair_args[2];
-
-static int pair_start(pair *p, tiny *t, const int *cpus) {
+static int pair_start(pair *p, tiny *t) {
   memset(p, 0, sizeof *p);
   p->t = t;
   for (int k = 0; k < 2; k++) {
-    p->cpus[k] = cpus[k];
-    pair_args[k].p = p;
-    pair_args[k].index = k;
-    if (pthread_create(&p->threads[k], NULL, pair_thread, &pair_args[k]) != 0) return -1;
+    p->args[k].p = p;
+    p->args[k].index = k;
+    if (pthread_create(&p->threads[k], NULL, pair_thread, &p->args[k]) != 0) return -1;
   }
   while (atomic_load(&p->ready) < 2) sched_yield();
   return atomic_load(&p->failed) ? -1 : 0;
@@ -596,7 +594,7 @@ static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_s
     t.cpus[1] = cpus[1];
     t.pinned = -1;
     static pair plain;
-    if (pair_start(&plain, &t, cpus) != 0) {
+    if (pair_start(&plain, &t) != 0) {
       fprintf(stderr, "bench_providers: could not start the two plain threads\n");
       exit(1);
     }
