@@ -55,16 +55,16 @@ static void run_hand(void *arg) {
   int64_t n = pr->n, n2 = n * n, n3 = n2 * n;
   tl_scalar one = tl_scalar_real(1.0), zero = tl_scalar_real(0.0);
   const double *P = pr->p.data, *Q = pr->q.data, *X = pr->x.data, *R = pr->r.data, *S = pr->s.data;
-  tl__gemm_serial(TL_F64, n, n3, n, one, P, 1, n, X, 1, n, zero, pr->t1, 1, n);
+  tl__gemm_serial(TL_F64, n, n3, n, one, P, 1, n, X, 1, n, zero, pr->t1, 1, n, NULL);
   for (int64_t kl = 0; kl < n2; kl++) {
     tl__gemm_serial(TL_F64, n, n, n, one, pr->t1 + kl * n2, 1, n, Q, n, 1, zero, pr->t2 + kl * n2,
-                    1, n);
+                    1, n, NULL);
   }
   for (int64_t l = 0; l < n; l++) {
     tl__gemm_serial(TL_F64, n2, n, n, one, pr->t2 + l * n3, 1, n2, R, n, 1, zero, pr->t3 + l * n3,
-                    1, n2);
+                    1, n2, NULL);
   }
-  tl__gemm_serial(TL_F64, n3, n, n, one, pr->t3, 1, n3, S, n, 1, zero, pr->hand, 1, n3);
+  tl__gemm_serial(TL_F64, n3, n, n, one, pr->t3, 1, n3, S, n, 1, zero, pr->hand, 1, n3, NULL);
 }
 
 static void fill(tl_tensor *t) {

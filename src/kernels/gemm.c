@@ -41,10 +41,12 @@ typedef struct gemm_job {
   int64_t blocks;    /* blocks per GEMM */
   int split_rows;    /* 1: blocks cut m, 0: blocks cut n */
   int64_t block_len; /* rows or columns per block */
+  char *pack;        /* packing scratch, pack_bytes per thread slot (NULL: none) */
+  size_t pack_bytes;
 } gemm_job;
 
 static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, int64_t begin,
-                       int64_t len) {
+                       int64_t len, void *pack) {
   const int64_t es = (int64_t)tl_dtype_size(g->dtype);
   int64_t oa = 0, ob = 0, oc = 0, rem = batch;
   for (int k = 0; k < g->batch_rank; k++) {
@@ -68,19 +70,20 @@ static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, i
     n = len;
   }
   tl__gemm_serial(g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb, g->csb, g->beta, c,
-                  g->rsc, g->csc);
+                  g->rsc, g->csc, pack);
 }
 
 static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   const gemm_job *job = arg;
   (void)worker_index;
   const tl__gemm_batch *g = job->g;
+  void *pack = job->pack ? job->pack + (size_t)(worker_index + 1) * job->pack_bytes : NULL;
   for (size_t item = begin; item < end; item++) {
     int64_t batch = (int64_t)item / job->blocks, block = (int64_t)item % job->blocks;
     int64_t total = job->split_rows ? g->m : g->n;
     int64_t b0 = block * job->block_len;
     int64_t len = b0 + job->block_len < total ? job->block_len : total - b0;
-    gemm_block(g, batch, job->split_rows, b0, len);
+    gemm_block(g, batch, job->split_rows, b0, len, pack);
   }
 }
 
@@ -88,10 +91,21 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (g->m == 0 || g->n == 0 || g->batches == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
-  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n};
+  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0};
   double flops =
       2.0 * (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) * (double)g->batches;
-  if (team > 1 && flops >= 2.0 * 48 * 48 * 48 * 4) {
+  const int parallel = team > 1 && flops >= 2.0 * 48 * 48 * 48 * 4;
+  /* Packing scratch for the complex kernel, one slice per thread that may run a block, all
+   * taken here (the arena is the calling thread's), before anything is written. */
+  job.pack_bytes = tl__gemm_serial_pack_bytes(g->dtype, g->m, g->n, g->k);
+  if (job.pack_bytes > 0) {
+    void *pack = NULL;
+    size_t slots = parallel ? tl__exec_thread_slots(exec) : 1;
+    tl_status status = tl__exec_scratch(exec, slots * job.pack_bytes, 64, &pack);
+    if (status != TL_OK) return status;
+    job.pack = pack;
+  }
+  if (parallel) {
     if (g->batches < (int64_t)team * 4) {
       /* Cut each GEMM into blocks of C: one per worker while blocks are small (every block
        * packs the whole shared operand again, which small blocks cannot amortise), twice
@@ -118,7 +132,7 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   for (int64_t batch = 0; batch < g->batches; batch++) {
     if (batch > 0 && tl__exec_cancelled(exec))
       return tl__fail(TL_E_CANCELLED, "cancelled between GEMM batches (output partly written)");
-    gemm_block(g, batch, job.split_rows, 0, job.block_len);
+    gemm_block(g, batch, job.split_rows, 0, job.block_len, job.pack);
   }
   return TL_OK;
 }

@@ -133,11 +133,16 @@ void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, in
 /* ---- Providers (provider.c) ---------------------------------------------------------- */
 /* One single-threaded GEMM call: C = alpha * A * B + beta * C with general element strides
  * (rs = row stride, cs = column stride). Tiny complex shapes run gemm_small_complex.c,
+ * larger complex ones gemm_packed_complex.c when the choice has it and `pack` is given,
  * small f64/f32 shapes the hand kernel (small_gemm.c), the rest BLIS (best kernel for the
  * CPU). beta 0 does not read C. */
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
-                     int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+                     int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc, void *pack);
+/* The scratch tl__gemm_serial can use for this call: the bytes `pack` should have (64-byte
+ * aligned, one call at a time) for it to run the packed complex kernel, or 0 when the call
+ * would not run it (then pack may be NULL). With pack NULL such a call goes to BLIS. */
+size_t tl__gemm_serial_pack_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
 /* ---- Small real GEMMs (small_gemm.c, small_gemm_core.c) ------------------------------
  * f32/f64 with m n k <= 64^3, m, n <= 256 and k <= TL__SMALL_GEMM_MAX_K. Every call in
  * that reach runs the hand kernel (no code generated), so results depend on the shape
@@ -167,6 +172,18 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
                            tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
                            int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc,
                            int64_t csc);
+/* Complex GEMM past the tiny kernel's reach by tenlane's cache-blocked AVX-512F kernel
+ * (gemm_packed_complex.c). _takes: 1 when `enabled` (the provider choice) and (dtype, m, n,
+ * k) are its: c64/c128 with m n k > TL__SMALL_COMPLEX_MNK. _bytes: the packing scratch a
+ * call of that shape (or any smaller one) needs. The kernel returns 1 when it computed C, 0 when pack is NULL, alpha or k is 0
+ * or C has neither a unit row nor a unit column stride (then nothing was touched); the CPU
+ * must have AVX-512F. */
+int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_t n, int64_t k);
+size_t tl__gemm_packed_complex_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
+int tl__gemm_packed_complex(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
+                            const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                            int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc,
+                            void *pack);
 /* BLIS's typed gemv for LAPACK's BLAS calls (linalg/gemv.c): y = beta y + alpha op(A) x,
  * op by trans (0 'N', 1 'T', 2 'C'), A column-major with leading dimension lda, x and y
  * from their first elements (a negative increment walks back from there); alpha and beta
@@ -217,6 +234,7 @@ typedef struct tl__provider_choice {
   int complex_1m;     /* 1: complex GEMM through BLIS's induced method 1m on the real kernels */
   int small_complex;  /* TL__SMALL_COMPLEX_*: the tiny complex GEMM kernel */
   int zen_c64_blocks; /* 1: c64 under 1m takes cache blocks measured on Zen 4 (provider.c) */
+  int packed_complex; /* 1: c64/c128 past the tiny kernel run gemm_packed_complex.c */
 } tl__provider_choice;
 
 /* What BLIS's own CPU detection picked, as far as the choice cares. */

@@ -53,6 +53,8 @@ tl__provider_choice tl__provider_choose(const tl__cpu_features *f, int blis_saw)
   choice.small_complex = f->avx512f && f->fma ? TL__SMALL_COMPLEX_AVX512
                          : f->avx2 && f->fma  ? TL__SMALL_COMPLEX_AVX2
                                               : TL__SMALL_COMPLEX_PORTABLE;
+  /* BLIS 0.9 has no AVX-512 complex micro-kernel; tenlane's needs AVX-512F only. */
+  choice.packed_complex = f->avx512f && f->fma;
   /* BLIS's skx configuration needs the same AVX-512 subsets its own detection asks for. */
   int skx = f->avx512f && f->avx512dq && f->avx512cd && f->avx512bw && f->avx512vl && f->fma;
   if (blis_saw == TL__BLIS_SAW_OTHER || (blis_saw == TL__BLIS_SAW_ZEN && !skx)) {
@@ -173,8 +175,8 @@ static void providers_init_once(void) {
   provider_choice = choice;
   bli_rntm_init(&blis_rntm);
   bli_rntm_set_num_threads(1, &blis_rntm);
-  snprintf(provider_name, sizeof provider_name, "blis:%s%s+libxsmm", arch,
-           choice.complex_1m ? "(1m)" : "");
+  snprintf(provider_name, sizeof provider_name, "blis:%s%s+libxsmm%s", arch,
+           choice.complex_1m ? "(1m)" : "", choice.packed_complex ? "+tl-complex" : "");
 }
 
 /* BLIS keeps the enabled induced methods per thread (thread-local state), so enabling 1m in
@@ -371,13 +373,24 @@ void tl__trmm_blis(tl_dtype dtype, int right, int upper, int trans, int unit_dia
 
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
-                     int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc) {
+                     int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc, void *pack) {
   if (m == 0 || n == 0) return;
   /* Tiny complex shapes: tenlane's own kernel (gemm_small_complex.c). */
   if (k > 0 && tl__gemm_small_complex(provider_choice.small_complex, dtype, m, n, k, alpha, a, rsa,
                                       csa, b, rsb, csb, beta, c, rsc, csc))
     return;
+  /* Larger complex shapes: tenlane's blocked kernel, given its scratch. */
+  if (tl__gemm_packed_complex_takes(provider_choice.packed_complex, dtype, m, n, k) &&
+      tl__gemm_packed_complex(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc,
+                              pack))
+    return;
   /* Small real shapes: the hand kernel (small_gemm.c). */
   if (tl__small_gemm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc)) return;
   tl__gemm_blis(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+}
+
+size_t tl__gemm_serial_pack_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t k) {
+  tl__providers_init();
+  if (!tl__gemm_packed_complex_takes(provider_choice.packed_complex, dtype, m, n, k)) return 0;
+  return tl__gemm_packed_complex_bytes(dtype, m, n, k);
 }

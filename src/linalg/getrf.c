@@ -233,7 +233,7 @@ static void update(const lu_ops *ops, lapack_int m, lapack_int n, lapack_int k, 
                    const void *b, void *c, lapack_int lda) {
   if (m == 0 || n == 0 || k == 0) return;
   tl__gemm_serial(ops->dtype, m, n, k, tl_scalar_real(-1.0), a, 1, lda, b, 1, lda,
-                  tl_scalar_real(1.0), c, 1, lda);
+                  tl_scalar_real(1.0), c, 1, lda, NULL);
 }
 
 /* Columns of b per GEMM in solve_base (its copy lives on the stack). */
@@ -265,7 +265,7 @@ static void solve_base(const lu_ops *ops, lapack_int k, lapack_int n, const void
       memcpy(chunk + ops->esize * (size_t)(c * k), at(ops, b, lda, 0, c0 + c),
              ops->esize * (size_t)k);
     tl__gemm_serial(ops->dtype, k, w, k, tl_scalar_real(1.0), inverse, 1, k, chunk, 1, k,
-                    tl_scalar_real(0.0), at(ops, b, lda, 0, c0), 1, lda);
+                    tl_scalar_real(0.0), at(ops, b, lda, 0, c0), 1, lda, NULL);
   }
 }
 

@@ -29,12 +29,13 @@ static void provider_choice_covers_each_feature_set(void) {
   tl__cpu_features f = features(1, 1, 1);
   tl__provider_choice c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
   TH_CHECK(c.blis == TL__BLIS_SKX && c.complex_1m == 1);
-  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512 && c.packed_complex == 1);
   /* AVX-512F without BW (or any other subset skx needs): haswell, its complex kernels. */
   f.avx512bw = 0;
   c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
   TH_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
-  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512); /* the tiny kernel needs F only */
+  /* the tiny and the blocked complex kernels need F only */
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512 && c.packed_complex == 1);
   f = features(1, 1, 1);
   f.avx512vl = 0;
   TH_CHECK(tl__provider_choose(&f, TL__BLIS_SAW_GENERIC).blis == TL__BLIS_HASWELL);
@@ -42,11 +43,12 @@ static void provider_choice_covers_each_feature_set(void) {
   f = features(1, 0, 1);
   c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
   TH_CHECK(c.blis == TL__BLIS_DETECTED && c.small_complex == TL__SMALL_COMPLEX_PORTABLE);
+  TH_CHECK(c.packed_complex == 0);
   /* AVX2 + FMA only. */
   f = features(1, 1, 0);
   c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
   TH_CHECK(c.blis == TL__BLIS_HASWELL && c.complex_1m == 0);
-  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2);
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX2 && c.packed_complex == 0);
   /* AVX2 without FMA, and nothing at all: BLIS's own context, portable tiny kernel. */
   f = features(1, 0, 0);
   c = tl__provider_choose(&f, TL__BLIS_SAW_GENERIC);
@@ -59,7 +61,7 @@ static void provider_choice_covers_each_feature_set(void) {
   f = features(1, 1, 1);
   c = tl__provider_choose(&f, TL__BLIS_SAW_OTHER);
   TH_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
-  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512);
+  TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512 && c.packed_complex == 1);
   f = features(1, 1, 0);
   TH_CHECK(tl__provider_choose(&f, TL__BLIS_SAW_OTHER).blis == TL__BLIS_DETECTED);
   /* Seen as a Zen: a Zen with skx's AVX-512 subsets (Zen 4, which BLIS 0.9 takes for a
@@ -96,6 +98,8 @@ static void provider_choice_of_this_process_follows_its_features(void) {
   const char *name = tl_kernels_provider();
   TH_CHECK(strncmp(name, "blis:", 5) == 0);
   TH_CHECK(now.small_complex == tl__provider_choose(&f, TL__BLIS_SAW_GENERIC).small_complex);
+  TH_CHECK(now.packed_complex == tl__provider_choose(&f, TL__BLIS_SAW_GENERIC).packed_complex);
+  TH_CHECK((strstr(name, "+tl-complex") != NULL) == (now.packed_complex == 1));
   if (now.blis == TL__BLIS_SKX) {
     TH_CHECK(strstr(name, "skx") != NULL);
     TH_CHECK(now.complex_1m == 1 && strstr(name, "(1m)") != NULL);
