@@ -29,9 +29,9 @@
  * with any strides, C with a unit row or a unit column stride (C^T = B^T A^T takes the
  * second). beta 0 never reads C; elements of C outside the m x n block are never read or
  * written. `pack` is caller-owned scratch of tl__gemm_packed_complex_bytes(dtype, m, n, k)
- * bytes (at most 1.25 MiB), 64-byte aligned, used by one call at a time. Sums run in a different order from BLIS's, so
- * results differ from it in the last bits; a given shape gives the same bits on every call
- * on a given CPU. Pure: no allocation, no shared state, thread-safe. */
+ * bytes (at most 1.25 MiB), 64-byte aligned, used by one call at a time. Sums run in a different
+ * order from BLIS's, so results differ from it in the last bits; a given shape gives the same bits
+ * on every call on a given CPU. Pure: no allocation, no shared state, thread-safe. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -74,131 +74,129 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
 
 /* One type's packing routines, micro-kernel and driver. LANES complex numbers per register,
  * MR = 2 LANES rows per tile. */
-#define TL__PACKED_COMPLEX(NAME, T, V, MASK, LANES, KC, MC, SET1, LOADU, MASKZ_LOADU,         \
-                           MASK_STOREU, FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)                 \
-  /* Rows [0, mc) by k [0, kc) of A into row groups of MR, zero past mc. */                    \
-  static void NAME##_pack_a(int64_t mc, int64_t kc, const T *a, int64_t rsa, int64_t csa,      \
-                            T *pa) {                                                           \
-    const int64_t mr = 2 * LANES;                                                              \
-    for (int64_t i = 0; i < mc; i += mr) {                                                     \
-      const int64_t rows = mc - i < mr ? mc - i : mr;                                          \
-      const T *ai = a + 2 * i * rsa;                                                           \
-      if (rsa == 1 && rows == mr) {                                                            \
-        for (int64_t p = 0; p < kc; p++, pa += 2 * mr)                                         \
-          memcpy(pa, ai + 2 * p * csa, sizeof(T) * 2 * (size_t)mr);                            \
-        continue;                                                                              \
-      }                                                                                        \
-      for (int64_t p = 0; p < kc; p++, pa += 2 * mr) {                                         \
-        int64_t r = 0;                                                                         \
-        for (; r < rows; r++) {                                                                \
-          const T *x = ai + 2 * (r * rsa + p * csa);                                           \
-          pa[2 * r] = x[0], pa[2 * r + 1] = x[1];                                              \
-        }                                                                                      \
-        for (; r < mr; r++) pa[2 * r] = pa[2 * r + 1] = 0;                                     \
-      }                                                                                        \
-    }                                                                                          \
-  }                                                                                            \
-  /* k [0, kc) of columns [0, nc) of B into column groups of NR, k after k, zero past nc. */  \
-  static void NAME##_pack_b(int64_t kc, int64_t nc, const T *b, int64_t rsb, int64_t csb,      \
-                            T *pb) {                                                           \
-    for (int64_t j = 0; j < nc; j += NR) {                                                     \
-      const int64_t cols = nc - j < NR ? nc - j : NR;                                          \
-      const T *bj = b + 2 * j * csb;                                                           \
-      for (int64_t p = 0; p < kc; p++, pb += 2 * NR) {                                         \
-        int64_t u = 0;                                                                         \
-        for (; u < cols; u++) {                                                                \
-          const T *x = bj + 2 * (p * rsb + u * csb);                                           \
-          pb[2 * u] = x[0], pb[2 * u + 1] = x[1];                                              \
-        }                                                                                      \
-        for (; u < NR; u++) pb[2 * u] = pb[2 * u + 1] = 0;                                     \
-      }                                                                                        \
-    }                                                                                          \
-  }                                                                                            \
-  typedef struct NAME##_scale {                                                                \
-    int alpha_one;                                                                             \
-    int beta_kind; /* 0: beta 0 (C not read), 1: beta 1, 2: any other */                       \
-    T alr, ali, ber, bei;                                                                      \
-  } NAME##_scale;                                                                              \
-  /* alpha times one register of finished products, plus beta times what C held. */           \
-  __attribute__((target("avx512f"))) static inline V NAME##_finish(                            \
-      V acc_r, V acc_i, const NAME##_scale *s, MASK mask, const T *z) {                        \
-    V v = FMADDSUB(acc_r, SET1((T)1), SWAP(acc_i));                                            \
-    if (!s->alpha_one) v = FMADDSUB(v, SET1(s->alr), MUL(SWAP(v), SET1(s->ali)));              \
-    if (s->beta_kind == 0) return v;                                                           \
-    const V old = MASKZ_LOADU(mask, z);                                                        \
-    if (s->beta_kind == 1) return ADD(v, old);                                                 \
-    return ADD(v, FMADDSUB(old, SET1(s->ber), MUL(SWAP(old), SET1(s->bei))));                  \
-  }                                                                                            \
-  /* The rows x cols corner of one MR x NR tile of C at c (column stride ldc). */              \
-  __attribute__((target("avx512f"))) static void NAME##_tile(                                  \
-      int64_t kc, const T *pa, const T *pb, T *c, int64_t ldc, int64_t rows, int64_t cols,     \
-      const NAME##_scale *s) {                                                                 \
-    V acc_r[NR][2], acc_i[NR][2];                                                              \
-    for (int u = 0; u < NR; u++) acc_r[u][0] = acc_r[u][1] = acc_i[u][0] = acc_i[u][1] = ZERO(); \
-    for (int64_t p = 0; p < kc; p++, pa += 4 * LANES, pb += 2 * NR) {                          \
-      const V a0 = LOADU(pa), a1 = LOADU(pa + 2 * LANES);                                      \
-      for (int u = 0; u < NR; u++) {                                                           \
-        const V br = SET1(pb[2 * u]);                                                          \
-        acc_r[u][0] = FMADD(a0, br, acc_r[u][0]);                                              \
-        acc_r[u][1] = FMADD(a1, br, acc_r[u][1]);                                              \
-        const V bi = SET1(pb[2 * u + 1]);                                                      \
-        acc_i[u][0] = FMADD(a0, bi, acc_i[u][0]);                                              \
-        acc_i[u][1] = FMADD(a1, bi, acc_i[u][1]);                                              \
-      }                                                                                        \
-    }                                                                                          \
-    const int64_t low = rows < LANES ? rows : LANES, high = rows - low;                        \
-    const MASK m0 = (MASK)(((uint32_t)1 << (2 * low)) - 1u);                                   \
-    const MASK m1 = (MASK)(((uint32_t)1 << (2 * high)) - 1u);                                  \
-    for (int u = 0; u < NR; u++) {                                                             \
-      if (u >= cols) break;                                                                    \
-      T *z0 = c + 2 * u * ldc, *z1 = z0 + 2 * LANES;                                           \
-      const V v0 = NAME##_finish(acc_r[u][0], acc_i[u][0], s, m0, z0);                         \
-      const V v1 = NAME##_finish(acc_r[u][1], acc_i[u][1], s, m1, z1);                         \
-      MASK_STOREU(z0, m0, v0);                                                                 \
-      MASK_STOREU(z1, m1, v1);                                                                 \
-    }                                                                                          \
-  }                                                                                            \
-  /* C (column-major, column stride ldc) = alpha A B + beta C. */                              \
-  static void NAME(int64_t m, int64_t n, int64_t k, tl_scalar alpha, const T *a, int64_t rsa,  \
-                   int64_t csa, const T *b, int64_t rsb, int64_t csb, tl_scalar beta, T *c,    \
-                   int64_t ldc, T *pack) {                                                     \
-    const int64_t mr = 2 * LANES;                                                              \
-    T *pa = pack, *pb = pack + 2 * at_most(k, KC) * at_most(round_up(m, mr), MC);              \
-    NAME##_scale s;                                                                            \
-    s.alpha_one = alpha.re == 1.0 && alpha.im == 0.0;                                          \
-    s.alr = (T)alpha.re, s.ali = (T)alpha.im, s.ber = (T)beta.re, s.bei = (T)beta.im;          \
-    const int first_beta = beta.re == 0.0 && beta.im == 0.0   ? 0                              \
-                           : beta.re == 1.0 && beta.im == 0.0 ? 1                              \
-                                                              : 2;                             \
-    for (int64_t jc = 0; jc < n; jc += NC_COLS) {                                              \
-      const int64_t nc = n - jc < NC_COLS ? n - jc : NC_COLS;                                  \
-      for (int64_t pc = 0; pc < k; pc += KC) {                                                 \
-        const int64_t kc = k - pc < KC ? k - pc : KC;                                          \
-        s.beta_kind = pc == 0 ? first_beta : 1;                                                \
-        NAME##_pack_b(kc, nc, b + 2 * (pc * rsb + jc * csb), rsb, csb, pb);                    \
-        for (int64_t ic = 0; ic < m; ic += MC) {                                               \
-          const int64_t mc = m - ic < MC ? m - ic : MC;                                        \
-          NAME##_pack_a(mc, kc, a + 2 * (ic * rsa + pc * csa), rsa, csa, pa);                  \
-          for (int64_t jr = 0; jr < nc; jr += NR)                                              \
-            for (int64_t ir = 0; ir < mc; ir += mr)                                            \
-              NAME##_tile(kc, pa + 2 * ir * kc, pb + 2 * jr * kc,                              \
-                          c + 2 * (ic + ir + (jc + jr) * ldc), ldc, mc - ir < mr ? mc - ir : mr, \
-                          nc - jr < NR ? nc - jr : NR, &s);                                    \
-        }                                                                                      \
-      }                                                                                        \
-    }                                                                                          \
+#define TL__PACKED_COMPLEX(NAME, T, V, MASK, LANES, KC, MC, SET1, LOADU, MASKZ_LOADU, MASK_STOREU, \
+                           FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)                                  \
+  /* Rows [0, mc) by k [0, kc) of A into row groups of MR, zero past mc. */                        \
+  static void NAME##_pack_a(int64_t mc, int64_t kc, const T *a, int64_t rsa, int64_t csa, T *pa) { \
+    const int64_t mr = 2 * LANES;                                                                  \
+    for (int64_t i = 0; i < mc; i += mr) {                                                         \
+      const int64_t rows = mc - i < mr ? mc - i : mr;                                              \
+      const T *ai = a + 2 * i * rsa;                                                               \
+      if (rsa == 1 && rows == mr) {                                                                \
+        for (int64_t p = 0; p < kc; p++, pa += 2 * mr)                                             \
+          memcpy(pa, ai + 2 * p * csa, sizeof(T) * 2 * (size_t)mr);                                \
+        continue;                                                                                  \
+      }                                                                                            \
+      for (int64_t p = 0; p < kc; p++, pa += 2 * mr) {                                             \
+        int64_t r = 0;                                                                             \
+        for (; r < rows; r++) {                                                                    \
+          const T *x = ai + 2 * (r * rsa + p * csa);                                               \
+          pa[2 * r] = x[0], pa[2 * r + 1] = x[1];                                                  \
+        }                                                                                          \
+        for (; r < mr; r++) pa[2 * r] = pa[2 * r + 1] = 0;                                         \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  /* k [0, kc) of columns [0, nc) of B into column groups of NR, k after k, zero past nc. */       \
+  static void NAME##_pack_b(int64_t kc, int64_t nc, const T *b, int64_t rsb, int64_t csb, T *pb) { \
+    for (int64_t j = 0; j < nc; j += NR) {                                                         \
+      const int64_t cols = nc - j < NR ? nc - j : NR;                                              \
+      const T *bj = b + 2 * j * csb;                                                               \
+      for (int64_t p = 0; p < kc; p++, pb += 2 * NR) {                                             \
+        int64_t u = 0;                                                                             \
+        for (; u < cols; u++) {                                                                    \
+          const T *x = bj + 2 * (p * rsb + u * csb);                                               \
+          pb[2 * u] = x[0], pb[2 * u + 1] = x[1];                                                  \
+        }                                                                                          \
+        for (; u < NR; u++) pb[2 * u] = pb[2 * u + 1] = 0;                                         \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  typedef struct NAME##_scale {                                                                    \
+    int alpha_one;                                                                                 \
+    int beta_kind; /* 0: beta 0 (C not read), 1: beta 1, 2: any other */                           \
+    T alr, ali, ber, bei;                                                                          \
+  } NAME##_scale;                                                                                  \
+  /* alpha times one register of finished products, plus beta times what C held. */                \
+  __attribute__((target("avx512f"))) static inline V NAME##_finish(                                \
+      V acc_r, V acc_i, const NAME##_scale *s, MASK mask, const T *z) {                            \
+    V v = FMADDSUB(acc_r, SET1((T)1), SWAP(acc_i));                                                \
+    if (!s->alpha_one) v = FMADDSUB(v, SET1(s->alr), MUL(SWAP(v), SET1(s->ali)));                  \
+    if (s->beta_kind == 0) return v;                                                               \
+    const V old = MASKZ_LOADU(mask, z);                                                            \
+    if (s->beta_kind == 1) return ADD(v, old);                                                     \
+    return ADD(v, FMADDSUB(old, SET1(s->ber), MUL(SWAP(old), SET1(s->bei))));                      \
+  }                                                                                                \
+  /* The rows x cols corner of one MR x NR tile of C at c (column stride ldc). */                  \
+  __attribute__((target("avx512f"))) static void NAME##_tile(                                      \
+      int64_t kc, const T *pa, const T *pb, T *c, int64_t ldc, int64_t rows, int64_t cols,         \
+      const NAME##_scale *s) {                                                                     \
+    V acc_r[NR][2], acc_i[NR][2];                                                                  \
+    for (int u = 0; u < NR; u++) acc_r[u][0] = acc_r[u][1] = acc_i[u][0] = acc_i[u][1] = ZERO();   \
+    for (int64_t p = 0; p < kc; p++, pa += 4 * LANES, pb += 2 * NR) {                              \
+      const V a0 = LOADU(pa), a1 = LOADU(pa + 2 * LANES);                                          \
+      for (int u = 0; u < NR; u++) {                                                               \
+        const V br = SET1(pb[2 * u]);                                                              \
+        acc_r[u][0] = FMADD(a0, br, acc_r[u][0]);                                                  \
+        acc_r[u][1] = FMADD(a1, br, acc_r[u][1]);                                                  \
+        const V bi = SET1(pb[2 * u + 1]);                                                          \
+        acc_i[u][0] = FMADD(a0, bi, acc_i[u][0]);                                                  \
+        acc_i[u][1] = FMADD(a1, bi, acc_i[u][1]);                                                  \
+      }                                                                                            \
+    }                                                                                              \
+    const int64_t low = rows < LANES ? rows : LANES, high = rows - low;                            \
+    const MASK m0 = (MASK)(((uint32_t)1 << (2 * low)) - 1u);                                       \
+    const MASK m1 = (MASK)(((uint32_t)1 << (2 * high)) - 1u);                                      \
+    for (int u = 0; u < NR; u++) {                                                                 \
+      if (u >= cols) break;                                                                        \
+      T *z0 = c + 2 * u * ldc, *z1 = z0 + 2 * LANES;                                               \
+      const V v0 = NAME##_finish(acc_r[u][0], acc_i[u][0], s, m0, z0);                             \
+      const V v1 = NAME##_finish(acc_r[u][1], acc_i[u][1], s, m1, z1);                             \
+      MASK_STOREU(z0, m0, v0);                                                                     \
+      MASK_STOREU(z1, m1, v1);                                                                     \
+    }                                                                                              \
+  }                                                                                                \
+  /* C (column-major, column stride ldc) = alpha A B + beta C. */                                  \
+  static void NAME(int64_t m, int64_t n, int64_t k, tl_scalar alpha, const T *a, int64_t rsa,      \
+                   int64_t csa, const T *b, int64_t rsb, int64_t csb, tl_scalar beta, T *c,        \
+                   int64_t ldc, T *pack) {                                                         \
+    const int64_t mr = 2 * LANES;                                                                  \
+    T *pa = pack, *pb = pack + 2 * at_most(k, KC) * at_most(round_up(m, mr), MC);                  \
+    NAME##_scale s;                                                                                \
+    s.alpha_one = alpha.re == 1.0 && alpha.im == 0.0;                                              \
+    s.alr = (T)alpha.re, s.ali = (T)alpha.im, s.ber = (T)beta.re, s.bei = (T)beta.im;              \
+    const int first_beta = beta.re == 0.0 && beta.im == 0.0   ? 0                                  \
+                           : beta.re == 1.0 && beta.im == 0.0 ? 1                                  \
+                                                              : 2;                                 \
+    for (int64_t jc = 0; jc < n; jc += NC_COLS) {                                                  \
+      const int64_t nc = n - jc < NC_COLS ? n - jc : NC_COLS;                                      \
+      for (int64_t pc = 0; pc < k; pc += KC) {                                                     \
+        const int64_t kc = k - pc < KC ? k - pc : KC;                                              \
+        s.beta_kind = pc == 0 ? first_beta : 1;                                                    \
+        NAME##_pack_b(kc, nc, b + 2 * (pc * rsb + jc * csb), rsb, csb, pb);                        \
+        for (int64_t ic = 0; ic < m; ic += MC) {                                                   \
+          const int64_t mc = m - ic < MC ? m - ic : MC;                                            \
+          NAME##_pack_a(mc, kc, a + 2 * (ic * rsa + pc * csa), rsa, csa, pa);                      \
+          for (int64_t jr = 0; jr < nc; jr += NR)                                                  \
+            for (int64_t ir = 0; ir < mc; ir += mr)                                                \
+              NAME##_tile(kc, pa + 2 * ir * kc, pb + 2 * jr * kc,                                  \
+                          c + 2 * (ic + ir + (jc + jr) * ldc), ldc, mc - ir < mr ? mc - ir : mr,   \
+                          nc - jr < NR ? nc - jr : NR, &s);                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
   }
 
 #define TL__SWAP_PAIRS_PD(v) _mm512_permute_pd((v), 0x55)
 #define TL__SWAP_PAIRS_PS(v) _mm512_permute_ps((v), 0xB1)
 TL__PACKED_COMPLEX(packed_c128, double, __m512d, __mmask8, 4, KC_C128, MC_C128, _mm512_set1_pd,
-                   _mm512_loadu_pd, _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd,
-                   _mm512_fmadd_pd, _mm512_fmaddsub_pd, _mm512_mul_pd, _mm512_add_pd,
-                   TL__SWAP_PAIRS_PD, _mm512_setzero_pd)
+                   _mm512_loadu_pd, _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd, _mm512_fmadd_pd,
+                   _mm512_fmaddsub_pd, _mm512_mul_pd, _mm512_add_pd, TL__SWAP_PAIRS_PD,
+                   _mm512_setzero_pd)
 TL__PACKED_COMPLEX(packed_c64, float, __m512, __mmask16, 8, KC_C64, MC_C64, _mm512_set1_ps,
-                   _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps,
-                   _mm512_fmadd_ps, _mm512_fmaddsub_ps, _mm512_mul_ps, _mm512_add_ps,
-                   TL__SWAP_PAIRS_PS, _mm512_setzero_ps)
+                   _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_fmadd_ps,
+                   _mm512_fmaddsub_ps, _mm512_mul_ps, _mm512_add_ps, TL__SWAP_PAIRS_PS,
+                   _mm512_setzero_ps)
 
 int tl__gemm_packed_complex(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                             const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,

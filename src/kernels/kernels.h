@@ -175,9 +175,9 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
 /* Complex GEMM past the tiny kernel's reach by tenlane's cache-blocked AVX-512F kernel
  * (gemm_packed_complex.c). _takes: 1 when `enabled` (the provider choice) and (dtype, m, n,
  * k) are its: c64/c128 with m n k > TL__SMALL_COMPLEX_MNK. _bytes: the packing scratch a
- * call of that shape (or any smaller one) needs. The kernel returns 1 when it computed C, 0 when pack is NULL, alpha or k is 0
- * or C has neither a unit row nor a unit column stride (then nothing was touched); the CPU
- * must have AVX-512F. */
+ * call of that shape (or any smaller one) needs. The kernel returns 1 when it computed C, 0 when
+ * pack is NULL, alpha or k is 0 or C has neither a unit row nor a unit column stride (then nothing
+ * was touched); the CPU must have AVX-512F. */
 int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_t n, int64_t k);
 size_t tl__gemm_packed_complex_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
 int tl__gemm_packed_complex(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,

@@ -174,8 +174,8 @@ static void packed_complex_kernel_declines_what_is_not_its(void) {
   /* No scratch, alpha 0, k 0, a real dtype, a C with no unit stride: not taken, C untouched. */
   TH_CHECK(tl__gemm_packed_complex(TL_C128, 2, 2, 2, one, x, 1, 2, y, 1, 2, zero, z, 1, 2, NULL) ==
            0);
-  TH_CHECK(tl__gemm_packed_complex(TL_C128, 2, 2, 2, zero, x, 1, 2, y, 1, 2, zero, z, 1, 2,
-                                   pack) == 0);
+  TH_CHECK(tl__gemm_packed_complex(TL_C128, 2, 2, 2, zero, x, 1, 2, y, 1, 2, zero, z, 1, 2, pack) ==
+           0);
   TH_CHECK(tl__gemm_packed_complex(TL_C64, 2, 2, 0, one, x, 1, 2, y, 1, 2, zero, z, 1, 2, pack) ==
            0);
   TH_CHECK(tl__gemm_packed_complex(TL_F64, 2, 2, 2, one, x, 1, 2, y, 1, 2, zero, z, 1, 2, pack) ==
@@ -233,8 +233,8 @@ static void packed_complex_nan_and_inf_stay_in_their_rows_and_columns(void) {
       }
     if (wrong) {
       char buf[96];
-      snprintf(buf, sizeof buf, "%s: %d elements of C have the wrong finiteness",
-               tl_dtype_name(dt), wrong);
+      snprintf(buf, sizeof buf, "%s: %d elements of C have the wrong finiteness", tl_dtype_name(dt),
+               wrong);
       th_test_fail_at(__FILE__, __LINE__, buf);
     }
     free(a), free(b), free(c), free(pack);
