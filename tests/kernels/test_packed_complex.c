@@ -12,6 +12,7 @@
 #include "kernels/kernels.h"
 #include "tenlane/tenlane.h"
 #include "th_fixtures.h"
+#include "th_numeric.h"
 #include "th_test.h"
 
 static int have_kernel(void) {
@@ -19,48 +20,16 @@ static int have_kernel(void) {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
 }
 
+/* Element (i, j) of a complex matrix with strides (rs, cs). */
 static double complex get_c(tl_dtype dt, const void *base, int64_t i, int64_t j, int64_t rs,
                             int64_t cs) {
-  int64_t at = 2 * (i * rs + j * cs);
-  if (dt == TL_C64) return ((const float *)base)[at] + I * ((const float *)base)[at + 1];
-  return ((const double *)base)[at] + I * ((const double *)base)[at + 1];
+  return th_num_load(dt, base, i * rs + j * cs);
 }
 
-static void set_c(tl_dtype dt, void *base, int64_t at, double complex v) {
-  if (dt == TL_C64) {
-    ((float *)base)[2 * at] = (float)creal(v), ((float *)base)[2 * at + 1] = (float)cimag(v);
-  } else {
-    ((double *)base)[2 * at] = creal(v), ((double *)base)[2 * at + 1] = cimag(v);
-  }
-}
-
-static void fill_random(tl_dtype dt, void *base, int64_t count, unsigned *seed) {
+static void fill_random(tl_dtype dt, void *base, int64_t count, uint64_t *state) {
   for (int64_t i = 0; i < count; i++) {
-    double part[2];
-    for (int h = 0; h < 2; h++) {
-      *seed = *seed * 1664525u + 1013904223u;
-      part[h] = (double)(*seed >> 8) / 16777216.0 - 0.5;
-    }
-    set_c(dt, base, i, part[0] + I * part[1]);
-  }
-}
-
-/* Layouts of a rows x cols operand: 0 column-major, 1 row-major, 2 column-major with a
- * padded column stride, 3 strided both ways (every other element of a padded matrix). */
-static void strides_of(int layout, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs) {
-  switch (layout) {
-    case 0:
-      *rs = 1, *cs = rows;
-      break;
-    case 1:
-      *rs = cols, *cs = 1;
-      break;
-    case 2:
-      *rs = 1, *cs = rows + 5;
-      break;
-    default:
-      *rs = 2, *cs = 2 * rows + 3;
-      break;
+    const double re = th_num_uniform(state) / 2;
+    th_num_store_parts(dt, base, i, re, th_num_uniform(state) / 2);
   }
 }
 
@@ -73,11 +42,11 @@ static int64_t span(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
  * element of C's buffer outside the m x n block keeps its bytes. beta 0 starts from a C of
  * NaN, which must not be read. */
 static void check_one(tl_dtype dt, int64_t m, int64_t n, int64_t k, int la, int lb, int lc,
-                      tl_scalar alpha, tl_scalar beta, unsigned *seed) {
+                      tl_scalar alpha, tl_scalar beta, uint64_t *seed) {
   int64_t rsa, csa, rsb, csb, rsc, csc;
-  strides_of(la, m, k, &rsa, &csa);
-  strides_of(lb, k, n, &rsb, &csb);
-  strides_of(lc, m, n, &rsc, &csc);
+  th_num_layout_strides(la, m, k, &rsa, &csa);
+  th_num_layout_strides(lb, k, n, &rsb, &csb);
+  th_num_layout_strides(lc, m, n, &rsc, &csc);
   const int64_t na = span(m, k, rsa, csa), nb = span(k, n, rsb, csb);
   const int64_t nc = span(m, n, rsc, csc);
   const size_t es = tl_dtype_size(dt);
@@ -93,7 +62,7 @@ static void check_one(tl_dtype dt, int64_t m, int64_t n, int64_t k, int la, int 
   for (int64_t j = 0; j < n; j++)
     for (int64_t i = 0; i < m; i++) {
       inside[i * rsc + j * csc] = 1;
-      if (beta_zero) set_c(dt, c, i * rsc + j * csc, NAN + I * NAN);
+      if (beta_zero) th_num_store_parts(dt, c, i * rsc + j * csc, NAN, NAN);
     }
   memcpy(c0, c, (size_t)nc * es);
   TH_CHECK(tl__gemm_packed_complex(dt, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc,
@@ -156,7 +125,7 @@ static void packed_complex_kernel_matches_naive(void) {
   };
   const tl_scalar alphas[] = {{1.0, 0.0}, {0.5, -2.0}};
   const tl_scalar betas[] = {{0.0, 0.0}, {1.0, 0.0}, {-0.25, 1.5}};
-  unsigned seed = 2024u;
+  uint64_t seed = 2024u;
   for (int di = 0; di < 2; di++) {
     const tl_dtype dt = di ? TL_C128 : TL_C64;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -212,11 +181,11 @@ static void packed_complex_nan_and_inf_stay_in_their_rows_and_columns(void) {
     void *c = malloc((size_t)(m * n) * es);
     void *pack = aligned_alloc(64, (tl__gemm_packed_complex_bytes(dt, m, n, k) + 63) / 64 * 64);
     TH_CHECK(a && b && c && pack);
-    unsigned seed = 77u;
+    uint64_t seed = 77u;
     fill_random(dt, a, m * k, &seed);
     fill_random(dt, b, k * n, &seed);
-    set_c(dt, a, i0 + 200 * m, NAN + 0.0 * I);
-    set_c(dt, b, 3 + j1 * k, INFINITY + 0.0 * I);
+    th_num_store_parts(dt, a, i0 + 200 * m, NAN, 0.0);
+    th_num_store_parts(dt, b, 3 + j1 * k, INFINITY, 0.0);
     TH_CHECK(tl__gemm_packed_complex(dt, m, n, k, tl_scalar_real(1.0), a, 1, m, b, 1, k,
                                      tl_scalar_real(0.0), c, 1, m, pack) == 1);
     int wrong = 0;
@@ -255,7 +224,7 @@ static void gemm_route_runs_the_packed_kernel_over_the_pool(void) {
     TH_CHECK_OK(tl_tensor_create(dt, 2, sa, &a));
     TH_CHECK_OK(tl_tensor_create(dt, 2, sb, &b));
     TH_CHECK_OK(tl_tensor_create(dt, 2, sc, &c));
-    unsigned seed = 5u;
+    uint64_t seed = 5u;
     fill_random(dt, a.data, m * k, &seed);
     fill_random(dt, b.data, k * n, &seed);
     TH_CHECK_OK(tl_gemm_into(h.exec, tl_scalar_real(1.0), &a, &b, tl_scalar_real(0.0), &c));

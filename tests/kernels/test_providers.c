@@ -13,6 +13,7 @@
 #include "kernels/providers.h"
 #include "tenlane/tenlane.h"
 #include "th_fixtures.h"
+#include "th_numeric.h"
 #include "th_test.h"
 
 static tl__cpu_features features(int avx2, int fma, int avx512) {
@@ -135,24 +136,6 @@ static void fill_random(tl_dtype dt, void *base, int64_t count, unsigned *seed) 
   }
 }
 
-/* Layouts: 0 column-major, 1 row-major, 2 column-major with padding, 3 strided both ways. */
-static void layout_strides(int layout, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs) {
-  switch (layout) {
-    case 0:
-      *rs = 1, *cs = rows;
-      break;
-    case 1:
-      *rs = cols, *cs = 1;
-      break;
-    case 2:
-      *rs = 1, *cs = rows + 3;
-      break;
-    default:
-      *rs = 2, *cs = 2 * rows + 1;
-      break;
-  }
-}
-
 static int kernel_available(int kernel) {
   __builtin_cpu_init();
   if (kernel == TL__SMALL_COMPLEX_AVX512)
@@ -205,9 +188,9 @@ static void small_complex_kernels_match_naive(void) {
               if (m * n * k > 4096 && (la != lc || la > 1 || (ab != 0 && ab != 5))) continue;
               if (m * n * k > 512 && kernel == TL__SMALL_COMPLEX_PORTABLE) continue;
               int64_t rsa, csa, rsb, csb, rsc, csc;
-              layout_strides(la, m, k, &rsa, &csa);
-              layout_strides((la + lc) % 4, k, n, &rsb, &csb);
-              layout_strides(lc, m, n, &rsc, &csc);
+              th_num_layout_strides(la, m, k, &rsa, &csa);
+              th_num_layout_strides((la + lc) % 4, k, n, &rsb, &csb);
+              th_num_layout_strides(lc, m, n, &rsc, &csc);
               size_t es = tl_dtype_size(dt);
               int64_t na = 2 * m * k * 2 + 8, nb = 2 * k * n * 2 + 8, nc = 2 * m * n * 2 + 8;
               void *a = calloc((size_t)na, es), *b = calloc((size_t)nb, es);

@@ -81,3 +81,20 @@ int th_num_close_enough(double complex got, double complex want, double tol, dou
   if (isinf(creal(want)) && creal(want) == creal(got)) return 1;
   return cabs(got - want) <= tol * (scale + cabs(want));
 }
+
+void th_num_layout_strides(int layout, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs) {
+  switch (layout) {
+    case 0:
+      *rs = 1, *cs = rows;
+      break;
+    case 1:
+      *rs = cols, *cs = 1;
+      break;
+    case 2:
+      *rs = 1, *cs = rows + 3;
+      break;
+    default:
+      *rs = 2, *cs = 2 * rows + 1;
+      break;
+  }
+}

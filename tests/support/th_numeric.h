@@ -31,6 +31,11 @@ void th_num_set(const tl_tensor *t, const int64_t *idx, double complex v);
 /* The same from its parts (no complex arithmetic, so each part is stored as given). */
 void th_num_set_parts(const tl_tensor *t, const int64_t *idx, double re, double im);
 
+/* Strides (in elements) of a rows x cols matrix in one of four layouts the kernel tests
+ * sweep: 0 column-major, 1 row-major, 2 column-major with a padded column stride (rows + 3),
+ * 3 strided both ways (every other element of a padded matrix: 2, 2 rows + 1). */
+void th_num_layout_strides(int layout, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs);
+
 /* The product of the rank extents of shape (1 for rank 0). */
 int64_t th_num_numel(int rank, const int64_t *shape);
 /* Advance a column-major multi-index within shape; returns 0 after the last index (idx is
