@@ -21,15 +21,17 @@
  * in the packed B and not stored.
  *
  * Blocks (KC, MC): measured on Zen 4 against OpenBLAS serial (a probe alternating the two,
- * medians of 31, n = 256 and 1024): c64 KC 256, MC 144; c128 KC 128, MC 96; NC 480 (120
- * and 240 lost 2-10% at n = 1024). The choices nearby read within the probe's noise (a few
- * percent).
+ * medians of 31, n = 256 and 1024): c64 KC 256, MC 144; c128 KC 256, MC 48 (KC 128 left
+ * c128 n = 1024 at 1.00-1.03x OpenBLAS, against 0.94 now); NC 480 (120 and 240 lost 2-10%
+ * at n = 1024). When k is shorter than KC, a block takes more rows (MC x KC numbers in
+ * all), so the tiles walk longer runs of C's columns. The choices nearby read within the
+ * probe's noise (a few percent).
  *
  * Contract: C = alpha A B + beta C for c64/c128 with alpha != 0 and m, n, k > 0; A and B
  * with any strides, C with a unit row or a unit column stride (C^T = B^T A^T takes the
  * second). beta 0 never reads C; elements of C outside the m x n block are never read or
  * written. `pack` is caller-owned scratch of tl__gemm_packed_complex_bytes(dtype, m, n, k)
- * bytes (at most 1.25 MiB), 64-byte aligned, used by one call at a time. Sums run in a different
+ * bytes (at most 2.1 MiB), 64-byte aligned, used by one call at a time. Sums run in a different
  * order from BLIS's, so results differ from it in the last bits; a given shape gives the same bits
  * on every call on a given CPU. Pure: no allocation, no shared state, thread-safe. */
 #include <immintrin.h>
@@ -44,33 +46,81 @@ TL__HOT_FILE
 #define NC_COLS 480
 #define KC_C64 256
 #define MC_C64 144
-#define KC_C128 128
-#define MC_C128 96
+#define KC_C128 256
+#define MC_C128 48
 
 static int64_t round_up(int64_t x, int64_t step) { return (x + step - 1) / step * step; }
 static int64_t at_most(int64_t x, int64_t bound) { return x < bound ? x : bound; }
 
-/* The packed block of A holds `rows` rows and the packed block of B `cols` columns, both of
- * `kc` values of k: complex numbers the buffer needs, A's part first. */
-static int64_t pack_complex_count(int64_t kc, int64_t rows, int64_t cols) {
-  return kc * (rows + cols);
+/* The rows of A one packed block holds when k runs in chunks of kc: MC rows at a whole
+ * chunk of KC, more when k is shorter (the block keeps MC x KC numbers), so that a short
+ * product walks longer runs of C's columns. A multiple of mr. */
+static int64_t block_rows(int64_t kc, int64_t KC, int64_t MC, int64_t mr) {
+  const int64_t rows = MC * KC / (kc > 0 ? kc : 1) / mr * mr;
+  return rows > mr ? rows : mr;
 }
 
 size_t tl__gemm_packed_complex_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t k) {
   /* m and n may trade places (C^T = B^T A^T), so both blocks are sized for the larger. */
   const int64_t mn = m > n ? m : n, es = (int64_t)tl_dtype_size(dtype);
   const int64_t mr = dtype == TL_C64 ? 16 : 8, mc = dtype == TL_C64 ? MC_C64 : MC_C128;
-  const int64_t kc = at_most(k, dtype == TL_C64 ? KC_C64 : KC_C128);
-  const int64_t rows = at_most(round_up(mn, mr), mc), cols = at_most(round_up(mn, NR), NC_COLS);
-  return (size_t)(es * pack_complex_count(kc, rows, cols));
+  const int64_t KC = dtype == TL_C64 ? KC_C64 : KC_C128, kc = at_most(k, KC);
+  const int64_t rows = at_most(round_up(mn, mr), block_rows(kc, KC, mc, mr));
+  const int64_t cols = at_most(round_up(mn, NR), NC_COLS);
+  return (size_t)(es * kc * (rows + cols));
 }
 
 int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_t n, int64_t k) {
   if (!enabled || (dtype != TL_C64 && dtype != TL_C128)) return 0;
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   /* The tiny kernel has no packing to pay for; it stays the better one in its reach. */
-  return m * n * k > TL__SMALL_COMPLEX_MNK;
+  if (m * n * k <= TL__SMALL_COMPLEX_MNK) return 0;
+  /* c128 with a short k and a C wide both ways ran 4-16% faster on BLIS (k 8-64, m = n
+   * 200-2000, Zen 4); a narrow C, or k from 96 on, ran faster here. */
+  return !(dtype == TL_C128 && k < 96 && m > 160 && n > 160);
 }
+
+/* The rows x cols corner (rows <= R LANES) of one tile of C at c (column stride ldc), from a
+ * packed row group of A (2 LANES rows per k, of which the first R LANES are read) and a
+ * packed column group of B. R = 2 is the full tile; R = 1 serves a last row group of at
+ * most LANES rows at half the work. */
+#define TL__PACKED_TILE(TILE, R, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO, FINISH, \
+                        SCALE)                                                                     \
+  __attribute__((target("avx512f"))) static void TILE(int64_t kc, const T *pa, const T *pb, T *c,  \
+                                                      int64_t ldc, int64_t rows, int64_t cols,     \
+                                                      const SCALE *s) {                            \
+    /* The tiles run down C's columns: ask for the next tile's lines of C now, so that a short     \
+     * k loop does not wait for them (prefetches never fault, past C's end included). */           \
+    for (int64_t u = 0; u < cols; u++)                                                             \
+      for (int q = 0; q < 2; q++)                                                                  \
+        _mm_prefetch((const char *)(c + 2 * (u * ldc + q * LANES)), _MM_HINT_T0);                  \
+    V acc_r[NR][R], acc_i[NR][R];                                                                  \
+    for (int u = 0; u < NR; u++)                                                                   \
+      for (int q = 0; q < (R); q++) acc_r[u][q] = acc_i[u][q] = ZERO();                            \
+    for (int64_t p = 0; p < kc; p++, pa += 4 * LANES, pb += 2 * NR) {                              \
+      V av[R];                                                                                     \
+      for (int q = 0; q < (R); q++) av[q] = LOADU(pa + 2 * LANES * q);                             \
+      for (int u = 0; u < NR; u++) {                                                               \
+        const V br = SET1(pb[2 * u]);                                                              \
+        for (int q = 0; q < (R); q++) acc_r[u][q] = FMADD(av[q], br, acc_r[u][q]);                 \
+        const V bi = SET1(pb[2 * u + 1]);                                                          \
+        for (int q = 0; q < (R); q++) acc_i[u][q] = FMADD(av[q], bi, acc_i[u][q]);                 \
+      }                                                                                            \
+    }                                                                                              \
+    MASK mask[R];                                                                                  \
+    for (int q = 0; q < (R); q++) {                                                                \
+      const int64_t left = rows - q * LANES, here = left < 0 ? 0 : left < LANES ? left : LANES;    \
+      mask[q] = (MASK)(((uint32_t)1 << (2 * here)) - 1u);                                          \
+    }                                                                                              \
+    /* A whole group of columns stores in one unrolled pass (the accumulators stay in              \
+     * registers; a loop that may stop early made the compiler spill them first). */               \
+    const int64_t stored = cols < NR ? cols : NR;                                                  \
+    _Pragma("GCC unroll 6") for (int u = 0; u < NR; u++) for (int q = 0; q < (R); q++) {           \
+      T *z = c + 2 * (u * ldc + q * LANES);                                                        \
+      if (stored == NR || u < stored)                                                              \
+        MASK_STOREU(z, mask[q], FINISH(acc_r[u][q], acc_i[u][q], s, mask[q], z));                  \
+    }                                                                                              \
+  }
 
 /* One type's packing routines, micro-kernel and driver. LANES complex numbers per register,
  * MR = 2 LANES rows per tile. */
@@ -127,41 +177,17 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
     if (s->beta_kind == 1) return ADD(v, old);                                                     \
     return ADD(v, FMADDSUB(old, SET1(s->ber), MUL(SWAP(old), SET1(s->bei))));                      \
   }                                                                                                \
-  /* The rows x cols corner of one MR x NR tile of C at c (column stride ldc). */                  \
-  __attribute__((target("avx512f"))) static void NAME##_tile(                                      \
-      int64_t kc, const T *pa, const T *pb, T *c, int64_t ldc, int64_t rows, int64_t cols,         \
-      const NAME##_scale *s) {                                                                     \
-    V acc_r[NR][2], acc_i[NR][2];                                                                  \
-    for (int u = 0; u < NR; u++) acc_r[u][0] = acc_r[u][1] = acc_i[u][0] = acc_i[u][1] = ZERO();   \
-    for (int64_t p = 0; p < kc; p++, pa += 4 * LANES, pb += 2 * NR) {                              \
-      const V a0 = LOADU(pa), a1 = LOADU(pa + 2 * LANES);                                          \
-      for (int u = 0; u < NR; u++) {                                                               \
-        const V br = SET1(pb[2 * u]);                                                              \
-        acc_r[u][0] = FMADD(a0, br, acc_r[u][0]);                                                  \
-        acc_r[u][1] = FMADD(a1, br, acc_r[u][1]);                                                  \
-        const V bi = SET1(pb[2 * u + 1]);                                                          \
-        acc_i[u][0] = FMADD(a0, bi, acc_i[u][0]);                                                  \
-        acc_i[u][1] = FMADD(a1, bi, acc_i[u][1]);                                                  \
-      }                                                                                            \
-    }                                                                                              \
-    const int64_t low = rows < LANES ? rows : LANES, high = rows - low;                            \
-    const MASK m0 = (MASK)(((uint32_t)1 << (2 * low)) - 1u);                                       \
-    const MASK m1 = (MASK)(((uint32_t)1 << (2 * high)) - 1u);                                      \
-    for (int u = 0; u < NR; u++) {                                                                 \
-      if (u >= cols) break;                                                                        \
-      T *z0 = c + 2 * u * ldc, *z1 = z0 + 2 * LANES;                                               \
-      const V v0 = NAME##_finish(acc_r[u][0], acc_i[u][0], s, m0, z0);                             \
-      const V v1 = NAME##_finish(acc_r[u][1], acc_i[u][1], s, m1, z1);                             \
-      MASK_STOREU(z0, m0, v0);                                                                     \
-      MASK_STOREU(z1, m1, v1);                                                                     \
-    }                                                                                              \
-  }                                                                                                \
+  TL__PACKED_TILE(NAME##_tile1, 1, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,       \
+                  NAME##_finish, NAME##_scale)                                                     \
+  TL__PACKED_TILE(NAME##_tile2, 2, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,       \
+                  NAME##_finish, NAME##_scale)                                                     \
   /* C (column-major, column stride ldc) = alpha A B + beta C. */                                  \
   static void NAME(int64_t m, int64_t n, int64_t k, tl_scalar alpha, const T *a, int64_t rsa,      \
                    int64_t csa, const T *b, int64_t rsb, int64_t csb, tl_scalar beta, T *c,        \
                    int64_t ldc, T *pack) {                                                         \
-    const int64_t mr = 2 * LANES;                                                                  \
-    T *pa = pack, *pb = pack + 2 * at_most(k, KC) * at_most(round_up(m, mr), MC);                  \
+    const int64_t mr = 2 * LANES, kc_most = at_most(k, KC);                                        \
+    const int64_t mc_most = block_rows(kc_most, KC, MC, mr);                                       \
+    T *pa = pack, *pb = pack + 2 * kc_most * at_most(round_up(m, mr), mc_most);                    \
     NAME##_scale s;                                                                                \
     s.alpha_one = alpha.re == 1.0 && alpha.im == 0.0;                                              \
     s.alr = (T)alpha.re, s.ali = (T)alpha.im, s.ber = (T)beta.re, s.bei = (T)beta.im;              \
@@ -174,14 +200,14 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
         const int64_t kc = k - pc < KC ? k - pc : KC;                                              \
         s.beta_kind = pc == 0 ? first_beta : 1;                                                    \
         NAME##_pack_b(kc, nc, b + 2 * (pc * rsb + jc * csb), rsb, csb, pb);                        \
-        for (int64_t ic = 0; ic < m; ic += MC) {                                                   \
-          const int64_t mc = m - ic < MC ? m - ic : MC;                                            \
+        for (int64_t ic = 0; ic < m; ic += mc_most) {                                              \
+          const int64_t mc = m - ic < mc_most ? m - ic : mc_most;                                  \
           NAME##_pack_a(mc, kc, a + 2 * (ic * rsa + pc * csa), rsa, csa, pa);                      \
           for (int64_t jr = 0; jr < nc; jr += NR)                                                  \
             for (int64_t ir = 0; ir < mc; ir += mr)                                                \
-              NAME##_tile(kc, pa + 2 * ir * kc, pb + 2 * jr * kc,                                  \
-                          c + 2 * (ic + ir + (jc + jr) * ldc), ldc, mc - ir < mr ? mc - ir : mr,   \
-                          nc - jr < NR ? nc - jr : NR, &s);                                        \
+              (mc - ir <= LANES ? NAME##_tile1 : NAME##_tile2)(                                    \
+                  kc, pa + 2 * ir * kc, pb + 2 * jr * kc, c + 2 * (ic + ir + (jc + jr) * ldc),     \
+                  ldc, mc - ir < mr ? mc - ir : mr, nc - jr < NR ? nc - jr : NR, &s);              \
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \

@@ -39,7 +39,8 @@ static int64_t span(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
 }
 
 /* One product through the kernel, checked element by element against a naive sum; every
- * element of C's buffer outside the m x n block keeps its bytes. beta 0 starts from a C of
+ * element of C's buffer outside the m x n block, guard past its end included, keeps its
+ * bytes. beta 0 starts from a C of
  * NaN, which must not be read. */
 static void check_one(tl_dtype dt, int64_t m, int64_t n, int64_t k, int la, int lb, int lc,
                       tl_scalar alpha, tl_scalar beta, uint64_t *seed) {
@@ -48,7 +49,9 @@ static void check_one(tl_dtype dt, int64_t m, int64_t n, int64_t k, int la, int 
   th_num_layout_strides(lb, k, n, &rsb, &csb);
   th_num_layout_strides(lc, m, n, &rsc, &csc);
   const int64_t na = span(m, k, rsa, csa), nb = span(k, n, rsb, csb);
-  const int64_t nc = span(m, n, rsc, csc);
+  /* C's buffer runs on past its last element by two columns (or rows) of guard, which the
+   * kernel must leave as it found them too. */
+  const int64_t nc = span(m, n, rsc, csc) + 2 * (rsc > csc ? rsc : csc) + 64;
   const size_t es = tl_dtype_size(dt);
   void *a = malloc((size_t)na * es), *b = malloc((size_t)nb * es);
   void *c = malloc((size_t)nc * es), *c0 = malloc((size_t)nc * es);
@@ -112,16 +115,18 @@ static void packed_complex_kernel_matches_naive(void) {
     return;
   }
   TH_CHECK(tl__provider_current().packed_complex == 1);
-  /* c64 blocks: 16-row tiles, 144 rows, k 256; c128: 8-row tiles, 96 rows, k 128; both:
-   * 6-column groups, 480 columns. Each shape crosses some block with a remainder. */
+  /* c64 blocks: 16-row tiles, 144 rows at k 256; c128: 8-row tiles, 48 rows at k 256 (more
+   * rows per block when k is shorter); both: 6-column groups, 480 columns. Each shape crosses
+   * some block with a remainder. */
   static const int64_t shapes[][3] = {
       {81, 80, 80},  /* just past the tiny kernel's reach */
-      {150, 7, 260}, /* two row blocks, two (c64) or three (c128) k chunks, one column group */
+      {150, 7, 260}, /* two (c64) or four (c128) row blocks, two k chunks, one column group */
       {17, 487, 33}, /* two column blocks, last group of one column, rows 16 + 1 */
-      {97, 13, 129}, /* c128 row block + 1, k chunk + 1 */
+      {97, 13, 129}, /* c128: a block of 88 rows and one of 9 */
       {1, 600, 200}, /* one row */
       {600, 1, 200}, /* one column */
       {45, 46, 300}, /* partial tiles everywhere */
+      {1000, 9, 16}, /* a short k: more rows per block (c128: two blocks) */
   };
   const tl_scalar alphas[] = {{1.0, 0.0}, {0.5, -2.0}};
   const tl_scalar betas[] = {{0.0, 0.0}, {1.0, 0.0}, {-0.25, 1.5}};
@@ -158,6 +163,11 @@ static void packed_complex_kernel_declines_what_is_not_its(void) {
   TH_CHECK(!tl__gemm_packed_complex_takes(1, TL_F64, 200, 200, 200));
   TH_CHECK(!tl__gemm_packed_complex_takes(0, TL_C128, 200, 200, 200));
   TH_CHECK(!tl__gemm_packed_complex_takes(1, TL_C128, 200, 200, 0));
+  /* c128 with a short k and a C wide both ways stays with BLIS; a narrow C does not. */
+  TH_CHECK(!tl__gemm_packed_complex_takes(1, TL_C128, 1000, 1000, 32));
+  TH_CHECK(tl__gemm_packed_complex_takes(1, TL_C128, 1000, 1000, 96));
+  TH_CHECK(tl__gemm_packed_complex_takes(1, TL_C128, 2000, 64, 64));
+  TH_CHECK(tl__gemm_packed_complex_takes(1, TL_C64, 1000, 1000, 32));
   /* Scratch grows with the shape up to its blocks, and is the same whichever of m, n is
    * larger (the kernel may swap them). */
   TH_CHECK(tl__gemm_packed_complex_bytes(TL_C64, 100, 90, 90) <
@@ -166,7 +176,11 @@ static void packed_complex_kernel_declines_what_is_not_its(void) {
            tl__gemm_packed_complex_bytes(TL_C128, 700, 9, 50));
   TH_CHECK(tl__gemm_packed_complex_bytes(TL_C64, 5000, 5000, 5000) ==
            tl__gemm_packed_complex_bytes(TL_C64, 9000, 9000, 9000));
-  TH_CHECK(tl__gemm_packed_complex_bytes(TL_C64, 9000, 9000, 9000) <= (size_t)5 << 18);
+  TH_CHECK(tl__gemm_packed_complex_bytes(TL_C64, 9000, 9000, 9000) <= (size_t)21 << 17);
+  TH_CHECK(tl__gemm_packed_complex_bytes(TL_C128, 9000, 9000, 9000) <= (size_t)21 << 17);
+  /* A short k takes more rows of A per block, within the same buffer. */
+  TH_CHECK(tl__gemm_packed_complex_bytes(TL_C128, 9000, 9000, 16) <=
+           tl__gemm_packed_complex_bytes(TL_C128, 9000, 9000, 9000));
 }
 
 /* A NaN in A's row i0 makes row i0 of C NaN and nothing else; an Inf in B's column j1 makes
