@@ -18,7 +18,9 @@
  * end of the tile combines the two pairs with one swap and one fmaddsub (re = ar br - ai bi,
  * im = ai br + ar bi), applies alpha, and adds beta C (the first k chunk) or C (the later
  * ones). Rows past m are zero in the packed A and masked on store; columns past n are zero
- * in the packed B and not stored.
+ * in the packed B and not stored. A last row group of at most one register of rows runs a
+ * half tile (12 accumulators, half the work), and every tile asks for its lines of C before
+ * its k loop, so that a short k waits less for them at the end.
  *
  * Blocks (KC, MC): measured on Zen 4 against OpenBLAS serial (a probe alternating the two,
  * medians of 31, n = 256 and 1024): c64 KC 256, MC 144; c128 KC 256, MC 48 (KC 128 left
