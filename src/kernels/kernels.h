@@ -143,6 +143,10 @@ void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar 
  * aligned, one call at a time) for it to run the packed complex kernel, or 0 when the call
  * would not run it (then pack may be NULL). With pack NULL such a call goes to BLIS. */
 size_t tl__gemm_serial_pack_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
+/* The scratch that covers every call of tl__gemm_serial whose m, n, k are at most these (for
+ * a caller that makes many, such as a recursive factorisation): 0 when none of them could
+ * run the packed complex kernel. */
+size_t tl__gemm_serial_pack_bound(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
 /* ---- Small real GEMMs (small_gemm.c, small_gemm_core.c) ------------------------------
  * f32/f64 with m n k <= 64^3, m, n <= 256 and k <= TL__SMALL_GEMM_MAX_K. Every call in
  * that reach runs the hand kernel (no code generated), so results depend on the shape

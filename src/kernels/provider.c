@@ -394,3 +394,10 @@ size_t tl__gemm_serial_pack_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t 
   if (!tl__gemm_packed_complex_takes(provider_choice.packed_complex, dtype, m, n, k)) return 0;
   return tl__gemm_packed_complex_bytes(dtype, m, n, k);
 }
+
+size_t tl__gemm_serial_pack_bound(tl_dtype dtype, int64_t m, int64_t n, int64_t k) {
+  tl__providers_init();
+  if (!provider_choice.packed_complex || (dtype != TL_C64 && dtype != TL_C128)) return 0;
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  return tl__gemm_packed_complex_bytes(dtype, m, n, k);
+}

@@ -222,6 +222,7 @@ typedef struct lu_ops {
   lapack_int panel_columns;
   lapack_int (*panel)(lapack_int m, lapack_int n, void *a, lapack_int lda, lapack_int *ipiv);
   void (*lunit)(lapack_int k, lapack_int n, const void *l, lapack_int lda, void *b, lapack_int ldb);
+  void *pack; /* scratch for tl__gemm_serial's packed complex kernel, or NULL */
 } lu_ops;
 
 static char *at(const lu_ops *ops, void *a, lapack_int lda, lapack_int i, lapack_int j) {
@@ -233,7 +234,7 @@ static void update(const lu_ops *ops, lapack_int m, lapack_int n, lapack_int k, 
                    const void *b, void *c, lapack_int lda) {
   if (m == 0 || n == 0 || k == 0) return;
   tl__gemm_serial(ops->dtype, m, n, k, tl_scalar_real(-1.0), a, 1, lda, b, 1, lda,
-                  tl_scalar_real(1.0), c, 1, lda, NULL);
+                  tl_scalar_real(1.0), c, 1, lda, ops->pack);
 }
 
 /* Columns of b per GEMM in solve_base (its copy lives on the stack). */
@@ -265,7 +266,7 @@ static void solve_base(const lu_ops *ops, lapack_int k, lapack_int n, const void
       memcpy(chunk + ops->esize * (size_t)(c * k), at(ops, b, lda, 0, c0 + c),
              ops->esize * (size_t)k);
     tl__gemm_serial(ops->dtype, k, w, k, tl_scalar_real(1.0), inverse, 1, k, chunk, 1, k,
-                    tl_scalar_real(0.0), at(ops, b, lda, 0, c0), 1, lda, NULL);
+                    tl_scalar_real(0.0), at(ops, b, lda, 0, c0), 1, lda, ops->pack);
   }
 }
 
@@ -355,10 +356,16 @@ static lapack_int factor(const lu_ops *ops, lapack_int m, lapack_int n, void *a,
   return info;
 }
 
+size_t tl__getrf_pack_bytes(tl_dtype dtype, lapack_int m, lapack_int n) {
+  /* Every product here is at most m x n by min(m, n). */
+  return tl__gemm_serial_pack_bound(dtype, m, n, m < n ? m : n);
+}
+
 lapack_int tl__getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
-                     lapack_int *ipiv) {
+                     lapack_int *ipiv, void *pack) {
   lu_ops ops;
   ops.dtype = dtype;
+  ops.pack = pack;
   ops.esize = tl_dtype_size(dtype);
   ops.panel_columns = tl_dtype_is_complex(dtype) ? PANEL_COLUMNS_COMPLEX : PANEL_COLUMNS_REAL;
   switch (dtype) {

@@ -396,11 +396,11 @@ lapack_int tl__lapack_gesvd_query(tl_dtype dtype, char jobz, lapack_int m, lapac
 }
 
 lapack_int tl__lapack_getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
-                            lapack_int *ipiv) {
+                            lapack_int *ipiv, void *pack) {
   lda = fault_ld(lda);
   /* tenlane's own recursive LU (getrf.c); LAPACK only sees a malformed call (the injected
    * fault), so that its argument check and xerbla_ still answer it. */
-  if (lda >= (m > 1 ? m : 1) && m >= 0 && n >= 0) return tl__getrf(dtype, m, n, a, lda, ipiv);
+  if (lda >= (m > 1 ? m : 1) && m >= 0 && n >= 0) return tl__getrf(dtype, m, n, a, lda, ipiv, pack);
   switch (dtype) {
     case TL_F32:
       return checked(LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, ipiv));

@@ -50,15 +50,19 @@ lapack_int tl__lapack_gesvd(tl_dtype dtype, char jobz, lapack_int m, lapack_int 
                             lapack_int lda, void *s, void *u, lapack_int ldu, void *vt,
                             lapack_int ldvt, void *work, lapack_int lwork, void *rwork);
 /* tenlane's own LU with partial pivoting (getrf.c): LAPACK getrf's contract (column-major,
- * 1-based pivots, info > 0 at the first exact zero pivot); needs lda >= max(1, m). Pure. */
+ * 1-based pivots, info > 0 at the first exact zero pivot); needs lda >= max(1, m). `pack`:
+ * NULL, or tl__getrf_pack_bytes(dtype, m, n) bytes of 64-byte aligned scratch, which lets
+ * its complex trailing updates run the packed complex GEMM kernel. Pure. */
 lapack_int tl__getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
-                     lapack_int *ipiv);
+                     lapack_int *ipiv, void *pack);
+size_t tl__getrf_pack_bytes(tl_dtype dtype, lapack_int m, lapack_int n);
 /* The instruction set tl__getrf's f64/c128 pivot search may use: 1 = AVX2 where the CPU has
  * it (the default), 0 = the plain loop. Tests lower it to run both; set it only while no LU
  * runs. */
 extern int tl__getrf_isa_cap;
+/* getrf through tenlane's own LU (pack as tl__getrf's), or LAPACK's for a malformed call. */
 lapack_int tl__lapack_getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
-                            lapack_int *ipiv);
+                            lapack_int *ipiv, void *pack);
 /* trans 'N', 'T' or 'C'. */
 lapack_int tl__lapack_getrs(tl_dtype dtype, char trans, lapack_int n, lapack_int nrhs,
                             const void *a, lapack_int lda, const lapack_int *ipiv, void *b,

@@ -44,6 +44,14 @@ static tl_status factor_scratch(tl_exec *exec, tl_dtype dtype, lapack_int ld, in
   return tl__la_scratch(exec, count, sizeof(lapack_int), (void **)ipiv);
 }
 
+/* The LU's packing scratch for its complex trailing updates (NULL when they cannot use
+ * any), taken with the rest before anything is written. */
+static tl_status getrf_pack(tl_exec *exec, tl_dtype dtype, int64_t m, int64_t n, void **pack) {
+  *pack = NULL;
+  const size_t bytes = tl__getrf_pack_bytes(dtype, (lapack_int)m, (lapack_int)n);
+  return bytes > 0 ? tl__exec_scratch(exec, bytes, 64, pack) : TL_OK;
+}
+
 static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, tl_tensor *lu,
                          int64_t *pivots, int fresh) {
   int64_t m, n;
@@ -68,20 +76,27 @@ static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
      * without a scratch copy and a copy back (nothing fails once lu is written). */
     lapack_int *ipiv;
     char *lu_base;
+    void *pack;
     if ((status = tl__la_scratch(exec, k, sizeof(lapack_int), (void **)&ipiv)) != TL_OK ||
+        (status = getrf_pack(exec, dtype, m, n, &pack)) != TL_OK ||
         (status = tl__la_copy_finite(route, "a", a, lu, &lu_base)) != TL_OK)
       return status;
-    lapack_int info = tl__lapack_getrf(dtype, (lapack_int)m, (lapack_int)n, lu_base, lda, ipiv);
+    lapack_int info =
+        tl__lapack_getrf(dtype, (lapack_int)m, (lapack_int)n, lu_base, lda, ipiv, pack);
     if (info < 0) return tl__la_provider_fail(route, "getrf", info);
     for (int64_t i = 0; i < k; i++) pivots[i] = (int64_t)ipiv[i] - 1;
     return TL_OK;
   }
   char *work_a;
   lapack_int *ipiv;
-  if ((status = factor_scratch(exec, dtype, lda, n, k, &work_a, &ipiv)) != TL_OK) return status;
+  void *pack;
+  if ((status = factor_scratch(exec, dtype, lda, n, k, &work_a, &ipiv)) != TL_OK ||
+      (status = getrf_pack(exec, dtype, m, n, &pack)) != TL_OK)
+    return status;
   if (k > 0) {
     if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
-    lapack_int info = tl__lapack_getrf(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, ipiv);
+    lapack_int info =
+        tl__lapack_getrf(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, ipiv, pack);
     if (info < 0) return tl__la_provider_fail(route, "getrf", info);
     /* info > 0: an exact zero pivot; the factorization is complete and is returned. */
   }
@@ -222,10 +237,13 @@ static tl_status solve_impl(tl_exec *exec, const char *route, const tl_tensor *a
   lapack_int ld = tl__la_ld(n);
   char *lu_buf;
   lapack_int *ipiv;
-  if ((status = factor_scratch(exec, dtype, ld, n, n, &lu_buf, &ipiv)) != TL_OK) return status;
+  void *pack;
+  if ((status = factor_scratch(exec, dtype, ld, n, n, &lu_buf, &ipiv)) != TL_OK ||
+      (status = getrf_pack(exec, dtype, n, n, &pack)) != TL_OK)
+    return status;
   if (n > 0) {
     if ((status = tl__la_gather_finite(route, "a", a, lu_buf, ld)) != TL_OK) return status;
-    lapack_int info = tl__lapack_getrf(dtype, (lapack_int)n, (lapack_int)n, lu_buf, ld, ipiv);
+    lapack_int info = tl__lapack_getrf(dtype, (lapack_int)n, (lapack_int)n, lu_buf, ld, ipiv, pack);
     if (info < 0) return tl__la_provider_fail(route, "getrf", info);
     if (info > 0) {
       return tl__fail(TL_E_INVALID, "%s: a is singular (U(%d,%d) is exactly zero after pivoting)",
