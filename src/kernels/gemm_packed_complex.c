@@ -124,43 +124,32 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
     }                                                                                              \
   }
 
-/* One type's packing routines, micro-kernel and driver. LANES complex numbers per register,
+/* One type's panel packer, micro-kernel and driver. LANES complex numbers per register,
  * MR = 2 LANES rows per tile. */
 #define TL__PACKED_COMPLEX(NAME, T, V, MASK, LANES, KC, MC, SET1, LOADU, MASKZ_LOADU, MASK_STOREU, \
                            FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)                                  \
-  /* Rows [0, mc) by k [0, kc) of A into row groups of MR, zero past mc. */                        \
-  static void NAME##_pack_a(int64_t mc, int64_t kc, const T *a, int64_t rsa, int64_t csa, T *pa) { \
-    const int64_t mr = 2 * LANES;                                                                  \
-    for (int64_t i = 0; i < mc; i += mr) {                                                         \
-      const int64_t rows = mc - i < mr ? mc - i : mr;                                              \
-      const T *ai = a + 2 * i * rsa;                                                               \
-      if (rsa == 1 && rows == mr) {                                                                \
-        for (int64_t p = 0; p < kc; p++, pa += 2 * mr)                                             \
-          memcpy(pa, ai + 2 * p * csa, sizeof(T) * 2 * (size_t)mr);                                \
+  /* A panel of `count` lines (rows of A, or columns of B) by k [0, kc) into groups of             \
+   * `width` lines, each group stored k after k, zero past `count`. Line i, step p is at           \
+   * x + 2 (i step + p kstep). A of rows stride rsa packs as (step rsa, kstep csa); B packs        \
+   * as its transpose, (step csb, kstep rsb). Whole groups of unit step are copied. The            \
+   * zeros only meet lanes that are never stored; they spare those lanes stale bits. */            \
+  static void NAME##_pack(int64_t width, int64_t count, int64_t kc, const T *x, int64_t step,      \
+                          int64_t kstep, T *out) {                                                 \
+    for (int64_t i = 0; i < count; i += width) {                                                   \
+      const int64_t lines = count - i < width ? count - i : width;                                 \
+      const T *xi = x + 2 * i * step;                                                              \
+      if (step == 1 && lines == width) {                                                           \
+        for (int64_t p = 0; p < kc; p++, out += 2 * width)                                         \
+          memcpy(out, xi + 2 * p * kstep, sizeof(T) * 2 * (size_t)width);                          \
         continue;                                                                                  \
       }                                                                                            \
-      for (int64_t p = 0; p < kc; p++, pa += 2 * mr) {                                             \
+      for (int64_t p = 0; p < kc; p++, out += 2 * width) {                                         \
         int64_t r = 0;                                                                             \
-        for (; r < rows; r++) {                                                                    \
-          const T *x = ai + 2 * (r * rsa + p * csa);                                               \
-          pa[2 * r] = x[0], pa[2 * r + 1] = x[1];                                                  \
+        for (; r < lines; r++) {                                                                   \
+          const T *v = xi + 2 * (r * step + p * kstep);                                            \
+          out[2 * r] = v[0], out[2 * r + 1] = v[1];                                                \
         }                                                                                          \
-        for (; r < mr; r++) pa[2 * r] = pa[2 * r + 1] = 0;                                         \
-      }                                                                                            \
-    }                                                                                              \
-  }                                                                                                \
-  /* k [0, kc) of columns [0, nc) of B into column groups of NR, k after k, zero past nc. */       \
-  static void NAME##_pack_b(int64_t kc, int64_t nc, const T *b, int64_t rsb, int64_t csb, T *pb) { \
-    for (int64_t j = 0; j < nc; j += NR) {                                                         \
-      const int64_t cols = nc - j < NR ? nc - j : NR;                                              \
-      const T *bj = b + 2 * j * csb;                                                               \
-      for (int64_t p = 0; p < kc; p++, pb += 2 * NR) {                                             \
-        int64_t u = 0;                                                                             \
-        for (; u < cols; u++) {                                                                    \
-          const T *x = bj + 2 * (p * rsb + u * csb);                                               \
-          pb[2 * u] = x[0], pb[2 * u + 1] = x[1];                                                  \
-        }                                                                                          \
-        for (; u < NR; u++) pb[2 * u] = pb[2 * u + 1] = 0;                                         \
+        for (; r < width; r++) out[2 * r] = out[2 * r + 1] = 0;                                    \
       }                                                                                            \
     }                                                                                              \
   }                                                                                                \
@@ -201,10 +190,10 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
       for (int64_t pc = 0; pc < k; pc += KC) {                                                     \
         const int64_t kc = k - pc < KC ? k - pc : KC;                                              \
         s.beta_kind = pc == 0 ? first_beta : 1;                                                    \
-        NAME##_pack_b(kc, nc, b + 2 * (pc * rsb + jc * csb), rsb, csb, pb);                        \
+        NAME##_pack(NR, nc, kc, b + 2 * (pc * rsb + jc * csb), csb, rsb, pb);                      \
         for (int64_t ic = 0; ic < m; ic += mc_most) {                                              \
           const int64_t mc = m - ic < mc_most ? m - ic : mc_most;                                  \
-          NAME##_pack_a(mc, kc, a + 2 * (ic * rsa + pc * csa), rsa, csa, pa);                      \
+          NAME##_pack(mr, mc, kc, a + 2 * (ic * rsa + pc * csa), rsa, csa, pa);                    \
           for (int64_t jr = 0; jr < nc; jr += NR)                                                  \
             for (int64_t ir = 0; ir < mc; ir += mr)                                                \
               (mc - ir <= LANES ? NAME##_tile1 : NAME##_tile2)(                                    \
