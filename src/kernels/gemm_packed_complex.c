@@ -82,46 +82,47 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
   return !(dtype == TL_C128 && k < 96 && m > 160 && n > 160);
 }
 
-/* The rows x cols corner (rows <= R LANES) of one tile of C at c (column stride ldc), from a
- * packed row group of A (2 LANES rows per k, of which the first R LANES are read) and a
- * packed column group of B. R = 2 is the full tile; R = 1 serves a last row group of at
- * most LANES rows at half the work. */
-#define TL__PACKED_TILE(TILE, R, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO, FINISH, \
-                        SCALE)                                                                     \
-  __attribute__((target("avx512f"))) static void TILE(int64_t kc, const T *pa, const T *pb, T *c,  \
-                                                      int64_t ldc, int64_t rows, int64_t cols,     \
-                                                      const SCALE *s) {                            \
-    /* The tiles run down C's columns: ask for the next tile's lines of C now, so that a short     \
-     * k loop does not wait for them (prefetches never fault, past C's end included). */           \
-    for (int64_t u = 0; u < cols; u++)                                                             \
-      for (int q = 0; q < 2; q++)                                                                  \
-        _mm_prefetch((const char *)(c + 2 * (u * ldc + q * LANES)), _MM_HINT_T0);                  \
-    V acc_r[NR][R], acc_i[NR][R];                                                                  \
-    for (int u = 0; u < NR; u++)                                                                   \
-      for (int q = 0; q < (R); q++) acc_r[u][q] = acc_i[u][q] = ZERO();                            \
-    for (int64_t p = 0; p < kc; p++, pa += 4 * LANES, pb += 2 * NR) {                              \
-      V av[R];                                                                                     \
-      for (int q = 0; q < (R); q++) av[q] = LOADU(pa + 2 * LANES * q);                             \
-      for (int u = 0; u < NR; u++) {                                                               \
-        const V br = SET1(pb[2 * u]);                                                              \
-        for (int q = 0; q < (R); q++) acc_r[u][q] = FMADD(av[q], br, acc_r[u][q]);                 \
-        const V bi = SET1(pb[2 * u + 1]);                                                          \
-        for (int q = 0; q < (R); q++) acc_i[u][q] = FMADD(av[q], bi, acc_i[u][q]);                 \
-      }                                                                                            \
-    }                                                                                              \
-    MASK mask[R];                                                                                  \
-    for (int q = 0; q < (R); q++) {                                                                \
-      const int64_t left = rows - q * LANES, here = left < 0 ? 0 : left < LANES ? left : LANES;    \
-      mask[q] = (MASK)(((uint32_t)1 << (2 * here)) - 1u);                                          \
-    }                                                                                              \
-    /* A whole group of columns stores in one unrolled pass (the accumulators stay in              \
-     * registers; a loop that may stop early made the compiler spill them first). */               \
-    const int64_t stored = cols < NR ? cols : NR;                                                  \
-    _Pragma("GCC unroll 6") for (int u = 0; u < NR; u++) for (int q = 0; q < (R); q++) {           \
-      T *z = c + 2 * (u * ldc + q * LANES);                                                        \
-      if (stored == NR || u < stored)                                                              \
-        MASK_STOREU(z, mask[q], FINISH(acc_r[u][q], acc_i[u][q], s, mask[q], z));                  \
-    }                                                                                              \
+/* The rows x cols corner (rows <= R LANES, cols <= W) of one tile of C at c (column stride
+ * ldc), from a packed row group of A (2 LANES rows per k, of which the first R LANES are read)
+ * and a packed column group of B (NR columns per k, of which the first W are read). R = 2,
+ * W = NR is the full tile; R = 1 serves a last row group of at most LANES rows, and W = 2 or
+ * 4 a last column group that narrow, each at that share of the work. */
+#define TL__PACKED_TILE(TILE, R, W, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,     \
+                        FINISH, SCALE)                                                            \
+  __attribute__((target("avx512f"))) static void TILE(int64_t kc, const T *pa, const T *pb, T *c, \
+                                                      int64_t ldc, int64_t rows, int64_t cols,    \
+                                                      const SCALE *s) {                           \
+    /* The tiles run down C's columns: ask for the next tile's lines of C now, so that a short    \
+     * k loop does not wait for them (prefetches never fault, past C's end included). */          \
+    for (int64_t u = 0; u < cols; u++)                                                            \
+      for (int q = 0; q < 2; q++)                                                                 \
+        _mm_prefetch((const char *)(c + 2 * (u * ldc + q * LANES)), _MM_HINT_T0);                 \
+    V acc_r[W][R], acc_i[W][R];                                                                   \
+    for (int u = 0; u < (W); u++)                                                                 \
+      for (int q = 0; q < (R); q++) acc_r[u][q] = acc_i[u][q] = ZERO();                           \
+    for (int64_t p = 0; p < kc; p++, pa += 4 * LANES, pb += 2 * NR) {                             \
+      V av[R];                                                                                    \
+      for (int q = 0; q < (R); q++) av[q] = LOADU(pa + 2 * LANES * q);                            \
+      for (int u = 0; u < (W); u++) {                                                             \
+        const V br = SET1(pb[2 * u]);                                                             \
+        for (int q = 0; q < (R); q++) acc_r[u][q] = FMADD(av[q], br, acc_r[u][q]);                \
+        const V bi = SET1(pb[2 * u + 1]);                                                         \
+        for (int q = 0; q < (R); q++) acc_i[u][q] = FMADD(av[q], bi, acc_i[u][q]);                \
+      }                                                                                           \
+    }                                                                                             \
+    MASK mask[R];                                                                                 \
+    for (int q = 0; q < (R); q++) {                                                               \
+      const int64_t left = rows - q * LANES, here = left < 0 ? 0 : left < LANES ? left : LANES;   \
+      mask[q] = (MASK)(((uint32_t)1 << (2 * here)) - 1u);                                         \
+    }                                                                                             \
+    /* A whole group of columns stores in one unrolled pass (the accumulators stay in             \
+     * registers; a loop that may stop early made the compiler spill them first). */              \
+    const int64_t stored = cols < (W) ? cols : (W);                                               \
+    _Pragma("GCC unroll 6") for (int u = 0; u < (W); u++) for (int q = 0; q < (R); q++) {         \
+      T *z = c + 2 * (u * ldc + q * LANES);                                                       \
+      if (stored == (W) || u < stored)                                                            \
+        MASK_STOREU(z, mask[q], FINISH(acc_r[u][q], acc_i[u][q], s, mask[q], z));                 \
+    }                                                                                             \
   }
 
 /* One type's panel packer, micro-kernel and driver. LANES complex numbers per register,
@@ -168,10 +169,24 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
     if (s->beta_kind == 1) return ADD(v, old);                                                     \
     return ADD(v, FMADDSUB(old, SET1(s->ber), MUL(SWAP(old), SET1(s->bei))));                      \
   }                                                                                                \
-  TL__PACKED_TILE(NAME##_tile1, 1, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,       \
+  TL__PACKED_TILE(NAME##_tile1x2, 1, 2, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
                   NAME##_finish, NAME##_scale)                                                     \
-  TL__PACKED_TILE(NAME##_tile2, 2, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,       \
+  TL__PACKED_TILE(NAME##_tile1x4, 1, 4, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
                   NAME##_finish, NAME##_scale)                                                     \
+  TL__PACKED_TILE(NAME##_tile1x6, 1, 6, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
+                  NAME##_finish, NAME##_scale)                                                     \
+  TL__PACKED_TILE(NAME##_tile2x2, 2, 2, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
+                  NAME##_finish, NAME##_scale)                                                     \
+  TL__PACKED_TILE(NAME##_tile2x4, 2, 4, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
+                  NAME##_finish, NAME##_scale)                                                     \
+  TL__PACKED_TILE(NAME##_tile2x6, 2, 6, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
+                  NAME##_finish, NAME##_scale)                                                     \
+  typedef void (*NAME##_tile_fn)(int64_t, const T *, const T *, T *, int64_t, int64_t, int64_t,    \
+                                 const NAME##_scale *);                                            \
+  /* [one register of rows or two][at most 2, 4 or NR columns] */                                  \
+  static NAME##_tile_fn const NAME##_tiles[2][3] = {                                               \
+      {NAME##_tile1x2, NAME##_tile1x4, NAME##_tile1x6},                                            \
+      {NAME##_tile2x2, NAME##_tile2x4, NAME##_tile2x6}};                                           \
   /* C (column-major, column stride ldc) = alpha A B + beta C. */                                  \
   static void NAME(int64_t m, int64_t n, int64_t k, tl_scalar alpha, const T *a, int64_t rsa,      \
                    int64_t csa, const T *b, int64_t rsb, int64_t csb, tl_scalar beta, T *c,        \
@@ -194,11 +209,13 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
         for (int64_t ic = 0; ic < m; ic += mc_most) {                                              \
           const int64_t mc = m - ic < mc_most ? m - ic : mc_most;                                  \
           NAME##_pack(mr, mc, kc, a + 2 * (ic * rsa + pc * csa), rsa, csa, pa);                    \
-          for (int64_t jr = 0; jr < nc; jr += NR)                                                  \
+          for (int64_t jr = 0; jr < nc; jr += NR) {                                                \
+            const int64_t cols = nc - jr < NR ? nc - jr : NR;                                      \
             for (int64_t ir = 0; ir < mc; ir += mr)                                                \
-              (mc - ir <= LANES ? NAME##_tile1 : NAME##_tile2)(                                    \
+              NAME##_tiles[mc - ir > LANES][(cols - 1) / 2](                                       \
                   kc, pa + 2 * ir * kc, pb + 2 * jr * kc, c + 2 * (ic + ir + (jc + jr) * ldc),     \
-                  ldc, mc - ir < mr ? mc - ir : mr, nc - jr < NR ? nc - jr : NR, &s);              \
+                  ldc, mc - ir < mr ? mc - ir : mr, cols, &s);                                     \
+          }                                                                                        \
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \

@@ -127,6 +127,7 @@ static void packed_complex_kernel_matches_naive(void) {
       {600, 1, 200}, /* one column */
       {45, 46, 300}, /* partial tiles everywhere */
       {1000, 9, 16}, /* a short k: more rows per block (c128: two blocks) */
+      {70, 35, 300}, /* a last column group of five */
   };
   const tl_scalar alphas[] = {{1.0, 0.0}, {0.5, -2.0}};
   const tl_scalar betas[] = {{0.0, 0.0}, {1.0, 0.0}, {-0.25, 1.5}};
