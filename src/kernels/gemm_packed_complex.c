@@ -125,6 +125,12 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
     }                                                                                             \
   }
 
+/* The tiles of R registers of rows, in the three widths. */
+#define TL__PACKED_TILE_WIDTHS(NAME, R, ...)             \
+  TL__PACKED_TILE(NAME##_tile##R##x2, R, 2, __VA_ARGS__) \
+  TL__PACKED_TILE(NAME##_tile##R##x4, R, 4, __VA_ARGS__) \
+  TL__PACKED_TILE(NAME##_tile##R##x6, R, 6, __VA_ARGS__)
+
 /* One type's panel packer, micro-kernel and driver. LANES complex numbers per register,
  * MR = 2 LANES rows per tile. */
 #define TL__PACKED_COMPLEX(NAME, T, V, MASK, LANES, KC, MC, SET1, LOADU, MASKZ_LOADU, MASK_STOREU, \
@@ -169,18 +175,10 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
     if (s->beta_kind == 1) return ADD(v, old);                                                     \
     return ADD(v, FMADDSUB(old, SET1(s->ber), MUL(SWAP(old), SET1(s->bei))));                      \
   }                                                                                                \
-  TL__PACKED_TILE(NAME##_tile1x2, 1, 2, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
-                  NAME##_finish, NAME##_scale)                                                     \
-  TL__PACKED_TILE(NAME##_tile1x4, 1, 4, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
-                  NAME##_finish, NAME##_scale)                                                     \
-  TL__PACKED_TILE(NAME##_tile1x6, 1, 6, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
-                  NAME##_finish, NAME##_scale)                                                     \
-  TL__PACKED_TILE(NAME##_tile2x2, 2, 2, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
-                  NAME##_finish, NAME##_scale)                                                     \
-  TL__PACKED_TILE(NAME##_tile2x4, 2, 4, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
-                  NAME##_finish, NAME##_scale)                                                     \
-  TL__PACKED_TILE(NAME##_tile2x6, 2, 6, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,  \
-                  NAME##_finish, NAME##_scale)                                                     \
+  TL__PACKED_TILE_WIDTHS(NAME, 1, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,        \
+                         NAME##_finish, NAME##_scale)                                              \
+  TL__PACKED_TILE_WIDTHS(NAME, 2, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,        \
+                         NAME##_finish, NAME##_scale)                                              \
   typedef void (*NAME##_tile_fn)(int64_t, const T *, const T *, T *, int64_t, int64_t, int64_t,    \
                                  const NAME##_scale *);                                            \
   /* [one register of rows or two][at most 2, 4 or NR columns] */                                  \
