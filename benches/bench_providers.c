@@ -37,6 +37,7 @@
 #include "bench.h"
 #include "bench_session.h"
 #include "kernels/kernels.h"
+#include "map/map_int.h"
 #include "tenlane/tenlane.h"
 
 static void die(const char *what, tl_status status) {
@@ -116,6 +117,75 @@ static int exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
+/* Which kernels the OpenBLAS anchor runs, and why (printed under the tables). */
+static char openblas_core[64] = "", openblas_env_note[400] = "";
+
+/* OpenBLAS reads OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) when it is loaded. A machine may
+ * set them for every process (older OpenBLAS builds misdetect some CPUs), and forced to an
+ * older core the anchor runs slower kernels than OpenBLAS picks for itself: on Zen 5 the
+ * Haswell kernels took 1.6x the time of the Cooperlake ones its own detection chose for
+ * dgemm and zgemm at n = 1024. So the full run lets OpenBLAS detect the CPU, or runs the
+ * core TL_BENCH_OPENBLAS_CORETYPE names, and checks the anchor's results (openblas_check);
+ * --quick (CI's smoke run) leaves the environment as it is. Only this process's environment
+ * changes, before the library is loaded. */
+static void openblas_pick_core(int quick) {
+  const char *forced = getenv("TL_BENCH_OPENBLAS_CORETYPE");
+  const char *inherited = getenv("OPENBLAS_CORETYPE");
+  if (quick) {
+    snprintf(openblas_env_note, sizeof openblas_env_note,
+             "the environment's OPENBLAS_CORETYPE%s%.60s", inherited != NULL ? "=" : " (unset)",
+             inherited != NULL ? inherited : "");
+    return;
+  }
+  char note[100];
+  snprintf(note, sizeof note, "%s%.60s", inherited != NULL ? "OPENBLAS_CORETYPE=" : "",
+           inherited != NULL ? inherited : "");
+  if (forced != NULL && forced[0] != '\0') {
+    setenv("OPENBLAS_CORETYPE", forced, 1);
+    snprintf(openblas_env_note, sizeof openblas_env_note, "TL_BENCH_OPENBLAS_CORETYPE=%.60s",
+             forced);
+    return;
+  }
+  unsetenv("OPENBLAS_CORETYPE");
+  unsetenv("OPENBLAS_L2_SIZE");
+  snprintf(openblas_env_note, sizeof openblas_env_note,
+           "its own CPU detection%s%s%s (TL_BENCH_OPENBLAS_CORETYPE=NAME forces a core)",
+           note[0] ? "; the environment's " : "", note, note[0] ? " not used" : "");
+}
+
+/* The anchor must compute what it is timed on: a 37 x 29 x 41 dgemm and zgemm against a
+ * naive product. 0 when both agree. */
+static int openblas_check(const stack *s) {
+  enum { M = 37, N = 29, K = 41 };
+  static double complex a[M * K], b[K * N], c[M * N];
+  const fint m = M, n = N, k = K;
+  for (int i = 0; i < M * K; i++) a[i] = (double)(i % 7) - 3.0 + I * (double)(i % 5) * 0.25;
+  for (int i = 0; i < K * N; i++) b[i] = (double)(i % 11) * 0.5 - 2.0 - I * (double)(i % 3);
+  for (int z = 0; z < 2; z++) {
+    if (z == 0) {
+      const double one = 1.0, zero = 0.0;
+      double *ar = (double *)a, *br = (double *)b, *cr = (double *)c;
+      s->dgemm("N", "N", &m, &n, &k, &one, ar, &m, br, &k, &zero, cr, &m, 1, 1);
+      for (int j = 0; j < N; j++)
+        for (int i = 0; i < M; i++) {
+          double want = 0.0;
+          for (int l = 0; l < K; l++) want += ar[i + l * M] * br[l + j * K];
+          if (fabs(cr[i + j * M] - want) > 1e-10 * (1.0 + fabs(want))) return 1;
+        }
+    } else {
+      const double complex one = 1.0, zero = 0.0;
+      s->zgemm("N", "N", &m, &n, &k, &one, a, &m, b, &k, &zero, c, &m, 1, 1);
+      for (int j = 0; j < N; j++)
+        for (int i = 0; i < M; i++) {
+          double complex want = 0.0;
+          for (int l = 0; l < K; l++) want += a[i + l * M] * b[l + j * K];
+          if (cabs(c[i + j * M] - want) > 1e-10 * (1.0 + cabs(want))) return 1;
+        }
+    }
+  }
+  return 0;
+}
+
 /* OpenBLAS serial loaded by path, or NULL with *why saying what is missing. */
 static int load_openblas(int quick, stack *s, const char **why) {
   static char lib[512], cmd[1400];
@@ -136,12 +206,16 @@ static int load_openblas(int quick, stack *s, const char **why) {
       return 0;
     }
   }
+  openblas_pick_core(quick);
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
   if (h == NULL) {
     *why = "OpenBLAS serial: dlopen failed";
     return 0;
   }
   s->name = "OpenBLAS 0.3 serial";
+  char *(*corename)(void) = NULL;
+  *(void **)&corename = dlsym(h, "openblas_get_corename");
+  snprintf(openblas_core, sizeof openblas_core, "%s", corename != NULL ? corename() : "?");
   s->blis_kernels = 0;
   *(void **)&s->dgemm = dlsym(h, "dgemm_"), *(void **)&s->zgemm = dlsym(h, "zgemm_");
   *(void **)&s->cgemm = dlsym(h, "cgemm_");
@@ -152,6 +226,15 @@ static int load_openblas(int quick, stack *s, const char **why) {
   if (!s->dgemm || !s->zgemm || !s->cgemm || !s->dgeqrf || !s->zgeqrf || !s->dorgqr || !s->zungqr ||
       !s->dgesdd || !s->zgesdd || !s->dgetrf || !s->zgetrf) {
     *why = "OpenBLAS serial: a routine is missing";
+    return 0;
+  }
+  if (openblas_check(s) != 0) {
+    static char wrong[160];
+    snprintf(wrong, sizeof wrong,
+             "OpenBLAS serial: its %s kernels compute a wrong product (TL_BENCH_OPENBLAS_CORETYPE "
+             "picks others)",
+             openblas_core);
+    *why = wrong;
     return 0;
   }
   return 1;
@@ -487,9 +570,9 @@ static void bench_tiny(tl_bench_table *table, const tl_bench_options *opt, tl_ex
  * What a user could write without tenlane's pool: two threads pinned to the two CPUs, each
  * with its own one-thread session (opened on that thread), woken per call through a futex
  * after spinning 200 us as tenlane's workers do, pulling the same 400 items from one atomic
- * counter; the caller sleeps until both are done, as tenlane's driver does on a machine with
- * as many workers as CPUs. Both sides pay the host's wake-ups and share its CPUs alike, so
- * 2 lanes against this pair is tenlane's own cost. */
+ * counter in runs sized as tl_map sizes them; the caller sleeps until both are done, as tenlane's
+ * driver does on a machine with as many workers as CPUs. Both sides pay the host's wake-ups and
+ * share its CPUs alike, so 2 lanes against this pair is tenlane's own cost. */
 typedef struct pair pair;
 typedef struct pair_arg {
   pair *p;
@@ -534,10 +617,18 @@ static void *pair_thread(void *arg) {
     }
     seen = now;
     if (now == UINT32_MAX) break;
-    for (;;) {
-      size_t item = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-      if (item >= TINY_ITEMS) break;
-      if (tiny_item(held.exec, item, k, p->t) != 0) atomic_store(&p->failed, 1);
+    /* Runs of items sized as tl_map sizes them (src/map/chunk.c), so the pair and the map
+     * run the same algorithm. */
+    for (size_t chunk = 1;;) {
+      size_t want = tl__map_chunk_bound(
+          TINY_ITEMS, atomic_load_explicit(&p->next, memory_order_relaxed), 2, chunk);
+      size_t first = atomic_fetch_add_explicit(&p->next, want, memory_order_relaxed);
+      if (first >= TINY_ITEMS) break;
+      size_t end = TINY_ITEMS - first < want ? TINY_ITEMS : first + want;
+      uint64_t started = tl_bench_now_ns();
+      for (size_t item = first; item < end; item++)
+        if (tiny_item(held.exec, item, k, p->t) != 0) atomic_store(&p->failed, 1);
+      chunk = tl__map_chunk_next(chunk, tl_bench_now_ns() - started);
     }
     if (atomic_fetch_add(&p->done, 1) == 1) futex(&p->done, FUTEX_WAKE_PRIVATE, 1);
   }
@@ -579,8 +670,8 @@ static void pair_stop(pair *p) {
  * one CPU at times runs the same code markedly slower than the other (a probe measured 670
  * against 420 cycles per n = 4 c128 GEMM, alone on each CPU, and the other way round seconds
  * later), so the rows also time the 1-lane map with the calling thread pinned to each of the
- * two CPUs the 2-lane context's workers run on. Items are pulled one at a time, so 2 lanes
- * cannot beat both CPUs' rates added: t_a t_b / (t_a + t_b), a derived row (no p99). */
+ * two CPUs the 2-lane context's workers run on. 2 lanes cannot beat both CPUs' rates
+ * added: t_a t_b / (t_a + t_b), a derived row (no p99). */
 static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_session *one,
                         tl_session *two, const int *cpus) {
   static const int sizes[2] = {4, 16};
@@ -713,6 +804,9 @@ int main(int argc, char **argv) {
   tl_bench_table_print(&tables[1], stdout);
   tl_bench_table_print(&tables[2], stdout);
   tl_bench_table_print(&tables[3], stdout);
-  if (!env.opt.rows) printf("\nprovider: %s\n", tl_kernels_provider());
+  if (!env.opt.rows) {
+    printf("\nprovider: %s\n", tl_kernels_provider());
+    if (have_ob) printf("OpenBLAS anchor: %s kernels, by %s\n", openblas_core, openblas_env_note);
+  }
   return 0;
 }

@@ -1,7 +1,10 @@
 /* tenlane/map.h: an ordered map over items, built on a phase.
  *
  * Items 0..count-1 are pulled by the lanes from one shared atomic counter, so faster
- * lanes take more items. Each item's callback runs on its lane's child surface. Results
+ * lanes take more items. A lane takes a run of consecutive items at once when its items
+ * are short (a whole run under 20 us), growing the run while they stay short, and one item
+ * at a time when they are long; near the end the runs shrink so every lane keeps taking.
+ * Each item's callback runs on its lane's child surface. Results
  * belong to the caller, kept per item (index your own array by the item number). On a
  * failure the lanes stop pulling, the items they hold finish (a failure does not cancel
  * them), every lane joins, and the lowest failing item is reported: every item below it

@@ -1,11 +1,15 @@
-/* src/map/map.c: an ordered map over items on top of one phase run. Lanes pull item
- * numbers from one shared counter, in increasing order. A failing item stops the pulling
- * (a flag of the map's own) but does not cancel the run: the items other lanes hold finish
- * with their own results, so every item below the lowest failing one has run to its own
- * end when the map reports it, and a failure below another one is never lost to a
- * cancellation it caused. A cancellation of the run from outside (the session) stops the
- * pulling too; an item that returns TL_E_CANCELLED (its routes saw that) is not a failure
- * of its own and never outranks one. */
+/* src/map/map.c: an ordered map over items on top of one phase run. Lanes take item
+ * numbers from one shared counter, in increasing order, a run of consecutive items (a
+ * chunk) at a time. A failing item stops the taking (a flag of the map's own) but does not
+ * cancel the run: the items other lanes hold finish with their own results, so every item
+ * below the lowest failing one has run to its own end when the map reports it, and a
+ * failure below another one is never lost to a cancellation it caused. A cancellation of
+ * the run from outside (the session) stops the taking too; an item that returns
+ * TL_E_CANCELLED (its routes saw that) is not a failure of its own and never outranks one.
+ *
+ * Chunk sizes come from src/map/chunk.c. Within its chunk a lane stops at cancellation and
+ * at the first item above the lowest failure so far.
+ */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -14,6 +18,7 @@
 
 #include "base/base.h"
 #include "exec/exec.h"
+#include "map/map_int.h"
 #include "phase/phase_int.h"
 #include "tenlane/map.h"
 
@@ -22,9 +27,11 @@ typedef struct map_state {
   void *arg;
   size_t count;
   int max_lanes; /* lanes at or above this index take no item; 0: every lane */
+  size_t lanes;  /* lanes that take items (for the guided bound) */
   _Alignas(TL__CACHE_LINE) atomic_size_t next;
   _Alignas(TL__CACHE_LINE) atomic_size_t done;
-  atomic_int stop; /* an item failed: take no more */
+  atomic_int stop;             /* an item failed: take no more chunks */
+  atomic_size_t lowest_failed; /* the lowest failing item so far; SIZE_MAX: none */
   pthread_mutex_t failure_lock;
   size_t failed_item; /* SIZE_MAX: none */
   int failed_code;
@@ -32,41 +39,56 @@ typedef struct map_state {
   size_t cancelled_item; /* lowest item that stopped with TL_E_CANCELLED; SIZE_MAX: none */
 } map_state;
 
+/* Runs one item; returns 0 to go on, 1 when the lane must stop (failure or cancellation). */
+static int map_one(map_state *state, tl_exec *exec, size_t item, int lane_index) {
+  int code = state->fn(exec, item, lane_index, state->arg);
+  tl__exec_item_end(exec); /* the item's TL_SCRATCH_ITEM memory */
+  if (code == 0) return 0;
+  pthread_mutex_lock(&state->failure_lock);
+  if (code == (int)TL_E_CANCELLED) {
+    /* The item stopped because the run was cancelled: a consequence, not a failure. */
+    if (item < state->cancelled_item) state->cancelled_item = item;
+  } else if (item < state->failed_item) {
+    state->failed_item = item;
+    state->failed_code = code;
+    atomic_store_explicit(&state->lowest_failed, item, memory_order_relaxed);
+    char code_text[48];
+    tl__code_text(code, code_text, sizeof code_text);
+    snprintf(state->message, sizeof state->message, "item %zu (lane %d) returned %s: %s", item,
+             lane_index, code_text, tl_exec_message(exec));
+  }
+  pthread_mutex_unlock(&state->failure_lock);
+  /* A failure stops every lane's taking; the lane itself is not the failure (the map
+   * reports the item). */
+  if (code != (int)TL_E_CANCELLED) atomic_store_explicit(&state->stop, 1, memory_order_relaxed);
+  return 1;
+}
+
 static int map_lane(tl_lane *lane, int lane_index, void *arg) {
   map_state *state = arg;
   tl_exec *exec = tl_lane_exec(lane);
-  size_t done = 0;
+  size_t done = 0, chunk = 1;
   if (state->max_lanes > 0 && lane_index >= state->max_lanes) return 0;
   while (!tl_lane_cancelled(lane) && !atomic_load_explicit(&state->stop, memory_order_relaxed)) {
-    size_t item = atomic_fetch_add_explicit(&state->next, 1, memory_order_relaxed);
-    if (item >= state->count) break;
-    int code = state->fn(exec, item, lane_index, state->arg);
-    tl__exec_item_end(exec); /* the item's TL_SCRATCH_ITEM memory */
-    if (code == (int)TL_E_CANCELLED) {
-      /* The item stopped because another item failed: a consequence, not a failure. */
-      pthread_mutex_lock(&state->failure_lock);
-      if (item < state->cancelled_item) state->cancelled_item = item;
-      pthread_mutex_unlock(&state->failure_lock);
-      atomic_fetch_add_explicit(&state->done, done, memory_order_relaxed);
-      return 0;
+    size_t want =
+        tl__map_chunk_bound(state->count, atomic_load_explicit(&state->next, memory_order_relaxed),
+                            state->lanes, chunk);
+    size_t first = atomic_fetch_add_explicit(&state->next, want, memory_order_relaxed);
+    if (first >= state->count) break;
+    size_t end = state->count - first < want ? state->count : first + want;
+    const uint64_t started = tl__now_ns();
+    for (size_t item = first; item < end; item++) {
+      /* After a failure, finish only the held items below the lowest failing one: every
+       * item below it must run, none above it need to. */
+      if (tl_lane_cancelled(lane) ||
+          item > atomic_load_explicit(&state->lowest_failed, memory_order_relaxed))
+        goto out;
+      if (map_one(state, exec, item, lane_index) != 0) goto out;
+      done++;
     }
-    if (code != 0) {
-      pthread_mutex_lock(&state->failure_lock);
-      if (item < state->failed_item) {
-        state->failed_item = item;
-        state->failed_code = code;
-        char code_text[48];
-        tl__code_text(code, code_text, sizeof code_text);
-        snprintf(state->message, sizeof state->message, "item %zu (lane %d) returned %s: %s", item,
-                 lane_index, code_text, tl_exec_message(exec));
-      }
-      pthread_mutex_unlock(&state->failure_lock);
-      atomic_fetch_add_explicit(&state->done, done, memory_order_relaxed);
-      atomic_store_explicit(&state->stop, 1, memory_order_relaxed);
-      return 0; /* the map reports the item itself; the lane is not the failure */
-    }
-    done++;
+    chunk = tl__map_chunk_next(chunk, tl__now_ns() - started);
   }
+out:
   atomic_fetch_add_explicit(&state->done, done, memory_order_relaxed);
   return 0;
 }
@@ -87,7 +109,11 @@ static tl_status phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *ar
   state.arg = arg;
   state.count = count;
   state.max_lanes = max_lanes;
+  int lanes = tl_phase_lanes(phase);
+  if (max_lanes > 0 && max_lanes < lanes) lanes = max_lanes;
+  state.lanes = lanes > 1 ? (size_t)lanes : 1;
   atomic_init(&state.next, 0);
+  atomic_init(&state.lowest_failed, SIZE_MAX);
   atomic_init(&state.done, 0);
   atomic_init(&state.stop, 0);
   pthread_mutex_init(&state.failure_lock, NULL);

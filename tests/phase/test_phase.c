@@ -19,6 +19,7 @@
 #include "tenlane/pool.h"
 #include "tenlane/session.h"
 #include "base/fault.h"
+#include "map/map_int.h"
 #include "th_fixtures.h"
 #include "th_test.h"
 
@@ -1297,6 +1298,84 @@ static void map_failure_does_not_cancel_a_slower_item_below_it(void) {
   }
 }
 
+/* ---- tl_map: chunks of items ---------------------------------------------------------- */
+
+/* The chunk sizes: a pure function of the count taken, the lanes and the last chunk's time. */
+static void map_chunk_sizes_grow_shrink_and_stay_guided(void) {
+  /* Short chunks double up to the cap; long ones halve down to 1; in between they stay. */
+  TH_CHECK(tl__map_chunk_next(1, 0) == 2);
+  TH_CHECK(tl__map_chunk_next(8, TL__MAP_CHUNK_TARGET_NS - 1) == 16);
+  TH_CHECK(tl__map_chunk_next(TL__MAP_CHUNK_MAX, 0) == TL__MAP_CHUNK_MAX);
+  TH_CHECK(tl__map_chunk_next(8, TL__MAP_CHUNK_TARGET_NS) == 8);
+  TH_CHECK(tl__map_chunk_next(8, 4 * (uint64_t)TL__MAP_CHUNK_TARGET_NS) == 8);
+  TH_CHECK(tl__map_chunk_next(8, 4 * (uint64_t)TL__MAP_CHUNK_TARGET_NS + 1) == 4);
+  TH_CHECK(tl__map_chunk_next(1, UINT64_MAX) == 1); /* a slow item stays alone */
+  TH_CHECK(tl__map_chunk_next(0, 0) == 1);
+  /* The guided bound: the items left over twice the lanes, never below 1. */
+  TH_CHECK(tl__map_chunk_bound(400, 0, 2, 1) == 1);
+  TH_CHECK(tl__map_chunk_bound(400, 0, 2, 1000) == 100);
+  TH_CHECK(tl__map_chunk_bound(400, 300, 2, 1000) == 25);
+  TH_CHECK(tl__map_chunk_bound(400, 398, 2, 1000) == 1);
+  TH_CHECK(tl__map_chunk_bound(400, 400, 2, 64) == 1);
+  TH_CHECK(tl__map_chunk_bound(400, 999, 2, 64) == 1); /* past the end: one more take */
+  TH_CHECK(tl__map_chunk_bound(400, 0, 0, 1000) == 200);
+  TH_CHECK(tl__map_chunk_bound(400, 0, 2, 0) == 1);
+  TH_CHECK(tl__map_chunk_bound(SIZE_MAX, 0, 4, 64) == 64);
+}
+
+#define TINY_MAP_ITEMS 20000
+
+typedef struct tiny_job {
+  atomic_int ran[TINY_MAP_ITEMS];
+  size_t fail_a, fail_b;
+} tiny_job;
+
+/* An item of a few nanoseconds: lanes take such items in large chunks. */
+static int tiny_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
+  (void)exec, (void)lane_index;
+  tiny_job *job = arg;
+  atomic_fetch_add_explicit(&job->ran[item], 1, memory_order_relaxed);
+  return item == job->fail_a || item == job->fail_b ? 7 : 0;
+}
+
+/* Thousands of tiny items (taken in chunks): each runs once, and after failures every item
+ * below the lowest one has run, whichever chunk held it. */
+static void map_of_tiny_items_runs_each_once_across_chunks(void) {
+  FOR_EACH_BUDGET(budget) {
+    tl_context *ctx = th_make_context((int)budget);
+    tl_session *session = open_session(ctx);
+    tiny_job *job = calloc(1, sizeof *job);
+    TH_CHECK(job != NULL);
+    job->fail_a = job->fail_b = SIZE_MAX;
+    tl_map_outcome outcome;
+    for (int round = 0; round < 3; round++) {
+      for (int i = 0; i < TINY_MAP_ITEMS; i++) atomic_store(&job->ran[i], 0);
+      TH_CHECK_OK(tl_map(session, TINY_MAP_ITEMS, tiny_item, job, &outcome));
+      TH_CHECK(outcome.failed == 0 && outcome.items_done == TINY_MAP_ITEMS);
+      for (int i = 0; i < TINY_MAP_ITEMS; i++) TH_CHECK(atomic_load(&job->ran[i]) == 1);
+    }
+    /* Failures late in the range and early, in separate maps, then both in one. */
+    const size_t fails[3][2] = {{17001, SIZE_MAX}, {3, SIZE_MAX}, {15000, 9999}};
+    for (int f = 0; f < 3; f++) {
+      for (int i = 0; i < TINY_MAP_ITEMS; i++) atomic_store(&job->ran[i], 0);
+      job->fail_a = fails[f][0], job->fail_b = fails[f][1];
+      const size_t lowest = fails[f][0] < fails[f][1] ? fails[f][0] : fails[f][1];
+      TH_CHECK_STATUS(tl_map(session, TINY_MAP_ITEMS, tiny_item, job, &outcome), TL_E_LANE);
+      TH_CHECK(outcome.failed == 1 && outcome.failed_item == lowest && outcome.code == 7);
+      size_t ran_ok = 0;
+      for (size_t i = 0; i < TINY_MAP_ITEMS; i++) {
+        int ran = atomic_load(&job->ran[i]);
+        TH_CHECK(ran <= 1);
+        if (i <= lowest) TH_CHECK(ran == 1);
+        if (ran == 1 && i != job->fail_a && i != job->fail_b) ran_ok++;
+      }
+      TH_CHECK(outcome.items_done == ran_ok);
+    }
+    free(job);
+    finish(ctx, session);
+  }
+}
+
 /* ---- a phase handle kept past its callback is refused ---------------------------------- */
 
 static void keep_handle(tl_phase *phase, void *arg) {
@@ -1347,4 +1426,6 @@ TH_TEST_MAIN(TH_CASE(phase_runs_every_lane_and_matches_a_single_threaded_result)
              TH_CASE(phase_creates_no_thread),
              TH_CASE(map_reports_the_lowest_failing_item_after_joining),
              TH_CASE(map_failure_does_not_cancel_a_slower_item_below_it),
+             TH_CASE(map_chunk_sizes_grow_shrink_and_stay_guided),
+             TH_CASE(map_of_tiny_items_runs_each_once_across_chunks),
              TH_CASE(a_stale_phase_is_refused))
