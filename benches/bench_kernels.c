@@ -5,8 +5,8 @@
  *     skx context otherwise; 2 threads = two OpenMP threads each calling the provider on
  *     half of C (aim >= 0.95x);
  *   - permute: 2-D 8192^2 and 8200^2 f64 transposes, a 3-D 512x512x256 in all five
- *     non-trivial orders, a 6-D one, on 2 threads, against a 2-thread copy of the same bytes
- *     (aim >= 0.8x);
+ *     non-trivial orders, a 6-D one, and in c128 a 3-D 512x512x128 (2,1,0) and the 6-D one,
+ *     on 2 threads, against a 2-thread copy of the same bytes (aim >= 0.8x);
  *   - reduce sum over one axis and axpby on strided views (every other column of a wider
  *     matrix) against a 2-thread read (sum) and triad over the same bytes (aim >= 0.85x);
  *   - tiny contraction 2x2 and 8x8 f64 tl_contract_into on a held session, ns per call,
@@ -248,7 +248,8 @@ static double *big_array(size_t count) {
 }
 
 static void bench_permute(tl_bench_table *table, const tl_bench_options *opt, tl_exec *exec,
-                          const char *label, int rank, const int64_t *shape, const int *perm) {
+                          const char *label, tl_dtype dtype, int rank, const int64_t *shape,
+                          const int *perm) {
   mem_case m;
   memset(&m, 0, sizeof m);
   m.exec = exec;
@@ -256,11 +257,12 @@ static void bench_permute(tl_bench_table *table, const tl_bench_options *opt, tl
   size_t count = 1;
   for (int k = 0; k < rank; k++)
     oshape[k] = shape[perm[k]], count *= (size_t)shape[k], m.perm[k] = perm[k];
+  count *= tl_dtype_size(dtype) / sizeof(double); /* the anchor copies the same bytes */
   m.count = count;
   m.src = big_array(count);
   m.dst = big_array(count);
-  tl_tensor_wrap(TL_F64, rank, shape, NULL, m.src, 0, &m.x);
-  tl_tensor_wrap(TL_F64, rank, oshape, NULL, m.dst, 0, &m.out);
+  tl_tensor_wrap(dtype, rank, shape, NULL, m.src, 0, &m.x);
+  tl_tensor_wrap(dtype, rank, oshape, NULL, m.dst, 0, &m.out);
   tl_bench_options local = sized(opt, run_copy, &m, 3e8);
   tl_bench_contestant c[2] = {{"copy", run_copy, &m, {0, 0, 0}},
                               {"permute", run_permute, &m, {0, 0, 0}}};
@@ -399,16 +401,25 @@ int main(int argc, char **argv) {
     s6[0] = s6[1] = 8;
   int p2[2] = {1, 0};
   if (wanted("permute")) {
-    bench_permute(&table, &env.opt, h2.exec, quick ? "2-D 1024^2" : "2-D 8192^2", 2, s2a, p2);
-    bench_permute(&table, &env.opt, h2.exec, quick ? "2-D 1032^2" : "2-D 8200^2", 2, s2b, p2);
+    bench_permute(&table, &env.opt, h2.exec, quick ? "2-D 1024^2" : "2-D 8192^2", TL_F64, 2, s2a,
+                  p2);
+    bench_permute(&table, &env.opt, h2.exec, quick ? "2-D 1032^2" : "2-D 8200^2", TL_F64, 2, s2b,
+                  p2);
     int orders[5][3] = {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
     const char *order_names[5] = {"3-D 512x512x256 (0,2,1)", "3-D 512x512x256 (1,0,2)",
                                   "3-D 512x512x256 (1,2,0)", "3-D 512x512x256 (2,0,1)",
                                   "3-D 512x512x256 (2,1,0)"};
     for (int o = 0; o < 5; o++)
-      bench_permute(&table, &env.opt, h2.exec, order_names[o], 3, s3, orders[o]);
+      bench_permute(&table, &env.opt, h2.exec, order_names[o], TL_F64, 3, s3, orders[o]);
     int p6[6] = {5, 3, 1, 4, 2, 0};
-    bench_permute(&table, &env.opt, h2.exec, "6-D 16^6 (5,3,1,4,2,0)", 6, s6, p6);
+    bench_permute(&table, &env.opt, h2.exec, "6-D 16^6 (5,3,1,4,2,0)", TL_F64, 6, s6, p6);
+    /* complex doubles: the same 3-D bytes (the last axis halved) and the 6-D cube */
+    int64_t s3c[3] = {s3[0], s3[1], s3[2] / 2};
+    bench_permute(&table, &env.opt, h2.exec,
+                  quick ? "3-D 128x128x32 (2,1,0) c128" : "3-D 512x512x128 (2,1,0) c128", TL_C128,
+                  3, s3c, orders[4]);
+    bench_permute(&table, &env.opt, h2.exec, quick ? "6-D 8x8x16^4 c128" : "6-D 16^6 c128", TL_C128,
+                  6, s6, p6);
   }
   if (!quick && wanted("stream")) bench_streams(&table, &env.opt, h2.exec);
   tl_bench_held_close(&h2);

@@ -2,10 +2,10 @@
  * axis groups, src/kernels/permute_group.c) against a naive element-by-element reference:
  * random shapes of rank 3 to 6 with extents 1 to 20, random orders, every dtype, sources
  * column-major, reversed (negative strides) or every-other-element views, outputs
- * column-major or reversed; on one thread and split over two; and one output large enough
- * for streaming stores; at every instruction set the CPU has. Each case also says whether
- * the plan took the grouped path, and the test requires that a good share did, so it cannot pass by
- * testing the other paths only. */
+ * column-major or reversed; on one thread and split over two; and outputs large enough
+ * for streaming stores (f64 and c128); at every instruction set the CPU has. Each case also says
+ * whether the plan took the grouped path, and the test requires that a good share did, so it cannot
+ * pass by testing the other paths only. */
 #include <complex.h>
 #include <string.h>
 
@@ -138,37 +138,46 @@ static void short_axes_at_this_isa(void) {
   if (grouped * 3 < total) th_test_fail_at(__FILE__, __LINE__, what);
 }
 
-/* 12^6 doubles (24 MB out): large enough for streaming stores, rows 32-byte aligned. */
+/* 12^6 doubles (24 MB out) and complex doubles (48 MB): large enough for streaming stores,
+ * rows 32-byte aligned; the complex one checks both parts of every element. */
 static void permute_short_axes_streaming_output_matches_naive(void) {
   th_held h;
   th_held_open(&h, 2);
   int64_t s6[6] = {12, 12, 12, 12, 12, 12};
   int p6[6] = {5, 3, 1, 4, 2, 0};
-  tl_tensor x, out;
-  TH_CHECK_OK(tl_tensor_create(TL_F64, 6, s6, &x));
-  TH_CHECK_OK(tl_tensor_create(TL_F64, 6, s6, &out));
-  double *xd = x.data;
-  for (int64_t i = 0; i < tl_tensor_numel(&x); i++) xd[i] = (double)i;
-  tl_tensor permuted;
-  TH_CHECK_OK(tl_tensor_permute_view(&x, p6, &permuted));
-  tl__permute_plan plan;
-  tl__permute_plan_make(&plan, &out, &permuted);
-  TH_CHECK(plan.grouped);
-  TH_CHECK(plan.stream == (tl__small_gemm_isa() >= 1)); /* streaming stores need AVX2 */
-  TH_CHECK_OK(tl_permute_into(h.exec, &x, p6, &out));
-  const double *od = out.data;
-  int64_t idx[6] = {0}, bad = 0;
-  for (int64_t i = 0; i < tl_tensor_numel(&out); i++) {
-    int64_t want = 0, stride = 1;
-    int64_t src[6];
-    for (int k = 0; k < 6; k++) src[p6[k]] = idx[k];
-    for (int k = 0; k < 6; k++) want += src[k] * stride, stride *= 12;
-    bad += od[i] != (double)want;
-    for (int k = 0; k < 6 && ++idx[k] == 12; k++) idx[k] = 0;
+  const tl_dtype dtypes[2] = {TL_F64, TL_C128};
+  for (int t = 0; t < 2; t++) {
+    const int parts = t == 0 ? 1 : 2;
+    tl_tensor x, out;
+    TH_CHECK_OK(tl_tensor_create(dtypes[t], 6, s6, &x));
+    TH_CHECK_OK(tl_tensor_create(dtypes[t], 6, s6, &out));
+    double *xd = x.data;
+    for (int64_t i = 0; i < tl_tensor_numel(&x); i++) {
+      xd[parts * i] = (double)i;
+      if (parts == 2) xd[2 * i + 1] = -0.5 * (double)i;
+    }
+    tl_tensor permuted;
+    TH_CHECK_OK(tl_tensor_permute_view(&x, p6, &permuted));
+    tl__permute_plan plan;
+    tl__permute_plan_make(&plan, &out, &permuted);
+    TH_CHECK(plan.grouped);
+    TH_CHECK(plan.stream == (tl__small_gemm_isa() >= 1)); /* streaming stores need AVX2 */
+    TH_CHECK_OK(tl_permute_into(h.exec, &x, p6, &out));
+    const double *od = out.data;
+    int64_t idx[6] = {0}, bad = 0;
+    for (int64_t i = 0; i < tl_tensor_numel(&out); i++) {
+      int64_t want = 0, stride = 1;
+      int64_t src[6];
+      for (int k = 0; k < 6; k++) src[p6[k]] = idx[k];
+      for (int k = 0; k < 6; k++) want += src[k] * stride, stride *= 12;
+      bad += od[parts * i] != (double)want;
+      if (parts == 2) bad += od[2 * i + 1] != -0.5 * (double)want;
+      for (int k = 0; k < 6 && ++idx[k] == 12; k++) idx[k] = 0;
+    }
+    TH_CHECK(bad == 0);
+    tl_tensor_release(&x);
+    tl_tensor_release(&out);
   }
-  TH_CHECK(bad == 0);
-  tl_tensor_release(&x);
-  tl_tensor_release(&out);
   th_held_close(&h);
 }
 
