@@ -108,9 +108,10 @@ enum { TL__ISA_PORTABLE = 0, TL__ISA_AVX2 = 1, TL__ISA_AVX512 = 2 };
 int tl__permute_isa(void);
 extern int tl__permute_isa_cap;
 /* A permute tile in bytes: along the destination's dense axis (that many source rows) and
- * along the source's dense axis. */
+ * along the source's dense axis, the latter for outputs large enough for streaming stores
+ * (src_bytes) and for smaller ones (src_bytes_cached). */
 typedef struct tl__permute_tiles {
-  int64_t dst_bytes, src_bytes;
+  int64_t dst_bytes, src_bytes, src_bytes_cached;
 } tl__permute_tiles;
 /* The tile for a CPU: `amd` 1 for an AMD CPU, `family` cpuid's family (base plus extended,
  * so 25 for Zen 3/4, 26 for Zen 5). Pure. */

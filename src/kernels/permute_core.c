@@ -216,14 +216,22 @@ int tl__permute_isa_cap = TL__ISA_AVX512;
  * (2,0,1) 0.66-0.67, against 0.81-0.89, 0.85-0.86 and 0.91-0.92 with 1024 x 512 (2048 x 512
  * and 512 x 1024 came between); there the fewer source rows a tile keeps open at once, the
  * better. Zen 2 showed no steady winner (docs/design/kernels.md). So Zen 5 keeps the tall
- * tile and every other CPU takes 1024 x 512. */
+ * tile and every other CPU takes 1024 x 512.
+ * Outputs under the streaming size on Zen 5 take 128 source bytes per row instead: with a
+ * source row step that is a multiple of 4 KiB (1024^2 f64) the rows' lines share a few
+ * cache sets, and the lines read ahead along each row were gone before the next tile
+ * reached them. Alternated in one process against a copy of the same bytes (2 threads,
+ * medians of 31, 2026-12-04): 1024^2 0.58-0.62 -> 1.04-1.12, 512 x 1024 0.66 -> 0.96,
+ * 2048 x 512 0.63 -> 1.10, 768^2 1.28-1.31 -> 2.10-2.22, and 1000^2, 1032^2 and three 3-D
+ * and 4-D shapes within the noise of each other; on streaming outputs 128 bytes lost
+ * (8192^2 0.88-0.93 -> 0.70-0.76), so they keep 256. */
 tl__permute_tiles tl__permute_tiles_for(int amd, int family) {
-  tl__permute_tiles t = {1024, 512};
-  if (amd && family == 26) t.dst_bytes = 4096, t.src_bytes = 256;
+  tl__permute_tiles t = {1024, 512, 512};
+  if (amd && family == 26) t.dst_bytes = 4096, t.src_bytes = 256, t.src_bytes_cached = 128;
   return t;
 }
 
-tl__permute_tiles tl__permute_tiles_forced = {0, 0};
+tl__permute_tiles tl__permute_tiles_forced = {0, 0, 0};
 
 tl__permute_tiles tl__permute_tiles_here(void) {
   if (tl__permute_tiles_forced.dst_bytes > 0) return tl__permute_tiles_forced;
@@ -335,15 +343,6 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
    * (2 threads, against a copy of the same bytes): 8192^2 from 0.53 to 0.81, 8200^2 from
    * 0.75 to 0.90, over square 512-byte tiles walked across the rows. */
   const int64_t es = loop->esize[0];
-  const tl__permute_tiles tiles = tl__permute_tiles_here();
-  plan->tile0 = tiles.dst_bytes / es;
-  plan->tile1 = tiles.src_bytes / es;
-  plan->tiles0 = (loop->shape[0] + plan->tile0 - 1) / plan->tile0;
-  plan->tiles1 = (loop->shape[p] + plan->tile1 - 1) / plan->tile1;
-  int64_t other = 1;
-  for (int k = 1; k < loop->rank; k++)
-    if (k != p) other *= loop->shape[k];
-  plan->blocks = plan->tiles0 * plan->tiles1 * other;
   /* Stream the stores when the output is bigger than the caches would keep anyway, every
    * destination micro-tile row is 32-byte aligned (64 for the AVX-512 kernels), and the CPU
    * has AVX2. A streaming store to an unaligned address faults: the base and the step along
@@ -353,6 +352,15 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
   plan->stream = out_bytes >= ((int64_t)16 << 20) && tile_kernel_nt(loop->esize[0], 0) != NULL &&
                  loop->strides[0][0] == 1 && dst_rows_aligned(loop, 32) && have_avx2();
   plan->align64 = dst_rows_aligned(loop, 64);
+  const tl__permute_tiles tiles = tl__permute_tiles_here();
+  plan->tile0 = tiles.dst_bytes / es;
+  plan->tile1 = (plan->stream ? tiles.src_bytes : tiles.src_bytes_cached) / es;
+  plan->tiles0 = (loop->shape[0] + plan->tile0 - 1) / plan->tile0;
+  plan->tiles1 = (loop->shape[p] + plan->tile1 - 1) / plan->tile1;
+  int64_t other = 1;
+  for (int k = 1; k < loop->rank; k++)
+    if (k != p) other *= loop->shape[k];
+  plan->blocks = plan->tiles0 * plan->tiles1 * other;
   plan->grouped = tl__permute_group_plan(plan);
 }
 

@@ -121,6 +121,46 @@ static void streaming_cases(th_held *h, int isa) {
   TH_CHECK(plan.stream == (isa >= TL__ISA_AVX2) && (!plan.stream || plan.align64));
 }
 
+/* Outputs under the streaming size take the tiles' cached source extent: power-of-two
+ * transposes (the case it was chosen for), an odd size, and a 3-D order, each dtype. */
+static void cached_cases(th_held *h, int isa) {
+  const int t2[2] = {1, 0}, t3[3] = {2, 1, 0};
+  const struct {
+    tl_dtype dt;
+    int64_t rows, cols;
+  } cases[] = {{TL_F64, 1024, 1024},
+               {TL_F64, 512, 1024},
+               {TL_C128, 512, 512},
+               {TL_C64, 1000, 700},
+               {TL_F32, 1024, 2048}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int64_t shape[2] = {cases[c].rows, cases[c].cols};
+    tl__permute_plan plan;
+    check_permute(h->exec, cases[c].dt, 2, shape, t2, &plan);
+    TH_CHECK(plan.tiled && !plan.grouped && !plan.stream);
+    const int64_t es = (int64_t)tl_dtype_size(cases[c].dt);
+    TH_CHECK(plan.tile1 * es == tl__permute_tiles_here().src_bytes_cached);
+  }
+  int64_t s3[3] = {96, 48, 160}; /* 11.8 MB out, dense extents 1536 and 2560 bytes */
+  tl__permute_plan plan;
+  check_permute(h->exec, TL_C128, 3, s3, t3, &plan);
+  TH_CHECK(plan.tiled && !plan.grouped && !plan.stream);
+  (void)isa;
+}
+
+/* Cached-size transposes at every instruction set, with this CPU's tiles and the other
+ * choice's. */
+static void permute_cached_transposes_match_naive_with_either_tiles(void) {
+  th_held h;
+  th_held_open(&h, 2);
+  KT_FOR_EACH_PERMUTE_ISA(isa) { cached_cases(&h, isa); }
+  const tl__permute_tiles own = tl__permute_tiles_here();
+  tl__permute_tiles_forced = tl__permute_tiles_for(1, own.dst_bytes == 4096 ? 25 : 26);
+  cached_cases(&h, tl__permute_isa());
+  tl__permute_tiles_forced.dst_bytes = 0;
+  th_held_close(&h);
+}
+
 /* This CPU's tiles, every instruction set it has. */
 static void permute_streaming_transposes_match_naive_at_every_isa(void) {
   th_held h;
@@ -147,11 +187,11 @@ static void permute_streaming_transposes_match_naive_with_the_other_tiles(void) 
  * unless forced. */
 static void permute_tiles_follow_the_cpu(void) {
   tl__permute_tiles t = tl__permute_tiles_for(1, 26);
-  TH_CHECK(t.dst_bytes == 4096 && t.src_bytes == 256);
+  TH_CHECK(t.dst_bytes == 4096 && t.src_bytes == 256 && t.src_bytes_cached == 128);
   const int others[][2] = {{1, 25}, {1, 23}, {0, 6}, {0, 26}};
   for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
     t = tl__permute_tiles_for(others[i][0], others[i][1]);
-    TH_CHECK(t.dst_bytes == 1024 && t.src_bytes == 512);
+    TH_CHECK(t.dst_bytes == 1024 && t.src_bytes == 512 && t.src_bytes_cached == 512);
   }
   /* This CPU's own is one of the two; forcing replaces it, unforcing gives it back. */
   tl__permute_tiles own = tl__permute_tiles_here();
@@ -183,7 +223,8 @@ static void permute_streaming_needs_every_destination_step_aligned(void) {
   th_held_close(&h);
 }
 
-TH_TEST_MAIN(TH_CASE(permute_tile_kernel_moves_bits_at_every_isa),
+TH_TEST_MAIN(TH_CASE(permute_cached_transposes_match_naive_with_either_tiles),
+             TH_CASE(permute_tile_kernel_moves_bits_at_every_isa),
              TH_CASE(permute_streaming_transposes_match_naive_at_every_isa),
              TH_CASE(permute_streaming_transposes_match_naive_with_the_other_tiles),
              TH_CASE(permute_streaming_needs_every_destination_step_aligned),
