@@ -193,16 +193,19 @@ TL__G4X4(g4x4_nt, _mm256_stream_pd)
 TL__BLOCK8_AVX2(block8_avx2, g4x4)
 TL__BLOCK8_AVX2(block8_avx2_nt, g4x4_nt)
 
-#define TL__BLOCK8_AVX512(NAME, STORE)                                                     \
+/* AVX-512: an L x L micro-tile of UNITS doubles per element is one register transpose, each
+ * destination line one store (the streaming variant needs every destination row 64-byte
+ * aligned). */
+#define TL__BLOCK_AVX512(NAME, L, UNITS, TRANSPOSE, STORE)                                 \
   __attribute__((target("avx512f"), always_inline)) static inline void NAME(               \
       const double *const *s, int64_t r, double *dst, const int64_t *row_off, int64_t c) { \
-    __m512d x[8];                                                                          \
-    for (int q = 0; q < 8; q++) x[q] = _mm512_loadu_pd(s[q] + r);                          \
-    tl__transpose8x8_pd512(x);                                                             \
-    for (int q = 0; q < 8; q++) STORE(dst + row_off[r + q] + c, x[q]);                     \
+    __m512d x[L];                                                                          \
+    for (int q = 0; q < (L); q++) x[q] = _mm512_loadu_pd(s[q] + (UNITS)*r);                \
+    TRANSPOSE(x);                                                                          \
+    for (int q = 0; q < (L); q++) STORE(dst + (UNITS) * (row_off[r + q] + c), x[q]);       \
   }
-TL__BLOCK8_AVX512(block8_avx512, _mm512_storeu_pd)
-TL__BLOCK8_AVX512(block8_avx512_nt, _mm512_stream_pd)
+TL__BLOCK_AVX512(block8_avx512, 8, 1, tl__transpose8x8_pd512, _mm512_storeu_pd)
+TL__BLOCK_AVX512(block8_avx512_nt, 8, 1, tl__transpose8x8_pd512, _mm512_stream_pd)
 
 /* Asks for the source lines of the `n` columns from c on (each `bytes` long) to be brought
  * into the cache. */
@@ -217,28 +220,30 @@ __attribute__((always_inline)) static inline void prefetch_columns(const char *s
   }
 }
 
-/* 8-byte elements: 8 x 8 micro-tiles (whole lines both ways) by BLOCK8, fringes scalar. */
-#define TL__GROUP8(NAME, ISA, BLOCK8)                                                              \
+/* A tile of ES-byte elements (8 or 16) in L x L micro-tiles (one 64-byte line each way) by
+ * BLOCK, asking for the source columns GROUP_PREFETCH_COLS ahead; fringes by SCALAR. Source
+ * and destination pointers are in doubles, ES / 8 per element. */
+#define TL__GROUP(NAME, ISA, L, ES, BLOCK, SCALAR)                                                 \
   __attribute__((target(ISA))) static void NAME(int64_t rows, int64_t cols, const char *src_bytes, \
                                                 const int64_t *col_off, char *dst_bytes,           \
                                                 const int64_t *row_off) {                          \
     const double *src = (const double *)src_bytes;                                                 \
     double *dst = (double *)dst_bytes;                                                             \
-    const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;                                            \
-    for (int64_t c = 0; c < cf; c += 8) {                                                          \
-      const double *s[8];                                                                          \
-      for (int q = 0; q < 8; q++) s[q] = src + col_off[c + q];                                     \
-      if (c + GROUP_PREFETCH_COLS + 8 <= cols)                                                     \
-        prefetch_columns(src_bytes, 8, col_off, c + GROUP_PREFETCH_COLS, 8, rows * 8);             \
-      for (int64_t r = 0; r < rf; r += 8) BLOCK8(s, r, dst, row_off, c);                           \
+    const int64_t rf = rows / (L) * (L), cf = cols / (L) * (L);                                    \
+    for (int64_t c = 0; c < cf; c += (L)) {                                                        \
+      const double *s[L];                                                                          \
+      for (int q = 0; q < (L); q++) s[q] = src + (ES) / 8 * col_off[c + q];                        \
+      if (c + GROUP_PREFETCH_COLS + (L) <= cols)                                                   \
+        prefetch_columns(src_bytes, (ES), col_off, c + GROUP_PREFETCH_COLS, (L), rows * (ES));     \
+      for (int64_t r = 0; r < rf; r += (L)) BLOCK(s, r, dst, row_off, c);                          \
     }                                                                                              \
-    if (rf < rows) group_scalar8(rf, rows, 0, cols, src_bytes, col_off, dst_bytes, row_off);       \
-    if (cf < cols) group_scalar8(0, rf, cf, cols, src_bytes, col_off, dst_bytes, row_off);         \
+    if (rf < rows) SCALAR(rf, rows, 0, cols, src_bytes, col_off, dst_bytes, row_off);              \
+    if (cf < cols) SCALAR(0, rf, cf, cols, src_bytes, col_off, dst_bytes, row_off);                \
   }
-TL__GROUP8(group8_avx2, "avx2", block8_avx2)
-TL__GROUP8(group8_avx2_nt, "avx2", block8_avx2_nt)
-TL__GROUP8(group8_avx512, "avx512f", block8_avx512)
-TL__GROUP8(group8_avx512_nt, "avx512f", block8_avx512_nt)
+TL__GROUP(group8_avx2, "avx2", 8, 8, block8_avx2, group_scalar8)
+TL__GROUP(group8_avx2_nt, "avx2", 8, 8, block8_avx2_nt, group_scalar8)
+TL__GROUP(group8_avx512, "avx512f", 8, 8, block8_avx512, group_scalar8)
+TL__GROUP(group8_avx512_nt, "avx512f", 8, 8, block8_avx512_nt, group_scalar8)
 
 /* One 4 x 4 micro-tile of 16-byte elements (complex doubles; pointers in doubles, two per
  * element): rows r..r+3 of the source columns s[0..3], one 64-byte line each, to columns
@@ -258,40 +263,36 @@ TL__GROUP8(group8_avx512_nt, "avx512f", block8_avx512_nt)
 TL__BLOCK4C_AVX2(block4c_avx2, _mm256_storeu_pd)
 TL__BLOCK4C_AVX2(block4c_avx2_nt, _mm256_stream_pd)
 
-#define TL__BLOCK4C_AVX512(NAME, STORE)                                                    \
-  __attribute__((target("avx512f"), always_inline)) static inline void NAME(               \
-      const double *const *s, int64_t r, double *dst, const int64_t *row_off, int64_t c) { \
-    __m512d x[4];                                                                          \
-    for (int q = 0; q < 4; q++) x[q] = _mm512_loadu_pd(s[q] + 2 * r);                      \
-    tl__transpose4x4_c512(x);                                                              \
-    for (int q = 0; q < 4; q++) STORE(dst + 2 * (row_off[r + q] + c), x[q]);               \
-  }
-TL__BLOCK4C_AVX512(block4c_avx512, _mm512_storeu_pd)
-TL__BLOCK4C_AVX512(block4c_avx512_nt, _mm512_stream_pd)
+TL__BLOCK_AVX512(block4c_avx512, 4, 2, tl__transpose4x4_c512, _mm512_storeu_pd)
+TL__BLOCK_AVX512(block4c_avx512_nt, 4, 2, tl__transpose4x4_c512, _mm512_stream_pd)
 
-/* 16-byte elements: 4 x 4 micro-tiles (whole lines both ways) by BLOCK4, fringes scalar. */
-#define TL__GROUP16(NAME, ISA, BLOCK4)                                                             \
-  __attribute__((target(ISA))) static void NAME(int64_t rows, int64_t cols, const char *src_bytes, \
-                                                const int64_t *col_off, char *dst_bytes,           \
-                                                const int64_t *row_off) {                          \
-    const double *src = (const double *)src_bytes;                                                 \
-    double *dst = (double *)dst_bytes;                                                             \
-    const int64_t rf = rows / 4 * 4, cf = cols / 4 * 4;                                            \
-    for (int64_t c = 0; c < cf; c += 4) {                                                          \
-      const double *s[4];                                                                          \
-      for (int q = 0; q < 4; q++) s[q] = src + 2 * col_off[c + q];                                 \
-      if (c + GROUP_PREFETCH_COLS + 4 <= cols)                                                     \
-        prefetch_columns(src_bytes, 16, col_off, c + GROUP_PREFETCH_COLS, 4, rows * 16);           \
-      for (int64_t r = 0; r < rf; r += 4) BLOCK4(s, r, dst, row_off, c);                           \
-    }                                                                                              \
-    if (rf < rows) group_scalar16(rf, rows, 0, cols, src_bytes, col_off, dst_bytes, row_off);      \
-    if (cf < cols) group_scalar16(0, rf, cf, cols, src_bytes, col_off, dst_bytes, row_off);        \
-  }
-TL__GROUP16(group16_avx2, "avx2", block4c_avx2)
-TL__GROUP16(group16_avx2_nt, "avx2", block4c_avx2_nt)
-TL__GROUP16(group16_avx512, "avx512f", block4c_avx512)
-TL__GROUP16(group16_avx512_nt, "avx512f", block4c_avx512_nt)
+TL__GROUP(group16_avx2, "avx2", 4, 16, block4c_avx2, group_scalar16)
+TL__GROUP(group16_avx2_nt, "avx2", 4, 16, block4c_avx2_nt, group_scalar16)
+TL__GROUP(group16_avx512, "avx512f", 4, 16, block4c_avx512, group_scalar16)
+TL__GROUP(group16_avx512_nt, "avx512f", 4, 16, block4c_avx512_nt, group_scalar16)
 #endif
+
+typedef void (*group_fn)(int64_t rows, int64_t cols, const char *src, const int64_t *col_off,
+                         char *dst, const int64_t *row_off);
+
+/* The SIMD kernel for this element size, instruction set and store kind, or NULL for the
+ * portable one. The AVX-512 streaming kernels need 64-byte aligned rows (else AVX2's). */
+static group_fn group_kernel(int64_t es, int isa, int stream, int align64) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (es != 8 && es != 16) return NULL;
+  if (isa >= TL__ISA_AVX512 && (!stream || align64)) {
+    if (es == 8) return stream ? group8_avx512_nt : group8_avx512;
+    return stream ? group16_avx512_nt : group16_avx512;
+  }
+  if (isa >= TL__ISA_AVX2) {
+    if (es == 8) return stream ? group8_avx2_nt : group8_avx2;
+    return stream ? group16_avx2_nt : group16_avx2;
+  }
+#else
+  (void)es, (void)isa, (void)stream, (void)align64;
+#endif
+  return NULL;
+}
 
 void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t end, int isa) {
   const tl__loop *loop = &plan->loop;
@@ -299,6 +300,7 @@ void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t 
   const int64_t es = loop->esize[0];
   const int d_last = g->d_axes[g->nd - 1], s_last = g->s_axes[g->ns - 1];
   const int64_t rows_per_unit = g->rows / g->s_len, cols_per_unit = g->cols / g->d_len;
+  const group_fn kernel = group_kernel(es, isa, plan->stream, plan->align64);
   for (int64_t block = begin; block < end; block++) {
     int64_t ts = block % g->s_tiles, rem = block / g->s_tiles;
     int64_t td = rem % g->d_tiles;
@@ -318,36 +320,9 @@ void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t 
     s += (i0 * loop->strides[1][s_last] + j0 * loop->strides[1][d_last]) * es;
     d += (i0 * loop->strides[0][s_last] + j0 * loop->strides[0][d_last]) * es;
     int64_t rows = rows_per_unit * s_n, cols = cols_per_unit * d_n;
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (isa >= TL__ISA_AVX512 && es == 8 && (!plan->stream || plan->align64)) {
-      if (plan->stream)
-        group8_avx512_nt(rows, cols, s, g->col_off, d, g->row_off);
-      else
-        group8_avx512(rows, cols, s, g->col_off, d, g->row_off);
-      continue;
-    }
-    if (isa >= TL__ISA_AVX2 && es == 8) {
-      if (plan->stream)
-        group8_avx2_nt(rows, cols, s, g->col_off, d, g->row_off);
-      else
-        group8_avx2(rows, cols, s, g->col_off, d, g->row_off);
-      continue;
-    }
-    if (isa >= TL__ISA_AVX512 && es == 16 && (!plan->stream || plan->align64)) {
-      if (plan->stream)
-        group16_avx512_nt(rows, cols, s, g->col_off, d, g->row_off);
-      else
-        group16_avx512(rows, cols, s, g->col_off, d, g->row_off);
-      continue;
-    }
-    if (isa >= TL__ISA_AVX2 && es == 16) {
-      if (plan->stream)
-        group16_avx2_nt(rows, cols, s, g->col_off, d, g->row_off);
-      else
-        group16_avx2(rows, cols, s, g->col_off, d, g->row_off);
-      continue;
-    }
-#endif
-    group_portable(es, rows, cols, s, g->col_off, d, g->row_off);
+    if (kernel != NULL)
+      kernel(rows, cols, s, g->col_off, d, g->row_off);
+    else
+      group_portable(es, rows, cols, s, g->col_off, d, g->row_off);
   }
 }
