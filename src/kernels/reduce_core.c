@@ -44,50 +44,68 @@ static inline void load(tl_dtype dtype, const char *p, double *re, double *im) {
   }
 }
 
-/* Sum of x[0 .. n-1] by eight running sums: sums[k] takes the indices equal to k modulo 8,
- * so for complex doubles laid out as pairs the even sums hold real parts, the odd ones
- * imaginary parts. */
-static void sum8(const double *x, int64_t n, double sums[8]) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    s0 += x[i], s1 += x[i + 1], s2 += x[i + 2], s3 += x[i + 3];
-    s4 += x[i + 4], s5 += x[i + 5], s6 += x[i + 6], s7 += x[i + 7];
+/* Sum of x[0 .. n-1] (doubles or floats, summed in double) by eight running sums: sums[k]
+ * takes the indices equal to k modulo 8, so for complex numbers laid out as pairs the even
+ * sums hold real parts, the odd ones imaginary parts. */
+#define TL__SUM8(NAME, T)                                                   \
+  static void NAME(const T *x, int64_t n, double sums[8]) {                 \
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;  \
+    int64_t i = 0;                                                          \
+    for (; i + 8 <= n; i += 8) {                                            \
+      s0 += x[i], s1 += x[i + 1], s2 += x[i + 2], s3 += x[i + 3];           \
+      s4 += x[i + 4], s5 += x[i + 5], s6 += x[i + 6], s7 += x[i + 7];       \
+    }                                                                       \
+    double tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};                              \
+    for (int k = 0; i < n; i++, k++) tail[k] = x[i];                        \
+    sums[0] = s0 + tail[0], sums[1] = s1 + tail[1], sums[2] = s2 + tail[2]; \
+    sums[3] = s3 + tail[3], sums[4] = s4 + tail[4], sums[5] = s5 + tail[5]; \
+    sums[6] = s6 + tail[6], sums[7] = s7 + tail[7];                         \
   }
-  double tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int k = 0; i < n; i++, k++) tail[k] = x[i];
-  sums[0] = s0 + tail[0], sums[1] = s1 + tail[1], sums[2] = s2 + tail[2];
-  sums[3] = s3 + tail[3], sums[4] = s4 + tail[4], sums[5] = s5 + tail[5];
-  sums[6] = s6 + tail[6], sums[7] = s7 + tail[7];
-}
+TL__SUM8(sum8, double)
+TL__SUM8(sum8_float, float)
 
-/* Sum of squares of x[0 .. n-1] (four running sums). */
-static double sum_squares(const double *x, int64_t n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    s0 += x[i] * x[i], s1 += x[i + 1] * x[i + 1], s2 += x[i + 2] * x[i + 2],
-        s3 += x[i + 3] * x[i + 3];
-  for (; i < n; i++) s0 += x[i] * x[i];
-  return (s0 + s1) + (s2 + s3);
+/* Sum of squares of x[0 .. n-1] in double (four running sums). */
+#define TL__SUM_SQUARES(NAME, T)                                                \
+  static double NAME(const T *x, int64_t n) {                                   \
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                      \
+    int64_t i = 0;                                                              \
+    for (; i + 4 <= n; i += 4)                                                  \
+      s0 += (double)x[i] * x[i], s1 += (double)x[i + 1] * x[i + 1],             \
+          s2 += (double)x[i + 2] * x[i + 2], s3 += (double)x[i + 3] * x[i + 3]; \
+    for (; i < n; i++) s0 += (double)x[i] * x[i];                               \
+    return (s0 + s1) + (s2 + s3);                                               \
+  }
+TL__SUM_SQUARES(sum_squares, double)
+TL__SUM_SQUARES(sum_squares_float, float)
+
+/* Unit-stride complex sums and norms of a run into acc[0..1]; 0 when not this case. */
+static int complex_run_into_scalar(const tl__reduce_plan *pl, const char *p, int64_t n,
+                                   double *acc) {
+  double sums[8];
+  if (pl->op == TL_REDUCE_SUM) {
+    if (pl->dtype == TL_C128)
+      sum8((const double *)p, 2 * n, sums);
+    else
+      sum8_float((const float *)p, 2 * n, sums);
+    acc[0] += (sums[0] + sums[2]) + (sums[4] + sums[6]);
+    acc[1] += (sums[1] + sums[3]) + (sums[5] + sums[7]);
+    return 1;
+  }
+  if (pl->op == TL_REDUCE_NORM2) { /* |z|^2 = re^2 + im^2 */
+    acc[0] += pl->dtype == TL_C128 ? sum_squares((const double *)p, 2 * n)
+                                   : sum_squares_float((const float *)p, 2 * n);
+    return 1;
+  }
+  return 0;
 }
 
 /* Reduce a run of n elements (stride s elements) into acc[0..1]. */
 static void run_into_scalar(const tl__reduce_plan *pl, const char *p, int64_t n, int64_t s,
                             double *acc) {
   const tl_reduce_op op = pl->op;
-  if (op == TL_REDUCE_SUM && pl->dtype == TL_C128 && s == 1) {
-    /* pairs (re, im) as 2n doubles: even running sums are the real part, odd the imaginary */
-    double sums[8];
-    sum8((const double *)p, 2 * n, sums);
-    acc[0] += (sums[0] + sums[2]) + (sums[4] + sums[6]);
-    acc[1] += (sums[1] + sums[3]) + (sums[5] + sums[7]);
+  if ((pl->dtype == TL_C128 || pl->dtype == TL_C64) && s == 1 &&
+      complex_run_into_scalar(pl, p, n, acc))
     return;
-  }
-  if (op == TL_REDUCE_NORM2 && pl->dtype == TL_C128 && s == 1) {
-    acc[0] += sum_squares((const double *)p, 2 * n); /* |z|^2 = re^2 + im^2 */
-    return;
-  }
   if (op == TL_REDUCE_SUM && pl->dtype == TL_F64 && s == 1) {
     const double *x = (const double *)p;
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
@@ -168,6 +186,16 @@ static void run_into_vector(const tl__reduce_plan *pl, const char *p, int64_t n,
       for (int64_t i = 0; i < 2 * n; i++) a[i] += x[i];
     else
       for (int64_t i = 0; i < n; i++) a[i] += x[2 * i] * x[2 * i] + x[2 * i + 1] * x[2 * i + 1];
+    return;
+  }
+  if (pl->dtype == TL_C64 && s == 1 && (op == TL_REDUCE_SUM || op == TL_REDUCE_NORM2)) {
+    const float *restrict x = (const float *)p;
+    double *restrict a = acc;
+    if (op == TL_REDUCE_SUM)
+      for (int64_t i = 0; i < 2 * n; i++) a[i] += x[i];
+    else
+      for (int64_t i = 0; i < n; i++)
+        a[i] += (double)x[2 * i] * x[2 * i] + (double)x[2 * i + 1] * x[2 * i + 1];
     return;
   }
   const int64_t step = s * pl->xes;
