@@ -159,6 +159,19 @@ static void run_into_scalar(const tl__reduce_plan *pl, const char *p, int64_t n,
   acc[0] = a0, acc[1] = a1;
 }
 
+/* Unit-stride complex sums and norms of n elements (pairs of T) into their accumulators:
+ * for sums the accumulators are pairs like the input, for norms one real per element. */
+#define TL__COMPLEX_RUN_VECTOR(NAME, T)                                                   \
+  static void NAME(const T *restrict x, int64_t n, tl_reduce_op op, double *restrict a) { \
+    if (op == TL_REDUCE_SUM)                                                              \
+      for (int64_t i = 0; i < 2 * n; i++) a[i] += x[i];                                   \
+    else                                                                                  \
+      for (int64_t i = 0; i < n; i++)                                                     \
+        a[i] += (double)x[2 * i] * x[2 * i] + (double)x[2 * i + 1] * x[2 * i + 1];        \
+  }
+TL__COMPLEX_RUN_VECTOR(complex_run_into_vector_c128, double)
+TL__COMPLEX_RUN_VECTOR(complex_run_into_vector_c64, float)
+
 /* acc[i] op= x[i] for a run of n elements; acc holds reals (n doubles) or complex (2n). */
 static void run_into_vector(const tl__reduce_plan *pl, const char *p, int64_t n, int64_t s,
                             double *acc) {
@@ -179,23 +192,11 @@ static void run_into_vector(const tl__reduce_plan *pl, const char *p, int64_t n,
     return;
   }
   if (pl->dtype == TL_C128 && s == 1 && (op == TL_REDUCE_SUM || op == TL_REDUCE_NORM2)) {
-    /* Sums: the accumulators are pairs like the input; norms: one real per element. */
-    const double *restrict x = (const double *)p;
-    double *restrict a = acc;
-    if (op == TL_REDUCE_SUM)
-      for (int64_t i = 0; i < 2 * n; i++) a[i] += x[i];
-    else
-      for (int64_t i = 0; i < n; i++) a[i] += x[2 * i] * x[2 * i] + x[2 * i + 1] * x[2 * i + 1];
+    complex_run_into_vector_c128((const double *)p, n, op, acc);
     return;
   }
   if (pl->dtype == TL_C64 && s == 1 && (op == TL_REDUCE_SUM || op == TL_REDUCE_NORM2)) {
-    const float *restrict x = (const float *)p;
-    double *restrict a = acc;
-    if (op == TL_REDUCE_SUM)
-      for (int64_t i = 0; i < 2 * n; i++) a[i] += x[i];
-    else
-      for (int64_t i = 0; i < n; i++)
-        a[i] += (double)x[2 * i] * x[2 * i] + (double)x[2 * i + 1] * x[2 * i + 1];
+    complex_run_into_vector_c64((const float *)p, n, op, acc);
     return;
   }
   const int64_t step = s * pl->xes;
