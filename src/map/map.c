@@ -1,6 +1,6 @@
 /* src/map/map.c: an ordered map over items on top of one phase run. Lanes take item
  * numbers from one shared counter, in increasing order, a run of consecutive items (a
- * chunk) at a time. A failing item stops the taking (a flag of the map's own) but does not
+ * chunk) at a time. A failing item stops the taking (the map's own record of it) but does not
  * cancel the run: the items other lanes hold finish with their own results, so every item
  * below the lowest failing one has run to its own end when the map reports it, and a
  * failure below another one is never lost to a cancellation it caused. A cancellation of
@@ -30,10 +30,11 @@ typedef struct map_state {
   size_t lanes;  /* lanes that take items (for the guided bound) */
   _Alignas(TL__CACHE_LINE) atomic_size_t next;
   _Alignas(TL__CACHE_LINE) atomic_size_t done;
-  atomic_int stop;             /* an item failed: take no more chunks */
-  atomic_size_t lowest_failed; /* the lowest failing item so far; SIZE_MAX: none */
+  /* The lowest failing item so far (SIZE_MAX: none), written under failure_lock with the
+   * message and code; lanes read it without the lock: once set, no lane takes another
+   * chunk, and none runs an item above it. */
+  atomic_size_t failed_item;
   pthread_mutex_t failure_lock;
-  size_t failed_item; /* SIZE_MAX: none */
   int failed_code;
   char message[TL_MESSAGE_CAPACITY];
   size_t cancelled_item; /* lowest item that stopped with TL_E_CANCELLED; SIZE_MAX: none */
@@ -48,20 +49,16 @@ static int map_one(map_state *state, tl_exec *exec, size_t item, int lane_index)
   if (code == (int)TL_E_CANCELLED) {
     /* The item stopped because the run was cancelled: a consequence, not a failure. */
     if (item < state->cancelled_item) state->cancelled_item = item;
-  } else if (item < state->failed_item) {
-    state->failed_item = item;
+  } else if (item < atomic_load_explicit(&state->failed_item, memory_order_relaxed)) {
+    atomic_store_explicit(&state->failed_item, item, memory_order_relaxed);
     state->failed_code = code;
-    atomic_store_explicit(&state->lowest_failed, item, memory_order_relaxed);
     char code_text[48];
     tl__code_text(code, code_text, sizeof code_text);
     snprintf(state->message, sizeof state->message, "item %zu (lane %d) returned %s: %s", item,
              lane_index, code_text, tl_exec_message(exec));
   }
   pthread_mutex_unlock(&state->failure_lock);
-  /* A failure stops every lane's taking; the lane itself is not the failure (the map
-   * reports the item). */
-  if (code != (int)TL_E_CANCELLED) atomic_store_explicit(&state->stop, 1, memory_order_relaxed);
-  return 1;
+  return 1; /* the map reports a failing item itself; the lane is not the failure */
 }
 
 static int map_lane(tl_lane *lane, int lane_index, void *arg) {
@@ -69,7 +66,8 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
   tl_exec *exec = tl_lane_exec(lane);
   size_t done = 0, chunk = 1;
   if (state->max_lanes > 0 && lane_index >= state->max_lanes) return 0;
-  while (!tl_lane_cancelled(lane) && !atomic_load_explicit(&state->stop, memory_order_relaxed)) {
+  while (!tl_lane_cancelled(lane) &&
+         atomic_load_explicit(&state->failed_item, memory_order_relaxed) == SIZE_MAX) {
     size_t want =
         tl__map_chunk_bound(state->count, atomic_load_explicit(&state->next, memory_order_relaxed),
                             state->lanes, chunk);
@@ -81,7 +79,7 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
       /* After a failure, finish only the held items below the lowest failing one: every
        * item below it must run, none above it need to. */
       if (tl_lane_cancelled(lane) ||
-          item > atomic_load_explicit(&state->lowest_failed, memory_order_relaxed))
+          item > atomic_load_explicit(&state->failed_item, memory_order_relaxed))
         goto out;
       if (map_one(state, exec, item, lane_index) != 0) goto out;
       done++;
@@ -113,11 +111,9 @@ static tl_status phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *ar
   if (max_lanes > 0 && max_lanes < lanes) lanes = max_lanes;
   state.lanes = lanes > 1 ? (size_t)lanes : 1;
   atomic_init(&state.next, 0);
-  atomic_init(&state.lowest_failed, SIZE_MAX);
   atomic_init(&state.done, 0);
-  atomic_init(&state.stop, 0);
   pthread_mutex_init(&state.failure_lock, NULL);
-  state.failed_item = SIZE_MAX;
+  atomic_init(&state.failed_item, SIZE_MAX);
   state.cancelled_item = SIZE_MAX;
   state.failed_code = 0;
   state.message[0] = '\0';
@@ -133,9 +129,10 @@ static tl_status phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *ar
     memcpy(outcome->message, tl_last_message(), sizeof outcome->message);
     return status;
   }
-  if (state.failed_item != SIZE_MAX) {
+  const size_t failed_item = atomic_load(&state.failed_item);
+  if (failed_item != SIZE_MAX) {
     outcome->failed = 1;
-    outcome->failed_item = state.failed_item;
+    outcome->failed_item = failed_item;
     outcome->code = state.failed_code;
     outcome->status = TL_E_LANE;
     memcpy(outcome->message, state.message, sizeof outcome->message);
