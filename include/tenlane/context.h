@@ -30,7 +30,8 @@ typedef struct tl_context_config {
   int threads;          /* thread budget; 0 = one per CPU of the CPU set (or of the process) */
   const int *cpus;      /* CPU set, or NULL: nothing is pinned. Borrowed for the call. */
   int cpu_count;        /* entries in cpus */
-  size_t scratch_limit; /* bytes one scratch arena may hold; 0 = the default (256 MiB) */
+  size_t scratch_limit; /* bytes one scratch arena may hold (TL_E_SCRATCH_LIMIT beyond it);
+                           0 = no limit: only the allocator limits scratch (TL_E_NOMEM) */
   int spin_us;          /* idle spin window of the pool's workers; < 0 = the default;
                            at most TL_SPIN_US_MAX (10 ms) */
 } tl_context_config;

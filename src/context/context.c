@@ -1,13 +1,16 @@
 /* src/context/context.c: creating and destroying the engine, and its stats. Creation makes
  * every thread the context will ever use (the pool); nothing later creates one. */
 #include <assert.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/base.h"
 #include "context_int.h"
 
-#define TL__DEFAULT_SCRATCH_LIMIT ((size_t)256 << 20)
+/* No default cap: a scratch limit is the user's choice; by default only the allocator limits
+ * an arena (a refusal is TL_E_NOMEM). */
+#define TL__DEFAULT_SCRATCH_LIMIT SIZE_MAX
 
 void tl_context_config_init(tl_context_config *config) {
   if (config == NULL) return;

@@ -153,4 +153,26 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
  * Same dtype; out validated and not overlapping in. Writes each element once; never fails. */
 void tl__einsum_fold(const tl_tensor *in, const int *in_to_out, const tl_tensor *out);
 
+/* ---- Direct routes (direct.c) ------------------------------------------------------- */
+
+/* Elements below which a one-operand step stays on the fold. */
+#define TL__EINSUM_DIRECT_MIN 4096
+
+struct tl_exec;
+/* 1 when every label of a and b is kept by the step's result: no summation. */
+int tl__einsum_step_sums_nothing(const int *a_labels, int a_rank, const int *b_labels, int b_rank,
+                                 const int *out_labels, int out_rank);
+/* out = a * b elementwise over out's labels (a step that sums nothing), on `team` threads.
+ * Errors: TL_E_CANCELLED. */
+tl_status tl__einsum_product(struct tl_exec *exec, int team, const tl_tensor *a,
+                             const int *a_labels, const tl_tensor *b, const int *b_labels,
+                             const tl_tensor *out, const int *out_labels);
+/* The team a step of `flops` real floating-point operations moving `bytes` should run on:
+ * `team` when the split's saving beats its measured cost, else 1 (threads.c). */
+int tl__einsum_step_team(struct tl_exec *exec, int team, double flops, double bytes);
+/* The fold's contract (out = in summed over the axes with in_to_out < 0), through the blocked
+ * copy or the reduce route when in is large. Errors: those of tl_copy_into/tl_reduce_into. */
+tl_status tl__einsum_fold_route(struct tl_exec *exec, const tl_tensor *in, const int *in_to_out,
+                                const tl_tensor *out);
+
 #endif

@@ -200,6 +200,56 @@ static char *scratch_at(char *scratch, size_t offset) {
   return scratch != NULL ? scratch + offset : NULL;
 }
 
+/* Elements of t as a double (0 for an empty tensor). */
+static double numel_d(const tl_tensor *t) {
+  double count = 1.0;
+  for (int k = 0; k < t->rank; k++) count *= (double)t->shape[k];
+  return count;
+}
+
+/* The team one step runs on: the surface's, unless the cost model says a split does not
+ * pay (then the step's routes see a team request of one). */
+static int step_team(tl_exec *exec, double flops, double bytes) {
+  int team;
+  if (tl__exec_team(exec, &team) != TL_OK) return 1;
+  return tl__einsum_step_team(exec, team, flops, bytes);
+}
+
+/* One pairwise step: an elementwise product when it sums nothing, else a contraction. */
+static tl_status run_step(tl_exec *exec, const tl_tensor *a, const int *a_labels,
+                          const tl_tensor *b, const int *b_labels, tl_tensor *c,
+                          const int *c_labels) {
+  double esize = (double)tl_dtype_size(c->dtype);
+  double complex_factor = tl_dtype_is_complex(c->dtype) ? 4.0 : 1.0;
+  double moved = (numel_d(a) + numel_d(b) + numel_d(c)) * esize;
+  if (tl__einsum_step_sums_nothing(a_labels, a->rank, b_labels, b->rank, c_labels, c->rank)) {
+    int team = step_team(exec, numel_d(c) * complex_factor, moved);
+    return tl__einsum_product(exec, team, a, a_labels, b, b_labels, c, c_labels);
+  }
+  /* 2 * (product of every label's extent): the extents of a, times b's labels a lacks. */
+  double flops = 2.0 * numel_d(a) * complex_factor;
+  for (int k = 0; k < b->rank; k++) {
+    if (index_of(a_labels, a->rank, b_labels[k]) < 0) flops *= (double)b->shape[k];
+  }
+  int saved = exec->team_request;
+  if (step_team(exec, flops, moved) == 1) exec->team_request = 1;
+  tl_status status = tl_contract_into(exec, a, a_labels, b, b_labels, c, c_labels);
+  exec->team_request = saved;
+  return status;
+}
+
+/* A one-operand step (preparation, or the whole call for one operand), on the team the
+ * cost model gives it. */
+static tl_status run_fold(tl_exec *exec, const tl_tensor *in, const int *in_to_out,
+                          const tl_tensor *out) {
+  double moved = (numel_d(in) + numel_d(out)) * (double)tl_dtype_size(in->dtype);
+  int saved = exec->team_request;
+  if (step_team(exec, numel_d(in), moved) == 1) exec->team_request = 1;
+  tl_status status = tl__einsum_fold_route(exec, in, in_to_out, out);
+  exec->team_request = saved;
+  return status;
+}
+
 static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
                           const tl_tensor *const *operands, tl_tensor *out) {
   char *scratch = NULL;
@@ -222,8 +272,7 @@ static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
       if (tl__exec_cancelled(exec)) {
         return tl__fail(TL_E_CANCELLED, "einsum: the lane's run was cancelled");
       }
-      tl__einsum_fold(&view, to_out, out);
-      return TL_OK;
+      return run_fold(exec, &view, to_out, out);
     }
     if (prep->sum) {
       scratch_tensor(plan, scratch_at(scratch, prep->scratch_offset), prep->n_kept,
@@ -232,7 +281,8 @@ static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
       for (int u = 0; u < prep->n_unique; u++) {
         to_kept[u] = index_of(prep->kept_labels, prep->n_kept, prep->unique_labels[u]);
       }
-      tl__einsum_fold(&view, to_kept, &slots[i]);
+      tl_status status = run_fold(exec, &view, to_kept, &slots[i]);
+      if (status != TL_OK) return status;
     } else {
       slots[i] = view;
     }
@@ -253,8 +303,8 @@ static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
     }
     slot_labels[slot] = plan->step_labels[step];
     int a = plan->path.pairs[step][0], b = plan->path.pairs[step][1];
-    tl_status status = tl_contract_into(exec, &slots[a], slot_labels[a], &slots[b], slot_labels[b],
-                                        &slots[slot], slot_labels[slot]);
+    tl_status status = run_step(exec, &slots[a], slot_labels[a], &slots[b], slot_labels[b],
+                                &slots[slot], slot_labels[slot]);
     if (status != TL_OK) return status;
   }
   return TL_OK;

@@ -2,6 +2,7 @@
  * reused after a reset, so a surface that repeats an operation takes scratch without any
  * heap traffic once its first run has grown it. The limit caps the bytes held. */
 #include <assert.h>
+#include <stdint.h>
 #include "arena.h"
 
 #include "base/base.h"
@@ -25,6 +26,7 @@ void tl__arena_init(tl__arena *arena, size_t limit) {
   arena->used = 0;
   arena->reserved = 0;
   arena->limit = limit;
+  arena->growths = 0;
 }
 
 void tl__arena_release(tl__arena *arena) {
@@ -81,25 +83,36 @@ tl_status tl__arena_alloc(tl__arena *arena, size_t bytes, size_t align, void **o
     chunk = chunk->next;
     used = 0;
   }
-  /* Grow: a new chunk at least twice the bytes held so far, and big enough. */
+  /* Grow geometrically: a new chunk at least as big as everything held so far and twice
+   * the request, so a stream of slowly growing requests grows the arena a handful of
+   * times, not once per call. Near the limit the chunk is cut to what the limit allows. */
   size_t need;
   if (!tl__size_add(bytes, align, &need))
     return tl__fail(TL_E_SCRATCH_LIMIT, "scratch request of %zu bytes overflows", bytes);
   size_t capacity = arena->reserved > TL__CHUNK_MIN ? arena->reserved : TL__CHUNK_MIN;
+  size_t headroom;
+  if (tl__size_mul(need, 2, &headroom) && capacity < headroom) capacity = headroom;
   if (capacity < need) capacity = need;
-  if (arena->reserved + capacity > arena->limit) {
-    /* Fall back to exactly what is needed before giving up. */
-    capacity = need;
-    if (need > arena->limit || arena->reserved > arena->limit - need)
-      return tl__fail(TL_E_SCRATCH_LIMIT,
-                      "scratch request of %zu bytes exceeds the scratch limit (%zu bytes, %zu "
-                      "already held)",
-                      bytes, arena->limit, arena->reserved);
-  }
-  tl__arena_chunk *fresh = tl__alloc(TL__CHUNK_HEADER + capacity, 64);
+  if (need > arena->limit || arena->reserved > arena->limit - need)
+    return tl__fail(TL_E_SCRATCH_LIMIT,
+                    "scratch request of %zu bytes exceeds the scratch limit (%zu bytes, %zu "
+                    "already held)",
+                    bytes, arena->limit, arena->reserved);
+  if (capacity > arena->limit - arena->reserved) capacity = arena->limit - arena->reserved;
+  size_t total;
+  tl__arena_chunk *fresh = NULL;
+  if (tl__size_add(TL__CHUNK_HEADER, capacity, &total)) fresh = tl__alloc(total, 64);
+  if (fresh == NULL && arena->limit == SIZE_MAX)
+    return tl__fail(TL_E_NOMEM,
+                    "the allocator gave no memory for a scratch chunk of %zu bytes (%zu bytes "
+                    "of scratch already held; no scratch limit is set)",
+                    TL__CHUNK_HEADER + capacity, arena->reserved);
   if (fresh == NULL)
-    return tl__fail(TL_E_NOMEM, "scratch chunk of %zu bytes could not be allocated",
-                    TL__CHUNK_HEADER + capacity);
+    return tl__fail(TL_E_NOMEM,
+                    "the allocator gave no memory for a scratch chunk of %zu bytes (%zu bytes "
+                    "of scratch already held; the scratch limit is %zu bytes)",
+                    TL__CHUNK_HEADER + capacity, arena->reserved, arena->limit);
+  arena->growths++;
   fresh->next = NULL;
   fresh->capacity = capacity;
   /* Append at the end of the list so chunks keep their order for marks. */

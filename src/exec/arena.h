@@ -16,7 +16,8 @@ typedef struct tl__arena {
   tl__arena_chunk *current; /* chunk the next allocation is tried in */
   size_t used;              /* bytes used in current */
   size_t reserved;          /* bytes held in all chunks */
-  size_t limit;             /* cap on reserved */
+  size_t limit;             /* cap on reserved (SIZE_MAX: only the allocator limits it) */
+  size_t growths;           /* chunks allocated since init or release */
 } tl__arena;
 
 typedef struct tl__arena_mark {

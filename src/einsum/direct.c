@@ -1,0 +1,89 @@
+/* src/einsum/direct.c: the einsum terms that are not contractions, run by the memory-bound
+ * kernels instead of GEMM.
+ *
+ * - A pairwise step that sums nothing (a Hadamard product in any axis order, an outer
+ *   product, a broadcast product) is one elementwise multiply over the result's index
+ *   space, each input seen through a view with the result's axes (stride 0 where it lacks
+ *   the label). Through GEMM it was a batch of 1x1x1 products, one per element.
+ * - A one-operand step (a transpose, a diagonal, a trace, a reduction) of at least
+ *   TL__EINSUM_DIRECT_MIN elements is a blocked copy (tl_copy_into) when it sums nothing,
+ *   else a sum (tl_reduce_into) into the output seen in the input's axis order. Smaller
+ *   ones stay on the fold, whose per-call cost is lower.
+ *
+ * Invariant: both write each output element exactly once, as the fold does. */
+#include <string.h>
+
+#include "base/base.h"
+#include "einsum_int.h"
+#include "exec/exec.h"
+#include "kernels/kernels.h"
+#include "tenlane/ops.h"
+
+static int index_of(const int *labels, int count, int label) {
+  for (int k = 0; k < count; k++) {
+    if (labels[k] == label) return k;
+  }
+  return -1;
+}
+
+int tl__einsum_step_sums_nothing(const int *a_labels, int a_rank, const int *b_labels, int b_rank,
+                                 const int *out_labels, int out_rank) {
+  for (int k = 0; k < a_rank; k++) {
+    if (index_of(out_labels, out_rank, a_labels[k]) < 0) return 0;
+  }
+  for (int k = 0; k < b_rank; k++) {
+    if (index_of(out_labels, out_rank, b_labels[k]) < 0) return 0;
+  }
+  return 1;
+}
+
+/* `in` seen with out's axes: stride 0 on a label it lacks. */
+static void view_in_out_axes(const tl_tensor *in, const int *in_labels, const tl_tensor *out,
+                             const int *out_labels, tl_tensor *view) {
+  memset(view, 0, sizeof *view);
+  view->dtype = in->dtype;
+  view->rank = out->rank;
+  for (int r = 0; r < out->rank; r++) {
+    int k = index_of(in_labels, in->rank, out_labels[r]);
+    view->shape[r] = out->shape[r];
+    view->strides[r] = k >= 0 ? in->strides[k] : 0;
+  }
+  view->offset = in->offset;
+  view->data = in->data;
+}
+
+tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const int *a_labels,
+                             const tl_tensor *b, const int *b_labels, const tl_tensor *out,
+                             const int *out_labels) {
+  tl_tensor av, bv;
+  view_in_out_axes(a, a_labels, out, out_labels, &av);
+  view_in_out_axes(b, b_labels, out, out_labels, &bv);
+  const tl_tensor *ts[3] = {out, &av, &bv};
+  tl__loop loop;
+  tl__loop_plan(&loop, 3, ts);
+  return tl__loop_execute(exec, team, &loop, tl__ew_binary_kernel(TL_OP_MUL, out->dtype), NULL);
+}
+
+tl_status tl__einsum_fold_route(tl_exec *exec, const tl_tensor *in, const int *in_to_out,
+                                const tl_tensor *out) {
+  if (tl_tensor_numel(in) < TL__EINSUM_DIRECT_MIN) {
+    tl__einsum_fold(in, in_to_out, out);
+    return TL_OK;
+  }
+  /* out seen in the order in keeps its axes. */
+  tl_tensor out_view = *out;
+  out_view.owned = NULL;
+  int axes[TL_MAX_RANK];
+  int n_sum = 0, r = 0;
+  for (int k = 0; k < in->rank; k++) {
+    if (in_to_out[k] < 0) {
+      axes[n_sum++] = k;
+      continue;
+    }
+    out_view.shape[r] = out->shape[in_to_out[k]];
+    out_view.strides[r] = out->strides[in_to_out[k]];
+    r++;
+  }
+  if (n_sum == 0) return tl_copy_into(exec, in, &out_view);
+  return tl_reduce_into(exec, TL_REDUCE_SUM, in, n_sum, axes, &out_view);
+}
