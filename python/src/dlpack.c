@@ -31,7 +31,8 @@ static int dtype_of_dl(DLDataType t, tl_dtype *out) {
   return 0;
 }
 
-/* The capsule from obj.__dlpack__() (new reference) and its tensor, checked for tenlane. */
+/* The capsule from obj.__dlpack__() (new reference) and its tensor, checked for tenlane:
+ * an unconsumed "dltensor" capsule of a CPU tensor of a dtype tenlane computes in. */
 static PyObject *capsule_of(PyObject *obj, const char *where, const char *what,
                             DLManagedTensor **managed, tl_dtype *dtype) {
   PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
@@ -64,6 +65,25 @@ static PyObject *capsule_of(PyObject *obj, const char *where, const char *what,
     Py_XDECREF(tb);
     return NULL;
   }
+  if (!PyCapsule_CheckExact(capsule)) {
+    tlpy_raise(TL_E_DTYPE, "%s: %s.__dlpack__() returned a %s, not a DLPack capsule", where, what,
+               Py_TYPE(capsule)->tp_name);
+    Py_DECREF(capsule);
+    return NULL;
+  }
+  if (!PyCapsule_IsValid(capsule, "dltensor")) {
+    /* "used_dltensor" is a capsule some consumer already took; any other name is no
+     * DLPack 0.6 tensor (a versioned capsule included). */
+    const char *name = PyCapsule_GetName(capsule);
+    PyErr_Clear();
+    tlpy_raise(TL_E_INVALID,
+               "%s: %s.__dlpack__() returned a capsule named \"%s\", not an unconsumed "
+               "\"dltensor\"%s",
+               where, what, name ? name : "(null)",
+               name && !strcmp(name, "used_dltensor") ? " (already consumed)" : "");
+    Py_DECREF(capsule);
+    return NULL;
+  }
   *managed = PyCapsule_GetPointer(capsule, "dltensor");
   if (!*managed) {
     Py_DECREF(capsule);
@@ -85,22 +105,103 @@ static PyObject *capsule_of(PyObject *obj, const char *where, const char *what,
   }
   if (t->ndim < 0 || t->ndim > TL_MAX_RANK) {
     Py_DECREF(capsule);
-    return tlpy_raise(TL_E_SHAPE, "%s: %s has %d axes; tenlane takes at most %d", where, what,
+    return tlpy_raise(TL_E_SHAPE, "%s: %s has %d axes; tenlane takes 0 to %d", where, what,
                       (int)t->ndim, TL_MAX_RANK);
   }
   return capsule;
 }
 
-/* Shape and element strides of a DLTensor (NULL strides: C order). */
-static void dl_layout(const DLTensor *t, tl_tensor *out) {
+/* Shape and element strides of a DLTensor (NULL strides: C order) as a borrowed tensor,
+ * checked so that every element lies at an address the process can form: no NULL shape
+ * or data where there are elements, no negative extent, no product or byte span that
+ * overflows, no start that is not aligned to the element (the rule numpy operands follow).
+ * empty_data: the address a tensor without elements gets when its data is NULL. Returns 0,
+ * or -1 with the error raised, naming the value. */
+static int dl_layout(const DLTensor *t, tl_dtype dtype, const char *where, const char *what,
+                     void *empty_data, tl_tensor *out) {
   memset(out, 0, sizeof *out);
+  out->dtype = dtype;
   out->rank = t->ndim;
-  for (int k = 0; k < t->ndim; k++) out->shape[k] = t->shape[k];
-  if (t->strides)
+  const int64_t size = (int64_t)tl_dtype_size(dtype);
+  if (t->ndim > 0 && t->shape == NULL) {
+    tlpy_raise(TL_E_INVALID, "%s: %s has %d axes and a NULL shape", where, what, (int)t->ndim);
+    return -1;
+  }
+  int64_t numel = 1;
+  for (int k = 0; k < t->ndim; k++) {
+    int64_t extent = t->shape[k];
+    if (extent < 0) {
+      tlpy_raise(TL_E_SHAPE, "%s: %s has extent %lld on axis %d; extents are 0 or more", where,
+                 what, (long long)extent, k);
+      return -1;
+    }
+    out->shape[k] = extent;
+    if (__builtin_mul_overflow(numel, extent, &numel)) {
+      tlpy_raise(TL_E_SHAPE,
+                 "%s: %s has %lld elements up to axis %d and extent %lld there: the "
+                 "count overflows 64 bits",
+                 where, what, (long long)numel, k, (long long)extent);
+      return -1;
+    }
+  }
+  int64_t total;
+  if (__builtin_mul_overflow(numel, size, &total)) {
+    tlpy_raise(TL_E_SHAPE, "%s: %s has %lld elements of %lld bytes: the size overflows 64 bits",
+               where, what, (long long)numel, (long long)size);
+    return -1;
+  }
+  if (t->strides) {
     for (int k = 0; k < t->ndim; k++) out->strides[k] = t->strides[k];
-  else
-    tl_strides_row_major(t->ndim, out->shape, out->strides);
-  out->data = (char *)t->data + t->byte_offset;
+  } else if (!tl_strides_row_major(t->ndim, out->shape, out->strides)) {
+    tlpy_raise(TL_E_SHAPE, "%s: %s's C-order strides overflow 64 bits", where, what);
+    return -1;
+  }
+  /* The bytes from the first element to the lowest and the highest one it touches. */
+  int64_t lo = 0, hi = 0;
+  for (int k = 0; k < t->ndim; k++) {
+    int64_t bytes, span;
+    if (__builtin_mul_overflow(out->strides[k], size, &bytes) ||
+        (numel > 0 && (__builtin_mul_overflow(bytes, out->shape[k] - 1, &span) ||
+                       __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi)))) {
+      tlpy_raise(TL_E_SHAPE,
+                 "%s: %s has stride %lld on axis %d of extent %lld: its byte span "
+                 "overflows 64 bits",
+                 where, what, (long long)out->strides[k], k, (long long)out->shape[k]);
+      return -1;
+    }
+  }
+  if (numel == 0) {
+    out->data = t->data ? t->data : empty_data; /* no elements: any non-NULL address */
+    return 0;
+  }
+  if (t->data == NULL) {
+    tlpy_raise(TL_E_INVALID, "%s: %s has %lld elements and NULL data", where, what,
+               (long long)numel);
+    return -1;
+  }
+  uintptr_t start;
+  if (t->byte_offset > (uint64_t)INT64_MAX ||
+      __builtin_add_overflow((uintptr_t)t->data, (uintptr_t)t->byte_offset, &start) ||
+      (uintptr_t)0 - (uintptr_t)lo > start ||
+      UINTPTR_MAX - start < (uintptr_t)hi + (uintptr_t)size) {
+    tlpy_raise(TL_E_SHAPE,
+               "%s: %s's data %p with byte_offset %llu and a byte span [%lld, %lld] "
+               "runs past the address space",
+               where, what, t->data, (unsigned long long)t->byte_offset, (long long)lo,
+               (long long)hi);
+    return -1;
+  }
+  const uintptr_t align = (uintptr_t)(size > 8 ? 8 : size);
+  if (start % align != 0) {
+    tlpy_raise(TL_E_INVALID,
+               "%s: %s's data %p with byte_offset %llu is not aligned to its %s "
+               "elements (%llu bytes); tenlane refuses unaligned memory",
+               where, what, t->data, (unsigned long long)t->byte_offset, tl_dtype_name(dtype),
+               (unsigned long long)align);
+    return -1;
+  }
+  out->data = (void *)start;
+  return 0;
 }
 
 int tlpy_operand_from_dlpack(PyObject *obj, const char *where, const char *what,
@@ -109,9 +210,10 @@ int tlpy_operand_from_dlpack(PyObject *obj, const char *where, const char *what,
   tl_dtype dtype;
   PyObject *capsule = capsule_of(obj, where, what, &managed, &dtype);
   if (!capsule) return -1;
-  dl_layout(&managed->dl_tensor, &out->tensor);
-  out->tensor.dtype = dtype;
-  if (tl_tensor_numel(&out->tensor) == 0 && !out->tensor.data) out->tensor.data = out;
+  if (dl_layout(&managed->dl_tensor, dtype, where, what, out, &out->tensor) < 0) {
+    Py_DECREF(capsule);
+    return -1;
+  }
   out->owner = capsule;
   return 0;
 }
@@ -143,8 +245,10 @@ PyObject *tlpy_from_dlpack(PyObject *module, PyObject *obj) {
   PyObject *capsule = capsule_of(obj, "tenlane.from_dlpack", "x", &managed, &dtype);
   if (!capsule) return NULL;
   tl_tensor t;
-  dl_layout(&managed->dl_tensor, &t);
-  t.dtype = dtype;
+  if (dl_layout(&managed->dl_tensor, dtype, "tenlane.from_dlpack", "x", managed, &t) < 0) {
+    Py_DECREF(capsule); /* not consumed: the producer's capsule still deletes it */
+    return NULL;
+  }
   dl_holder *holder = PyObject_New(dl_holder, &holder_type);
   if (!holder) {
     Py_DECREF(capsule);
@@ -159,7 +263,6 @@ PyObject *tlpy_from_dlpack(PyObject *module, PyObject *obj) {
   }
   holder->managed = managed;
   Py_DECREF(capsule);
-  if (t.data == NULL) t.data = managed; /* no elements: any non-NULL address */
   PyObject *array = tlpy_result(&t, (PyObject *)holder);
   Py_DECREF(holder);
   return array;

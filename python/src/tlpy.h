@@ -136,7 +136,11 @@ PyObject *tlpy_from_dlpack(PyObject *module, PyObject *obj);
 PyObject *tlpy_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames);
 PyObject *tlpy_buffer_dlpack_device(PyObject *self, PyObject *unused);
-/* Read a "dltensor" capsule's tensor as an operand (the capsule stays the producer's). */
+/* Read a "dltensor" capsule's tensor as an operand (the capsule stays the producer's).
+ * The DLTensor is checked first (dlpack.c, dl_layout): InvalidError for a NULL shape or
+ * data where there are elements, an unaligned start or a capsule of another name (a
+ * consumed one included), ShapeError for a negative extent, too many axes or a count or
+ * byte span that overflows, DtypeError for no capsule at all. */
 int tlpy_operand_from_dlpack(PyObject *obj, const char *where, const char *what, tlpy_operand *out);
 
 /* ---- context.c, session.c ------------------------------------------------------------ */
