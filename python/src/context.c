@@ -65,6 +65,8 @@ static PyObject *context_session(PyObject *self, PyObject *args, PyObject *kwarg
   s->session = NULL;
   s->exec = NULL;
   s->thread = 0;
+  s->serial = 0;
+  s->owner = 0;
   s->wait = wait;
   return (PyObject *)s;
 }

@@ -24,7 +24,14 @@
  * (tl_map's order), and its own items before the failure succeeded.
  *
  * map(fn, n) runs Python callbacks on the lanes: each takes the GIL for its call, so they
- * run one at a time (bound by the GIL; useful for callbacks that release it themselves). */
+ * run one at a time (bound by the GIL; useful for callbacks that release it themselves).
+ *
+ * Ctrl-C: every map watches for SIGINT (interrupt.c). An item that starts after the signal
+ * returns TL_E_CANCELLED at once, so the lanes stop taking work within one item's time and
+ * join; the driver, back with the GIL, runs Python's handler: a KeyboardInterrupt frees every
+ * result slot (nothing is published) and leaves the session as it was. A handler that
+ * returns lets the map go on: it runs again, and the items already done (`done`) return at
+ * once, their results kept. */
 
 #include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
 
@@ -82,10 +89,13 @@ typedef struct lanes_job {
   size_t run_items;         /* consecutive items per tl_map item (1: one item each) */
   size_t runs;              /* tl_map items: runs of run_items (the last may be shorter) */
   tlpy_run_fail **run_fail; /* per run: its failing item, or NULL (run_items > 1) */
+  tlpy_watch watch;         /* SIGINT since the map began */
+  unsigned char *done;      /* per item: 1 once it ran to its result (kept across a resume) */
   /* JOB_PYTHON */
   PyObject *fn, *results;
   size_t py_failed; /* lowest item whose callback raised (items when none) */
   PyObject *py_error;
+  PyObject *py_interrupt; /* a KeyboardInterrupt raised inside a callback (inline lane) */
 } lanes_job;
 
 /* Read operand `obj` of `item` on a lane (no GIL: the job's tuple keeps it alive). The
@@ -105,6 +115,7 @@ static tl_status read_operand(lanes_job *job, size_t item, Py_ssize_t j, PyObjec
   if (status != TL_OK) {
     tlpy_fail *kept = PyMem_RawMalloc(sizeof *kept);
     if (kept) *kept = fail;
+    PyMem_RawFree(job->read_fail[item]); /* from a run before a resume */
     job->read_fail[item] = kept;
   }
   return status;
@@ -207,6 +218,7 @@ static int einsum_item(tl_exec *exec, lanes_job *job, size_t item, int lane) {
       snprintf(kept->message, sizeof kept->message, "%s: item %zu has %zd operands; 1 to %d",
                job->where, item, n, TL_EINSUM_MAX_OPERANDS);
     }
+    PyMem_RawFree(job->read_fail[item]);
     job->read_fail[item] = kept;
     return (int)TL_E_INVALID;
   }
@@ -226,16 +238,21 @@ static int factor_item(tl_exec *exec, lanes_job *job, size_t item) {
   if (status != TL_OK) return (int)status;
   if (job->kind == JOB_SVD) return (int)tlpy_svd_on(exec, &a, job->truncation, &job->svd_out[item]);
   int64_t columns = a.rank == 2 ? a.shape[1] : 0;
-  job->perms[item] = PyMem_RawMalloc((size_t)(columns > 0 ? columns : 1) * sizeof(int64_t));
+  if (!job->perms[item]) /* kept from a run before a resume */
+    job->perms[item] = PyMem_RawMalloc((size_t)(columns > 0 ? columns : 1) * sizeof(int64_t));
   if (!job->perms[item]) return (int)TL_E_NOMEM;
   return (int)tlpy_qrcp_on(exec, &a, job->truncation, job->perms[item], &job->qrcp_out[item]);
 }
 
 static int run_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   lanes_job *job = arg;
-  tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR); /* as the session's own surface */
-  return job->kind == JOB_EINSUM ? einsum_item(exec, job, item, lane_index)
-                                 : factor_item(exec, job, item);
+  if (job->done[item]) return 0;                                 /* resumed: ran before */
+  if (tlpy_watch_fired(&job->watch)) return (int)TL_E_CANCELLED; /* Ctrl-C */
+  tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR);                   /* as the session's own surface */
+  int code = job->kind == JOB_EINSUM ? einsum_item(exec, job, item, lane_index)
+                                     : factor_item(exec, job, item);
+  if (code == 0) job->done[item] = 1;
+  return code;
 }
 
 /* One run of consecutive items (run_items > 1): in order, stopping at the first failure,
@@ -255,6 +272,7 @@ static int run_of_items(tl_exec *exec, size_t run, int lane_index, void *arg) {
         fail->code = code;
         snprintf(fail->message, sizeof fail->message, "%s", tl_exec_message(exec));
       }
+      PyMem_RawFree(job->run_fail[run]); /* from a run before a resume */
       job->run_fail[run] = fail;
     }
     return code;
@@ -275,6 +293,12 @@ static void job_free(lanes_job *job) {
    * borrows it and owns nothing), so there is nothing per item to free. */
   size_t items = job->published ? 0 : job->items;
   for (size_t i = 0; i < items; i++) {
+    if (job->perms) PyMem_RawFree(job->perms[i]);
+    if (job->read_fail) PyMem_RawFree(job->read_fail[i]);
+    /* Only an item that ran to its result holds one (a failing item keeps nothing): the
+     * slots of the items never reached stay untouched, so a map stopped early (Ctrl-C, a
+     * failure) does not fault in the pages of a long batch's slots to clear them. */
+    if (job->done && !job->done[i]) continue;
     if (job->einsum_out) tl_tensor_release(&job->einsum_out[i]);
     if (job->svd_out) {
       tl_tensor_release(&job->svd_out[i].u);
@@ -285,8 +309,6 @@ static void job_free(lanes_job *job) {
       tl_tensor_release(&job->qrcp_out[i].q);
       tl_tensor_release(&job->qrcp_out[i].r);
     }
-    if (job->perms) PyMem_RawFree(job->perms[i]);
-    if (job->read_fail) PyMem_RawFree(job->read_fail[i]);
     if (job->blocks) tlpy_block_give_held(job->blocks[i], job->block_bytes[i]); /* unpublished */
   }
   for (int l = 0; l < job->stashes; l++)
@@ -299,6 +321,7 @@ static void job_free(lanes_job *job) {
   PyMem_Free(job->qrcp_out);
   PyMem_Free(job->perms);
   PyMem_Free(job->read_fail);
+  PyMem_Free(job->done);
   if (job->run_fail) {
     for (size_t r = 0; r < job->runs; r++) PyMem_RawFree(job->run_fail[r]);
     PyMem_Free(job->run_fail);
@@ -317,16 +340,30 @@ static void tag_item(Py_ssize_t item) {
   PyErr_Restore(type, value, tb);
 }
 
-/* Run tl_map over the first `count` items without the GIL; raise its failure. */
+/* Run tl_map over the first `count` items without the GIL; raise its failure. When SIGINT
+ * stopped it, Python's handler runs here: its exception is raised, or, when it returns, the
+ * map runs again (the items done return at once). */
 static int run_map(tl_session *session, size_t count, tl_map_fn fn, lanes_job *job) {
   const char *where = job->where;
   tl_map_outcome outcome;
   tl_map_options options = {.max_lanes = job->max_lanes};
   tl_status status;
-  Py_BEGIN_ALLOW_THREADS;
-  status = tl_map_ex(session, count, fn, job, &options, &outcome);
-  Py_END_ALLOW_THREADS;
-  if (status == TL_OK) return 0;
+  for (;;) {
+    Py_BEGIN_ALLOW_THREADS;
+    status = tl_map_ex(session, count, fn, job, &options, &outcome);
+    Py_END_ALLOW_THREADS;
+    if (status == TL_OK) return 0;
+    if (job->py_interrupt) { /* a callback on this (main) thread was interrupted */
+      PyObject *e = job->py_interrupt;
+      job->py_interrupt = NULL;
+      PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+      Py_DECREF(e);
+      return -1;
+    }
+    if (!tlpy_watch_fired(&job->watch)) break;
+    if (PyErr_CheckSignals() < 0) return -1; /* KeyboardInterrupt, or the handler's error */
+    tlpy_watch_rearm(&job->watch);
+  }
   const char *map_said = outcome.message; /* what the map said went wrong */
   char run_text[TL_MESSAGE_CAPACITY + 96];
   if (status == TL_E_LANE && outcome.failed && job->run_fail) {
@@ -443,6 +480,7 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
   if (own_items(items_obj, job->kind == JOB_EINSUM, job, &bad, pending) < 0) goto done;
   size_t n = job->items + 1;
   job->read_fail = PyMem_Calloc(n, sizeof *job->read_fail);
+  job->done = PyMem_Calloc(n, 1);
   if (job->kind == JOB_EINSUM) {
     job->einsum_out = PyMem_Calloc(n, sizeof *job->einsum_out);
     job->blocks = PyMem_Calloc(n, sizeof *job->blocks);
@@ -458,7 +496,8 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
     job->qrcp_out = PyMem_Calloc(n, sizeof *job->qrcp_out);
     job->perms = PyMem_Calloc(n, sizeof *job->perms);
   }
-  if (!job->read_fail || (!job->einsum_out && !job->svd_out && !(job->qrcp_out && job->perms))) {
+  if (!job->read_fail || !job->done ||
+      (!job->einsum_out && !job->svd_out && !(job->qrcp_out && job->perms))) {
     PyErr_NoMemory();
     goto done;
   }
@@ -470,16 +509,19 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
     job->run_items = run_length(bad, lanes);
   }
   job->runs = (bad + job->run_items - 1) / job->run_items;
-  if (job->run_items > 1) {
+  tlpy_watch_begin(&job->watch);
+  /* A SIGINT that came before the watch began (while the items were taken) is Python's to
+   * raise now; from here on the lanes see any later one. */
+  int rc = PyErr_CheckSignals();
+  if (rc == 0 && job->run_items > 1) {
     job->run_fail = PyMem_Calloc(job->runs, sizeof *job->run_fail);
-    if (!job->run_fail) {
-      PyErr_NoMemory();
-      goto done;
-    }
-    if (run_map(self->session, job->runs, run_of_items, job) < 0) goto done;
-  } else if (bad > 0 && run_map(self->session, bad, run_item, job) < 0) {
-    goto done;
+    rc = job->run_fail ? run_map(self->session, job->runs, run_of_items, job) : -1;
+    if (!job->run_fail) PyErr_NoMemory();
+  } else if (rc == 0 && bad > 0) {
+    rc = run_map(self->session, bad, run_item, job);
   }
+  tlpy_watch_end(&job->watch);
+  if (rc < 0) goto done;
   if (bad < job->items) {
     PyErr_Restore(pending[0], pending[1], pending[2]);
     pending[0] = pending[1] = pending[2] = NULL;
@@ -540,11 +582,26 @@ static int python_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   (void)exec;
   (void)lane_index;
   lanes_job *job = arg;
+  if (job->done[item]) return 0;                                 /* resumed: ran before */
+  if (tlpy_watch_fired(&job->watch)) return (int)TL_E_CANCELLED; /* Ctrl-C */
   PyGILState_STATE gil = PyGILState_Ensure();
   PyObject *r = PyObject_CallFunction(job->fn, "n", (Py_ssize_t)item);
   int rc = 0;
   if (r) {
     PyList_SetItem(job->results, (Py_ssize_t)item, r); /* steals r */
+    job->done[item] = 1;
+  } else if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+    /* Python's handler ran inside the callback (the inline lane is the main thread): the
+     * map stops and raises it, as Ctrl-C anywhere else in the map does. */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value && tb) PyException_SetTraceback(value, tb);
+    if (!job->py_interrupt) job->py_interrupt = Py_XNewRef(value);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    rc = (int)TL_E_CANCELLED;
   } else {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
@@ -578,10 +635,23 @@ static PyObject *session_map(PyObject *self, PyObject *args, PyObject *kwargs) {
   lanes_job job = {
       .kind = JOB_PYTHON, .where = where, .fn = fn, .py_failed = (size_t)n, .max_lanes = max_lanes};
   job.results = PyList_New(n);
-  if (!job.results) return NULL;
+  job.done = PyMem_Calloc((size_t)n + 1, 1);
+  if (!job.results || !job.done) {
+    if (job.results && !job.done) PyErr_NoMemory();
+    Py_XDECREF(job.results);
+    PyMem_Free(job.done);
+    return NULL;
+  }
   for (Py_ssize_t i = 0; i < n; i++) PyList_SET_ITEM(job.results, i, Py_NewRef(Py_None));
-  if (run_map(s->session, (size_t)n, python_item, &job) < 0) {
-    if (job.py_error) { /* the callback's own exception becomes the cause */
+  tlpy_watch_begin(&job.watch);
+  int rc = PyErr_CheckSignals(); /* a SIGINT from before the watch began */
+  if (rc == 0) rc = run_map(s->session, (size_t)n, python_item, &job);
+  tlpy_watch_end(&job.watch);
+  PyMem_Free(job.done);
+  Py_XDECREF(job.py_interrupt);
+  if (rc < 0) {
+    if (job.py_error && !PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+      /* the callback's own exception becomes the cause */
       PyObject *type, *value, *tb;
       PyErr_Fetch(&type, &value, &tb);
       PyErr_NormalizeException(&type, &value, &tb);

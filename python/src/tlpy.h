@@ -153,10 +153,16 @@ typedef struct tlpy_context {
 typedef struct tlpy_session {
   PyObject_HEAD tlpy_context *context; /* strong reference */
   tl_session *session;                 /* NULL unless open */
-  tl_exec *exec;
-  unsigned long thread; /* PyThread ident of the opening thread */
+  tl_exec *exec;        /* the root surface, used only while `serial` is the caller's */
+  uint64_t serial;      /* tlpy_thread_serial() of the opening thread: never reused */
+  tl_owner owner;       /* the owner it was opened for (0 once tenlane closed it) */
+  unsigned long thread; /* PyThread ident of the opening thread, for messages only */
   int wait;             /* open with TL_WAIT (1) or TL_NOWAIT (0) */
 } tlpy_session;
+
+/* A number for the calling thread, unique for the life of the process: OS thread ids are
+ * reused once a thread is joined, this never is. Any thread, GIL or not. */
+uint64_t tlpy_thread_serial(void);
 
 extern PyTypeObject tlpy_context_type;
 extern PyTypeObject tlpy_session_type;
@@ -166,9 +172,32 @@ int tlpy_session_type_init(void);
 
 #define TL__PY_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* The session's surface for a call named `where`, or NULL with StaleError (not open) or
- * WrongThreadError (called from another thread than the one that opened it) raised. */
+/* The session's surface for a call named `where`, or NULL with StaleError (not open, or
+ * its thread ended and tenlane closed it) or WrongThreadError (called from another live
+ * thread than the one that opened it) raised. The opener is recognised by its thread serial,
+ * not its OS id, so a new thread that got a dead opener's id is refused too. */
 tl_exec *tlpy_session_exec(tlpy_session *self, const char *where);
+
+/* ---- interrupt.c: Ctrl-C during calls that run without the GIL ---------------------- */
+
+/* A watch for SIGINT over one call. */
+typedef struct tlpy_watch {
+  unsigned seen; /* the signal count when the watch began (or was rearmed) */
+  int active;    /* 0: nothing to watch (not the main thread, or SIGINT ignored/default) */
+} tlpy_watch;
+
+/* 1 on Python's main thread (the one its signal handlers run on). GIL held. */
+int tlpy_on_main_thread(void);
+/* Begin watching (GIL held): on the main thread SIGINT's handler becomes one that counts
+ * the signal before calling the handler that was there (Python's). Nests. */
+void tlpy_watch_begin(tlpy_watch *watch);
+/* 1 once SIGINT arrived since the watch began (or was rearmed). Any thread, no GIL, no
+ * lock: lanes call it between items. */
+int tlpy_watch_fired(const tlpy_watch *watch);
+/* Start counting afresh (GIL held), after Python's handler ran and returned. */
+void tlpy_watch_rearm(tlpy_watch *watch);
+/* End the watch (GIL held); the outermost one puts the previous handler back. */
+void tlpy_watch_end(tlpy_watch *watch);
 
 /* ---- ops.c, linalg.c, lanes.c: the methods of tenlane.Session ------------------------ */
 
