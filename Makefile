@@ -5,7 +5,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
-.PHONY: all deps build build-clang demo test test-asan test-tsan bench bench-plot scale-out install format format-check lint clean python \
+PHONY_TCI := bench-fanout bench-tci
+.PHONY: all deps build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-plot scale-out install format format-check lint clean python \
 	fuzz soak valgrind
 
 all: build
@@ -22,8 +23,17 @@ build-clang: deps
 	CC=clang cmake -S . -B build-clang -G Ninja $(CMAKE_FLAGS)
 	cmake --build build-clang -j$(JOBS)
 
+# The demo: the adaptive patched TCI of a built-in 2-D function on the lanes, and its report
+# (docs/tci.md). The fan-out stand-in stays as a benchmark: `make bench-fanout`.
 demo: build
+	$(BUILD)/examples/tenlane-tci --function sharp2d --save $(BUILD)/tci-sharp2d.tlt
+
+bench-fanout: build
 	$(BUILD)/examples/tenlane-fanout
+
+# The TCI benchmark table (docs/tci.md): lanes vs one lane vs OpenMP tasks vs unpatched.
+bench-tci: build
+	$(BUILD)/examples/tenlane-tci --bench
 
 test: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)

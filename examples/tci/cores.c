@@ -1,0 +1,99 @@
+/* examples/tci/cores.c: the tensor train of a patch from its pivots. Core k is
+ * T_k P_{k+1}^{-1}: T_k = f(left[k] x site k x right[k+1]) and P_{k+1} = f(left[k+1] x
+ * right[k+1]) the pivot matrix of bond k+1; the last core is T_{n-1}. The solve X P = T runs
+ * as P^T X^T = T^T through tenlane's tl_solve_into on the lane's surface (LU with partial
+ * pivoting; its temporaries come from the surface's arena), on transposed views of the
+ * workspace's row-major buffers, writing straight into the kept core. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tenlane/linalg.h"
+#include "tci_internal.h"
+
+static uint8_t *left_at(tci_workspace *ws, int b) {
+  return ws->left + (size_t)b * (size_t)ws->chi * (size_t)ws->sites;
+}
+static uint8_t *right_at(tci_workspace *ws, int b) {
+  return ws->right + (size_t)b * (size_t)ws->chi * (size_t)ws->sites;
+}
+
+static tci_piece *piece_alloc(const tci_workspace *ws, int n) {
+  size_t values = 0;
+  for (int k = 0; k < n; k++)
+    values += (size_t)ws->rank[k] * (size_t)ws->dim * (size_t)ws->rank[k + 1];
+  size_t head = sizeof(tci_piece) + sizeof(int) * (size_t)(n + 1) + sizeof(double *) * (size_t)n;
+  head = (head + 63) & ~(size_t)63;
+  unsigned char *block = calloc(1, head + sizeof(double) * values);
+  if (!block) return NULL;
+  tci_piece *piece = (tci_piece *)(void *)block;
+  piece->rank = (int *)(void *)(block + sizeof(tci_piece));
+  piece->core = (double **)(void *)(block + sizeof(tci_piece) + sizeof(int) * (size_t)(n + 1));
+  double *at = (double *)(void *)(block + head);
+  for (int k = 0; k < n; k++) {
+    piece->core[k] = at;
+    at += (size_t)ws->rank[k] * (size_t)ws->dim * (size_t)ws->rank[k + 1];
+  }
+  memcpy(piece->rank, ws->rank, sizeof(int) * (size_t)(n + 1));
+  piece->n = n;
+  return piece;
+}
+
+static int all_zero(const double *v, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    if (v[i] != 0.0) return 0;
+  return 1;
+}
+
+void tci_piece_free(tci_piece *piece) { free(piece); }
+
+/* core = t p^{-1}, t (m x r) and core row-major, p (r x r) row-major. */
+static int solve_right(tl_exec *exec, const double *t, const double *p, double *core, int m, int r,
+                       char *why) {
+  tl_tensor a, b, x;
+  int64_t ashape[2] = {r, r}, astrides[2] = {1, r};
+  int64_t bshape[2] = {r, m}, bstrides[2] = {1, r};
+  tl_status st = tl_tensor_wrap(TL_F64, 2, ashape, astrides, (void *)p, 0, &a);
+  if (st == TL_OK) st = tl_tensor_wrap(TL_F64, 2, bshape, bstrides, (void *)t, 0, &b);
+  if (st == TL_OK) st = tl_tensor_wrap(TL_F64, 2, bshape, bstrides, core, 0, &x);
+  if (st == TL_OK) st = tl_solve_into(exec, &a, &b, &x);
+  if (st != TL_OK) {
+    snprintf(why, TCI_WHY, "tl_solve_into on a %d x %d pivot matrix failed: %s", r, r,
+             tl_exec_message(exec));
+    return st == TL_E_CANCELLED ? TCI_E_CANCELLED : TCI_E_TENLANE;
+  }
+  return TCI_OK;
+}
+
+int tci_build_piece(tl_exec *exec, tci_workspace *ws, const tci_problem *pb, const tci_patch *patch,
+                    tci_piece **out, char *why) {
+  int n = ws->sites - patch->prefix_len, dim = ws->dim;
+  ws->rank[0] = 1;
+  ws->rank[n] = 1;
+  tci_piece *piece = piece_alloc(ws, n);
+  if (!piece) {
+    snprintf(why, TCI_WHY, "no memory for a patch's tensor train (%d sites)", n);
+    return TCI_E_NOMEM;
+  }
+  piece->patch = *patch;
+  for (int k = 0; k < n; k++) {
+    int r0 = ws->rank[k], r1 = ws->rank[k + 1], rlen = n - k - 1;
+    int rc = tci_eval_cross(ws, pb, patch, left_at(ws, k), r0, k, 1, right_at(ws, k + 1), r1, rlen,
+                            ws->t, why);
+    if (rc == TCI_OK && k == n - 1)
+      memcpy(piece->core[k], ws->t, sizeof(double) * (size_t)(r0 * dim * r1));
+    if (rc == TCI_OK && k < n - 1)
+      rc = tci_eval_cross(ws, pb, patch, left_at(ws, k + 1), r1, k + 1, 0, right_at(ws, k + 1), r1,
+                          rlen, ws->p, why);
+    /* A pivot matrix that is all zero (f vanished on the whole two-site matrix the pivot came
+     * from) keeps a zero core: the interpolant is zero there. */
+    if (rc == TCI_OK && k < n - 1 && !all_zero(ws->p, (size_t)r1 * (size_t)r1))
+      rc = solve_right(exec, ws->t, ws->p, piece->core[k], r0 * dim, r1, why);
+    if (rc) {
+      tci_piece_free(piece);
+      return rc;
+    }
+  }
+  *out = piece;
+  return TCI_OK;
+}

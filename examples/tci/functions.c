@@ -1,0 +1,123 @@
+/* examples/tci/functions.c: the registry of built-in functions, selectable by name. Each is
+ * vectorised over a batch of points, like a user callback. */
+#include <math.h>
+#include <string.h>
+
+#include "tci.h"
+
+/* The 1-D oscillating function of Fernandez, Ritter et al. (SciPost Phys. Codebases 2024):
+ * cos(x/B) cos(x/(4 sqrt5 B)) exp(-x^2) + 2 exp(-x), B = 2^-30, on [0, ln 20]. */
+static int osc1d(const double *x, size_t n, int dims, double *y, void *arg) {
+  (void)dims;
+  (void)arg;
+  const double b = ldexp(1.0, -30), c = 4.0 * sqrt(5.0) * b;
+  for (size_t i = 0; i < n; i++) {
+    double t = x[i];
+    y[i] = cos(t / b) * cos(t / c) * exp(-t * t) + 2.0 * exp(-t);
+  }
+  return 0;
+}
+
+/* 2-D, sharp features: a steep curved front (width 0.01) and a narrow ridge along the
+ * diagonal x + y = -0.4 (width ~0.03) crossing it. */
+static int sharp2d(const double *x, size_t n, int dims, double *y, void *arg) {
+  (void)dims;
+  (void)arg;
+  for (size_t i = 0; i < n; i++) {
+    double u = x[2 * i], v = x[2 * i + 1];
+    double front = tanh((u - 0.3 * sin(3.0 * v)) / 0.01);
+    double ridge = u + v + 0.4;
+    y[i] = front + 0.5 * exp(-ridge * ridge / 1e-3);
+  }
+  return 0;
+}
+
+/* 3-D smooth: cos(x + y^2 + z) / (1 + x^2 + y^2 + z^2) on [-1, 1]^3. */
+static int smooth3d(const double *x, size_t n, int dims, double *y, void *arg) {
+  (void)dims;
+  (void)arg;
+  for (size_t i = 0; i < n; i++) {
+    double a = x[3 * i], b = x[3 * i + 1], c = x[3 * i + 2];
+    y[i] = cos(a + b * b + c) / (1.0 + a * a + b * b + c * c);
+  }
+  return 0;
+}
+
+/* 2-D with a known integral: a Gaussian of width 0.08 centred in [0, 1]^2; its integral is
+ * (s sqrt(pi) erf(0.5 / s))^2. It is below 1e-16 at the edges, so the grid's Riemann sum
+ * agrees with the integral to rounding. */
+#define GAUSS_S 0.08
+static int gauss2d(const double *x, size_t n, int dims, double *y, void *arg) {
+  (void)dims;
+  (void)arg;
+  for (size_t i = 0; i < n; i++) {
+    double u = x[2 * i] - 0.5, v = x[2 * i + 1] - 0.5;
+    y[i] = exp(-(u * u + v * v) / (GAUSS_S * GAUSS_S));
+  }
+  return 0;
+}
+
+static tci_function builtins[4];
+
+static void builtins_init(void) {
+  if (builtins[0].name) return;
+  const double pi = 3.14159265358979323846;
+  double g = GAUSS_S * sqrt(pi) * erf(0.5 / GAUSS_S);
+  tci_function table[4] = {
+      {"osc1d",
+       "cos(x/B)cos(x/(4sqrt5 B))exp(-x^2)+2exp(-x), B=2^-30, on [0, ln 20]",
+       1,
+       {0.0},
+       {log(20.0)},
+       osc1d,
+       NULL,
+       40,
+       0,
+       0.0},
+      {"sharp2d",
+       "tanh((x-0.3sin(3y))/0.01)+0.5exp(-(x+y+0.4)^2/1e-3) on [-1,1]^2",
+       2,
+       {-1.0, -1.0},
+       {1.0, 1.0},
+       sharp2d,
+       NULL,
+       10,
+       0,
+       0.0},
+      {"smooth3d",
+       "cos(x+y^2+z)/(1+x^2+y^2+z^2) on [-1,1]^3",
+       3,
+       {-1.0, -1.0, -1.0},
+       {1.0, 1.0, 1.0},
+       smooth3d,
+       NULL,
+       10,
+       0,
+       0.0},
+      {"gauss2d",
+       "exp(-((x-.5)^2+(y-.5)^2)/0.08^2) on [0,1]^2, integral (0.08 sqrt(pi))^2",
+       2,
+       {0.0, 0.0},
+       {1.0, 1.0},
+       gauss2d,
+       NULL,
+       16,
+       1,
+       g * g},
+  };
+  memcpy(builtins, table, sizeof table);
+}
+
+size_t tci_builtin_count(void) { return sizeof builtins / sizeof builtins[0]; }
+
+const tci_function *tci_builtin_at(size_t i) {
+  builtins_init();
+  return i < tci_builtin_count() ? &builtins[i] : NULL;
+}
+
+const tci_function *tci_builtin(const char *name) {
+  builtins_init();
+  for (size_t i = 0; i < tci_builtin_count(); i++)
+    if (name && strcmp(builtins[i].name, name) == 0) return &builtins[i];
+  return NULL;
+}

@@ -1,0 +1,171 @@
+/* examples/tci/patch.c: one patch's TCI, from the first pivot to the kept piece or the
+ * request to split. The options are checked here too, since every run starts with them. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tci_internal.h"
+
+void tci_options_init(tci_options *options) {
+  memset(options, 0, sizeof *options);
+  options->tol = 1e-8;
+  options->max_bond = 32;
+  options->max_sweeps = 20;
+  options->patching = 1;
+  options->min_free_sites = 4;
+  options->seed = 1;
+}
+
+/* The global pivot search: the piece against f on TCI_PROBES random points of the patch
+ * (drawn from the seed, the prefix and the round, so independent of the lane). Returns the
+ * number of points whose error is above the tolerance, and adds the worst few of them as
+ * pivots of every bond. */
+static int global_search(tci_workspace *ws, const tci_problem *pb, const tci_patch *patch,
+                         const tci_piece *piece, int round, int *added, char *why) {
+  int n = ws->sites - patch->prefix_len;
+  uint64_t state = pb->options->seed * 0x2545f4914f6cdd1dull + (uint64_t)round;
+  for (int i = 0; i < patch->prefix_len; i++) state = state * 131u + patch->prefix[i] + 7u;
+  for (int c = 0; c < TCI_PROBES; c++)
+    for (int s = 0; s < n; s++)
+      ws->probe[(size_t)c * (size_t)ws->sites + (size_t)s] =
+          (uint8_t)(tci_rng_next(&state) % (uint64_t)ws->dim);
+  int rc = tci_eval_points(ws, pb, patch, ws->probe, TCI_PROBES, ws->probe_y, why);
+  if (rc) return rc;
+  double tol_abs = tci_tolerance(ws, pb);
+  for (int c = 0; c < TCI_PROBES; c++) /* the values become the errors */
+    ws->probe_y[c] = fabs(
+        ws->probe_y[c] - tci_piece_eval(piece, ws->dim, ws->probe + (size_t)c * (size_t)ws->sites));
+  *added = 0;
+  for (int k = 0; k < TCI_GLOBAL_PIVOTS; k++) {
+    int worst = -1;
+    double worst_err = tol_abs;
+    for (int c = 0; c < TCI_PROBES; c++)
+      if (ws->probe_y[c] > worst_err) {
+        worst_err = ws->probe_y[c];
+        worst = c;
+      }
+    if (worst < 0) break;
+    tci_add_global_pivot(ws, n, ws->probe + (size_t)worst * (size_t)ws->sites);
+    ws->probe_y[worst] = 0.0;
+    (*added)++;
+  }
+  return TCI_OK;
+}
+
+int tci_patch_run(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
+                  const tci_patch *patch, int (*stop)(void *), void *stop_arg,
+                  tci_patch_outcome *out, char *why) {
+  memset(out, 0, sizeof *out);
+  ws->evaluations = 0;
+  ws->max_abs = 0.0;
+  int n = ws->sites - patch->prefix_len;
+  const tci_options *o = problem->options;
+  tci_sweep_result sweep;
+  tci_piece *piece = NULL;
+  for (int round = 0;; round++) {
+    int rc = tci_sweeps(ws, problem, patch, round == 0, stop, stop_arg, &sweep, why);
+    out->evaluations = ws->evaluations;
+    out->max_rank = sweep.max_rank;
+    if (rc) return rc;
+    if (!sweep.converged && sweep.saturated && o->patching && n > o->min_free_sites) {
+      out->split = 1;
+      return TCI_OK;
+    }
+    rc = tci_build_piece(exec, ws, problem, patch, &piece, why);
+    out->evaluations = ws->evaluations;
+    if (rc) return rc;
+    int added = 0;
+    if (round < TCI_GLOBAL_ROUNDS && n > 1)
+      rc = global_search(ws, problem, patch, piece, round, &added, why);
+    out->evaluations = ws->evaluations;
+    if (rc) {
+      tci_piece_free(piece);
+      return rc;
+    }
+    if (added == 0) break;
+    tci_piece_free(piece);
+    piece = NULL;
+    if (stop && stop(stop_arg)) return TCI_E_CANCELLED;
+  }
+  if (!piece) return TCI_E_ARG; /* not reached: the loop leaves with a piece or returns */
+  piece->max_rank = sweep.max_rank;
+  piece->converged = sweep.converged;
+  piece->sweeps = sweep.sweeps;
+  piece->error = sweep.error;
+  piece->evaluations = ws->evaluations;
+  out->piece = piece;
+  return TCI_OK;
+}
+
+int tci_check_run(const tci_grid *grid, const tci_function *function, const tci_options *o,
+                  char *why) {
+  if (!grid || !function || !function->fn || !o) {
+    snprintf(why, TCI_WHY, "a run needs a grid, a function and options (one is NULL)");
+    return TCI_E_ARG;
+  }
+  if (function->dims != grid->dims) {
+    snprintf(why, TCI_WHY, "function '%s' takes %d variables but the grid has %d",
+             function->name ? function->name : "?", function->dims, grid->dims);
+    return TCI_E_ARG;
+  }
+  if (!(o->tol > 0.0) || o->tol >= 1.0) {
+    snprintf(why, TCI_WHY, "the tolerance must be in (0, 1), not %g", o->tol);
+    return TCI_E_ARG;
+  }
+  if (o->max_bond < 1 || o->max_bond > 512 || o->max_bond * grid->local_dim > TCI_PRRLU_MAX) {
+    snprintf(why, TCI_WHY, "max bond %d is outside 1..%d for local dimension %d", o->max_bond,
+             TCI_PRRLU_MAX / grid->local_dim < 512 ? TCI_PRRLU_MAX / grid->local_dim : 512,
+             grid->local_dim);
+    return TCI_E_ARG;
+  }
+  if (o->max_sweeps < 1 || o->max_sweeps > 1000) {
+    snprintf(why, TCI_WHY, "max sweeps must be 1..1000, not %d", o->max_sweeps);
+    return TCI_E_ARG;
+  }
+  if (o->min_free_sites < 2) {
+    snprintf(why, TCI_WHY, "patches keep at least 2 free sites, not %d", o->min_free_sites);
+    return TCI_E_ARG;
+  }
+  return TCI_OK;
+}
+
+int tci_problem_scale(const tci_grid *grid, const tci_function *function,
+                      const tci_options *options, double *scale, char *why) {
+  /* The root's first-pivot candidates, evaluated once here on the calling thread: the scale
+   * every patch's tolerance is relative to (a patch's own larger max |f| raises it). */
+  enum { SAMPLES = 64 };
+  double x[SAMPLES * TCI_MAX_DIMS], y[SAMPLES];
+  uint64_t state = options->seed ^ 0x5ca1ab1eull, index[SAMPLES * TCI_MAX_DIMS];
+  uint8_t sites[TCI_MAX_SITES];
+  for (int e = 0; e < SAMPLES; e++) {
+    for (int s = 0; s < grid->sites; s++)
+      sites[s] = e == 0 ? 0 : (uint8_t)(tci_rng_next(&state) % (uint64_t)grid->local_dim);
+    tci_grid_point(grid, sites, index + e * grid->dims, x + e * grid->dims);
+  }
+  int rc = function->fn(x, SAMPLES, grid->dims, y, function->arg);
+  if (rc) {
+    snprintf(why, TCI_WHY, "function '%s' returned %d on its first batch", function->name, rc);
+    return TCI_E_FUNCTION;
+  }
+  double top = 0.0;
+  for (int e = 0; e < SAMPLES; e++) {
+    if (!isfinite(y[e])) {
+      char at[200];
+      int len = 0;
+      for (int k = 0; k < grid->dims; k++)
+        len += snprintf(at + len, sizeof at - (size_t)len, "%s%.17g", k ? ", " : "",
+                        x[e * grid->dims + k]);
+      char idx[200];
+      len = 0;
+      for (int k = 0; k < grid->dims; k++)
+        len += snprintf(idx + len, sizeof idx - (size_t)len, "%s%llu", k ? ", " : "",
+                        (unsigned long long)index[e * grid->dims + k]);
+      snprintf(why, TCI_WHY, "function '%s' returned %g at x = (%s) (grid index (%s))",
+               function->name, y[e], at, idx);
+      return TCI_E_NONFINITE;
+    }
+    if (fabs(y[e]) > top) top = fabs(y[e]);
+  }
+  *scale = top;
+  return TCI_OK;
+}
