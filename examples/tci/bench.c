@@ -56,7 +56,7 @@ int tci_bench(const tci_program *p) {
          "seconds", "evaluations", "patches", "bond", "max_err", "same_bits_as_1_lane");
   for (size_t i = 0; i < tci_builtin_count(); i++) {
     const tci_function *f = tci_builtin_at(i);
-    if (p->function && strcmp(p->function->name, "sharp2d") && p->function != f) continue;
+    if (p->function_given && p->function != f) continue;
     tci_grid grid;
     char why[TCI_WHY];
     if (tci_grid_init(&grid, f->dims, p->bits ? p->bits : f->bits, p->layout, f->lo, f->hi, why))

@@ -61,6 +61,7 @@ int tci_parse(int argc, char **argv, tci_program *p) {
     } else if (strcmp(o, "--function") == 0) {
       p->function = tci_builtin(v);
       if (!p->function) return bad(o, v, "a built-in function name");
+      p->function_given = 1;
       i++;
     } else if (strcmp(o, "--bits") == 0) {
       if (!int_in(v, 1, TCI_MAX_BITS, &n)) return bad(o, v, "1..40");

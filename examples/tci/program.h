@@ -9,6 +9,7 @@
 
 typedef struct tci_program {
   const tci_function *function;
+  int function_given; /* --function was on the command line */
   tci_options options;
   tci_layout layout;
   int bits;    /* 0: the function's default */
