@@ -18,25 +18,52 @@ static uint8_t *right_at(tci_workspace *ws, int b) {
   return ws->right + (size_t)b * (size_t)ws->chi * (size_t)ws->sites;
 }
 
-static tci_piece *piece_alloc(const tci_workspace *ws, int n) {
+/* The bytes of a piece with ranks `rank` (one block: header, ranks, core pointers, values). */
+static size_t piece_bytes(const int *rank, int n, int dim, size_t *head_out) {
   size_t values = 0;
-  for (int k = 0; k < n; k++)
-    values += (size_t)ws->rank[k] * (size_t)ws->dim * (size_t)ws->rank[k + 1];
+  for (int k = 0; k < n; k++) values += (size_t)rank[k] * (size_t)dim * (size_t)rank[k + 1];
   size_t head = sizeof(tci_piece) + sizeof(int) * (size_t)(n + 1) + sizeof(double *) * (size_t)n;
   head = (head + 63) & ~(size_t)63;
-  unsigned char *block = calloc(1, head + sizeof(double) * values);
-  if (!block) return NULL;
+  *head_out = head;
+  return head + sizeof(double) * values;
+}
+
+/* Lay a piece out in `block` (piece_bytes of it), ranks copied, values uninitialised. */
+static tci_piece *piece_place(unsigned char *block, const int *rank, int n, int dim) {
+  size_t head;
+  piece_bytes(rank, n, dim, &head);
   tci_piece *piece = (tci_piece *)(void *)block;
+  memset(piece, 0, sizeof *piece);
   piece->rank = (int *)(void *)(block + sizeof(tci_piece));
   piece->core = (double **)(void *)(block + sizeof(tci_piece) + sizeof(int) * (size_t)(n + 1));
   double *at = (double *)(void *)(block + head);
   for (int k = 0; k < n; k++) {
     piece->core[k] = at;
-    at += (size_t)ws->rank[k] * (size_t)ws->dim * (size_t)ws->rank[k + 1];
+    at += (size_t)rank[k] * (size_t)dim * (size_t)rank[k + 1];
   }
-  memcpy(piece->rank, ws->rank, sizeof(int) * (size_t)(n + 1));
+  memcpy(piece->rank, rank, sizeof(int) * (size_t)(n + 1));
   piece->n = n;
   return piece;
+}
+
+tci_piece *tci_piece_keep(const tci_piece *draft, int dim) {
+  size_t head, bytes = piece_bytes(draft->rank, draft->n, dim, &head);
+  unsigned char *block = malloc(bytes);
+  if (!block) return NULL;
+  tci_piece *piece = piece_place(block, draft->rank, draft->n, dim);
+  tci_piece keep = *piece;
+  *piece = *draft;
+  piece->rank = keep.rank;
+  piece->core = keep.core;
+  memcpy(block + head, (const unsigned char *)draft->core[0], bytes - head);
+  return piece;
+}
+
+void tci_workspace_release(tci_workspace *ws) {
+  if (!ws) return;
+  free(ws->draft);
+  ws->draft = NULL;
+  ws->draft_cap = 0;
 }
 
 static int all_zero(const double *v, size_t count) {
@@ -70,11 +97,19 @@ int tci_build_piece(tl_exec *exec, tci_workspace *ws, const tci_problem *pb, con
   int n = ws->sites - patch->prefix_len, dim = ws->dim;
   ws->rank[0] = 1;
   ws->rank[n] = 1;
-  tci_piece *piece = piece_alloc(ws, n);
-  if (!piece) {
-    snprintf(why, TCI_WHY, "no memory for a patch's tensor train (%d sites)", n);
-    return TCI_E_NOMEM;
+  size_t head, bytes = piece_bytes(ws->rank, n, dim, &head);
+  if (bytes > ws->draft_cap) { /* the lane's draft grows geometrically, then stays */
+    size_t cap = bytes > 2 * ws->draft_cap ? bytes : 2 * ws->draft_cap;
+    free(ws->draft);
+    ws->draft = malloc(cap);
+    ws->draft_cap = ws->draft ? cap : 0;
+    if (!ws->draft) {
+      snprintf(why, TCI_WHY, "no memory for a patch's tensor train (%zu bytes)", cap);
+      return TCI_E_NOMEM;
+    }
   }
+  tci_piece *piece = piece_place(ws->draft, ws->rank, n, dim);
+  memset(ws->draft + head, 0, bytes - head);
   piece->patch = *patch;
   for (int k = 0; k < n; k++) {
     int r0 = ws->rank[k], r1 = ws->rank[k + 1], rlen = n - k - 1;
@@ -89,10 +124,7 @@ int tci_build_piece(tl_exec *exec, tci_workspace *ws, const tci_problem *pb, con
      * from) keeps a zero core: the interpolant is zero there. */
     if (rc == TCI_OK && k < n - 1 && !all_zero(ws->p, (size_t)r1 * (size_t)r1))
       rc = solve_right(exec, ws->t, ws->p, piece->core[k], r0 * dim, r1, why);
-    if (rc) {
-      tci_piece_free(piece);
-      return rc;
-    }
+    if (rc) return rc;
   }
   *out = piece;
   return TCI_OK;

@@ -42,6 +42,8 @@ static int fail_lane(tl_lane *lane, run_state *run, const tci_patch *patch, int 
   return tl_lane_fail(lane, rc, "patch %s: %s", prefix, why);
 }
 
+static int lane_loop(tl_lane *lane, run_state *run, tl_exec *exec, tci_workspace *ws);
+
 static int tci_lane(tl_lane *lane, int lane_index, void *arg) {
   (void)lane_index;
   run_state *run = arg;
@@ -53,6 +55,13 @@ static int tci_lane(tl_lane *lane, int lane_index, void *arg) {
                         tl_exec_message(exec));
   }
   tci_workspace *ws = tci_workspace_place(memory, run->problem.grid, run->problem.options);
+  int rc = lane_loop(lane, run, exec, ws);
+  tci_workspace_release(ws);
+  return rc;
+}
+
+/* Take patches until the run is over (or stops); 0 or the lane's failure code. */
+static int lane_loop(tl_lane *lane, run_state *run, tl_exec *exec, tci_workspace *ws) {
   tci_patch patch;
   char why[TCI_WHY];
   while (tci_queue_take(&run->queue, &patch, lane_stopped, lane)) {

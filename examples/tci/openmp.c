@@ -49,6 +49,7 @@ static int task_entry(tl_exec *exec, void *arg) {
   }
   tci_workspace *ws = tci_workspace_place(memory, ta->run->problem.grid, ta->run->problem.options);
   int rc = tci_patch_run(exec, ws, &ta->run->problem, ta->patch, NULL, NULL, &ta->outcome, ta->why);
+  tci_workspace_release(ws);
   free(memory);
   return rc;
 }

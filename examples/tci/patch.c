@@ -78,16 +78,17 @@ int tci_patch_run(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
     if (round < TCI_GLOBAL_ROUNDS && n > 1)
       rc = global_search(ws, problem, patch, piece, round, &added, why);
     out->evaluations = ws->evaluations;
-    if (rc) {
-      tci_piece_free(piece);
-      return rc;
-    }
+    if (rc) return rc;
     if (added == 0) break;
-    tci_piece_free(piece);
     piece = NULL;
     if (stop && stop(stop_arg)) return TCI_E_CANCELLED;
   }
   if (!piece) return TCI_E_ARG; /* not reached: the loop leaves with a piece or returns */
+  piece = tci_piece_keep(piece, ws->dim);
+  if (!piece) {
+    snprintf(why, TCI_WHY, "no memory to keep a patch's tensor train (%d sites)", n);
+    return TCI_E_NOMEM;
+  }
   piece->max_rank = sweep.max_rank;
   piece->converged = sweep.converged;
   piece->sweeps = sweep.sweeps;

@@ -114,6 +114,9 @@ size_t tci_workspace_bytes(const tci_grid *grid, const tci_options *options);
 /* Lay a workspace out in caller memory of tci_workspace_bytes (64-byte aligned). */
 tci_workspace *tci_workspace_place(void *memory, const tci_grid *grid, const tci_options *options);
 
+/* Free what a workspace grew on the heap (its draft piece); the workspace may be reused. */
+void tci_workspace_release(tci_workspace *ws);
+
 /* The partial rank-revealing LU of the m x n column-major matrix a (overwritten by its
  * residual): full pivot search, at most max_rank pivots, stopping once the largest residual
  * entry is at most tol_abs (the first pivot is always taken). Pivot rows and columns go to

@@ -26,8 +26,10 @@ struct tci_workspace {
   double *x;                     /* TCI_BATCH points of up to 3 coordinates */
   double *y;                     /* TCI_BATCH values */
   uint8_t *full;                 /* TCI_BATCH full site vectors */
-  uint8_t *probe;  /* TCI_PROBES local site vectors: the global pivot search's points */
-  double *probe_y; /* their values */
+  uint8_t *probe;       /* TCI_PROBES local site vectors: the global pivot search's points */
+  double *probe_y;      /* their values */
+  unsigned char *draft; /* the piece being built, malloc'd per lane, grown geometrically */
+  size_t draft_cap;
   /* per patch */
   uint64_t evaluations;
   double max_abs; /* max |f| over every value this patch computed */
@@ -44,7 +46,9 @@ int tci_eval_cross(tci_workspace *ws, const tci_problem *problem, const tci_patc
 int tci_eval_points(tci_workspace *ws, const tci_problem *problem, const tci_patch *patch,
                     const uint8_t *local, int count, double *out, char *why);
 
-/* Build the kept piece of a converged patch from its pivots (cores.c). */
+/* Build a patch's piece from its pivots into the workspace's draft (cores.c): valid until
+ * the next build; tci_piece_keep copies it into one malloc block the caller owns. */
+tci_piece *tci_piece_keep(const tci_piece *draft, int dim);
 int tci_build_piece(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
                     const tci_patch *patch, tci_piece **out, char *why);
 
