@@ -60,7 +60,10 @@ static void run_patch(omp_state *run, tci_patch patch) {
   ta.run = run;
   ta.patch = &patch;
   int rc = 0;
-  if (run->queue.stopped) return;
+  pthread_mutex_lock(&run->queue.lock);
+  int stopped = run->queue.stopped;
+  pthread_mutex_unlock(&run->queue.lock);
+  if (stopped) return;
   tl_status st = tl_ticket_enter(&run->ticket, task_entry, &ta, &rc);
   pthread_mutex_lock(&run->queue.lock);
   run->queue.stats.evaluations += ta.outcome.evaluations;
