@@ -1,12 +1,18 @@
-# Thin front end over CMake + Ninja. Every target that builds first installs the Debian
-# packages the build needs (scripts/install-deps, a no-op when they are present).
+# Thin front end over CMake + Ninja. Building needs no root and installs nothing: every
+# target that builds first checks what is installed (scripts/install-deps --check), names
+# what is missing and how to install it, and builds with what is there. Installing the
+# Debian packages is its own step, `make deps` (root and apt; scripts/install-deps), which
+# leaves the system's BLAS/LAPACK alternatives as they were.
+# The developer targets here build with TL_WERROR=ON (warnings are errors); a plain `cmake`
+# build has it off.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+DEV_FLAGS ?= -DTL_WERROR=ON
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 PHONY_TCI := bench-fanout bench-tci
-.PHONY: all deps build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-plot scale-out install format format-check lint clean python \
+.PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-plot scale-out install format format-check lint clean python \
 	fuzz soak valgrind
 
 all: build
@@ -14,14 +20,28 @@ all: build
 deps:
 	@scripts/install-deps
 
-build: deps
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+# Reports what is missing (and the command that installs it); never installs.
+check-deps:
+	@scripts/install-deps --check
+
+build: check-deps
+	cmake -S . -B $(BUILD) -G Ninja $(DEV_FLAGS) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
 
-# The same build with clang (the flags are -Werror under both compilers).
-build-clang: deps
-	CC=clang cmake -S . -B build-clang -G Ninja $(CMAKE_FLAGS)
+# The same build with clang (warnings are errors under both compilers).
+build-clang: check-deps
+	CC=clang cmake -S . -B build-clang -G Ninja $(DEV_FLAGS) $(CMAKE_FLAGS)
 	cmake --build build-clang -j$(JOBS)
+
+# Release builds (what most users configure), with gcc and with clang: -O3 inlining finds
+# maybe-uninitialized warnings the RelWithDebInfo build does not. Tests and benches built too.
+build-release: check-deps
+	cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DTL_BUILD_PYTHON=OFF $(DEV_FLAGS) $(CMAKE_FLAGS)
+	cmake --build build-release -j$(JOBS)
+
+build-release-clang: check-deps
+	CC=clang cmake -S . -B build-release-clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DTL_BUILD_PYTHON=OFF $(DEV_FLAGS) $(CMAKE_FLAGS)
+	cmake --build build-release-clang -j$(JOBS)
 
 # The demo: the adaptive patched TCI of a built-in 2-D function on the lanes, and its report
 # (docs/tci.md). The fan-out stand-in stays as a benchmark: `make bench-fanout`.
@@ -38,8 +58,8 @@ bench-tci: build
 test: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)
 
-test-asan: deps
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTL_SANITIZE=address -DTL_BUILD_BENCHES=OFF $(CMAKE_FLAGS)
+test-asan: check-deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTL_SANITIZE=address -DTL_BUILD_BENCHES=OFF $(DEV_FLAGS) $(CMAKE_FLAGS)
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest $(CTEST_FLAGS)
 
@@ -48,8 +68,8 @@ test-asan: deps
 # there. Elsewhere nothing changes (setarch -R is refused in some containers).
 TSAN_WRAP := $(shell [ "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 0)" -gt 28 ] && echo "setarch $$(uname -m) -R")
 
-test-tsan: deps
-	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTL_SANITIZE=thread -DTL_BUILD_BENCHES=OFF $(CMAKE_FLAGS)
+test-tsan: check-deps
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTL_SANITIZE=thread -DTL_BUILD_BENCHES=OFF $(DEV_FLAGS) $(CMAKE_FLAGS)
 	cmake --build build-tsan -j$(JOBS)
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" $(TSAN_WRAP) ctest $(CTEST_FLAGS)
 
@@ -60,17 +80,17 @@ test-tsan: deps
 FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 600
 
-fuzz: deps
+fuzz: check-deps
 	scripts/fuzz build-fuzz $(FUZZ_SECONDS)
 
-soak: deps
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTL_SANITIZE=address -DTL_BUILD_BENCHES=OFF $(CMAKE_FLAGS)
+soak: check-deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTL_SANITIZE=address -DTL_BUILD_BENCHES=OFF $(DEV_FLAGS) $(CMAKE_FLAGS)
 	cmake --build build-asan -j$(JOBS) --target test_faulty_phases
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  TL_SOAK_SECONDS=$(SOAK_SECONDS) build-asan/tests/reliability/test_faulty_phases faulty_phases_randomized
 
-valgrind: deps
-	cmake -S . -B build-valgrind -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTL_BUILD_BENCHES=OFF $(CMAKE_FLAGS)
+valgrind: check-deps
+	cmake -S . -B build-valgrind -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTL_BUILD_BENCHES=OFF $(DEV_FLAGS) $(CMAKE_FLAGS)
 	cmake --build build-valgrind -j$(JOBS)
 	scripts/valgrind-suite build-valgrind $(JOBS)
 
@@ -102,7 +122,7 @@ python: build
 	  $(PYTHON) -c 'import tenlane; print("make python: import tenlane works in $(PYTHON) (from %s)" % tenlane.__file__)'
 
 # clang-format and cppcheck (scripts/lint); `format` rewrites the C sources in place.
-lint: deps
+lint: check-deps
 	scripts/lint build-lint
 
 format-check:
@@ -112,4 +132,4 @@ format:
 	find include src tests benches examples python -type f \( -name '*.c' -o -name '*.h' \) -not -path '*/fixtures/*' | xargs clang-format -i
 
 clean:
-	rm -rf build build-clang build-asan build-tsan build-lint build-fuzz build-valgrind
+	rm -rf build build-clang build-release build-release-clang build-asan build-tsan build-lint build-fuzz build-valgrind

@@ -89,7 +89,9 @@ tl_status tl__exec_team(tl_exec *exec, int *team) {
 
 tl_status tl__exec_parallel_for(tl_exec *exec, size_t count, size_t grain, tl_pool_range_fn fn,
                                 void *arg) {
-  int team;
+  /* Set before the call: gcc 12 at -O3 cannot see that a failing tl__exec_team returns a
+   * status other than TL_OK, and warned (maybe-uninitialized) in Release builds. */
+  int team = 1;
   tl_status status = tl__exec_team(exec, &team);
   if (status != TL_OK) return status;
   if (exec->pool != NULL && team > 1)
