@@ -19,6 +19,14 @@
 #include <string.h>
 
 #include "kernels/providers.h"
+/* libxsmm (an anchor here, never a provider of the library): its header is not warning-clean. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#pragma GCC diagnostic ignored "-Wshadow"
+#include <libxsmm.h>
+#pragma GCC diagnostic pop
 
 #include "bench.h"
 #include "bench_session.h"

@@ -14,10 +14,13 @@ include(CMakePackageConfigHelpers)
 set(TL_CMAKE_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tenlane)
 set(TL_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-install(TARGETS tenlane tenlane_static EXPORT tenlaneTargets
+install(TARGETS tenlane EXPORT tenlaneTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tenlane
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tenlane
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tenlane)
+# The static library is the partially linked archive (cmake/StaticArchive.cmake), whose
+# CMake target tenlaneConfig.cmake declares (tenlane::tenlane_static).
+install(FILES ${TL_ARCHIVE} DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tenlane)
 install(DIRECTORY include/tenlane DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   COMPONENT tenlane FILES_MATCHING PATTERN "*.h")
 
@@ -53,7 +56,7 @@ function(tl_pkgconfig_libs out)
   set(${out} "${joined}" PARENT_SCOPE)
 endfunction()
 
-tl_pkgconfig_libs(TL_PC_LIBS_PRIVATE ${TL_PROVIDER_LINK_FLAGS})
+tl_pkgconfig_libs(TL_PC_LIBS_PRIVATE ${TL_PROVIDER_RUNTIME})
 set(TL_PC_LIBS_PRIVATE "-pthread ${TL_PC_LIBS_PRIVATE}")
 # The path from the .pc file's folder back to the prefix, e.g. "../.." for lib/pkgconfig.
 file(RELATIVE_PATH TL_PC_TO_PREFIX "/prefix/${TL_PKGCONFIG_DIR}" "/prefix")
@@ -67,10 +70,12 @@ install(EXPORT tenlaneTargets NAMESPACE tenlane:: FILE tenlaneTargets.cmake
 # The config checks that the provider libraries the static target names still exist, so a
 # consumer gets a clear "not found" instead of a link error.
 set(TL_PROVIDER_FILES "")
-foreach(item ${TL_PROVIDER_LINK_FLAGS})
+set(TL_PROVIDER_RUNTIME_LIBS "")
+foreach(item ${TL_PROVIDER_RUNTIME})
   if(IS_ABSOLUTE "${item}")
     list(APPEND TL_PROVIDER_FILES "${item}")
   endif()
+  list(APPEND TL_PROVIDER_RUNTIME_LIBS "${item}")
 endforeach()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tenlaneConfig.cmake.in
   ${PROJECT_BINARY_DIR}/tenlaneConfig.cmake INSTALL_DESTINATION ${TL_CMAKE_PACKAGE_DIR})

@@ -1,6 +1,8 @@
 # The numerical providers, all single-threaded so that every numerical thread is a pool
 # worker or the caller: Debian's serial BLIS (large GEMM, and the BLAS under LAPACK),
-# LAPACKE over reference LAPACK (factorizations), libxsmm (small GEMM).
+# LAPACKE over reference LAPACK (factorizations). libxsmm is not a provider of the library
+# (no route calls it); benchmarks, the fan-out example and one test use it as an anchor
+# (tl_xsmm, below), when it is installed.
 # BLIS, reference LAPACK and LAPACKE are all linked from their (PIC) archives, so that
 # LAPACK's own BLAS calls bind, inside libtenlane, to the same BLIS whose context tenlane
 # chooses (src/kernels/provider.c), whatever the system's BLAS/LAPACK alternatives say;
@@ -11,22 +13,46 @@ set(TL_BLIS_INCLUDE_DIR /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/blis-serial)
 # kernels), and the call that selects a context by architecture (bli_gks_lookup_id) is only
 # reachable in the archive, not exported by the shared library. The archive is PIC, so it
 # links into libtenlane.so as well.
-find_library(TL_BLIS_ARCHIVE NAMES libblis.a PATHS ${TL_BLIS_SERIAL_DIR} NO_DEFAULT_PATH REQUIRED)
-find_library(TL_LAPACKE_LIB NAMES liblapacke.a REQUIRED)
+# A missing provider stops the configure with the package that brings it.
+function(tl_require var what package)
+  if(NOT ${var})
+    message(FATAL_ERROR "tenlane needs ${what}, not found. On Debian/Ubuntu: "
+      "`sudo make deps` (or `sudo apt-get install ${package}`); elsewhere set ${var} to its path.")
+  endif()
+endfunction()
+find_library(TL_BLIS_ARCHIVE NAMES libblis.a PATHS ${TL_BLIS_SERIAL_DIR} NO_DEFAULT_PATH)
+tl_require(TL_BLIS_ARCHIVE "BLIS's serial static archive (blis-serial/libblis.a)" libblis-serial-dev)
+find_library(TL_LAPACKE_LIB NAMES liblapacke.a)
+tl_require(TL_LAPACKE_LIB "LAPACKE's static archive (liblapacke.a)" liblapacke-dev)
 # Debian's liblapack-dev ships the reference LAPACK as a PIC archive under this name.
-find_library(TL_LAPACK_LIB NAMES liblapack_pic.a REQUIRED)
+find_library(TL_LAPACK_LIB NAMES liblapack_pic.a)
+tl_require(TL_LAPACK_LIB "reference LAPACK's PIC archive (liblapack_pic.a)" liblapack-dev)
 # Reference LAPACK is Fortran: its runtime (libgfortran-12-dev gives the link name).
 find_library(TL_GFORTRAN_LIB NAMES gfortran libgfortran.so.5
-  PATHS /usr/lib/gcc/${CMAKE_LIBRARY_ARCHITECTURE}/12 REQUIRED)
-find_library(TL_XSMM_MAIN_LIB NAMES xsmm PATHS /usr/lib REQUIRED)
-find_path(TL_XSMM_INCLUDE_DIR libxsmm.h REQUIRED)
+  PATHS /usr/lib/gcc/${CMAKE_LIBRARY_ARCHITECTURE}/12)
+tl_require(TL_GFORTRAN_LIB "the Fortran runtime (libgfortran)" libgfortran-12-dev)
 
 add_library(tl_providers INTERFACE)
-target_include_directories(tl_providers INTERFACE ${TL_BLIS_INCLUDE_DIR} ${TL_XSMM_INCLUDE_DIR})
-# libxsmmnoblas is not linked: it defines stub BLAS routines (dgemm_, sgemv_, ...) for programs
-# without a BLAS, and a stub linked into a program takes the place of BLIS's routine for
-# LAPACK too, which then computes garbage. BLIS comes after LAPACK so that the archive
-# members LAPACK's BLAS calls need are pulled from BLIS.
-set(TL_PROVIDER_LINK_FLAGS ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_XSMM_MAIN_LIB} ${TL_BLIS_ARCHIVE}
-  ${TL_GFORTRAN_LIB} m dl rt)
+target_include_directories(tl_providers INTERFACE ${TL_BLIS_INCLUDE_DIR})
+# BLIS comes after LAPACK so that the archive members LAPACK's BLAS calls need are pulled
+# from BLIS. TL_PROVIDER_ARCHIVES go into libtenlane (the shared library, and the installed
+# static archive's partial link: cmake/StaticArchive.cmake); TL_PROVIDER_RUNTIME is what
+# is left for a static consumer to link.
+set(TL_PROVIDER_ARCHIVES ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_BLIS_ARCHIVE})
+set(TL_PROVIDER_RUNTIME ${TL_GFORTRAN_LIB} m dl rt)
+set(TL_PROVIDER_LINK_FLAGS ${TL_PROVIDER_ARCHIVES} ${TL_PROVIDER_RUNTIME})
 target_link_libraries(tl_providers INTERFACE ${TL_PROVIDER_LINK_FLAGS})
+
+# libxsmm, for the anchors of benchmarks and examples and one test (never the library).
+# libxsmmnoblas is not linked: it defines stub BLAS routines (dgemm_, sgemv_, ...) for
+# programs without a BLAS, which would take the place of BLIS's for LAPACK too.
+find_library(TL_XSMM_MAIN_LIB NAMES xsmm PATHS /usr/lib)
+find_path(TL_XSMM_INCLUDE_DIR libxsmm.h)
+add_library(tl_xsmm INTERFACE)
+if(TL_BUILD_TESTS OR TL_BUILD_BENCHES OR TL_BUILD_EXAMPLES)
+  tl_require(TL_XSMM_MAIN_LIB "libxsmm (the tests', benchmarks' and examples' anchor)" libxsmm-dev)
+  tl_require(TL_XSMM_INCLUDE_DIR "libxsmm's header" libxsmm-dev)
+  target_include_directories(tl_xsmm SYSTEM INTERFACE ${TL_XSMM_INCLUDE_DIR})
+  # libxsmm calls BLAS (its fallbacks): BLIS after it.
+  target_link_libraries(tl_xsmm INTERFACE ${TL_XSMM_MAIN_LIB} ${TL_PROVIDER_LINK_FLAGS})
+endif()

@@ -3,6 +3,14 @@
  * through BLIS's BLAS interface. Apart from direct.c because BLIS's header and LAPACKE's
  * declare some of the same Fortran symbols differently. Nothing here allocates. */
 #include "kernels/providers.h"
+/* libxsmm (an anchor here, never a provider of the library): its header is not warning-clean. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#pragma GCC diagnostic ignored "-Wshadow"
+#include <libxsmm.h>
+#pragma GCC diagnostic pop
 
 #include "direct.h"
 

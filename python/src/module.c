@@ -85,7 +85,7 @@ static PyMethodDef module_methods[] = {
      "__dlpack__ (DLPack 0.6, CPU, float32/64 or complex64/128), without a copy. The array "
      "keeps x's tensor alive. Any thread."},
     {"provider", module_provider, METH_NOARGS,
-     "provider() -> str: the kernels tenlane picked (e.g. 'blis:skx+libxsmm')."},
+     "provider() -> str: the kernels tenlane picked (e.g. 'blis:skx(1m)+tl-complex')."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

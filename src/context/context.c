@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/isa.h"
 #include "context_int.h"
 
 /* No default cap: a scratch limit is the user's choice; by default only the allocator limits
@@ -29,6 +30,9 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
   if (config->threads < 0 || config->threads > 4096)
     return tl__fail(TL_E_INVALID, "tl_context_create: threads is %d, expected 0..4096",
                     config->threads);
+  /* The instruction-set level (TL_ISA) is read here, once per process. */
+  tl_status isa = tl__isa_check();
+  if (isa != TL_OK) return isa;
   if (config->spin_us > TL_SPIN_US_MAX)
     return tl__fail(TL_E_INVALID, "tl_context_create: spin_us is %d, above TL_SPIN_US_MAX (%d)",
                     config->spin_us, TL_SPIN_US_MAX);

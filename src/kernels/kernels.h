@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/isa.h"
 #include "tenlane/ops.h"
 #include "tenlane/tensor.h"
 
@@ -104,7 +105,6 @@ void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end);
 /* The instruction set the permute micro-kernels use: the best this CPU has, capped by
  * tl__permute_isa_cap (tests lower the cap to run every kernel on one machine; set it
  * only while no permute runs). */
-enum { TL__ISA_PORTABLE = 0, TL__ISA_AVX2 = 1, TL__ISA_AVX512 = 2 };
 int tl__permute_isa(void);
 extern int tl__permute_isa_cap;
 /* A permute tile in bytes: along the destination's dense axis (that many source rows) and

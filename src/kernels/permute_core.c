@@ -200,6 +200,7 @@ int tl__permute_isa(void) {
                                               : TL__ISA_PORTABLE;
     atomic_store_explicit(&cached, value, memory_order_relaxed);
   }
+  if (value > tl__isa_level()) value = tl__isa_level();
   return value < tl__permute_isa_cap ? value : tl__permute_isa_cap;
 #else
   return TL__ISA_PORTABLE;

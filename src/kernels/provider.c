@@ -86,6 +86,10 @@ static tl__cpu_features cpu_features(void) {
   f.avx512cd = __builtin_cpu_supports("avx512cd") != 0;
   f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
   f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
+  /* TL_ISA caps what the kernels and the BLIS context may use (isa.c). */
+  const int level = tl__isa_level();
+  if (level < TL__ISA_AVX512) f.avx512f = f.avx512dq = f.avx512cd = f.avx512bw = f.avx512vl = 0;
+  if (level < TL__ISA_AVX2) f.avx2 = f.fma = 0;
   return f;
 }
 
@@ -175,8 +179,9 @@ static void providers_init_once(void) {
   provider_choice = choice;
   bli_rntm_init(&blis_rntm);
   bli_rntm_set_num_threads(1, &blis_rntm);
-  snprintf(provider_name, sizeof provider_name, "blis:%s%s+libxsmm%s", arch,
-           choice.complex_1m ? "(1m)" : "", choice.packed_complex ? "+tl-complex" : "");
+  snprintf(provider_name, sizeof provider_name, "blis:%s%s%s isa:%s", arch,
+           choice.complex_1m ? "(1m)" : "", choice.packed_complex ? "+tl-complex" : "",
+           tl__isa_name(tl__isa_level()));
 }
 
 /* BLIS keeps the enabled induced methods per thread (thread-local state), so enabling 1m in

@@ -1,4 +1,4 @@
-/* src/kernels/providers.h: the providers' headers (BLIS, libxsmm) behind the warning
+/* src/kernels/providers.h: the provider's header (BLIS) behind the warning
  * exceptions they need (they are not warning-clean under tenlane's flags, and they are not
  * tenlane's code), and the BLIS context and one-thread runtime tenlane chose at first use.
  * For src/kernels and the benchmarks that compare against direct provider calls. */
@@ -12,7 +12,6 @@
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #pragma GCC diagnostic ignored "-Wshadow"
 #include <blis.h>
-#include <libxsmm.h>
 #pragma GCC diagnostic pop
 
 /* The BLIS context every tenlane GEMM uses (skx/haswell kernels picked by CPU features when

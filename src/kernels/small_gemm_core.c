@@ -496,6 +496,7 @@ static int isa_level(void) {
     v = __builtin_cpu_supports("avx512f")                                 ? 2
         : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1
                                                                           : 0;
+    if (v > tl__isa_level()) v = tl__isa_level(); /* TL_ISA */
     atomic_store_explicit(&level, v, memory_order_relaxed);
   }
   return v;

@@ -121,9 +121,7 @@ TL_AVX2 static lapack_int pivot_avx2_z(lapack_int len, const double *x, int w, d
   return 0; /* not reached */
 }
 
-static int use_avx2(void) {
-  return tl__getrf_isa_cap >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
+static int use_avx2(void) { return tl__getrf_isa_cap >= 1 && tl__isa_level() >= TL__ISA_AVX2; }
 
 /* Columns factored by the plain panel loop (real, complex), and the order up to which a
  * triangle is solved through its explicit inverse. Measured (n = 64..256, f64 and c128):

@@ -12,6 +12,7 @@
 #include <lapacke.h>
 #include <stdint.h>
 
+#include "base/isa.h"
 #include "exec/exec.h"
 #include "tenlane/linalg.h"
 #include "tenlane/tensor.h"
@@ -215,7 +216,7 @@ static inline int tl__blas_trans(const char *t) {
 extern int tl__blas_isa_cap;
 /* 1 when tenlane's kernels take f64 and c128 BLAS calls: not capped, AVX-512F present. */
 static inline int tl__blas_own_kernels(void) {
-  return tl__blas_isa_cap >= 1 && __builtin_cpu_supports("avx512f");
+  return tl__blas_isa_cap >= 1 && tl__isa_level() >= TL__ISA_AVX512;
 }
 
 /* gemv.c defines the BLAS matrix-vector products LAPACK calls (sgemv_, dgemv_, cgemv_,

@@ -69,8 +69,7 @@ __attribute__((target("avx2,fma"))) static double squares_avx2(int64_t count, co
 /* Sum of squares of `groups` runs of `width` contiguous doubles, `stride` doubles apart, each
  * scaled by `scale` first (1 for the plain pass). */
 static double squares(int64_t groups, int width, const double *x, int64_t stride, double scale) {
-  if (scale == 1.0 && stride == width && __builtin_cpu_supports("avx2") &&
-      __builtin_cpu_supports("fma"))
+  if (scale == 1.0 && stride == width && tl__isa_level() >= TL__ISA_AVX2)
     return squares_avx2(groups * width, x);
   double s0 = 0, s1 = 0;
   for (int64_t g = 0; g < groups; g++) {

@@ -6,6 +6,9 @@
 #   3. cc $(pkg-config --cflags --libs tenlane)                (shared)
 #   4. cc $(pkg-config --cflags --static --libs tenlane)       (static; against a copy of the
 #      prefix that holds only the static library, as a static-only install would)
+#   5. the installed libtenlane.a defines no global name but tl_* (nm), and a static consumer
+#      that brings its own BLAS (project/own_blas.c, archived and linked after tenlane) gets
+#      its own dgemm_, not one from inside tenlane
 # Each build must link the kind of library it asked for (checked with readelf) and print
 # "consumer: TL_E_BUSY". The compiler and any sanitizer of BUILD_DIR are reused, so the
 # check also works on the ASan and TSan builds. Exit 0 only if all four pass.
@@ -106,4 +109,18 @@ esac
 ! needs_tenlane_so "$work/pc-static" || fail "pkg-config static: the consumer loads libtenlane.so"
 run_and_compare "pkg-config static" "$work/pc-static"
 
-step "all four consumer builds passed"
+step "libtenlane.a defines only tl_ names"
+leaked=$(nm -g --defined-only "$libdir/libtenlane.a" | awk 'NF >= 3 && $3 !~ /^tl_[a-z]/ {print $3}')
+[ -z "$leaked" ] || fail "libtenlane.a defines global names other than tl_*: $(echo "$leaked" | head -20 | tr '\n' ' ')"
+echo "libtenlane.a: $(nm -g --defined-only "$libdir/libtenlane.a" | awk 'NF >= 3' | wc -l) global names, all tl_*"
+
+step "a static consumer with its own BLAS calls its own dgemm_"
+"$cc" $san_flags -std=c11 -c "$project_dir/own_blas.c" -o "$work/own_blas.o"
+ar rcs "$work/libownblas.a" "$work/own_blas.o"
+# shellcheck disable=SC2086
+"$cc" $san_flags -std=c11 -I"$project_dir" "$project_dir/own_blas_main.c" -o "$work/own-blas" \
+  $pc_flags "$work/libownblas.a"
+output=$("$work/own-blas") || fail "own BLAS: the consumer did not reach its own dgemm_: $output"
+echo "$output"
+
+step "all consumer builds passed"

@@ -95,9 +95,17 @@ static void provider_choice_of_this_process_follows_its_features(void) {
   f.avx512cd = __builtin_cpu_supports("avx512cd") != 0;
   f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
   f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
+  /* TL_ISA caps the features the choice sees (base/isa.c). */
+  if (tl__isa_level() < TL__ISA_AVX512)
+    f.avx512f = f.avx512dq = f.avx512cd = f.avx512bw = f.avx512vl = 0;
+  if (tl__isa_level() < TL__ISA_AVX2) f.avx2 = f.fma = 0;
   tl__provider_choice now = tl__provider_current();
   const char *name = tl_kernels_provider();
   TH_CHECK(strncmp(name, "blis:", 5) == 0);
+  /* The provider string names the instruction-set level in use. */
+  char isa[32];
+  snprintf(isa, sizeof isa, " isa:%s", tl__isa_name(tl__isa_level()));
+  TH_CHECK(strstr(name, isa) != NULL);
   TH_CHECK(now.small_complex == tl__provider_choose(&f, TL__BLIS_SAW_GENERIC).small_complex);
   TH_CHECK(now.packed_complex == tl__provider_choose(&f, TL__BLIS_SAW_GENERIC).packed_complex);
   TH_CHECK((strstr(name, "+tl-complex") != NULL) == (now.packed_complex == 1));
@@ -302,7 +310,9 @@ static l1_sets level1_sets(void) {
   c.scal2v = (zscal2v_ker_ft)cntx->l1v_kers[BLIS_SCAL2V_KER].ptr[BLIS_DCOMPLEX];
   c.dotxf = (zdotxf_ker_ft)cntx->l1f_kers[BLIS_DOTXF_KER].ptr[BLIS_DCOMPLEX];
   c.axpyf = (zaxpyf_ker_ft)cntx->l1f_kers[BLIS_AXPYF_KER].ptr[BLIS_DCOMPLEX];
-  s.name[s.count] = "context", s.k[s.count++] = c;
+  /* Below AVX2 (the CPU's, or TL_ISA's) the context keeps BLIS's own kernels, whose rules
+   * are BLIS's: only tenlane's are held to these. */
+  if (tl__isa_level() >= TL__ISA_AVX2) s.name[s.count] = "context", s.k[s.count++] = c;
   if (cpu_has_avx2_fma()) s.name[s.count] = "avx2", s.k[s.count++] = tl__blis_level1(0);
   if (cpu_has_avx512f()) s.name[s.count] = "avx512", s.k[s.count++] = tl__blis_level1(1);
   return s;
@@ -629,8 +639,10 @@ static void blis_level1f_kernels_match_naive(void) {
 /* On a CPU with AVX2 and FMA every context tenlane uses holds tenlane's complex level-1
  * kernels (BLIS 0.9's own are all references there), the AVX-512 axpyv with AVX-512F. */
 static void blis_level1_kernels_installed_in_contexts(void) {
-  if (!cpu_has_avx2_fma()) return;
-  tl__blis_level1_kernels k = tl__blis_level1(cpu_has_avx512f());
+  if (tl__isa_level() < TL__ISA_AVX2)
+    th_test_skip(
+        "tenlane's level-1 kernels go into the contexts with AVX2 and FMA (CPU or TL_ISA)");
+  tl__blis_level1_kernels k = tl__blis_level1(tl__isa_level() >= TL__ISA_AVX512);
   cntx_t *contexts[2] = {tl__blis_context(), tl__blis_context_complex()};
   for (int c = 0; c < 2; c++) {
     cntx_t *cntx = contexts[c];
@@ -724,7 +736,36 @@ static void no_provider_thread_during_complex_and_lapack_calls(void) {
   th_held_close(&h);
 }
 
+/* TL_ISA=portable, set before the first context: the level is portable whatever the CPU,
+ * the provider string says so, and no AVX path is chosen. */
+static void tl_isa_portable_caps_every_choice(void) {
+  TH_CHECK(setenv("TL_ISA", "portable", 1) == 0);
+  tl_context_config config;
+  tl_context_config_init(&config);
+  config.threads = 1;
+  tl_context *ctx = NULL;
+  TH_CHECK_OK(tl_context_create(&config, &ctx));
+  TH_CHECK(tl__isa_level() == TL__ISA_PORTABLE);
+  TH_CHECK(strstr(tl_kernels_provider(), " isa:portable") != NULL);
+  tl__provider_choice now = tl__provider_current();
+  TH_CHECK(now.small_complex == TL__SMALL_COMPLEX_PORTABLE && now.packed_complex == 0);
+  TH_CHECK(tl__permute_isa() == TL__ISA_PORTABLE);
+  TH_CHECK_OK(tl_context_destroy(ctx));
+}
+
+/* TL_ISA holding something else is the context's TL_E_INVALID, with a message naming it. */
+static void tl_isa_unknown_value_is_an_error(void) {
+  TH_CHECK(setenv("TL_ISA", "avx9000", 1) == 0);
+  tl_context_config config;
+  tl_context_config_init(&config);
+  tl_context *ctx = NULL;
+  TH_CHECK_STATUS(tl_context_create(&config, &ctx), TL_E_INVALID);
+  TH_CHECK(ctx == NULL);
+  TH_CHECK(strstr(tl_last_message(), "avx9000") != NULL);
+}
+
 TH_TEST_MAIN(TH_CASE(provider_choice_covers_each_feature_set),
+             TH_CASE(tl_isa_portable_caps_every_choice), TH_CASE(tl_isa_unknown_value_is_an_error),
              TH_CASE(small_complex_kernels_match_naive), TH_CASE(blis_complex_axpyv_matches_naive),
              TH_CASE(blis_level1v_kernels_match_naive), TH_CASE(blis_level1f_kernels_match_naive),
              TH_CASE(blis_level1_kernels_installed_in_contexts),

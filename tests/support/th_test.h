@@ -16,6 +16,10 @@ typedef struct th_test_case {
 } th_test_case;
 
 void th_test_fail_at(const char *file, int line, const char *what);
+/* Ends the case as skipped: prints why and exits with 77, which ctest reports as skipped
+ * (SKIP_RETURN_CODE, set by tl_add_test_binary). For a path this machine or this TL_ISA
+ * level cannot run; never for a path that could run. */
+_Noreturn void th_test_skip(const char *why);
 int th_test_main(int argc, char **argv, const th_test_case *cases, size_t count);
 /* Seconds until the binary kills itself (default 60, TL_TEST_ALARM overrides). */
 unsigned th_test_alarm_seconds(void);
