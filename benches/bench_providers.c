@@ -83,9 +83,26 @@ typedef struct stack {
  * libtenlane. Capped, they send every call to BLIS's kernels, so that the stack measures
  * reference LAPACK over BLIS and not tenlane's own kernels. */
 extern int tl__blas_isa_cap;
+extern int tl__getrf_isa_cap;
+/* The cap the tl rows run with: 1, or 0 under TL_BENCH_REPLACEMENTS (below). */
+static int tl_rows_blas_cap = 1;
 static void blis_kernels(const stack *s, int on) {
   if (!s->blis_kernels) return;
-  tl__blas_isa_cap = on ? 0 : 1;
+  tl__blas_isa_cap = on ? 0 : tl_rows_blas_cap;
+}
+
+/* TL_BENCH_REPLACEMENTS=off-blas,off-getrf-avx2 runs the tl rows without tenlane's own
+ * kernels under LAPACK (off-blas: gemv.c, ger.c, gemm_blas.c/gemm_narrow.c, trmm.c send every
+ * call to BLIS) or without the LU's AVX2 pivot search (off-getrf-avx2), so that a run with
+ * and a run without show what each earns on the user-level routes, against the same
+ * anchors. Unset: everything on. (The packed complex GEMM, the complex level-1 kernels in
+ * BLIS's contexts and the AVX-512 paths go off together with TL_ISA=avx2.) */
+static void replacements_from_env(void) {
+  const char *want = getenv("TL_BENCH_REPLACEMENTS");
+  if (want == NULL) return;
+  if (strstr(want, "off-blas") != NULL) tl_rows_blas_cap = 0, tl__blas_isa_cap = 0;
+  if (strstr(want, "off-getrf-avx2") != NULL) tl__getrf_isa_cap = 0;
+  printf("replacements: %s (TL_BENCH_REPLACEMENTS)\n", want);
 }
 
 /* Reference LAPACK as tenlane links it (the archives), whose BLAS calls land in tenlane's
@@ -747,6 +764,7 @@ int main(int argc, char **argv) {
   /* Sets tenlane's BLIS context process-wide (and 1m on this thread) before any direct call
    * into the reference LAPACK the anchors use. */
   tl__providers_init();
+  replacements_from_env();
   stack ob, ref = reference_stack();
   const char *ob_why = NULL;
   int have_ob = load_openblas(quick, &ob, &ob_why);
