@@ -34,8 +34,9 @@ static tci_piece *piece_place(unsigned char *block, const int *rank, int n, int 
   piece_bytes(rank, n, dim, &head);
   tci_piece *piece = (tci_piece *)(void *)block;
   memset(piece, 0, sizeof *piece);
-  piece->rank = (int *)(void *)(block + sizeof(tci_piece));
-  piece->core = (double **)(void *)(block + sizeof(tci_piece) + sizeof(int) * (size_t)(n + 1));
+  /* the core pointers first (8-byte aligned after the header), then the ranks */
+  piece->core = (double **)(void *)(block + sizeof(tci_piece));
+  piece->rank = (int *)(void *)(block + sizeof(tci_piece) + sizeof(double *) * (size_t)n);
   double *at = (double *)(void *)(block + head);
   for (int k = 0; k < n; k++) {
     piece->core[k] = at;

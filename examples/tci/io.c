@@ -83,8 +83,9 @@ static int load_piece(FILE *f, const tci_grid *g, tci_piece **out) {
   tci_piece *p = (tci_piece *)(void *)block;
   p->patch = patch;
   p->n = (int)n;
-  p->rank = (int *)(void *)(block + sizeof(tci_piece));
-  p->core = (double **)(void *)(block + sizeof(tci_piece) + sizeof(int) * (size_t)(n + 1));
+  /* the core pointers first (8-byte aligned after the header), then the ranks */
+  p->core = (double **)(void *)(block + sizeof(tci_piece));
+  p->rank = (int *)(void *)(block + sizeof(tci_piece) + sizeof(double *) * (size_t)n);
   memcpy(p->rank, rank, sizeof(int) * (size_t)(n + 1));
   double *at = (double *)(void *)(block + head);
   for (int k = 0; k < n; k++) {
