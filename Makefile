@@ -113,13 +113,15 @@ bench-plot: build
 install: build
 	cmake --install $(BUILD)
 
-# The Python module (docs/python.md): build it, then copy it into the user site-packages of
-# PYTHON (Debian's interpreter, the one it is built for), where `import tenlane` finds it.
+# The Python package (docs/python.md): build it, then copy the package folder
+# (build/python/tenlane: the .py files, stubs and the _core module) into the user
+# site-packages of PYTHON (Debian's interpreter, the one it is built for). In a virtual
+# environment use `pip install --no-build-isolation .` instead (pyproject.toml).
 PYTHON ?= /usr/bin/python3
 python: build
 	@site=$$($(PYTHON) -m site --user-site) && mkdir -p "$$site" && \
-	  cp $(BUILD)/python/tenlane.*.so "$$site/" && \
-	  $(PYTHON) -c 'import tenlane; print("make python: import tenlane works in $(PYTHON) (from %s)" % tenlane.__file__)'
+	  rm -rf "$$site/tenlane" "$$site"/tenlane.*.so && cp -r $(BUILD)/python/tenlane "$$site/" && \
+	  cd / && $(PYTHON) -c 'import tenlane; print("make python: import tenlane works in $(PYTHON) (from %s)" % tenlane.__file__)'
 
 # clang-format and cppcheck (scripts/lint); `format` rewrites the C sources in place.
 lint: check-deps

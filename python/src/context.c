@@ -1,6 +1,7 @@
 /* python/src/context.c: tenlane.Context, the engine object (tl_context). */
 #include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
 
+#include <limits.h>
 #include <sched.h>
 
 /* The CPUs the calling thread may run on, ascending, into cpus; returns how many (0 when
@@ -14,10 +15,33 @@ static int allowed_cpus(int cpus[CPU_SETSIZE]) {
   return count;
 }
 
+/* cpus=[...]: the CPU set to pin to, in order (at most CPU_SETSIZE); -1 with an error. */
+static int cpu_set(PyObject *list, int cpus[CPU_SETSIZE]) {
+  PyObject *seq = PySequence_Fast(list, "tenlane.Context: cpus must be a sequence of ints");
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  if (n > CPU_SETSIZE) n = CPU_SETSIZE + 1;
+  for (Py_ssize_t k = 0; k < n && k < CPU_SETSIZE; k++) {
+    long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, k));
+    if (v == -1 && PyErr_Occurred()) break;
+    cpus[k] = v < INT_MIN || v > INT_MAX ? -1 : (int)v; /* tl_context_create names a bad one */
+  }
+  Py_DECREF(seq);
+  if (PyErr_Occurred()) return -1;
+  if (n > CPU_SETSIZE) {
+    tlpy_raise(TL_E_INVALID, "tenlane.Context: cpus holds more than %d entries", CPU_SETSIZE);
+    return -1;
+  }
+  return (int)n;
+}
+
 static int context_init(PyObject *self, PyObject *args, PyObject *kwargs) {
-  static char *keywords[] = {"threads", "pin", NULL};
-  int threads = 0, pin = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|ip:Context", keywords, &threads, &pin))
+  static char *keywords[] = {"threads", "pin", "cpus", "scratch_limit", "spin_us", NULL};
+  int threads = 0, pin = 1, spin_us = -1;
+  unsigned long long scratch_limit = 0;
+  PyObject *cpu_list = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|ip$OKi:Context", keywords, &threads, &pin,
+                                   &cpu_list, &scratch_limit, &spin_us))
     return -1;
   tlpy_context *c = (tlpy_context *)self;
   if (c->ctx) {
@@ -27,11 +51,14 @@ static int context_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   tl_context_config config;
   tl_context_config_init(&config);
   config.threads = threads;
+  config.scratch_limit = (size_t)scratch_limit;
+  config.spin_us = spin_us;
   /* Pinned by default: unpinned workers woken from the same CPU were left there by the
    * scheduler for whole batches (two lanes ran at 1.0-1.5x one lane). The C library leaves
    * the choice to its caller; the Python binding makes it here, as the demos do. */
   int cpus[CPU_SETSIZE];
-  int count = pin ? allowed_cpus(cpus) : 0;
+  int count = pin && cpu_list == Py_None ? allowed_cpus(cpus) : 0;
+  if (pin && cpu_list != Py_None && (count = cpu_set(cpu_list, cpus)) < 0) return -1;
   if (count > 0) {
     config.cpus = cpus;
     config.cpu_count = count;
@@ -128,13 +155,16 @@ PyTypeObject tlpy_context_type = {
     .tp_dealloc = context_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc =
-        "Context(threads=0, pin=True)\n\n"
+        "Context(threads=0, pin=True, *, cpus=None, scratch_limit=0, spin_us=-1)\n\n"
         "The engine: a thread budget (0 = one per CPU this thread may use) and, above 1, a "
         "pool of that many workers, one per lane (1 = no pool and no thread). With pin=True "
         "each worker is pinned to one CPU of those the creating thread may use (its affinity "
         "mask, spread evenly), and a session's thread is kept inside that set while it holds the "
         "session; pin=False leaves every thread where the scheduler puts it. Numerical work "
-        "enters through a session (ctx.session()). The context may be made and closed on "
+        "enters through a session (ctx.session()). cpus lists the CPUs to pin to instead of the "
+        "affinity mask (with pin=True); scratch_limit caps the bytes one scratch arena may hold "
+        "(0: the library's default); spin_us is the workers' idle spin window in "
+        "microseconds (-1: the default, at most 10000). The context may be made and closed on "
         "any thread; it is closed when collected. Arrays it computed own their memory and "
         "outlive it.",
     .tp_methods = context_methods,

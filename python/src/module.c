@@ -1,4 +1,6 @@
-/* python/src/module.c: the tenlane extension module's table and initialisation. */
+/* python/src/module.c: the extension module tenlane._core: its table and initialisation.
+ * The package python/tenlane re-exports the public names; the test hooks (_allocation_count,
+ * _live_buffers, _time_c_einsum) reach users only through tenlane._testing. */
 #define TLPY_IMPORT_ARRAY
 #include "tlpy.h"
 
@@ -72,14 +74,14 @@ static PyMethodDef module_methods[] = {
     {"_time_c_einsum", tlpy_time_c_einsum, METH_VARARGS,
      "_time_c_einsum(session, spec, a, b, calls) -> float: mean ns of the C call "
      "Session.einsum makes, timed in C (for the benchmark). Opening thread only."},
-    {"live_buffers", module_live_buffers, METH_NOARGS,
-     "live_buffers() -> int: result buffers not yet freed (for leak checks)."},
+    {"_live_buffers", module_live_buffers, METH_NOARGS,
+     "_live_buffers() -> int: result buffers not yet freed (for leak checks)."},
     {"tensor_info", module_tensor_info, METH_O,
      "tensor_info(x) -> dict: the tensor tenlane sees for x, read the way every call reads its "
      "operands: data (the address of element 0), dtype, shape and strides (in elements). For "
      "checks that nothing is copied. Any thread."},
-    {"allocation_count", module_allocation_count, METH_NOARGS,
-     "allocation_count() -> int: heap allocations tenlane made so far (tl_allocation_count)."},
+    {"_allocation_count", module_allocation_count, METH_NOARGS,
+     "_allocation_count() -> int: heap allocations tenlane made so far (tl_allocation_count)."},
     {"from_dlpack", module_from_dlpack, METH_O,
      "from_dlpack(x) -> ndarray: a numpy array over the memory x exports through "
      "__dlpack__ (DLPack 0.6, CPU, float32/64 or complex64/128), without a copy. The array "
@@ -90,7 +92,7 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "tenlane",
+    .m_name = "tenlane._core",
     .m_doc =
         "tenlane: numpy in, numpy out, zero copy, lanes without the GIL.\n\n"
         "    ctx = tenlane.Context(threads=2)\n"
@@ -107,8 +109,8 @@ static struct PyModuleDef module_def = {
     .m_methods = module_methods,
 };
 
-PyMODINIT_FUNC PyInit_tenlane(void); /* the one symbol the module exports */
-PyMODINIT_FUNC PyInit_tenlane(void) {
+PyMODINIT_FUNC PyInit__core(void); /* the one symbol the module exports */
+PyMODINIT_FUNC PyInit__core(void) {
   import_array();
   if (tlpy_blocks_init() < 0) return PyErr_NoMemory();
   if (PyType_Ready(&tlpy_buffer_type) < 0 || PyType_Ready(&tlpy_context_type) < 0 ||
@@ -121,7 +123,7 @@ PyMODINIT_FUNC PyInit_tenlane(void) {
       PyModule_AddObjectRef(m, "Session", (PyObject *)&tlpy_session_type) < 0 ||
       PyModule_AddObjectRef(m, "Buffer", (PyObject *)&tlpy_buffer_type) < 0 ||
       PyModule_AddIntConstant(m, "NOGIL_ELEMENTS", TLPY_NOGIL_ELEMENTS) < 0 ||
-      PyModule_AddStringConstant(m, "__version__", "0.1.0") < 0) {
+      PyModule_AddStringConstant(m, "__version__", tl_version()) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -37,7 +37,8 @@ PyObject *tlpy_result_or_raise(tl_status status, tl_tensor *result) {
 
 int tlpy_path_kind(PyObject *obj, const char *where, tl_einsum_path_kind *out) {
   *out = TL_EINSUM_PATH_AUTO;
-  if (!obj || obj == Py_None) return 0;
+  /* numpy's optimize=True/False: tenlane always plans, so both mean "auto" */
+  if (!obj || obj == Py_None || PyBool_Check(obj)) return 0;
   const char *name = PyUnicode_Check(obj) ? PyUnicode_AsUTF8(obj) : NULL;
   if (name && !strcmp(name, "auto"))
     *out = TL_EINSUM_PATH_AUTO;
@@ -47,7 +48,8 @@ int tlpy_path_kind(PyObject *obj, const char *where, tl_einsum_path_kind *out) {
     *out = TL_EINSUM_PATH_OPTIMAL;
   else {
     PyErr_Clear();
-    tlpy_raise(TL_E_INVALID, "%s: path must be 'auto', 'greedy' or 'optimal'", where);
+    tlpy_raise(TL_E_INVALID, "%s: path (optimize) must be 'auto', 'greedy', 'optimal' or a bool",
+               where);
     return -1;
   }
   return 0;
@@ -174,7 +176,7 @@ static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_
     const char *key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
     if (key && !strcmp(key, "out"))
       out_obj = args[nargs + k];
-    else if (key && !strcmp(key, "path"))
+    else if (key && (!strcmp(key, "path") || !strcmp(key, "optimize"))) /* numpy's name */
       path_obj = args[nargs + k];
     else
       return tlpy_raise(TL_E_INVALID, "%s: unknown keyword '%s'", where, key ? key : "?");
@@ -542,7 +544,8 @@ static PyObject *session_norm(PyObject *self, PyObject *args, PyObject *kwargs) 
 
 PyMethodDef tlpy_ops_methods[] = {
     {"einsum", CAST(session_einsum), METH_FASTCALL | METH_KEYWORDS,
-     "einsum(spec, *arrays, out=None, path='auto') -> ndarray\n\n"
+     "einsum(spec, *arrays, out=None, path='auto') -> ndarray (optimize= is a synonym of "
+     "path=, as in numpy; True and False mean 'auto')\n\n"
      "numpy's einsum grammar (\"ij,jk->ik\", \"...\" broadcasting, traces) over arrays of one "
      "dtype (float32, float64, complex64, complex128) with any strides; nothing is copied in. "
      "path: 'auto', 'greedy' or 'optimal' contraction order. out: a writable array of the "

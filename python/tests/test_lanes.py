@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tenlane
+from tenlane import _testing
 from conftest import DTYPES, random_array
 
 
@@ -105,12 +106,12 @@ def test_long_map_reports_the_lowest_failing_item(s, first_bad):
     for i in (first_bad, first_bad + 1, first_bad + 400, count - 1):
         if i < count:
             items[i] = bad
-    live = tenlane.live_buffers()
+    live = _testing.live_buffers()
     with pytest.raises(tenlane.ShapeError) as long_run:
         s.map_einsum("ij,jk->ik", items)
     assert long_run.value.item == first_bad
     assert "item %d (lane " % first_bad in long_run.value.message
-    assert tenlane.live_buffers() == live  # no result of the failed batch is left alive
+    assert _testing.live_buffers() == live  # no result of the failed batch is left alive
     with pytest.raises(tenlane.ShapeError) as short_run:  # 30 items: one item at a time
         s.map_einsum("ij,jk->ik", [good] * 20 + [bad] + [good] * 9)
     assert normalized(long_run.value.message) == normalized(short_run.value.message)
@@ -267,7 +268,7 @@ def test_collected_results_are_reused_safely(s, rng):
     items = environment_items(rng, 600, np.float64, chi=4)
     spec = "ab,asc,bse->ce"
     want = [s.einsum(spec, *ops).tobytes() for ops in items]
-    live = tenlane.live_buffers()
+    live = _testing.live_buffers()
     kept = None
     for r in range(6):
         out = s.map_einsum(spec, items)
@@ -275,7 +276,7 @@ def test_collected_results_are_reused_safely(s, rng):
         if r == 1:
             kept = out[7]  # outlives its batch
         del out
-        assert tenlane.live_buffers() == live + (kept is not None)
+        assert _testing.live_buffers() == live + (kept is not None)
         assert kept is None or kept.tobytes() == want[7]
     assert np.from_dlpack(kept.base).nbytes == kept.nbytes
     assert tenlane.cached_memory() >= 599 * 4 * 4 * 8  # the dropped batch's blocks, all counted
@@ -309,10 +310,10 @@ def test_results_that_take_no_kept_block_are_still_right(s, rng):
     with pytest.raises(tenlane.DtypeError):
         s.map_einsum("ij,jk->ik", [(a, b.astype(np.float32))])
     tenlane.release_cached_memory()
-    live = tenlane.live_buffers()
+    live = _testing.live_buffers()
     with pytest.raises(tenlane.ShapeError) as caught:
         s.map_einsum("ij,jk->ik", [(a, b)] * 10 + [(a, a)] + [(a, b)] * 10)
     assert caught.value.item == 10
-    assert tenlane.live_buffers() == live
+    assert _testing.live_buffers() == live
     assert tenlane.cached_memory() >= 10 * 3 * 5 * 8  # the items below it gave theirs back
 

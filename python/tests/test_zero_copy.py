@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import tenlane
+from tenlane import _testing
 from conftest import DTYPES, LAYOUTS, random_array
 
 
@@ -53,14 +54,14 @@ def test_results_are_freed_when_collected(s):
     import gc
 
     gc.collect()
-    live = tenlane.live_buffers()
+    live = _testing.live_buffers()
     c = s.einsum("ij,jk->ik", np.ones((50, 50)), np.ones((50, 50)))
-    assert tenlane.live_buffers() == live + 1
+    assert _testing.live_buffers() == live + 1
     view = c[::2]
     del c
     gc.collect()
-    assert tenlane.live_buffers() == live + 1  # the view keeps the memory
+    assert _testing.live_buffers() == live + 1  # the view keeps the memory
     assert view.sum() == 50.0 * 25 * 50
     del view
     gc.collect()
-    assert tenlane.live_buffers() == live
+    assert _testing.live_buffers() == live

@@ -1,0 +1,81 @@
+"""tenlane: numpy in, numpy out, zero copy, lanes without the GIL.
+
+The C extension module ``tenlane._core`` does the work; this package re-exports its public
+names. Test hooks live in ``tenlane._testing``. See docs/python.md.
+"""
+
+from . import _core
+from ._core import (
+    NOGIL_ELEMENTS,
+    AffinityError,
+    AliasError,
+    Buffer,
+    BusyError,
+    CancelledError,
+    Context,
+    DtypeError,
+    Error,
+    ForkedError,
+    InvalidError,
+    LaneError,
+    LimitError,
+    NoMemoryError,
+    NonfiniteError,
+    OwnerDeadError,
+    PanickedError,
+    PhaseActiveError,
+    ProviderError,
+    ReenteredError,
+    ScratchLimitError,
+    Session,
+    ShapeError,
+    StaleError,
+    TargetPoolCallerError,
+    ThreadError,
+    UnavailableError,
+    WrongThreadError,
+    cached_memory,
+    from_dlpack,
+    provider,
+    release_cached_memory,
+    tensor_info,
+)
+
+__version__: str = _core.__version__  # tl_version() of the linked library
+__doc__ = _core.__doc__
+
+__all__ = [
+    "NOGIL_ELEMENTS",
+    "AffinityError",
+    "AliasError",
+    "Buffer",
+    "BusyError",
+    "CancelledError",
+    "Context",
+    "DtypeError",
+    "Error",
+    "ForkedError",
+    "InvalidError",
+    "LaneError",
+    "LimitError",
+    "NoMemoryError",
+    "NonfiniteError",
+    "OwnerDeadError",
+    "PanickedError",
+    "PhaseActiveError",
+    "ProviderError",
+    "ReenteredError",
+    "ScratchLimitError",
+    "Session",
+    "ShapeError",
+    "StaleError",
+    "TargetPoolCallerError",
+    "ThreadError",
+    "UnavailableError",
+    "WrongThreadError",
+    "cached_memory",
+    "from_dlpack",
+    "provider",
+    "release_cached_memory",
+    "tensor_info",
+]
