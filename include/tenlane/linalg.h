@@ -85,9 +85,11 @@ TL_API tl_status tl_qrcp_into(tl_exec *exec, const tl_tensor *a, const tl_trunca
 TL_API tl_status tl_qrcp(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
                          tl_tensor *q, tl_tensor *r, int64_t *perm, int64_t *rank);
 
-/* tl_qrcp with a report instead of *rank (NULL: none). discarded_weight is
- * ||a||_F^2 - ||r||_F^2 (q is orthonormal), clamped at 0, so its absolute error is about
- * machine epsilon times ||a||_F^2. */
+/* tl_qrcp with a report instead of *rank (NULL: none). discarded_weight is the squared
+ * Frobenius norm of the dropped trailing block (R22: the rows of r after `rank`, with the
+ * part of a not yet factored when the truncation stopped early), summed from those entries
+ * themselves, so it is accurate to rounding in the dropped part (0 when nothing is
+ * dropped), not in ||a||_F^2. total_weight is ||a||_F^2. */
 TL_API tl_status tl_qrcp_ex_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
                                  tl_tensor *q, tl_tensor *r, int64_t *perm,
                                  tl_truncation_report *report);

@@ -52,25 +52,27 @@ static PyObject *module_release_cached_memory(PyObject *module, PyObject *unused
   (void)unused;
   tlpy_buffers_release(); /* the kept Buffer objects too (GIL held here) */
   tlpy_block_flush_held();
-  return PyLong_FromSize_t(tlpy_block_release());
+  size_t blocks = tlpy_block_release();
+  return PyLong_FromSize_t(blocks + tlpy_reuse_release());
 }
 
 static PyObject *module_cached_memory(PyObject *module, PyObject *unused) {
   (void)module;
   (void)unused;
   tlpy_block_flush_held();
-  return PyLong_FromSize_t(tlpy_block_kept());
+  return PyLong_FromSize_t(tlpy_block_kept() + tlpy_reuse_kept());
 }
 
 static PyMethodDef module_methods[] = {
     {"release_cached_memory", module_release_cached_memory, METH_NOARGS,
      "release_cached_memory() -> int: free the memory of collected small results that tenlane "
-     "keeps for the next results of the same size (at most 64 MiB), and the result Buffer "
+     "keeps for the next results of the same size (at most 64 MiB), the large blocks "
+     "(256 KiB and up) kept the same way (at most 16 blocks, 256 MiB), and the result Buffer "
      "objects kept for reuse (at most 16384); returns the bytes of result memory freed. "
      "Any thread."},
     {"cached_memory", module_cached_memory, METH_NOARGS,
-     "cached_memory() -> int: bytes of collected small results' memory kept for reuse. Any "
-     "thread."},
+     "cached_memory() -> int: bytes of freed result memory kept for reuse (small results' "
+     "blocks and large freed blocks). Any thread."},
     {"_time_c_einsum", tlpy_time_c_einsum, METH_VARARGS,
      "_time_c_einsum(session, spec, a, b, calls) -> float: mean ns of the C call "
      "Session.einsum makes, timed in C (for the benchmark). Opening thread only."},
@@ -111,6 +113,11 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__core(void); /* the one symbol the module exports */
 PyMODINIT_FUNC PyInit__core(void) {
+  static int installed;
+  if (!installed) { /* before any tenlane object exists; once per process */
+    tlpy_reuse_install();
+    installed = 1;
+  }
   import_array();
   if (tlpy_blocks_init() < 0) return PyErr_NoMemory();
   if (PyType_Ready(&tlpy_buffer_type) < 0 || PyType_Ready(&tlpy_context_type) < 0 ||
@@ -118,7 +125,7 @@ PyMODINIT_FUNC PyInit__core(void) {
     return NULL;
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
-  if (tlpy_errors_init(m) < 0 ||
+  if (tlpy_errors_init(m) < 0 || tlpy_default_init(m) < 0 ||
       PyModule_AddObjectRef(m, "Context", (PyObject *)&tlpy_context_type) < 0 ||
       PyModule_AddObjectRef(m, "Session", (PyObject *)&tlpy_session_type) < 0 ||
       PyModule_AddObjectRef(m, "Buffer", (PyObject *)&tlpy_buffer_type) < 0 ||

@@ -167,6 +167,34 @@ static const char *operand_name(int i, char buf[16]) {
   return buf;
 }
 
+/* numpy's promotion of mixed operands: complex when any is, double when any is (f64 with c64
+ * gives c128). Operands of another dtype are converted (a copy, as numpy makes) into
+ * promoted[], which then backs ops[i].tensor; returns how many were converted (release
+ * them after the call), or -1 with the error raised. */
+static int promote(tl_exec *exec, int n, tlpy_operand *ops, tl_tensor *promoted) {
+  int complex_any = 0, double_any = 0, mixed = 0;
+  for (int i = 0; i < n; i++) {
+    tl_dtype d = ops[i].tensor.dtype;
+    complex_any |= tl_dtype_is_complex(d);
+    double_any |= d == TL_F64 || d == TL_C128;
+    mixed |= d != ops[0].tensor.dtype;
+  }
+  if (!mixed) return 0;
+  tl_dtype target = complex_any ? (double_any ? TL_C128 : TL_C64) : (double_any ? TL_F64 : TL_F32);
+  int count = 0;
+  for (int i = 0; i < n; i++) {
+    if (ops[i].tensor.dtype == target) continue;
+    tl_status status = tl_convert(exec, &ops[i].tensor, target, &promoted[count]);
+    if (status != TL_OK) {
+      for (int k = 0; k < count; k++) tl_tensor_release(&promoted[k]);
+      tlpy_raise_last(status);
+      return -1;
+    }
+    ops[i].tensor = promoted[count++];
+  }
+  return count;
+}
+
 static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames) {
   static const char *where = "tenlane.Session.einsum";
@@ -202,7 +230,10 @@ static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_
   }
   /* checked after the operands were read, so a bad operand is reported first */
   tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
-  PyObject *r = exec ? einsum_run(exec, where, spec, n, ops, out_obj, kind) : NULL;
+  tl_tensor promoted[TL_EINSUM_MAX_OPERANDS];
+  int count = exec ? promote(exec, n, ops, promoted) : -1;
+  PyObject *r = count >= 0 ? einsum_run(exec, where, spec, n, ops, out_obj, kind) : NULL;
+  for (int i = 0; i < count; i++) tl_tensor_release(&promoted[i]);
   release_all(n, ops);
   return r;
 }
@@ -526,6 +557,9 @@ static PyObject *reduce(PyObject *self, PyObject *args, PyObject *kwargs, tl_red
     result = kept;
   }
   r = tlpy_result(&result, NULL);
+  /* every axis reduced: a numpy scalar (np.float64 is a Python float), as numpy returns */
+  if (r && PyArray_Check(r) && PyArray_NDIM((PyArrayObject *)r) == 0)
+    r = PyArray_Return((PyArrayObject *)r);
 done:
   tlpy_operand_release(&op);
   return r;
@@ -539,13 +573,62 @@ static PyObject *session_norm(PyObject *self, PyObject *args, PyObject *kwargs) 
   return reduce(self, args, kwargs, TL_REDUCE_NORM2, "tenlane.Session.norm");
 }
 
+/* ---- conj and scale ---------------------------------------------------------------- */
+
+/* f(a) into out_obj (written in place, a may be out) or a fresh result. */
+static PyObject *elementwise(tlpy_session *self, const char *where, PyObject *a_obj,
+                             PyObject *out_obj, int conj, tl_scalar alpha) {
+  tlpy_operand op;
+  tl_exec *exec = tlpy_session_operands(self, where, a_obj, NULL, &op);
+  if (!exec) return NULL;
+  int big = tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS;
+  tl_status status;
+  PyObject *r = NULL;
+  if (out_obj && out_obj != Py_None) {
+    tlpy_operand out;
+    if (tlpy_operand_get(out_obj, 1, where, "out", &out) == 0) {
+      TLPY_RUN(big, status = conj ? tl_conj_into(exec, &op.tensor, &out.tensor)
+                                  : tl_scale_into(exec, alpha, &op.tensor, &out.tensor));
+      tlpy_operand_release(&out);
+      r = status == TL_OK ? Py_NewRef(out_obj) : tlpy_raise_last(status);
+    }
+  } else {
+    tl_tensor result;
+    TLPY_RUN(big, status = conj ? tl_conj(exec, &op.tensor, &result)
+                                : tl_scale(exec, alpha, &op.tensor, &result));
+    r = tlpy_result_or_raise(status, &result);
+  }
+  tlpy_operand_release(&op);
+  return r;
+}
+
+static PyObject *session_conj(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static char *keywords[] = {"a", "out", NULL};
+  PyObject *a_obj, *out_obj = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:conj", keywords, &a_obj, &out_obj))
+    return NULL;
+  return elementwise((tlpy_session *)self, "tenlane.Session.conj", a_obj, out_obj, 1,
+                     (tl_scalar){1.0, 0.0});
+}
+
+static PyObject *session_scale(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static char *keywords[] = {"a", "alpha", "out", NULL};
+  PyObject *a_obj, *out_obj = NULL;
+  Py_complex alpha;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OD|O:scale", keywords, &a_obj, &alpha, &out_obj))
+    return NULL;
+  return elementwise((tlpy_session *)self, "tenlane.Session.scale", a_obj, out_obj, 0,
+                     (tl_scalar){alpha.real, alpha.imag});
+}
+
 #define KW (METH_VARARGS | METH_KEYWORDS)
 #define CAST(f) (PyCFunction)(void (*)(void))(f)
 
 PyMethodDef tlpy_ops_methods[] = {
     {"einsum", CAST(session_einsum), METH_FASTCALL | METH_KEYWORDS,
      "einsum(spec, *arrays, out=None, path='auto') -> ndarray (optimize= is a synonym of "
-     "path=, as in numpy; True and False mean 'auto')\n\n"
+     "path=, as in numpy; True and False mean 'auto'). Operands of mixed dtypes promote as "
+     "in numpy (real with complex gives complex; a converted operand is copied)\n\n"
      "numpy's einsum grammar (\"ij,jk->ik\", \"...\" broadcasting, traces) over arrays of one "
      "dtype (float32, float64, complex64, complex128) with any strides; nothing is copied in. "
      "path: 'auto', 'greedy' or 'optimal' contraction order. out: a writable array of the "
@@ -564,9 +647,18 @@ PyMethodDef tlpy_ops_methods[] = {
      "reshape(a, shape) -> ndarray: numpy's C-order reshape; a view of a when its strides "
      "allow (like numpy), else a copy. -1 infers one extent. Opening thread only."},
     {"sum", CAST(session_sum), KW,
-     "sum(a, axis=None, keepdims=False) -> ndarray: the sum over the axes (all when None). "
+     "sum(a, axis=None, keepdims=False) -> ndarray or scalar: the sum over the axes (all when "
+     "None). "
      "Opening thread only."},
     {"norm", CAST(session_norm), KW,
-     "norm(a, axis=None, keepdims=False) -> ndarray: sqrt(sum |a|^2) over the axes (all when "
-     "None; the Frobenius norm of a matrix); real for complex a. Opening thread only."},
+     "norm(a, axis=None, keepdims=False) -> ndarray or float: sqrt(sum |a|^2) over the axes "
+     "(all when None; the Frobenius norm of a matrix); real for complex a. With every axis "
+     "reduced and keepdims=False, a numpy scalar (np.float64 is a Python float). Opening "
+     "thread only."},
+    {"conj", CAST(session_conj), KW,
+     "conj(a, out=None) -> ndarray: the complex conjugate (a copy for real a), into out when "
+     "given (AliasError when out overlaps a). No numpy temporary. Opening thread only."},
+    {"scale", CAST(session_scale), KW,
+     "scale(a, alpha, out=None) -> ndarray: alpha * a (alpha a Python number; complex alpha "
+     "needs complex a), into out when given (not overlapping a). Opening thread only."},
     {NULL, NULL, 0, NULL}};

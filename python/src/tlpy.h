@@ -263,6 +263,20 @@ tl_status tlpy_qrcp_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *t
 /* (q, r, perm, discarded) from an item; its tensors move into the arrays. */
 PyObject *tlpy_qrcp_tuple(tlpy_qrcp_item *item);
 
+/* ---- reuse.c: large freed memory kept for the next allocation of its size ------------ */
+
+/* Install the module's tl_allocator (module initialisation, before any tenlane object). */
+void tlpy_reuse_install(void);
+/* Free the kept blocks; returns their bytes. Bytes kept now. Any thread. */
+size_t tlpy_reuse_release(void);
+size_t tlpy_reuse_kept(void);
+
+/* ---- default.c: the module-level calls on the default context ------------------------ */
+
+/* Add tenlane.einsum, svd, ... (Session's methods on the calling thread's default session),
+ * set_threads, get_threads and default_context to m. After tlpy_session_type_init. */
+int tlpy_default_init(PyObject *m);
+
 /* ---- bench.c ------------------------------------------------------------------------- */
 
 /* tenlane._time_c_einsum(session, spec, a, b, calls): ns per C tl_einsum call. */

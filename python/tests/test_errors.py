@@ -56,9 +56,19 @@ def test_invalid_spec(s):
         s.einsum("ij,jk->ik", a, a, path="fastest")
 
 
-def test_mixed_dtypes(s):
-    with pytest.raises(tenlane.DtypeError):
-        s.einsum("ij,jk->ik", np.ones((2, 2)), np.ones((2, 2), np.float32))
+def test_mixed_dtypes_promote_as_in_numpy(s):
+    a = np.arange(4.0).reshape(2, 2)
+    for x, y in [(np.float64, np.float32), (np.complex64, np.float64), (np.float32, np.complex64),
+                 (np.complex128, np.float32)]:
+        got = s.einsum("ij,jk->ik", a.astype(x), (a + 1j * (y in (np.complex64,))).astype(y))
+        want = np.einsum("ij,jk->ik", a.astype(x), (a + 1j * (y in (np.complex64,))).astype(y))
+        assert got.dtype == want.dtype, (x, y)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    # the docs' MPS step: complex cores with real singular values
+    core = np.ones((2, 2, 2), np.complex128)
+    sv = np.array([2.0, 3.0])
+    got = s.einsum("asb,bc,c->asc", core, np.eye(2, dtype=np.complex128), sv)
+    np.testing.assert_array_equal(got, np.einsum("asb,bc,c->asc", core, np.eye(2), sv))
 
 
 @pytest.mark.parametrize(

@@ -168,6 +168,40 @@ static double abs_at(tl_dtype dtype, const void *a, int64_t at) {
   return dtype == TL_F64 ? fabs(((const double *)a)[at]) : fabs(((const float *)a)[at]);
 }
 
+/* |a[at]|^2 for every dtype. */
+static double abs2_at(tl_dtype dtype, const void *a, int64_t at) {
+  switch (dtype) {
+    case TL_C128: {
+      double complex z = ((const double complex *)a)[at];
+      return creal(z) * creal(z) + cimag(z) * cimag(z);
+    }
+    case TL_C64: {
+      float complex z = ((const float complex *)a)[at];
+      return (double)crealf(z) * crealf(z) + (double)cimagf(z) * cimagf(z);
+    }
+    case TL_F64:
+      return ((const double *)a)[at] * ((const double *)a)[at];
+    default:
+      return (double)((const float *)a)[at] * ((const float *)a)[at];
+  }
+}
+
+/* The weight the truncation drops, summed from the dropped part itself: after `done`
+ * pivoted Householder steps on a (m x n, lda), the trailing block from row and column
+ * `rank` on is R's rows rank..done-1 (on and right of the diagonal) over the not yet
+ * factored rest (rows and columns from `done`). Later reflections and column swaps would
+ * not change its Frobenius norm, so its sum of squares is what a full factorization would
+ * drop, accurate to rounding in those entries, not in ||a||^2 (as ||a||^2 - ||r||^2 was). */
+static double dropped_weight(tl_dtype dtype, const void *a, lapack_int lda, int64_t m, int64_t n,
+                             int64_t done, int64_t rank) {
+  double sum = 0.0;
+  for (int64_t j = rank; j < n; j++) {
+    int64_t rows = j < done ? j + 1 : m; /* below the diagonal of a done column: reflectors */
+    for (int64_t i = rank; i < rows; i++) sum += abs2_at(dtype, a, i + j * (int64_t)lda);
+  }
+  return sum;
+}
+
 /* Columns one blocked step of the truncated factorization takes (what geqp3 loops over). */
 #define TL__QRCP_BLOCK 8
 /* Up to this many columns the truncated factorization takes unblocked steps. */
@@ -279,8 +313,8 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
                           &lwork)) != TL_OK) {
     return status;
   }
-  int64_t rank = 0;
-  double total = 0.0;
+  int64_t rank = 0, done = 0;
+  double total = 0.0, dropped = 0.0;
   for (int64_t j = 0; j < n; j++) jpvt[j] = 0; /* every column free to move */
   if (k > 0) {
     if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
@@ -296,15 +330,18 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     if (status != TL_OK) return status;
     r_diagonal(dtype, work_a, lda, steps, diag);
     rank = tl__la_truncate(real, diag, steps, truncation);
+    done = steps;
   } else if (k > 0) {
     info = tl__lapack_geqp3(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, jpvt, tau, work,
                             lwork, rwork);
     if (info != 0) return tl__la_provider_fail(route, "geqp3", info);
     r_diagonal(dtype, work_a, lda, k, diag);
     rank = tl__la_truncate(real, diag, k, truncation);
+    done = k;
   } else {
     for (int64_t j = 0; j < n; j++) jpvt[j] = (lapack_int)(j + 1);
   }
+  if (report != NULL && k > 0) dropped = dropped_weight(dtype, work_a, lda, m, n, done, rank);
   if ((status = tl__la_scratch(exec, rank * n, esize, (void **)&r_buf)) != TL_OK) return status;
   if (rank > 0) {
     take_r(esize, work_a, lda, rank, n, r_buf);
@@ -317,10 +354,9 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   for (int64_t j = 0; j < n; j++) perm[j] = (int64_t)jpvt[j] - 1;
   *rank_out = rank;
   if (report != NULL) {
-    double kept = tl__la_sum_squares(dtype, r_buf, rank, rank, n);
     report->rank = rank;
     report->total_weight = total;
-    report->discarded_weight = total > kept ? total - kept : 0.0;
+    report->discarded_weight = dropped;
   }
   return TL_OK;
 }
