@@ -17,8 +17,9 @@
 typedef struct tlpy_slot {
   PyObject_HEAD tlpy_session *session; /* on the default context */
   unsigned long generation;            /* the default context it was made for */
-  unsigned long thread;
-  int holder; /* 1 when this thread holds the session */
+  unsigned long thread;                /* PyThread ident, for messages */
+  uint64_t serial;                     /* tlpy_thread_serial() of its thread */
+  int holder;                          /* 1 when this thread holds the session */
 } tlpy_slot;
 
 static tlpy_context *default_context; /* NULL until the first call */
@@ -35,7 +36,7 @@ static void slot_close(tlpy_slot *slot) {
   tlpy_session *s = slot->session;
   if (holder == slot) holder = NULL;
   slot->holder = 0;
-  if (!s || !s->session || PyThread_get_thread_ident() != s->thread) return;
+  if (!s || !s->session || tlpy_thread_serial() != s->serial) return;
   tl_session *session = s->session;
   s->session = NULL;
   s->exec = NULL;
@@ -84,6 +85,7 @@ static tlpy_slot *slot_get(void) {
   slot->session = (tlpy_session *)PyObject_CallMethod((PyObject *)ctx, "session", NULL);
   slot->generation = generation;
   slot->thread = PyThread_get_thread_ident();
+  slot->serial = tlpy_thread_serial();
   slot->holder = 0;
   if (!slot->session || PyDict_SetItem(dict, slot_key, (PyObject *)slot) < 0) {
     Py_DECREF(slot);
@@ -124,10 +126,12 @@ static int entry_run(tl_exec *exec, void *arg) {
   tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR);
   s->session = e->session; /* so the method's checks pass; never closed through s */
   s->exec = exec;
+  s->serial = e->slot->serial;
   s->thread = e->slot->thread;
   e->result = PyObject_VectorcallMethod(e->name, e->args, e->nargsf, e->kwnames);
   s->session = NULL;
   s->exec = NULL;
+  s->serial = 0;
   return 0;
 }
 
@@ -177,7 +181,7 @@ static PyObject *set_threads(PyObject *module, PyObject *arg) {
   if (n < 0 || n > 4096)
     return tlpy_raise(TL_E_INVALID, "tenlane.set_threads: %ld threads; 0 to 4096", n);
   if (default_context) {
-    if (holder && holder->thread != PyThread_get_thread_ident())
+    if (holder && holder->serial != tlpy_thread_serial())
       return tlpy_raise(TL_E_BUSY,
                         "tenlane.set_threads: thread %lu holds the default context's session; "
                         "call set_threads on that thread",

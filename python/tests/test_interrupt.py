@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import tenlane
+import tenlane._testing
 
 BOUND = 2.0  # seconds from the signal to KeyboardInterrupt
 TARGET = 6.0  # seconds the uninterrupted call would take (at least)
@@ -100,9 +101,9 @@ def test_map_einsum(session):
     s = session
     ops = (M, M, M)
     items = sized(lambda it: s.map_einsum("ij,jk,ki->", it), lambda n: [ops] * n)
-    before = tenlane.live_buffers()
+    before = tenlane._testing.live_buffers()
     interrupted(lambda: s.map_einsum("ij,jk,ki->", items))
-    assert tenlane.live_buffers() == before  # nothing published
+    assert tenlane._testing.live_buffers() == before  # nothing published
     session_works(s)
 
 
