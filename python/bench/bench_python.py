@@ -1,5 +1,5 @@
 #!@TL_PYTHON@
-"""bench_python [--rows] [--quick]: the Python module's aims, measured in one run.
+"""bench_python [--rows] [--quick] [--no-workloads]: the Python module's aims, measured in one run.
 
   1. s.einsum("ij,jk->ik", a, b) on 2x2 float64, against the same C call (tl_einsum on the
      session's surface, timed in C) and against numpy.einsum; plus the difference to the C
@@ -7,6 +7,17 @@
   2. s.map_einsum over 10,000 small MPS-environment updates (E'[c,e] = E[a,b] A[a,s,c]
      conj(A)[b,s,e], chi 16, d 2) on one lane (max_lanes=1) and on two lanes of one
      2-thread context; the ratio of the row is the 2-lane speedup, aim at least 1.85.
+
+  3. The users' workloads against numpy, 2 threads/lanes, c128, wall time (best of the rounds):
+     module-level tenlane.einsum 2x2 against s.einsum (thread CPU; aim within 0.3 us);
+     20,000 chains of 10 k x k matrices, k = 2, 4, 8 (numpy: 9 np.matmul on (N, k, k)
+     stacks; tenlane: the same 9 s.matmul calls, one einsum over the stacks, map_einsum over
+     the chains); an MPS QR sweep (8 sites, d 2) at chi 16-256 (np.linalg.qr + np.einsum);
+     a DMRG environment update L'[b,c,z] = L[x,a,y] A[x,s,b] W[a,c,s,t] conj(A)[y,t,z] at chi
+     32-256, MPO bond 5 (numpy: three np.tensordot calls, BLAS throughout; np.einsum's own path
+     falls back to its C loops here and takes seconds); and
+     the loop `r = s.matmul(a, b)` at 1024^2 against numpy's `r = a @ b`, the previous r alive.
+     The ratio column is tenlane over numpy (below 1: tenlane faster).
 
 Rounds of the contestants alternate so that both see the same machine; medians and p99s
 are over rounds. The 2x2 rows count the calling thread's CPU time (on a shared machine
@@ -97,10 +108,152 @@ def lanes_rows(quick):
     ]
 
 
+def best_wall(fn, rounds):
+    """Best wall time of `rounds` calls of fn, in ns (the first call warms up)."""
+    fn()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - start)
+    return min(times), max(times)
+
+
+def complex_array(rng, shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def module_level_rows(quick):
+    rounds, calls = (5, 200) if quick else (21, 3000)
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    b = np.array([[0.5, -1.0], [2.0, 0.25]])
+    with tenlane.Context(threads=2) as ctx, ctx.session() as s:
+        tenlane.einsum("ij,jk->ik", a, b)  # this thread holds the default session
+        mod, ses = [], []
+        for _ in range(rounds):
+            ses.append(per_call(lambda: s.einsum("ij,jk->ik", a, b), calls))
+            mod.append(per_call(lambda: tenlane.einsum("ij,jk->ik", a, b), calls))
+    over = [m - x for m, x in zip(mod, ses)]
+    return [
+        ('tenlane.einsum 2x2 f64, module level (thread CPU)', statistics.median(mod), p99(mod),
+         "s.einsum (same call)", statistics.median(ses)),
+        ("module-level cost over s.einsum (aim <= 0.3 us)", statistics.median(over), p99(over),
+         "-", float("nan")),
+    ]
+
+
+def chain_rows(s, quick, rng):
+    count, rounds = (2000, 1) if quick else (20000, 3)
+    rows = []
+    for k in (2, 4, 8):
+        stacks = [complex_array(rng, (count, k, k)) for _ in range(10)]
+
+        def numpy_chain():
+            r = stacks[0]
+            for m in stacks[1:]:
+                r = np.matmul(r, m)
+            return r
+
+        def tenlane_chain():
+            r = stacks[0]
+            for m in stacks[1:]:
+                r = s.matmul(r, m)
+            return r
+
+        letters = "abcdefghijk"
+        spec = ",".join("z" + letters[i] + letters[i + 1] for i in range(10)) + "->zak"
+        items = [tuple(m[z] for m in stacks) for z in range(count)]
+        item_spec = spec.replace("z", "")
+        want = numpy_chain()
+        got = tenlane_chain()
+        if not np.allclose(got, want, rtol=1e-8, atol=1e-8 * np.abs(want).max()):
+            raise SystemExit("bench_python: the chains differ from numpy's")
+        ref, _ = best_wall(numpy_chain, rounds)
+        for label, fn in (("9 s.matmul on stacks", tenlane_chain),
+                          ("one einsum over stacks", lambda: s.einsum(spec, *stacks)),
+                          ("map_einsum over chains", lambda: s.map_einsum(item_spec, items))):
+            best, worst = best_wall(fn, rounds)
+            rows.append(("%d chains of 10 %dx%d c128: %s" % (count, k, k, label), best, worst,
+                         "np.matmul stacks", ref))
+    return rows
+
+
+def mps_rows(s, quick, rng):
+    rows = []
+    sites, d = 8, 2
+    for chi in (16, 32, 64, 128, 256):
+        cores = [complex_array(rng, (chi, d, chi)) for _ in range(sites)]
+
+        def sweep(qr, contract):
+            cs = list(cores)
+            for i in range(sites - 1):
+                q, r = qr(cs[i].reshape(chi * d, chi))
+                cs[i] = q.reshape(chi, d, chi)
+                cs[i + 1] = contract("ab,bsc->asc", r, cs[i + 1])
+            return cs[-1]
+
+        ref, _ = best_wall(lambda: sweep(np.linalg.qr, np.einsum), 1 if quick else 3)
+        best, worst = best_wall(lambda: sweep(s.qr, s.einsum), 1 if quick else 3)
+        rows.append(("MPS QR sweep, 8 sites, d 2, chi %d c128" % chi, best, worst,
+                     "numpy qr + einsum", ref))
+    return rows
+
+
+def dmrg_rows(s, quick, rng):
+    rows = []
+    spec, d, bond = "xay,xsb,acst,ytz->bcz", 2, 5
+    for chi in (32, 64, 128, 256):
+        L = complex_array(rng, (chi, bond, chi))
+        A = complex_array(rng, (chi, d, chi))
+        W = complex_array(rng, (bond, bond, d, d))
+        Ac = A.conj()
+        def numpy_update():  # the tensordot order a numpy user writes (BLAS all along)
+            t = np.tensordot(L, A, ([0], [0]))  # a y s b
+            t = np.tensordot(t, W, ([0, 2], [0, 2]))  # y b c t
+            return np.tensordot(t, Ac, ([0, 3], [0, 1]))  # b c z
+
+        want = numpy_update()
+        got = s.einsum(spec, L, A, W, Ac)
+        if not np.allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(want).max()):
+            raise SystemExit("bench_python: the environment update differs from numpy's")
+        ref, _ = best_wall(numpy_update, 2 if quick else 5)
+        best, worst = best_wall(lambda: s.einsum(spec, L, A, W, Ac), 2 if quick else 5)
+        rows.append(("DMRG environment update chi %d, MPO bond 5, c128" % chi, best, worst,
+                     "np.tensordot x3", ref))
+    return rows
+
+
+def matmul_loop_rows(s, quick, rng):
+    n, calls = (256, 3) if quick else (1024, 5)
+    a, b = complex_array(rng, (n, n)), complex_array(rng, (n, n))
+
+    def loop(f):
+        def run():
+            r = f(a, b)
+            for _ in range(calls - 1):
+                r = f(a, b)  # the previous r is alive during the call
+            return r
+        return run
+
+    ref, _ = best_wall(loop(lambda x, y: x @ y), 3)
+    best, worst = best_wall(loop(s.matmul), 3)
+    return [("r = s.matmul(a, b) loop %d^2 c128, per call" % n, best / calls, worst / calls,
+             "r = a @ b", ref / calls)]
+
+
+def workload_rows(quick):
+    rng = np.random.default_rng(5)
+    with tenlane.Context(threads=2) as ctx, ctx.session() as s:
+        return (chain_rows(s, quick, rng) + mps_rows(s, quick, rng) + dmrg_rows(s, quick, rng)
+                + matmul_loop_rows(s, quick, rng))
+
+
 def main():
     rows_format = "--rows" in sys.argv
     quick = "--quick" in sys.argv
-    rows = einsum_rows(quick) + lanes_rows(quick)
+    rows = einsum_rows(quick) + lanes_rows(quick) + module_level_rows(quick)
+    if "--no-workloads" not in sys.argv:
+        rows += workload_rows(quick)
     for bench, median, worst, anchor, anchor_median in rows:
         if rows_format:
             print("row\tpython\t%s\t%.1f\t%.1f\t%s\t%.1f\tnan" % (bench, median, worst, anchor, anchor_median))
