@@ -75,7 +75,8 @@ typedef void (*tl_pool_range_fn)(size_t begin, size_t end, int worker_index, voi
  * worker_index is the index of the worker running the chunk, or -1 when the calling
  * thread ran it itself (a worker of this same pool helps with its own loop).
  * Errors: TL_E_INVALID (NULL pool or fn), TL_E_FORKED (in the child of a fork(); nothing
- * runs). count 0 returns TL_OK at once. */
+ * runs). count 0 returns TL_OK at once. Any count and grain up to SIZE_MAX is taken: every
+ * chunk has begin < end, and the chunks cover [0, count) once each. */
 TL_API tl_status tl_pool_parallel_for(tl_pool *pool, size_t count, size_t grain,
                                       tl_pool_range_fn fn, void *arg);
 

@@ -10,7 +10,8 @@
 static void *default_alloc(size_t size, size_t align, void *user) {
   (void)user;
   if (align < sizeof(void *)) align = sizeof(void *);
-  size_t rounded = (size + align - 1) & ~(align - 1);
+  size_t rounded;
+  if (!tl__size_align_up(size, align, &rounded)) return NULL;
   return aligned_alloc(align, rounded);
 }
 

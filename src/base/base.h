@@ -55,13 +55,47 @@ void *tl__alloc(size_t size, size_t align);
 void *tl__calloc(size_t count, size_t size, size_t align); /* zeroed; NULL on overflow */
 void tl__free(void *ptr);
 
-/* Overflow-checked size arithmetic: 1 and *out set on success, 0 on overflow. */
+/* Overflow-checked arithmetic for sizes, counts, steps and offsets: 1 and *out set on
+ * success, 0 (and *out unspecified) on overflow. Every such computation in src/ goes
+ * through these (issue 28): a wrapped size is a short buffer, a wrapped step a wrong view. */
 static inline int tl__size_mul(size_t a, size_t b, size_t *out) {
   return !__builtin_mul_overflow(a, b, out);
 }
 static inline int tl__size_add(size_t a, size_t b, size_t *out) {
   return !__builtin_add_overflow(a, b, out);
 }
+static inline int tl__size_sub(size_t a, size_t b, size_t *out) {
+  return !__builtin_sub_overflow(a, b, out);
+}
+/* `value` rounded up to a multiple of `align` (a power of two, not 0). */
+static inline int tl__size_align_up(size_t value, size_t align, size_t *out) {
+  size_t bumped;
+  if (align == 0 || (align & (align - 1)) != 0 || __builtin_add_overflow(value, align - 1, &bumped))
+    return 0;
+  *out = bumped & ~(align - 1);
+  return 1;
+}
+static inline int tl__i64_add(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+static inline int tl__i64_sub(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_sub_overflow(a, b, out);
+}
+static inline int tl__i64_mul(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+/* `value` (>= 0) rounded up to a multiple of `align` (> 0). */
+static inline int tl__i64_align_up(int64_t value, int64_t align, int64_t *out) {
+  if (value < 0 || align <= 0) return 0;
+  int64_t rest = value % align;
+  if (rest == 0) {
+    *out = value;
+    return 1;
+  }
+  return !__builtin_add_overflow(value, align - rest, out);
+}
+/* ceil(a / b) for b > 0, never overflowing (a + b - 1 may). */
+static inline size_t tl__size_div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 /* Monotonic clock in nanoseconds. */
 uint64_t tl__now_ns(void);

@@ -24,12 +24,18 @@ uint64_t tl__thread_token(void) {
 
 void tl__message_copy(char *dst) { memcpy(dst, thread_message, TL_MESSAGE_CAPACITY); }
 
+/* The text is formatted into a buffer of its own and then copied over the thread's
+ * message, so a caller may pass tl_last_message() (or any part of it) as an argument: the
+ * buffer is never both the destination and a source of one vsnprintf call, which C leaves
+ * undefined (and glibc garbles). */
 tl_status tl__failv(tl_status status, const char *format, va_list args) {
+  char text[TL_MESSAGE_CAPACITY];
   if (format == NULL) {
-    snprintf(thread_message, sizeof thread_message, "%s", tl_status_str(status));
+    snprintf(text, sizeof text, "%s", tl_status_str(status));
   } else {
-    vsnprintf(thread_message, sizeof thread_message, format, args);
+    vsnprintf(text, sizeof text, format, args);
   }
+  memcpy(thread_message, text, sizeof text);
   return status;
 }
 

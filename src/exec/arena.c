@@ -58,8 +58,10 @@ void tl__arena_reset_to(tl__arena *arena, tl__arena_mark mark) {
 
 /* Try to place the request in `chunk` after `used` bytes; 1 and *offset on success. */
 static int fits(tl__arena_chunk *chunk, size_t used, size_t bytes, size_t align, size_t *offset) {
-  size_t start = (used + align - 1) & ~(align - 1);
-  if (start < used || start > chunk->capacity || chunk->capacity - start < bytes) return 0;
+  size_t start;
+  if (!tl__size_align_up(used, align, &start) || start > chunk->capacity ||
+      chunk->capacity - start < bytes)
+    return 0;
   *offset = start;
   return 1;
 }
@@ -99,19 +101,24 @@ tl_status tl__arena_alloc(tl__arena *arena, size_t bytes, size_t align, void **o
                     "already held)",
                     bytes, arena->limit, arena->reserved);
   if (capacity > arena->limit - arena->reserved) capacity = arena->limit - arena->reserved;
+  /* Every sum is checked: with no limit (SIZE_MAX), or a request near SIZE_MAX, an unchecked
+   * header plus capacity wraps to a small block (issue 28). */
   size_t total;
-  tl__arena_chunk *fresh = NULL;
-  if (tl__size_add(TL__CHUNK_HEADER, capacity, &total)) fresh = tl__alloc(total, 64);
+  if (!tl__size_add(TL__CHUNK_HEADER, capacity, &total))
+    return tl__fail(TL_E_SCRATCH_LIMIT,
+                    "scratch request of %zu bytes overflows with the chunk header (%d bytes)",
+                    bytes, TL__CHUNK_HEADER);
+  tl__arena_chunk *fresh = tl__alloc(total, 64);
   if (fresh == NULL && arena->limit == SIZE_MAX)
     return tl__fail(TL_E_NOMEM,
                     "the allocator gave no memory for a scratch chunk of %zu bytes (%zu bytes "
                     "of scratch already held; no scratch limit is set)",
-                    TL__CHUNK_HEADER + capacity, arena->reserved);
+                    total, arena->reserved);
   if (fresh == NULL)
     return tl__fail(TL_E_NOMEM,
                     "the allocator gave no memory for a scratch chunk of %zu bytes (%zu bytes "
                     "of scratch already held; the scratch limit is %zu bytes)",
-                    TL__CHUNK_HEADER + capacity, arena->reserved, arena->limit);
+                    total, arena->reserved, arena->limit);
   arena->growths++;
   fresh->next = NULL;
   fresh->capacity = capacity;

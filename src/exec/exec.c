@@ -98,9 +98,11 @@ tl_status tl__exec_parallel_for(tl_exec *exec, size_t count, size_t grain, tl_po
     return tl_pool_parallel_for(exec->pool, count, grain, fn, arg);
   if (count == 0) return TL_OK;
   if (grain == 0) grain = count;
-  for (size_t begin = 0; begin < count; begin += grain) {
+  /* Step by the end, never by begin + grain past count (which wraps near SIZE_MAX). */
+  for (size_t begin = 0; begin < count;) {
     size_t end = count - begin > grain ? begin + grain : count;
     fn(begin, end, -1, arg);
+    begin = end;
   }
   return TL_OK;
 }
@@ -129,8 +131,11 @@ tl_status tl__exec_run_chunks(tl_exec *exec, int parallel, size_t count, size_t 
     tl_status status = tl__exec_parallel_for(exec, count, grain, cancel_aware_chunk, &job);
     if (status != TL_OK) return status;
   } else {
-    for (size_t begin = 0; begin < count && !atomic_load(&job.cancelled); begin += grain)
-      cancel_aware_chunk(begin, count - begin > grain ? begin + grain : count, -1, &job);
+    for (size_t begin = 0; begin < count && !atomic_load(&job.cancelled);) {
+      size_t end = count - begin > grain ? begin + grain : count;
+      cancel_aware_chunk(begin, end, -1, &job);
+      begin = end;
+    }
   }
   if (atomic_load_explicit(&job.cancelled, memory_order_relaxed))
     return tl__fail(TL_E_CANCELLED, "cancelled while %s (output partly written)", what);

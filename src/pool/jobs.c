@@ -24,9 +24,10 @@ int tl__pool_run_job_chunk(tl_pool *pool, int worker_index) {
   }
   pthread_mutex_unlock(&pool->job_lock);
 
+  /* chunk < chunks, so begin < count; the end is clamped without forming begin + grain,
+   * which wraps for a grain near SIZE_MAX. */
   size_t begin = chunk * job->grain;
-  size_t end = begin + job->grain;
-  if (end > job->count) end = job->count;
+  size_t end = job->count - begin > job->grain ? begin + job->grain : job->count;
   size_t chunks = job->chunks;
   tl__waiter *submitter = job->submitter;
   job->fn(begin, end, worker_index, job->arg);
@@ -51,10 +52,12 @@ tl_status tl_pool_parallel_for(tl_pool *pool, size_t count, size_t grain, tl_poo
   if (forked != TL_OK) return forked;
   if (count == 0) return TL_OK;
   if (grain == 0) {
+    /* About four chunks a worker; rounded up without forming count + pieces - 1, which
+     * wraps (to a grain of 0, then a division by it) for a count near SIZE_MAX. */
     size_t pieces = (size_t)pool->workers * 4;
-    grain = (count + pieces - 1) / pieces;
+    grain = tl__size_div_up(count, pieces > 0 ? pieces : 1);
   }
-  size_t chunks = count / grain + (count % grain != 0);
+  size_t chunks = tl__size_div_up(count, grain);
   int own_index = tl_pool_current_index(pool);
   if (chunks == 1) {
     /* Nothing to share: waking a worker would only add its wake-up latency. */

@@ -1,0 +1,321 @@
+/* tests/reliability/test_edges.c: the second adversarial pass (issue 28, C side). Each case
+ * is one hole that was found, driven with the extreme values that opened it: scratch sizes
+ * next to SIZE_MAX, parallel loops of SIZE_MAX indices, messages built from the message
+ * slot, a map whose item returns TL_E_CANCELLED, slices with steps next to +-2^63, a
+ * ticket whose context's address is reused. Every case is bounded by the harness alarm and
+ * ctest's TIMEOUT (a wrapped loop would otherwise spin for ever). */
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+#include "rel_common.h"
+#include "tenlane/alloc.h"
+#include "tenlane/map.h"
+#include "tenlane/phase.h"
+#include "tenlane/pool.h"
+#include "th_fixtures.h"
+#include "th_test.h"
+
+/* How often `needle` occurs in `text`. */
+static int occurrences(const char *text, const char *needle) {
+  int count = 0;
+  for (const char *at = strstr(text, needle); at != NULL; at = strstr(at + 1, needle)) count++;
+  return count;
+}
+
+static void check_message_once(const char *message, const char *call) {
+  if (strncmp(message, call, strlen(call)) != 0 || occurrences(message, call) != 1) {
+    fprintf(stderr, "message \"%s\" should begin with \"%s\" and name it once\n", message, call);
+    TH_CHECK(0);
+  }
+}
+
+/* ---- item 1: scratch sizes near SIZE_MAX never wrap ---- */
+
+typedef struct scratch_probe {
+  atomic_int wrapped;   /* huge requests that returned TL_OK */
+  atomic_int garbled;   /* refusals whose message is not "tl_exec_scratch: ..." once */
+  atomic_int small_bad; /* small requests refused */
+  atomic_int probes;
+} scratch_probe;
+
+/* One small request, then every size from SIZE_MAX - 200 up to SIZE_MAX and a few other
+ * huge ones: all must be refused (none fits any machine), and a small one still works. */
+static void probe_scratch(tl_exec *exec, scratch_probe *probe) {
+  void *ptr = NULL;
+  if (tl_exec_scratch(exec, 100, TL_SCRATCH_ITEM, &ptr) != TL_OK || ptr == NULL)
+    atomic_fetch_add(&probe->small_bad, 1);
+  size_t others[] = {SIZE_MAX / 2, SIZE_MAX / 2 + 1, SIZE_MAX - 4096, SIZE_MAX - 65536,
+                     (size_t)1 << 62};
+  for (size_t k = 0; k <= 200 + sizeof others / sizeof others[0]; k++) {
+    size_t bytes = k <= 200 ? SIZE_MAX - k : others[k - 201];
+    tl_status status =
+        tl_exec_scratch(exec, bytes, k % 2 ? TL_SCRATCH_LANE : TL_SCRATCH_ITEM, &ptr);
+    atomic_fetch_add(&probe->probes, 1);
+    if (status == TL_OK) {
+      atomic_fetch_add(&probe->wrapped, 1);
+      continue;
+    }
+    const char *message = tl_last_message();
+    if (strncmp(message, "tl_exec_scratch: ", 17) != 0 ||
+        occurrences(message, "tl_exec_scratch") != 1 || strstr(message, "bytes") == NULL) {
+      if (atomic_fetch_add(&probe->garbled, 1) == 0) fprintf(stderr, "message: %s\n", message);
+    }
+  }
+  ptr = NULL;
+  if (tl_exec_scratch(exec, 4096, TL_SCRATCH_ITEM, &ptr) != TL_OK || ptr == NULL)
+    atomic_fetch_add(&probe->small_bad, 1);
+  else
+    memset(ptr, 0x5a, 4096);
+}
+
+static int scratch_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
+  (void)item, (void)lane_index;
+  probe_scratch(exec, arg);
+  return 0;
+}
+
+static int scratch_ticket_fn(tl_exec *exec, void *arg) {
+  probe_scratch(exec, arg);
+  return 0;
+}
+
+typedef struct ticket_call {
+  tl_ticket ticket;
+  tl_ticket_fn fn;
+  void *arg;
+  tl_status status;
+  int result;
+} ticket_call;
+
+static void *ticket_thread(void *arg) {
+  ticket_call *call = arg;
+  call->status = tl_ticket_enter(&call->ticket, call->fn, call->arg, &call->result);
+  return NULL;
+}
+
+/* The machine's allocator refuses what no machine has (under ASan the default one would
+ * end the process instead of returning NULL): every request above 1 TiB is NULL. */
+static void *capped_alloc(size_t size, size_t align, void *user) {
+  (void)user;
+  if (size > ((size_t)1 << 40)) return NULL;
+  if (align < sizeof(void *)) align = sizeof(void *);
+  return aligned_alloc(align, (size + align - 1) & ~(align - 1));
+}
+
+static void capped_free(void *ptr, void *user) {
+  (void)user;
+  free(ptr);
+}
+
+static void edges_scratch_sizes_never_wrap(void) {
+  const tl_allocator capped = {capped_alloc, capped_free, NULL};
+  tl_allocator_set(&capped);
+  const size_t limits[] = {0, SIZE_MAX, SIZE_MAX - 63, (size_t)1 << 40};
+  for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
+    tl_context_config config;
+    tl_context_config_init(&config);
+    config.threads = 2;
+    config.scratch_limit = limits[l];
+    tl_context *ctx = NULL;
+    TH_CHECK_OK(tl_context_create(&config, &ctx));
+    tl_session *session = NULL;
+    TH_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_WAIT, &session));
+    scratch_probe probe;
+    memset(&probe, 0, sizeof probe);
+    /* Lane surfaces (every lane of a map), then a ticket's surface from another thread. */
+    TH_CHECK_OK(tl_map(session, 8, scratch_item, &probe, NULL));
+    ticket_call call = {.fn = scratch_ticket_fn, .arg = &probe};
+    TH_CHECK_OK(tl_session_ticket(session, &call.ticket));
+    pthread_t thread;
+    TH_CHECK(pthread_create(&thread, NULL, ticket_thread, &call) == 0);
+    pthread_join(thread, NULL);
+    TH_CHECK_OK(call.status);
+    if (atomic_load(&probe.wrapped) != 0)
+      fprintf(stderr, "limit %zu: %d of %d huge requests returned TL_OK\n", limits[l],
+              atomic_load(&probe.wrapped), atomic_load(&probe.probes));
+    TH_CHECK(atomic_load(&probe.probes) == 9 * 206);
+    TH_CHECK(atomic_load(&probe.wrapped) == 0);
+    TH_CHECK(atomic_load(&probe.garbled) == 0);
+    TH_CHECK(atomic_load(&probe.small_bad) == 0);
+    TH_CHECK_OK(tl_session_close(session));
+    TH_CHECK_OK(tl_context_destroy(ctx));
+  }
+  tl_allocator_set(NULL);
+}
+
+/* ---- item 2: parallel loops over huge counts ---- */
+
+#define MAX_CHUNKS 4096
+
+typedef struct chunk_log {
+  pthread_mutex_t lock;
+  size_t count;
+  size_t begin[MAX_CHUNKS], end[MAX_CHUNKS];
+  int overflow;
+} chunk_log;
+
+static void log_chunk(size_t begin, size_t end, int worker_index, void *arg) {
+  (void)worker_index;
+  chunk_log *log = arg;
+  pthread_mutex_lock(&log->lock);
+  if (log->count < MAX_CHUNKS) {
+    log->begin[log->count] = begin;
+    log->end[log->count] = end;
+    log->count++;
+  } else {
+    log->overflow = 1;
+  }
+  pthread_mutex_unlock(&log->lock);
+}
+
+static int by_begin(const void *a, const void *b) {
+  const size_t *x = a, *y = b;
+  return *x < *y ? -1 : *x > *y;
+}
+
+/* The logged chunks are non-empty, at most `grain` long (when grain > 0), and tile
+ * [0, count) exactly. */
+static int chunks_tile(chunk_log *log, size_t count, size_t grain) {
+  if (log->overflow || log->count == 0) return 0;
+  size_t pairs[MAX_CHUNKS][2];
+  for (size_t i = 0; i < log->count; i++) pairs[i][0] = log->begin[i], pairs[i][1] = log->end[i];
+  qsort(pairs, log->count, sizeof pairs[0], by_begin);
+  size_t at = 0;
+  for (size_t i = 0; i < log->count; i++) {
+    if (pairs[i][0] != at || pairs[i][1] <= pairs[i][0]) return 0;
+    if (grain > 0 && pairs[i][1] - pairs[i][0] > grain) return 0;
+    at = pairs[i][1];
+  }
+  return at == count;
+}
+
+static const size_t huge_counts[] = {SIZE_MAX,     SIZE_MAX - 1, SIZE_MAX - 3,
+                                     SIZE_MAX - 6, SIZE_MAX / 2, (SIZE_MAX / 2) + 2};
+
+/* The grains worth trying for `count`: 0 (automatic) and large ones (so the loop has at most
+ * a few thousand chunks). */
+static size_t huge_grains(size_t count, size_t *grains) {
+  size_t n = 0;
+  grains[n++] = 0;
+  grains[n++] = (size_t)1 << 63;
+  grains[n++] = ((size_t)1 << 63) + 1;
+  grains[n++] = SIZE_MAX;
+  grains[n++] = SIZE_MAX - 1;
+  grains[n++] = count;
+  grains[n++] = count - 1;
+  grains[n++] = count / 3;
+  grains[n++] = count / 1000 + 7;
+  return n;
+}
+
+static void run_huge_loops(tl_status (*loop)(void *ctx, size_t count, size_t grain,
+                                             tl_pool_range_fn fn, void *arg),
+                           void *ctx, const char *what) {
+  chunk_log *log = calloc(1, sizeof *log);
+  pthread_mutex_init(&log->lock, NULL);
+  int bad = 0;
+  for (size_t c = 0; c < sizeof huge_counts / sizeof huge_counts[0]; c++) {
+    size_t grains[16];
+    size_t n = huge_grains(huge_counts[c], grains);
+    for (size_t g = 0; g < n; g++) {
+      log->count = 0;
+      log->overflow = 0;
+      tl_status status = loop(ctx, huge_counts[c], grains[g], log_chunk, log);
+      if (status != TL_OK || !chunks_tile(log, huge_counts[c], grains[g])) {
+        fprintf(stderr, "%s: count %zu grain %zu: %s, %zu chunks\n", what, huge_counts[c],
+                grains[g], tl_status_name(status), log->count);
+        bad++;
+      }
+    }
+  }
+  pthread_mutex_destroy(&log->lock);
+  free(log);
+  TH_CHECK(bad == 0);
+}
+
+static tl_status pool_loop(void *ctx, size_t count, size_t grain, tl_pool_range_fn fn, void *arg) {
+  return tl_pool_parallel_for(ctx, count, grain, fn, arg);
+}
+
+static tl_status exec_loop(void *ctx, size_t count, size_t grain, tl_pool_range_fn fn, void *arg) {
+  return tl__exec_parallel_for(ctx, count, grain, fn, arg);
+}
+
+static int exec_loop_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
+  (void)item, (void)lane_index, (void)arg;
+  run_huge_loops(exec_loop, exec, "lane surface");
+  return 0;
+}
+
+static void edges_parallel_for_huge_counts(void) {
+  for (int workers = 1; workers <= 3; workers++) {
+    tl_pool_config config;
+    tl_pool_config_init(&config);
+    config.workers = workers;
+    tl_pool *pool = NULL;
+    TH_CHECK_OK(tl_pool_create(&config, &pool));
+    run_huge_loops(pool_loop, pool, "tl_pool_parallel_for");
+    tl_pool_destroy(pool);
+  }
+  /* The serial split a one-thread surface takes (and a root surface's pool path). */
+  th_held held;
+  th_held_open(&held, 2);
+  run_huge_loops(exec_loop, held.exec, "root surface");
+  TH_CHECK_OK(tl_map(held.session, 1, exec_loop_item, NULL, NULL));
+  th_held_close(&held);
+}
+
+/* ---- item 5: messages built from the message slot read right ---- */
+
+static void edges_messages_are_not_garbled(void) {
+  double data[6] = {0};
+  tl_tensor t;
+  int64_t shape6[1] = {6};
+  TH_CHECK_OK(tl_tensor_wrap_row_major(TL_F64, 1, shape6, data, &t));
+  t.shape[0] = -3;
+  int64_t index[1] = {0};
+  tl_scalar value;
+  TH_CHECK_STATUS(tl_tensor_get(&t, index, &value), TL_E_SHAPE);
+  check_message_once(tl_last_message(), "tl_tensor_get");
+  TH_CHECK(strstr(tl_last_message(), "-3") != NULL);
+  TH_CHECK_STATUS(tl_tensor_set(&t, index, tl_scalar_real(1.0)), TL_E_SHAPE);
+  check_message_once(tl_last_message(), "tl_tensor_set");
+  TH_CHECK(strstr(tl_last_message(), "-3") != NULL);
+
+  tl_tensor owned;
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 1, shape6, &owned));
+  int64_t shape7[2] = {7, 1};
+  tl_tensor out;
+  TH_CHECK_STATUS(tl_tensor_reshape_move(&owned, 2, shape7, &out), TL_E_SHAPE);
+  check_message_once(tl_last_message(), "tl_tensor_reshape_move");
+  TH_CHECK(strstr(tl_last_message(), "has 7 elements, src has 6") != NULL);
+  tl_tensor_release(&owned);
+}
+
+static int scratch_message_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
+  (void)item, (void)lane_index;
+  char *copy = arg;
+  void *ptr;
+  if (tl_exec_scratch(exec, SIZE_MAX - 8, TL_SCRATCH_ITEM, &ptr) == TL_OK) return 1;
+  snprintf(copy, TL_MESSAGE_CAPACITY, "%s", tl_last_message());
+  return 0;
+}
+
+static void edges_scratch_message_names_call_once(void) {
+  th_held held;
+  th_held_open(&held, 1);
+  char message[TL_MESSAGE_CAPACITY] = "";
+  TH_CHECK_OK(tl_map(held.session, 1, scratch_message_item, message, NULL));
+  check_message_once(message, "tl_exec_scratch");
+  TH_CHECK(strstr(message, "18446744073709551607 bytes") != NULL);
+  th_held_close(&held);
+}
+
+TH_TEST_MAIN(TH_CASE(edges_scratch_sizes_never_wrap), TH_CASE(edges_parallel_for_huge_counts),
+             TH_CASE(edges_messages_are_not_garbled),
+             TH_CASE(edges_scratch_message_names_call_once))
