@@ -7,8 +7,9 @@
  * Each item's callback runs on its lane's child surface. Results
  * belong to the caller, kept per item (index your own array by the item number). On a
  * failure the lanes stop pulling, the items they hold finish (a failure does not cancel
- * them), every lane joins, and the lowest failing item is reported: every item below it
- * has run to its own result. */
+ * them), every lane joins, and the lowest item that did not return 0 is reported: every
+ * item below it has run to its own result. That item either failed (TL_E_LANE) or stopped
+ * on cancellation (TL_E_CANCELLED), whatever items above it returned. */
 #ifndef TENLANE_MAP_H
 #define TENLANE_MAP_H
 
@@ -23,20 +24,25 @@ extern "C" {
 
 /* Return 0 for success, or a non-zero code that fails the map. Return TL_E_CANCELLED (as an
  * int) when the item stopped because the run was cancelled (a route on the lane's surface
- * returned TL_E_CANCELLED): such an item is reported only when no item really failed. */
+ * returned TL_E_CANCELLED): such an item is not a failure, but it stops the map like one;
+ * when it is the lowest item that did not return 0, the map returns TL_E_CANCELLED and
+ * reports it (a failing item above it is named in the message only). */
 typedef int (*tl_map_fn)(tl_exec *exec, size_t item, int lane_index, void *arg);
 
 typedef struct tl_map_outcome {
   size_t items_done;  /* items whose callback returned 0 */
-  int failed;         /* 1 when some item failed (or a lane's entry failed) */
-  size_t failed_item; /* the lowest failing item, when failed and it was an item */
-  int code;           /* that item's return value */
-  tl_status status;   /* TL_OK, TL_E_LANE for an item failure, or the entry failure */
+  int failed;         /* 1 when some item failed or was cancelled (or a lane's entry failed) */
+  size_t failed_item; /* the lowest item that did not return 0 (every item below it ran),
+                         when failed and it was an item */
+  int code;           /* that item's return value (TL_E_CANCELLED for a cancelled item) */
+  tl_status status;   /* TL_OK, TL_E_LANE for an item failure, TL_E_CANCELLED for an item
+                         stopped on cancellation, or the entry failure */
   char message[TL_MESSAGE_CAPACITY];
 } tl_map_outcome;
 
 /* Run fn over items 0..count-1 in a phase of its own on `session`. Returns TL_OK, TL_E_LANE
- * when an item failed (see *outcome), or any error of tl_session_phase / tl_phase_run.
+ * when an item failed, TL_E_CANCELLED when the lowest item that did not return 0 stopped on
+ * cancellation (see *outcome), or any error of tl_session_phase / tl_phase_run.
  * *outcome may be NULL. Session's thread only. */
 TL_API tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *arg,
                         tl_map_outcome *outcome);

@@ -140,7 +140,10 @@ TL_API int tl_strides_row_major(int rank, const int64_t *shape, int64_t *strides
 
 /* Axis `axis` restricted to start, start+step, ... while < stop (step > 0) or > stop
  * (step < 0). start/stop are clamped like Python slices after negative indices wrap.
- * Errors: TL_E_INVALID (NULL, axis out of range, step 0). */
+ * Any int64 start, stop and step is taken (INT64_MIN and INT64_MAX included): the view is
+ * the one Python's slice(start, stop, step) gives, computed without overflow.
+ * Errors: TL_E_INVALID (NULL, axis out of range, step 0), TL_E_SHAPE (the view's offset
+ * or stride would overflow int64). */
 TL_API tl_status tl_tensor_slice(const tl_tensor *src, int axis, int64_t start, int64_t stop,
                                  int64_t step, tl_tensor *out);
 /* The view whose axis k is src's axis perm[k]. Errors: TL_E_INVALID (not a permutation). */

@@ -3,12 +3,19 @@
  * chunk) at a time. A failing item stops the taking (the map's own record of it) but does not
  * cancel the run: the items other lanes hold finish with their own results, so every item
  * below the lowest failing one has run to its own end when the map reports it, and a
- * failure below another one is never lost to a cancellation it caused. A cancellation of
- * the run from outside (the session) stops the taking too; an item that returns
- * TL_E_CANCELLED (its routes saw that) is not a failure of its own and never outranks one.
+ * failure below another one is never lost to a cancellation it caused.
+ *
+ * An item that returns TL_E_CANCELLED (its routes saw the run cancelled, or the callback
+ * says so) is not a failure, but it did not run to its end either: it stops the taking
+ * like a failure, and the items held below it still run. The map's one promise is about
+ * the lowest item that did not return 0 (the stop item): every item below it ran. When
+ * that item failed the map says TL_E_LANE; when it stopped on cancellation the map says
+ * TL_E_CANCELLED at that item, even when a higher item failed (issue 28: before, a lane
+ * that saw the cancel left its chunk and recorded nothing, and a failure above was
+ * reported as if every item below it had run).
  *
  * Chunk sizes come from src/map/chunk.c. Within its chunk a lane stops at cancellation and
- * at the first item above the lowest failure so far.
+ * at the first item above the stop item so far.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,22 +41,40 @@ typedef struct map_state {
    * message and code; lanes read it without the lock: once set, no lane takes another
    * chunk, and none runs an item above it. */
   atomic_size_t failed_item;
+  /* The lowest item that did not return 0, failed or cancelled (SIZE_MAX: none), written
+   * under failure_lock: lanes take no chunk once it is set and run no item above it. */
+  atomic_size_t stop_item;
   pthread_mutex_t failure_lock;
   int failed_code;
   char message[TL_MESSAGE_CAPACITY];
-  size_t cancelled_item; /* lowest item that stopped with TL_E_CANCELLED; SIZE_MAX: none */
+  /* The lowest item that returned TL_E_CANCELLED or that its lane left unrun because the
+   * run was cancelled; SIZE_MAX: none. Under failure_lock. */
+  size_t cancelled_item;
 } map_state;
+
+/* Record that `item` stopped without running to its end because of cancellation. */
+static void note_cancelled(map_state *state, size_t item) {
+  pthread_mutex_lock(&state->failure_lock);
+  if (item < state->cancelled_item) state->cancelled_item = item;
+  if (item < atomic_load_explicit(&state->stop_item, memory_order_relaxed))
+    atomic_store_explicit(&state->stop_item, item, memory_order_relaxed);
+  pthread_mutex_unlock(&state->failure_lock);
+}
 
 /* Runs one item; returns 0 to go on, 1 when the lane must stop (failure or cancellation). */
 static int map_one(map_state *state, tl_exec *exec, size_t item, int lane_index) {
   int code = state->fn(exec, item, lane_index, state->arg);
   tl__exec_item_end(exec); /* the item's TL_SCRATCH_ITEM memory */
   if (code == 0) return 0;
-  pthread_mutex_lock(&state->failure_lock);
   if (code == (int)TL_E_CANCELLED) {
-    /* The item stopped because the run was cancelled: a consequence, not a failure. */
-    if (item < state->cancelled_item) state->cancelled_item = item;
-  } else if (item < atomic_load_explicit(&state->failed_item, memory_order_relaxed)) {
+    /* The item stopped on cancellation: not a failure, but it stops the taking as one. */
+    note_cancelled(state, item);
+    return 1;
+  }
+  pthread_mutex_lock(&state->failure_lock);
+  if (item < atomic_load_explicit(&state->stop_item, memory_order_relaxed))
+    atomic_store_explicit(&state->stop_item, item, memory_order_relaxed);
+  if (item < atomic_load_explicit(&state->failed_item, memory_order_relaxed)) {
     atomic_store_explicit(&state->failed_item, item, memory_order_relaxed);
     state->failed_code = code;
     char code_text[48];
@@ -67,7 +92,7 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
   size_t done = 0, chunk = 1;
   if (state->max_lanes > 0 && lane_index >= state->max_lanes) return 0;
   while (!tl_lane_cancelled(lane) &&
-         atomic_load_explicit(&state->failed_item, memory_order_relaxed) == SIZE_MAX) {
+         atomic_load_explicit(&state->stop_item, memory_order_relaxed) == SIZE_MAX) {
     size_t want =
         tl__map_chunk_bound(state->count, atomic_load_explicit(&state->next, memory_order_relaxed),
                             state->lanes, chunk);
@@ -76,11 +101,13 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
     size_t end = state->count - first < want ? state->count : first + want;
     const uint64_t started = tl__now_ns();
     for (size_t item = first; item < end; item++) {
-      /* After a failure, finish only the held items below the lowest failing one: every
-       * item below it must run, none above it need to. */
-      if (tl_lane_cancelled(lane) ||
-          item > atomic_load_explicit(&state->failed_item, memory_order_relaxed))
+      /* After a stop, finish only the held items below the stop item: every item below
+       * it must run, none above it need to. An item left on cancellation is recorded. */
+      if (item > atomic_load_explicit(&state->stop_item, memory_order_relaxed)) goto out;
+      if (tl_lane_cancelled(lane)) {
+        note_cancelled(state, item);
         goto out;
+      }
       if (map_one(state, exec, item, lane_index) != 0) goto out;
       done++;
     }
@@ -114,6 +141,7 @@ static tl_status phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *ar
   atomic_init(&state.done, 0);
   pthread_mutex_init(&state.failure_lock, NULL);
   atomic_init(&state.failed_item, SIZE_MAX);
+  atomic_init(&state.stop_item, SIZE_MAX);
   state.cancelled_item = SIZE_MAX;
   state.failed_code = 0;
   state.message[0] = '\0';
@@ -130,7 +158,7 @@ static tl_status phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *ar
     return status;
   }
   const size_t failed_item = atomic_load(&state.failed_item);
-  if (failed_item != SIZE_MAX) {
+  if (failed_item != SIZE_MAX && failed_item < state.cancelled_item) {
     outcome->failed = 1;
     outcome->failed_item = failed_item;
     outcome->code = state.failed_code;
@@ -139,13 +167,23 @@ static tl_status phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *ar
     return tl__fail(TL_E_LANE, "tl_map: %s", state.message);
   }
   if (state.cancelled_item != SIZE_MAX) {
-    /* Only cancellations (a callback cancelled the run without failing an item). */
+    /* The lowest item that did not run to its end stopped on cancellation: every item below
+     * it ran; a failure above it (if any) is named, but it is not the reported item. */
     outcome->failed = 1;
     outcome->failed_item = state.cancelled_item;
     outcome->code = (int)TL_E_CANCELLED;
     outcome->status = TL_E_CANCELLED;
-    snprintf(outcome->message, sizeof outcome->message, "item %zu stopped on cancellation",
-             state.cancelled_item);
+    if (failed_item != SIZE_MAX) {
+      char code_text[48];
+      tl__code_text(state.failed_code, code_text, sizeof code_text);
+      snprintf(outcome->message, sizeof outcome->message,
+               "the map was cancelled at item %zu (every item below it ran); item %zu above "
+               "it returned %s",
+               state.cancelled_item, failed_item, code_text);
+    } else {
+      snprintf(outcome->message, sizeof outcome->message,
+               "the map was cancelled at item %zu (every item below it ran)", state.cancelled_item);
+    }
     return tl__fail(TL_E_CANCELLED, "tl_map: %s", outcome->message);
   }
   return TL_OK;

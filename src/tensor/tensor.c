@@ -313,6 +313,32 @@ static tl_status check_src(const tl_tensor *src, tl_tensor *out) {
 
 static void as_view(tl_tensor *t) { t->owned = NULL; }
 
+/* Python's slice rules (PySlice_AdjustIndices) for an axis of n >= 0 elements, without
+ * one overflowing operation: a negative start/stop counts from the end, then both are
+ * clamped to [0, n] (step > 0) or [-1, n - 1] (step < 0); *count is the number of
+ * elements start, start + step, ... before stop. A step of INT64_MIN is never negated. */
+static void slice_bounds(int64_t n, int64_t *start, int64_t *stop, int64_t step, int64_t *count) {
+  int64_t *ends[2] = {start, stop};
+  for (int e = 0; e < 2; e++) {
+    int64_t v = *ends[e];
+    if (v < 0) {
+      v += n; /* v < 0 <= n: cannot overflow */
+      if (v < 0) v = step < 0 ? -1 : 0;
+    } else if (v >= n) {
+      v = step < 0 ? n - 1 : n;
+    }
+    *ends[e] = v;
+  }
+  *count = 0;
+  /* Both ends are now in [-1, n], so the differences below stay within int64. */
+  if (step > 0 && *start < *stop) *count = (*stop - *start - 1) / step + 1;
+  if (step < 0 && *stop < *start) {
+    int64_t span = *start - *stop - 1; /* >= 0 and < n */
+    /* span / -step without forming -INT64_MIN: for step <= -span - 1 the quotient is 0. */
+    *count = (step < -span ? 0 : span / -step) + 1;
+  }
+}
+
 tl_status tl_tensor_slice(const tl_tensor *src, int axis, int64_t start, int64_t stop, int64_t step,
                           tl_tensor *out) {
   tl_status status = check_src(src, out);
@@ -320,29 +346,22 @@ tl_status tl_tensor_slice(const tl_tensor *src, int axis, int64_t start, int64_t
   if (axis < 0 || axis >= src->rank)
     return tl__fail(TL_E_INVALID, "axis %d outside [0, %d)", axis, src->rank);
   if (step == 0) return tl__fail(TL_E_INVALID, "step is 0");
-  int64_t n = src->shape[axis];
-  if (start < 0) start += n;
-  if (stop < 0) stop += n;
   int64_t count;
-  if (step > 0) {
-    if (start < 0) start = 0;
-    if (start > n) start = n;
-    if (stop < start) stop = start;
-    if (stop > n) stop = n;
-    count = (stop - start + step - 1) / step;
-  } else {
-    if (start < -1) start = -1;
-    if (start > n - 1) start = n - 1;
-    if (stop < -1) stop = -1;
-    if (stop > start) stop = start;
-    count = (start - stop + (-step) - 1) / (-step);
-  }
+  slice_bounds(src->shape[axis], &start, &stop, step, &count);
   tl_tensor t = *src;
   as_view(&t);
   t.shape[axis] = count;
   if (count > 0) {
-    t.offset = src->offset + start * src->strides[axis];
-    t.strides[axis] = src->strides[axis] * step;
+    /* start is in [0, n); the view's offset and step are checked products (a step near
+     * +-2^63 has one element, and keeps src's stride). */
+    int64_t moved, stride = src->strides[axis];
+    if (!tl__i64_mul(start, src->strides[axis], &moved) ||
+        !tl__i64_add(src->offset, moved, &t.offset) ||
+        (count > 1 && !tl__i64_mul(src->strides[axis], step, &stride)))
+      return tl__fail(TL_E_SHAPE,
+                      "slice start %lld step %lld of axis %d (stride %lld) overflows int64",
+                      (long long)start, (long long)step, axis, (long long)src->strides[axis]);
+    t.strides[axis] = stride;
   }
   *out = t;
   return TL_OK;

@@ -316,6 +316,177 @@ static void edges_scratch_message_names_call_once(void) {
   th_held_close(&held);
 }
 
-TH_TEST_MAIN(TH_CASE(edges_scratch_sizes_never_wrap), TH_CASE(edges_parallel_for_huge_counts),
+/* ---- item 4: a cancelled item keeps the map's promise ---- */
+
+#define MAP_ITEMS 4000
+
+typedef struct cancel_job {
+  atomic_int ran[MAP_ITEMS];
+  size_t cancel_at, fail_at;
+} cancel_job;
+
+static int cancel_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
+  (void)exec, (void)lane_index;
+  cancel_job *job = arg;
+  atomic_fetch_add(&job->ran[item], 1);
+  volatile unsigned spin = 0;
+  for (unsigned k = 0; k < 200; k++) spin += k; /* lanes interleave */
+  if (item == job->cancel_at) return (int)TL_E_CANCELLED;
+  if (item == job->fail_at) return 99;
+  return 0;
+}
+
+static void edges_map_cancelled_item_keeps_promise(void) {
+  for (int budget = 2; budget <= 3; budget++) {
+    th_held held;
+    th_held_open(&held, budget);
+    cancel_job *job = calloc(1, sizeof *job);
+    for (int round = 0; round < 20; round++) {
+      for (int i = 0; i < MAP_ITEMS; i++) atomic_store(&job->ran[i], 0);
+      /* Even rounds: the cancel below the failure; odd rounds: the failure below it. */
+      job->cancel_at = round % 2 ? 3000 : 1000;
+      job->fail_at = round % 2 ? 1000 : 3000;
+      tl_map_outcome outcome;
+      tl_status status = tl_map(held.session, MAP_ITEMS, cancel_item, job, &outcome);
+      size_t low = round % 2 ? job->fail_at : job->cancel_at;
+      int missing = 0;
+      for (size_t i = 0; i < outcome.failed_item && i < MAP_ITEMS; i++)
+        missing += atomic_load(&job->ran[i]) != 1;
+      if (missing != 0 || outcome.failed_item != low)
+        fprintf(stderr, "budget %d round %d: %s, item %zu reported, %d items below it not run\n",
+                budget, round, tl_status_name(status), outcome.failed_item, missing);
+      TH_CHECK(missing == 0);
+      TH_CHECK(outcome.failed == 1 && outcome.failed_item == low);
+      if (round % 2 == 0) {
+        TH_CHECK(status == TL_E_CANCELLED && outcome.status == TL_E_CANCELLED);
+        TH_CHECK(outcome.code == (int)TL_E_CANCELLED);
+        TH_CHECK(strstr(outcome.message, "cancelled at item 1000") != NULL);
+        check_message_once(tl_last_message(), "tl_map");
+        TH_CHECK(strstr(tl_last_message(), "item 1000") != NULL);
+      } else {
+        TH_CHECK(status == TL_E_LANE && outcome.code == 99);
+        TH_CHECK(strstr(outcome.message, "item 1000") != NULL);
+      }
+    }
+    free(job);
+    th_held_close(&held);
+  }
+}
+
+/* ---- item 3: slices with steps near +-2^63 follow Python's rules ---- */
+
+typedef __int128 i128;
+
+/* Python's slice over n elements, literally (PySlice_AdjustIndices with unbounded ints),
+ * in 128 bits: nothing can overflow. *first is the first index when *count > 0. */
+static void python_slice(i128 n, i128 start, i128 stop, i128 step, i128 *first, i128 *count) {
+  i128 ends[2] = {start, stop};
+  for (int e = 0; e < 2; e++) {
+    if (ends[e] < 0) {
+      ends[e] += n;
+      if (ends[e] < 0) ends[e] = step < 0 ? -1 : 0;
+    } else if (ends[e] >= n) {
+      ends[e] = step < 0 ? n - 1 : n;
+    }
+  }
+  *first = ends[0];
+  *count = 0;
+  if (step < 0 && ends[1] < ends[0]) *count = (ends[0] - ends[1] - 1) / -step + 1;
+  if (step > 0 && ends[0] < ends[1]) *count = (ends[1] - ends[0] - 1) / step + 1;
+}
+
+/* The same by walking the indices one by one (a brute force for the formula above). */
+static i128 walk_slice(i128 n, i128 first, i128 stop_raw, i128 step) {
+  i128 stop = stop_raw;
+  if (stop < 0) stop += n;
+  if (stop < 0) stop = step < 0 ? -1 : 0;
+  if (stop >= n) stop = step < 0 ? n - 1 : n;
+  i128 count = 0;
+  for (i128 i = first; step > 0 ? i < stop : i > stop; i += step) {
+    if (i < 0 || i >= n) break;
+    count++;
+  }
+  return count;
+}
+
+static void edges_slice_extreme_steps_follow_python(void) {
+  const int64_t values[] = {INT64_MIN,
+                            INT64_MIN + 1,
+                            INT64_MIN + 2,
+                            INT64_MIN + 9,
+                            -((int64_t)1 << 62),
+                            -12,
+                            -11,
+                            -10,
+                            -9,
+                            -3,
+                            -2,
+                            -1,
+                            0,
+                            1,
+                            2,
+                            3,
+                            9,
+                            10,
+                            11,
+                            12,
+                            (int64_t)1 << 62,
+                            INT64_MAX - 9,
+                            INT64_MAX - 1,
+                            INT64_MAX};
+  const size_t nv = sizeof values / sizeof values[0];
+  const int64_t extents[] = {0, 1, 10};
+  static double data[10];
+  int wrong = 0, cases = 0;
+  for (size_t e = 0; e < sizeof extents / sizeof extents[0]; e++) {
+    for (int order = 0; order < 2; order++) {
+      int64_t shape[2] = {extents[e], 3};
+      tl_tensor src;
+      int64_t strides[2] = {order ? 3 : 1, order ? 1 : 10};
+      TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, strides, data, 0, &src));
+      src.shape[1] = 1; /* the data holds 10 f64: keep axis 1 to one element */
+      for (size_t a = 0; a < nv; a++)
+        for (size_t b = 0; b < nv; b++)
+          for (size_t c = 0; c < nv; c++) {
+            int64_t start = values[a], stop = values[b], step = values[c];
+            if (step == 0) continue;
+            cases++;
+            i128 first, count;
+            python_slice(extents[e], start, stop, step, &first, &count);
+            if (count != walk_slice(extents[e], first, stop, step)) wrong++;
+            tl_tensor view;
+            tl_status status = tl_tensor_slice(&src, 0, start, stop, step, &view);
+            int ok = status == TL_OK && (i128)view.shape[0] == count;
+            if (ok && count > 0) ok = (i128)view.offset == first * strides[0];
+            if (ok && count > 1) ok = (i128)view.strides[0] == (i128)step * strides[0];
+            if (ok) ok = tl_tensor_validate(&view, "view") == TL_OK;
+            if (!ok) {
+              if (wrong < 10)
+                fprintf(stderr,
+                        "n %lld slice(%lld, %lld, %lld): %s extent %lld, Python gives %lld\n",
+                        (long long)extents[e], (long long)start, (long long)stop, (long long)step,
+                        tl_status_name(status), (long long)view.shape[0], (long long)count);
+              wrong++;
+            }
+          }
+    }
+  }
+  if (wrong != 0) fprintf(stderr, "%d of %d slices wrong\n", wrong, cases);
+  TH_CHECK(cases > 30000);
+  TH_CHECK(wrong == 0);
+  /* The example of the issue, by hand: 10 elements, start 0, stop INT64_MIN, step 3 is
+   * empty (stop counts from the end and clamps to 0); with step -3 it is empty as well. */
+  tl_tensor vec = th_vec_f64(data, 10), view;
+  TH_CHECK_OK(tl_tensor_slice(&vec, 0, 0, INT64_MIN, 3, &view));
+  TH_CHECK(view.shape[0] == 0);
+  TH_CHECK_OK(tl_tensor_slice(&vec, 0, INT64_MAX, INT64_MIN, INT64_MIN, &view));
+  TH_CHECK(view.shape[0] == 1 && view.offset == 9);
+  TH_CHECK_OK(tl_tensor_slice(&vec, 0, INT64_MIN, INT64_MAX, INT64_MAX, &view));
+  TH_CHECK(view.shape[0] == 1 && view.offset == 0);
+}
+
+TH_TEST_MAIN(TH_CASE(edges_slice_extreme_steps_follow_python),
+             TH_CASE(edges_map_cancelled_item_keeps_promise),
+             TH_CASE(edges_scratch_sizes_never_wrap), TH_CASE(edges_parallel_for_huge_counts),
              TH_CASE(edges_messages_are_not_garbled),
              TH_CASE(edges_scratch_message_names_call_once))
