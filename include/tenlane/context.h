@@ -26,8 +26,13 @@ typedef uint64_t tl_owner;
 /* A process-wide fresh owner identity. Thread-safe, never fails, never returns 0. */
 TL_API tl_owner tl_owner_new(void);
 
+/* The largest thread budget a context (and workers a pool, tenlane/pool.h) may have: more
+ * is refused with TL_E_INVALID. */
+#define TL_THREADS_MAX 4096
+
 typedef struct tl_context_config {
-  int threads;          /* thread budget; 0 = one per CPU of the CPU set (or of the process) */
+  int threads;          /* thread budget, at most TL_THREADS_MAX (4096); 0 = one per CPU of
+                           the CPU set (or of the process) */
   const int *cpus;      /* CPU set, or NULL: nothing is pinned. Borrowed for the call. */
   int cpu_count;        /* entries in cpus */
   size_t scratch_limit; /* bytes one scratch arena may hold (TL_E_SCRATCH_LIMIT beyond it);
@@ -43,8 +48,14 @@ typedef struct tl_context_config {
 /* Fill `config` with the defaults: budget = CPUs available, no CPU set, default limits. */
 TL_API void tl_context_config_init(tl_context_config *config);
 
+/* The context's serial: a process-wide number, never 0 and never given to another context
+ * in this process (an address can be: a context made after one was destroyed may get its
+ * address back). 0 for NULL. Any thread. */
+TL_API uint64_t tl_context_serial(const tl_context *ctx);
+
 /* Create a context. *out owns it; destroy it with tl_context_destroy. With a budget of
- * 1 no pool and no thread is made. Errors: TL_E_INVALID (NULL, negative budget, a CPU
+ * 1 no pool and no thread is made. Errors: TL_E_INVALID (NULL, a budget below 0 or above
+ * TL_THREADS_MAX, a CPU
  * the machine does not have, spin_us above TL_SPIN_US_MAX), TL_E_NOMEM, TL_E_THREAD,
  * TL_E_AFFINITY. Any thread. */
 TL_API tl_status tl_context_create(const tl_context_config *config, tl_context **out);

@@ -88,10 +88,15 @@ TL_API tl_status tl_session_with(tl_context *ctx, tl_owner owner, tl_wait_mode m
                                  tl_session_fn fn, void *arg, int *fn_result);
 
 /* A ticket lets other threads enter child work under the session's owner while the
- * session is held. It is a plain value: copy it freely; it holds nothing. */
+ * session is held. It is a plain value: copy it freely; it holds nothing. It names the
+ * session by two process-wide serials that are never given out twice, never by an address:
+ * a context made later at the same address (a reusing allocator) is not the ticket's, and
+ * an entry on it is refused with TL_E_STALE. */
 typedef struct tl_ticket {
-  tl_context *ctx;
-  uint64_t session_generation;
+  tl_context *ctx;         /* where the session was, for the user's information only: an entry
+                              never matches on it, nor reads it before the session is found */
+  uint64_t context_serial; /* the context's serial (tl_context_serial) */
+  uint64_t session_serial; /* the session's open number */
   tl_owner owner;
 } tl_ticket;
 

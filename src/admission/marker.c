@@ -2,9 +2,11 @@
 #include "marker.h"
 
 #include "base/base.h"
+#include "context/context_int.h"
 
+/* A mark holds the context's serial, not its address (issue 28: addresses come back). */
 typedef struct mark {
-  const tl_context *ctx;
+  uint64_t ctx_serial;
   tl_owner owner;
 } mark;
 
@@ -12,7 +14,7 @@ static _Thread_local mark marks[TL__MARKS_MAX];
 static _Thread_local int mark_count;
 int tl__marker_has(const tl_context *ctx) {
   for (int i = 0; i < mark_count; i++) {
-    if (marks[i].ctx == ctx) return 1;
+    if (marks[i].ctx_serial == ctx->serial) return 1;
   }
   return 0;
 }
@@ -23,7 +25,7 @@ tl_status tl__marker_push(const tl_context *ctx, tl_owner owner, const char *cal
                     "%s: owner %llu: this thread already executes for %d contexts (holds their "
                     "sessions or runs their lanes or tickets), TL_CONTEXTS_PER_THREAD_MAX",
                     call, (unsigned long long)owner, TL__MARKS_MAX);
-  marks[mark_count].ctx = ctx;
+  marks[mark_count].ctx_serial = ctx->serial;
   marks[mark_count].owner = owner;
   mark_count++;
   return TL_OK;
@@ -31,7 +33,7 @@ tl_status tl__marker_push(const tl_context *ctx, tl_owner owner, const char *cal
 
 void tl__marker_pop(const tl_context *ctx) {
   for (int i = mark_count - 1; i >= 0; i--) {
-    if (marks[i].ctx == ctx) {
+    if (marks[i].ctx_serial == ctx->serial) {
       marks[i] = marks[mark_count - 1];
       mark_count--;
       return;

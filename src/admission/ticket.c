@@ -25,22 +25,24 @@ static void leave(ticket_entry *entry) {
 static void leave_on_unwind(void *arg) { leave(arg); }
 
 tl_status tl_ticket_enter(const tl_ticket *ticket, tl_ticket_fn fn, void *arg, int *fn_result) {
-  if (ticket == NULL || ticket->ctx == NULL || fn == NULL)
-    return tl__fail(TL_E_INVALID,
-                    "tl_ticket_enter: ticket (%p), its context and fn must not be NULL",
+  if (ticket == NULL || fn == NULL)
+    return tl__fail(TL_E_INVALID, "tl_ticket_enter: ticket (%p) and fn must not be NULL",
                     (const void *)ticket);
-  tl_context *ctx = ticket->ctx;
-  if (tl__marker_has(ctx))
+  /* Joined through the registry of open sessions, by serial: a ticket of a closed session is
+   * refused without reading its context, which may have been destroyed since (and another
+   * context made at its address). */
+  tl_context *ctx = NULL;
+  tl_status status = tl__session_join(ticket, "tl_ticket_enter", &ctx);
+  if (status != TL_OK) return status;
+  atomic_fetch_add(&ctx->active_children, 1);
+  ticket_entry entry = {ctx, NULL, 0};
+  if (tl__marker_has(ctx)) {
+    leave(&entry);
     return tl__fail(TL_E_REENTERED,
                     "tl_ticket_enter: owner %llu: this thread already executes for the context "
                     "(the session's own thread, or a lane or ticket entry)",
                     (unsigned long long)ticket->owner);
-  /* Joined through the registry of open sessions: a ticket of a closed session is refused
-   * without reading its context, which may have been destroyed since. */
-  tl_status status = tl__session_join(ticket, "tl_ticket_enter");
-  if (status != TL_OK) return status;
-  atomic_fetch_add(&ctx->active_children, 1);
-  ticket_entry entry = {ctx, NULL, 0};
+  }
   status = tl__marker_push(ctx, ticket->owner, "tl_ticket_enter");
   if (status != TL_OK) {
     leave(&entry);

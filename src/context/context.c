@@ -23,13 +23,19 @@ int tl_context_budget(const tl_context *ctx) { return ctx ? ctx->budget : 0; }
 
 tl_pool *tl_context_pool(tl_context *ctx) { return ctx ? ctx->pool : NULL; }
 
+/* Contexts are numbered from one process-wide counter, never reused (an address is). */
+static atomic_uint_fast64_t last_serial;
+
+uint64_t tl_context_serial(const tl_context *ctx) { return ctx != NULL ? ctx->serial : 0; }
+
 tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
   if (config == NULL || out == NULL)
     return tl__fail(TL_E_INVALID, "tl_context_create: config (%p) and out (%p) must not be NULL",
                     (const void *)config, (void *)out);
-  if (config->threads < 0 || config->threads > 4096)
-    return tl__fail(TL_E_INVALID, "tl_context_create: threads is %d, expected 0..4096",
-                    config->threads);
+  if (config->threads < 0 || config->threads > TL_THREADS_MAX)
+    return tl__fail(TL_E_INVALID,
+                    "tl_context_create: threads is %d, expected 0..%d (TL_THREADS_MAX)",
+                    config->threads, TL_THREADS_MAX);
   /* The instruction-set level (TL_ISA) is read here, once per process. */
   tl_status isa = tl__isa_check();
   if (isa != TL_OK) return isa;
@@ -82,6 +88,7 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
     return tl__fail(TL_E_NOMEM, "tl_context_create: no memory for %d lane reports", budget);
   }
   ctx->budget = budget;
+  ctx->serial = atomic_fetch_add(&last_serial, 1) + 1;
   ctx->fork_epoch = tl__fork_watch();
   ctx->scratch_limit = config->scratch_limit ? config->scratch_limit : TL__DEFAULT_SCRATCH_LIMIT;
   ctx->has_cpu_set = config->cpus != NULL;

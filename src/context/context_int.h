@@ -24,6 +24,7 @@
 #include "tenlane/context.h"
 
 struct tl_context {
+  uint64_t serial; /* process-wide, never reused: what tickets and marks match on */
   int budget;
   tl_pool *pool;
   size_t scratch_limit;

@@ -48,8 +48,10 @@ static tl_status check_arguments(const char *spec, int n, const tl_tensor *const
                                  const tl_tensor *out) {
   if (spec == NULL) return tl__fail(TL_E_INVALID, "einsum: spec is NULL");
   if (n < 1 || n > TL_EINSUM_MAX_OPERANDS) {
-    return tl__fail(TL_E_INVALID, "einsum \"%s\": n_operands is %d, expected 1..%d", spec, n,
-                    TL_EINSUM_MAX_OPERANDS);
+    return tl__fail(TL_E_INVALID,
+                    "einsum: n_operands is %d, expected 1..%d (TL_EINSUM_MAX_OPERANDS); spec "
+                    "\"%.96s\"",
+                    n, TL_EINSUM_MAX_OPERANDS, spec);
   }
   if (operands == NULL) return tl__fail(TL_E_INVALID, "einsum \"%s\": operands is NULL", spec);
   if (out == NULL) return tl__fail(TL_E_INVALID, "einsum \"%s\": out is NULL", spec);

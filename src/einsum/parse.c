@@ -187,8 +187,10 @@ tl_status tl__einsum_parse(const char *spec, int n_operands, const int *ranks,
     return tl__fail(TL_E_INVALID, "einsum spec is longer than %d bytes", TL_EINSUM_SPEC_MAX);
   }
   if (n_operands < 1 || n_operands > TL_EINSUM_MAX_OPERANDS) {
-    return tl__fail(TL_E_INVALID, "einsum spec \"%s\": n_operands is %d, expected 1..%d", spec,
-                    n_operands, TL_EINSUM_MAX_OPERANDS);
+    return tl__fail(TL_E_INVALID,
+                    "einsum: n_operands is %d, expected 1..%d (TL_EINSUM_MAX_OPERANDS); spec "
+                    "\"%.96s\"",
+                    n_operands, TL_EINSUM_MAX_OPERANDS, spec);
   }
   raw_term raw_inputs[TL_EINSUM_MAX_OPERANDS];
   raw_term raw_output;

@@ -25,7 +25,7 @@ static int64_t dense_count(const tl_tensor *t) {
   int64_t step = 1;
   for (int k = 0; k < t->rank; k++) {
     if (t->shape[k] < 0 || t->strides[k] != step) return -1;
-    if (__builtin_mul_overflow(step, t->shape[k], &step)) return -1;
+    if (!tl__i64_mul(step, t->shape[k], &step)) return -1;
   }
   if (step > 0 && t->data == NULL) return -1;
   if (step > (int64_t)(INT64_MAX / 16)) return -1;

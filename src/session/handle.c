@@ -138,22 +138,30 @@ tl_owner tl__session_owner_any(const tl_session *handle) {
   return owner;
 }
 
-tl_status tl__session_join(const tl_ticket *ticket, const char *call) {
+tl_status tl__session_join(const tl_ticket *ticket, const char *call, struct tl_context **ctx) {
   tl_status status = TL_E_STALE;
+  *ctx = NULL;
   pthread_mutex_lock(&registry_lock);
   for (tl_session *s = open_sessions; s != NULL; s = s->next_open) {
-    if (s->ctx == ticket->ctx && s->generation == ticket->session_generation) {
+    /* Serials, never the context's address: a context made later at a reused address has
+     * another serial, and its sessions other open numbers. */
+    if (s->id == ticket->session_serial && s->ctx->serial == ticket->context_serial &&
+        s->owner == ticket->owner) {
       /* Under the lock: the session cannot close (and its context cannot be destroyed)
        * before this entry is counted, so close's drain waits for it. */
-      status = tl__child_enter(&s->ctx->arbiter, ticket->owner, ticket->session_generation);
+      status = tl__child_enter(&s->ctx->arbiter, ticket->owner, s->generation);
+      if (status == TL_OK) *ctx = s->ctx;
       break;
     }
   }
   pthread_mutex_unlock(&registry_lock);
   if (status == TL_E_STALE) {
-    return tl__fail(
-        TL_E_STALE, "%s: the ticket outlived its session: owner %llu's session %llu is closed",
-        call, (unsigned long long)ticket->owner, (unsigned long long)ticket->session_generation);
+    return tl__fail(TL_E_STALE,
+                    "%s: the ticket outlived its session: owner %llu's session %llu on context "
+                    "%llu is closed (a context at the same address is not the ticket's)",
+                    call, (unsigned long long)ticket->owner,
+                    (unsigned long long)ticket->session_serial,
+                    (unsigned long long)ticket->context_serial);
   }
   return status;
 }

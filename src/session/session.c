@@ -181,7 +181,8 @@ tl_status tl_session_ticket(tl_session *handle, tl_ticket *out) {
   if (session == NULL) return status;
   if (out == NULL) return tl__fail(TL_E_INVALID, "tl_session_ticket: out is NULL");
   out->ctx = session->ctx;
-  out->session_generation = session->generation;
+  out->context_serial = session->ctx->serial;
+  out->session_serial = session->id;
   out->owner = session->owner;
   return TL_OK;
 }

@@ -61,9 +61,10 @@ tl_session *tl__session_find_any(const tl_session *handle);
 /* The owner of the open session `handle` names, from any thread; 0 when it is closed. */
 tl_owner tl__session_owner_any(const tl_session *handle);
 /* Join the ticket's session as a child entry (tl__child_enter) if it is still open, under
- * the registry's lock so that the session cannot close before the entry is counted.
- * TL_E_STALE (message beginning with `call`) when it is closed. */
-tl_status tl__session_join(const tl_ticket *ticket, const char *call);
+ * the registry's lock so that the session cannot close before the entry is counted; the
+ * session is found by its open number and its context's serial (never by address), and
+ * *ctx is its context. TL_E_STALE (message beginning with `call`) when it is closed. */
+tl_status tl__session_join(const tl_ticket *ticket, const char *call, struct tl_context **ctx);
 /* 1 when some open session, on any thread, has the phase `token` open. */
 int tl__session_phase_elsewhere(uint64_t token);
 /* Close a session whose owner thread is ending without having closed it (called on that

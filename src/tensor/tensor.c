@@ -50,7 +50,7 @@ int tl_strides_col_major(int rank, const int64_t *shape, int64_t *strides) {
   for (int k = 0; k < rank; k++) {
     strides[k] = step;
     int64_t extent = shape[k] > 0 ? shape[k] : 1;
-    if (__builtin_mul_overflow(step, extent, &step)) return 0;
+    if (!tl__i64_mul(step, extent, &step)) return 0;
   }
   return 1;
 }
@@ -60,7 +60,7 @@ int tl_strides_row_major(int rank, const int64_t *shape, int64_t *strides) {
   for (int k = rank - 1; k >= 0; k--) {
     strides[k] = step;
     int64_t extent = shape[k] > 0 ? shape[k] : 1;
-    if (__builtin_mul_overflow(step, extent, &step)) return 0;
+    if (!tl__i64_mul(step, extent, &step)) return 0;
   }
   return 1;
 }
@@ -70,7 +70,7 @@ int64_t tl_tensor_numel(const tl_tensor *t) {
   int64_t count = 1;
   for (int k = 0; k < t->rank; k++) {
     if (t->shape[k] < 0) return -1;
-    if (__builtin_mul_overflow(count, t->shape[k], &count)) return -1;
+    if (!tl__i64_mul(count, t->shape[k], &count)) return -1;
   }
   return count;
 }
@@ -87,11 +87,11 @@ int tl_tensor_extent_range(const tl_tensor *t, int64_t *lo, int64_t *hi) {
   }
   for (int k = 0; k < t->rank; k++) {
     int64_t reach;
-    if (__builtin_mul_overflow(t->shape[k] - 1, t->strides[k], &reach)) return 0;
+    if (!tl__i64_mul(t->shape[k] - 1, t->strides[k], &reach)) return 0;
     if (reach > 0) {
-      if (__builtin_add_overflow(high, reach, &high)) return 0;
+      if (!tl__i64_add(high, reach, &high)) return 0;
     } else {
-      if (__builtin_add_overflow(low, reach, &low)) return 0;
+      if (!tl__i64_add(low, reach, &low)) return 0;
     }
   }
   *lo = low;
@@ -129,8 +129,8 @@ tl_status tl_tensor_validate(const tl_tensor *t, const char *name) {
   int64_t lo, hi;
   int64_t es = (int64_t)tl_dtype_size(t->dtype);
   int64_t lo_bytes, hi_bytes;
-  if (!tl_tensor_extent_range(t, &lo, &hi) || __builtin_mul_overflow(lo, es, &lo_bytes) ||
-      __builtin_mul_overflow(hi, es, &hi_bytes) || hi_bytes > INT64_MAX - es)
+  if (!tl_tensor_extent_range(t, &lo, &hi) || !tl__i64_mul(lo, es, &lo_bytes) ||
+      !tl__i64_mul(hi, es, &hi_bytes) || hi_bytes > INT64_MAX - es)
     return tl__fail(TL_E_SHAPE, "%s: the byte span of its shape, strides and offset %lld overflows",
                     name, (long long)t->offset);
   /* The span must also be addressable from data without wrapping the address space. */
@@ -267,9 +267,7 @@ int tl_tensor_self_overlap(const tl_tensor *t) {
   for (int k = 0; k < n; k++) {
     if (stride[k] <= reach) return 1;
     int64_t add;
-    if (__builtin_mul_overflow(stride[k], extent[k] - 1, &add) ||
-        __builtin_add_overflow(reach, add, &reach))
-      return 1;
+    if (!tl__i64_mul(stride[k], extent[k] - 1, &add) || !tl__i64_add(reach, add, &reach)) return 1;
   }
   return 0;
 }

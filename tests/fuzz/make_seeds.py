@@ -93,3 +93,74 @@ DESC = {
 
 for name, data in DESC.items():
     write("tensor_desc", name, data)
+
+# fuzz_api_calls: a program of steps, each an opcode byte, a slot byte, then its arguments
+# (see the target). A size or int64 argument is a pick byte: below 96 an entry of the
+# extremes table (for int64, odd picks positive, even ones negated), 96..199 a small value,
+# 200 and above followed by eight raw big-endian bytes.
+EXTREMES = [0, 1, 2, 3, 7, 63, 64, 4096, 65536, 1 << 31, 1 << 32, 1 << 62, 1 << 63,
+            (1 << 63) + 1, (1 << 63) - 1, 2**64 - 1, 2**64 - 2, 2**64 - 4, 2**64 - 7,
+            2**64 - 64, 2**64 - 65, 2**64 - 128, 2**64 - 4096]
+
+
+def size_arg(value):
+    if value in EXTREMES:
+        return bytes([EXTREMES.index(value)])
+    if 0 <= value < 104:
+        return bytes([96 + value])
+    return bytes([200]) + struct.pack(">Q", value % 2**64)
+
+
+def i64_arg(value):
+    for i, bits in enumerate(EXTREMES):
+        for pick in (i, i + 23, i + 46, i + 69):
+            if pick >= 96:
+                continue
+            got = bits if pick & 1 else (-bits) % 2**64
+            if got == value % 2**64:
+                return bytes([pick])
+    if -52 <= value <= 51:
+        return bytes([value + 148])
+    return bytes([200]) + struct.pack(">Q", value % 2**64)
+
+
+def op(code, slot, *args):
+    return bytes([code, slot]) + b"".join(args)
+
+
+CREATE, DESTROY, OPEN, CLOSE, TICKET, ENTER, STALE, SCRATCH, MAP, LOOP, SLICE, TENSOR = range(12)
+I64_MIN, I64_MAX, SIZE_MAX = -(1 << 63), (1 << 63) - 1, 2**64 - 1
+
+API = {
+    "lifecycle": op(CREATE, 0, bytes([1]), size_arg(SIZE_MAX)) + op(OPEN, 0) + op(TICKET, 0)
+    + op(ENTER, 0, bytes([0]), size_arg(100), size_arg(SIZE_MAX - 63), size_arg(0), size_arg(64))
+    + op(CLOSE, 0) + op(STALE, 0, bytes([0])) + op(ENTER, 0, bytes([0]), *[size_arg(1)] * 4)
+    + op(DESTROY, 0) + op(CREATE, 0, bytes([1]), size_arg(0)) + op(OPEN, 0)
+    + op(ENTER, 0, bytes([0]), *[size_arg(1)] * 4) + op(DESTROY, 0),
+    "scratch_huge": op(CREATE, 1, bytes([1]), size_arg(0)) + op(OPEN, 1)
+    + op(SCRATCH, 1, size_arg(100), size_arg(SIZE_MAX - 64), size_arg(SIZE_MAX - 127),
+         size_arg(SIZE_MAX), bytes([2]))
+    + op(CREATE, 2, bytes([0]), size_arg(SIZE_MAX - 63)) + op(OPEN, 2)
+    + op(SCRATCH, 2, size_arg(1 << 32), size_arg(SIZE_MAX - 4096), size_arg(7), size_arg(1 << 62),
+         bytes([0])),
+    "loops": op(LOOP, 0, size_arg(SIZE_MAX), size_arg(0)) + op(LOOP, 0, size_arg(SIZE_MAX), size_arg(1 << 63))
+    + op(LOOP, 0, size_arg(SIZE_MAX - 6), size_arg(0)) + op(LOOP, 0, size_arg(SIZE_MAX - 1), size_arg(SIZE_MAX))
+    + op(LOOP, 0, size_arg(1000), size_arg(7)) + op(LOOP, 0, size_arg(0), size_arg(0)),
+    "slices": op(SLICE, 0, bytes([10]), i64_arg(0), i64_arg(I64_MIN), i64_arg(3))
+    + op(SLICE, 0, bytes([10]), i64_arg(I64_MIN), i64_arg(3), i64_arg(I64_MAX))
+    + op(SLICE, 0, bytes([10]), i64_arg(I64_MAX), i64_arg(I64_MIN), i64_arg(I64_MIN))
+    + op(SLICE, 0, bytes([16]), i64_arg(-1), i64_arg(-17), i64_arg(-2))
+    + op(SLICE, 0, bytes([0]), i64_arg(0), i64_arg(5), i64_arg(0)),
+    "tensors": op(TENSOR, 0, bytes([2, 3, 4]), i64_arg(2), i64_arg(3), bytes([1]), i64_arg(-1),
+                  i64_arg(6), i64_arg(2))
+    + op(TENSOR, 0, bytes([3, 200]), i64_arg(I64_MAX), bytes([200]), i64_arg(I64_MAX), bytes([2]),
+         i64_arg(0), i64_arg(0), i64_arg(0), bytes([0]), i64_arg(0), i64_arg(1), i64_arg(1))
+    + op(TENSOR, 0, bytes([1, 200]), i64_arg(-3), i64_arg(0), bytes([0]), i64_arg(0), i64_arg(-1),
+         i64_arg(-1)),
+    "map_cancel": op(CREATE, 0, bytes([1]), size_arg(0)) + op(OPEN, 0)
+    + op(MAP, 0, bytes([200, 100, 1, 40, 1])) + op(MAP, 0, bytes([200, 40, 1, 100, 1]))
+    + op(MAP, 0, bytes([60, 0, 0, 0, 0])) + op(CLOSE, 0) + op(STALE, 0, bytes([0])),
+}
+
+for name, data in API.items():
+    write("api_calls", name, data)

@@ -14,6 +14,7 @@
 #include "exec/exec.h"
 #include "rel_common.h"
 #include "tenlane/alloc.h"
+#include "tenlane/einsum.h"
 #include "tenlane/map.h"
 #include "tenlane/phase.h"
 #include "tenlane/pool.h"
@@ -485,7 +486,169 @@ static void edges_slice_extreme_steps_follow_python(void) {
   TH_CHECK(view.shape[0] == 1 && view.offset == 0);
 }
 
-TH_TEST_MAIN(TH_CASE(edges_slice_extreme_steps_follow_python),
+/* ---- item 9: a ticket never outlives its context's address ---- */
+
+/* An allocator that hands a freed block back to the next request of the same size and
+ * alignment (last freed, first reused), as jemalloc and many pools do. */
+#define REUSE_SLOTS 512
+
+static struct {
+  pthread_mutex_t lock;
+  int count;
+  void *ptr[REUSE_SLOTS];
+  size_t size[REUSE_SLOTS], align[REUSE_SLOTS];
+} reuse = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {0}, {0}};
+
+typedef struct reuse_header {
+  size_t size, align;
+} reuse_header;
+
+static void *reuse_alloc(size_t size, size_t align, void *user) {
+  (void)user;
+  pthread_mutex_lock(&reuse.lock);
+  for (int i = reuse.count - 1; i >= 0; i--) {
+    if (reuse.size[i] == size && reuse.align[i] == align) {
+      void *ptr = reuse.ptr[i];
+      reuse.count--;
+      reuse.ptr[i] = reuse.ptr[reuse.count];
+      reuse.size[i] = reuse.size[reuse.count];
+      reuse.align[i] = reuse.align[reuse.count];
+      pthread_mutex_unlock(&reuse.lock);
+      return ptr;
+    }
+  }
+  pthread_mutex_unlock(&reuse.lock);
+  /* The block's size and alignment sit in a header just before it. */
+  size_t lead = align < sizeof(reuse_header) ? sizeof(reuse_header) : align;
+  if (lead < sizeof(void *)) lead = sizeof(void *);
+  size_t total = lead + size;
+  unsigned char *base = aligned_alloc(lead, (total + lead - 1) / lead * lead);
+  if (base == NULL) return NULL;
+  reuse_header header = {size, align};
+  memcpy(base + lead - sizeof header, &header, sizeof header);
+  return base + lead;
+}
+
+static void reuse_free(void *ptr, void *user) {
+  (void)user;
+  reuse_header header;
+  memcpy(&header, (unsigned char *)ptr - sizeof header, sizeof header);
+  pthread_mutex_lock(&reuse.lock);
+  if (reuse.count < REUSE_SLOTS) {
+    reuse.ptr[reuse.count] = ptr;
+    reuse.size[reuse.count] = header.size;
+    reuse.align[reuse.count] = header.align;
+    reuse.count++;
+    ptr = NULL;
+  }
+  pthread_mutex_unlock(&reuse.lock);
+  if (ptr != NULL) {
+    size_t lead = header.align < sizeof(reuse_header) ? sizeof(reuse_header) : header.align;
+    if (lead < sizeof(void *)) lead = sizeof(void *);
+    free((unsigned char *)ptr - lead);
+  }
+}
+
+static void reuse_drain(void) {
+  for (int i = 0; i < reuse.count; i++) {
+    size_t lead = reuse.align[i] < sizeof(reuse_header) ? sizeof(reuse_header) : reuse.align[i];
+    if (lead < sizeof(void *)) lead = sizeof(void *);
+    free((unsigned char *)reuse.ptr[i] - lead);
+  }
+  reuse.count = 0;
+}
+
+static int mark_ran(tl_exec *exec, void *arg) {
+  (void)exec;
+  atomic_fetch_add((atomic_int *)arg, 1);
+  return 0;
+}
+
+static void edges_ticket_refused_on_reused_context_address(void) {
+  const tl_allocator reusing = {reuse_alloc, reuse_free, NULL};
+  tl_allocator_set(&reusing);
+  for (int threads = 1; threads <= 2; threads++) {
+    tl_context *first = th_make_context(threads);
+    tl_session *session = NULL;
+    TH_CHECK_OK(tl_session_open(first, tl_owner_new(), TL_WAIT, &session));
+    atomic_int ran = 0;
+    ticket_call old = {.fn = mark_ran, .arg = &ran};
+    TH_CHECK_OK(tl_session_ticket(session, &old.ticket));
+    TH_CHECK(old.ticket.context_serial == tl_context_serial(first));
+    TH_CHECK_OK(tl_session_close(session));
+    TH_CHECK_OK(tl_context_destroy(first));
+    /* Another owner's context, at the same address (the allocator reuses the block). */
+    tl_context *second = th_make_context(threads);
+    if (second != first) fprintf(stderr, "the allocator did not reuse the context's block\n");
+    TH_CHECK(second == first);
+    TH_CHECK(tl_context_serial(second) != old.ticket.context_serial);
+    TH_CHECK_OK(tl_session_open(second, tl_owner_new(), TL_WAIT, &session));
+    pthread_t thread;
+    TH_CHECK(pthread_create(&thread, NULL, ticket_thread, &old) == 0);
+    pthread_join(thread, NULL);
+    TH_CHECK_STATUS(old.status, TL_E_STALE);
+    TH_CHECK(atomic_load(&ran) == 0);
+    /* The new session's own ticket works. */
+    ticket_call fresh = {.fn = mark_ran, .arg = &ran};
+    TH_CHECK_OK(tl_session_ticket(session, &fresh.ticket));
+    TH_CHECK(pthread_create(&thread, NULL, ticket_thread, &fresh) == 0);
+    pthread_join(thread, NULL);
+    TH_CHECK_OK(fresh.status);
+    TH_CHECK(atomic_load(&ran) == 1);
+    TH_CHECK_OK(tl_session_close(session));
+    TH_CHECK_OK(tl_context_destroy(second));
+  }
+  tl_allocator_set(NULL);
+  reuse_drain();
+}
+
+/* ---- item 10: documented limits, and a 33-operand einsum says why ---- */
+
+static void edges_limits_are_documented_and_said(void) {
+  TH_CHECK(TL_THREADS_MAX == 4096);
+  tl_context_config config;
+  tl_context_config_init(&config);
+  config.threads = TL_THREADS_MAX + 1;
+  tl_context *ctx = NULL;
+  TH_CHECK_STATUS(tl_context_create(&config, &ctx), TL_E_INVALID);
+  TH_CHECK(strstr(tl_last_message(), "TL_THREADS_MAX") != NULL);
+  /* context.h itself states the cap. */
+  FILE *header = fopen(TL_SOURCE_DIR "/include/tenlane/context.h", "r");
+  TH_CHECK(header != NULL);
+  char text[16384];
+  size_t length = fread(text, 1, sizeof text - 1, header);
+  fclose(header);
+  text[length] = '\0';
+  TH_CHECK(strstr(text, "#define TL_THREADS_MAX 4096") != NULL);
+  TH_CHECK(strstr(text, "at most TL_THREADS_MAX") != NULL);
+
+  th_held held;
+  th_held_open(&held, 1);
+  enum { N = TL_EINSUM_MAX_OPERANDS + 1 };
+  double one = 1.0;
+  tl_tensor vec = th_vec_f64(&one, 1);
+  const tl_tensor *operands[N];
+  /* Terms of eight labels: the spec alone is longer than a message. */
+  char spec[9 * N + 16] = "";
+  for (int i = 0; i < N; i++) {
+    operands[i] = &vec;
+    strcat(spec, i ? ",abcdefgh" : "abcdefgh");
+  }
+  strcat(spec, "->a");
+  tl_tensor out;
+  TH_CHECK_STATUS(tl_einsum(held.exec, spec, N, operands, &out), TL_E_INVALID);
+  const char *message = tl_last_message();
+  if (strstr(message, "n_operands is 33, expected 1..32") == NULL ||
+      strlen(message) >= TL_MESSAGE_CAPACITY - 1) {
+    fprintf(stderr, "message: %s\n", message);
+    TH_CHECK(0);
+  }
+  th_held_close(&held);
+}
+
+TH_TEST_MAIN(TH_CASE(edges_ticket_refused_on_reused_context_address),
+             TH_CASE(edges_limits_are_documented_and_said),
+             TH_CASE(edges_slice_extreme_steps_follow_python),
              TH_CASE(edges_map_cancelled_item_keeps_promise),
              TH_CASE(edges_scratch_sizes_never_wrap), TH_CASE(edges_parallel_for_huge_counts),
              TH_CASE(edges_messages_are_not_garbled),
