@@ -34,7 +34,7 @@ extern "C" {
 typedef enum tl_dtype { TL_F32 = 0, TL_F64 = 1, TL_C64 = 2, TL_C128 = 3 } tl_dtype;
 
 #define TL_DTYPE_COUNT 4
-#define TL_MAX_RANK 16
+#define TL_MAX_RANK 64 /* numpy 2's limit; numpy 1.x allows 32 */
 
 typedef struct tl_tensor {
   tl_dtype dtype;

@@ -12,12 +12,12 @@
 
 static tl_status check_perm(const int *perm, int rank) {
   if (perm == NULL && rank > 0) return tl__fail(TL_E_INVALID, "perm is NULL");
-  unsigned seen = 0;
+  uint64_t seen = 0;
   for (int k = 0; k < rank; k++) {
-    if (perm[k] < 0 || perm[k] >= rank || (seen & (1u << perm[k])))
+    if (perm[k] < 0 || perm[k] >= rank || (seen & ((uint64_t)1 << perm[k])))
       return tl__fail(TL_E_INVALID, "perm[%d] = %d: not a permutation of 0..%d", k, perm[k],
                       rank - 1);
-    seen |= 1u << perm[k];
+    seen |= (uint64_t)1 << perm[k];
   }
   return TL_OK;
 }

@@ -13,7 +13,7 @@
 /* The checks on op, x, out and the axes, before anything is planned: the reduced axes as a
  * bit mask in *reduced. */
 static tl_status check_args(tl_reduce_op op, const tl_tensor *x, int axis_count, const int *axes,
-                            const tl_tensor *out, unsigned *reduced) {
+                            const tl_tensor *out, uint64_t *reduced) {
   tl_status status;
   if ((unsigned)op > TL_REDUCE_NORM2)
     return tl__fail(TL_E_INVALID, "op %d is not a tl_reduce_op", (int)op);
@@ -26,9 +26,9 @@ static tl_status check_args(tl_reduce_op op, const tl_tensor *x, int axis_count,
   for (int i = 0; i < axis_count; i++) {
     if (axes[i] < 0 || axes[i] >= x->rank)
       return tl__fail(TL_E_INVALID, "axes[%d] = %d outside [0, %d)", i, axes[i], x->rank);
-    if (*reduced & (1u << axes[i]))
+    if (*reduced & ((uint64_t)1 << axes[i]))
       return tl__fail(TL_E_INVALID, "axes[%d] = %d is listed twice", i, axes[i]);
-    *reduced |= 1u << axes[i];
+    *reduced |= (uint64_t)1 << axes[i];
   }
   if (tl_dtype_is_complex(x->dtype) && (op == TL_REDUCE_MAX || op == TL_REDUCE_MIN))
     return tl__fail(TL_E_DTYPE, "max and min need a real dtype, x is %s", tl_dtype_name(x->dtype));
@@ -42,7 +42,7 @@ static tl_status check_args(tl_reduce_op op, const tl_tensor *x, int axis_count,
 
 static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tensor *x,
                                   int axis_count, const int *axes, tl_tensor *out) {
-  unsigned reduced = 0;
+  uint64_t reduced = 0;
   tl_status status = check_args(op, x, axis_count, axes, out, &reduced);
   if (status != TL_OK) return status;
   int cplx = tl_dtype_is_complex(x->dtype);
@@ -53,7 +53,7 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
   memset(pl, 0, sizeof *pl);
   int64_t key_k[TL_MAX_RANK], key_r[TL_MAX_RANK];
   for (int k = 0, o = 0; k < x->rank; k++) {
-    int is_reduced = (reduced >> k) & 1;
+    int is_reduced = (int)((reduced >> k) & 1);
     if (!is_reduced || keepdims) {
       int64_t want = is_reduced ? 1 : x->shape[k];
       if (out->shape[o] != want)

@@ -369,12 +369,12 @@ tl_status tl_tensor_permute_view(const tl_tensor *src, const int *perm, tl_tenso
   tl_status status = check_src(src, out);
   if (status != TL_OK) return status;
   if (perm == NULL && src->rank > 0) return tl__fail(TL_E_INVALID, "perm is NULL");
-  unsigned seen = 0;
+  uint64_t seen = 0;
   for (int k = 0; k < src->rank; k++) {
-    if (perm[k] < 0 || perm[k] >= src->rank || (seen & (1u << perm[k])))
+    if (perm[k] < 0 || perm[k] >= src->rank || (seen & ((uint64_t)1 << perm[k])))
       return tl__fail(TL_E_INVALID, "perm[%d] = %d: not a permutation of 0..%d", k, perm[k],
                       src->rank - 1);
-    seen |= 1u << perm[k];
+    seen |= (uint64_t)1 << perm[k];
   }
   tl_tensor t = *src;
   as_view(&t);
