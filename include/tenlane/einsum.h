@@ -7,6 +7,12 @@
  * before lower case). "..." stands for the leading broadcast axes, aligned from the right
  * as in numpy; only those may broadcast an extent of 1. Spaces are ignored.
  *
+ * Beyond the 52 letters, a label may be an integer written in braces: "{0}{1},{1}{2}->{0}{2}"
+ * is "ij,jk->ik" (numpy's sublist form, einsum(a, [0, 1], b, [1, 2], [0, 2]), written as
+ * text). Up to 140 distinct integers per spec, each of at most 10 digits, mixed freely
+ * with letters; the implicit output lists the letters once-used, then the integers used
+ * once in increasing value (numpy's order).
+ *
  * Execution: each operand is first reduced on its own (diagonals become strided views,
  * labels no other operand or the output needs are summed), then the operands are
  * contracted two at a time (tl_contract) in the order of a contraction path chosen to
@@ -39,12 +45,13 @@ extern "C" {
 #define TL_EINSUM_OPTIMAL_MAX 12
 #define TL_EINSUM_AUTO_OPTIMAL_MAX 8
 /* Longest spec accepted, in bytes. */
-#define TL_EINSUM_SPEC_MAX 1024
+#define TL_EINSUM_SPEC_MAX 4096
 
 typedef enum tl_einsum_path_kind {
-  TL_EINSUM_PATH_AUTO = 0,   /* exact up to TL_EINSUM_AUTO_OPTIMAL_MAX operands, else greedy */
-  TL_EINSUM_PATH_GREEDY = 1, /* pick the pair that shrinks memory most, ties by cost */
-  TL_EINSUM_PATH_OPTIMAL = 2 /* exact minimum cost over all pairwise orders */
+  TL_EINSUM_PATH_AUTO = 0,    /* exact up to TL_EINSUM_AUTO_OPTIMAL_MAX operands, else greedy */
+  TL_EINSUM_PATH_GREEDY = 1,  /* pick the pair that shrinks memory most, ties by cost */
+  TL_EINSUM_PATH_OPTIMAL = 2, /* exact minimum cost over all pairwise orders */
+  TL_EINSUM_PATH_GIVEN = 3    /* the caller's path (tl_einsum_with_path_into only) */
 } tl_einsum_path_kind;
 
 /* out = einsum(spec, operands[0..n_operands-1]) into a caller tensor whose shape must be
@@ -69,6 +76,25 @@ TL_API tl_status tl_einsum_ex_into(tl_exec *exec, const char *spec, int n_operan
                                    const tl_tensor *const *operands, tl_einsum_path_kind kind,
                                    tl_tensor *out);
 
+/* The same along the contraction path the caller gives (from opt_einsum, cotengra, or by
+ * hand), in opt_einsum's linear format: before step k the tensors left form a list (the
+ * operands first); path[2k] and path[2k + 1] are the positions in that list of the two
+ * tensors step k contracts; both leave the list and the result is appended to its end.
+ * n_steps must be n_operands - 1. The plan, path included, is cached like any other
+ * (the path is part of the key), so a whole network is one planned-once call. Borrows
+ * path for the call. Surface's thread only.
+ * Errors: those of tl_einsum_into, and TL_E_INVALID for a path that is not one: a NULL path
+ * with steps, a step count other than n_operands - 1, a position outside the list or a
+ * step naming one tensor twice (the message names the step and the list's length). */
+TL_API tl_status tl_einsum_with_path_into(tl_exec *exec, const char *spec, int n_operands,
+                                          const tl_tensor *const *operands, int n_steps,
+                                          const int *path, tl_tensor *out);
+
+/* Fresh form of tl_einsum_with_path_into (as tl_einsum is of tl_einsum_into). */
+TL_API tl_status tl_einsum_with_path(tl_exec *exec, const char *spec, int n_operands,
+                                     const tl_tensor *const *operands, int n_steps, const int *path,
+                                     tl_tensor *out);
+
 /* Fresh form: *out becomes a new owned tensor (in the surface's order) holding the result (release
  * it with tl_tensor_release). On failure *out is untouched. Errors as tl_einsum_into, less the ones
  * about out's shape and aliasing. */
@@ -85,13 +111,14 @@ typedef struct tl_einsum_path_info {
   double greedy_flops;         /* cost of the greedy path */
   double optimal_flops;        /* cost of the exact path, or -1 when it was not searched */
   double largest_intermediate; /* elements of the largest intermediate on the chosen path */
-  tl_einsum_path_kind chosen;  /* TL_EINSUM_PATH_GREEDY or TL_EINSUM_PATH_OPTIMAL */
+  tl_einsum_path_kind chosen;  /* TL_EINSUM_PATH_GREEDY, _OPTIMAL (or _GIVEN) */
 } tl_einsum_path_info;
 
 /* Plan the contraction path for spec over operands of the given ranks and shapes
- * (shapes[i] holds ranks[i] extents) without data or a surface. Fills *out. Allocates
- * only through the allocator hooks and frees before returning. Any thread.
- * Errors: those of tl_einsum_into about the spec and shapes, and TL_E_NOMEM. */
+ * (shapes[i] holds ranks[i] extents) without data or a surface. Fills *out (its pairs are
+ * slot numbers, not opt_einsum's linear positions). TL_E_INVALID for TL_EINSUM_PATH_GIVEN.
+ * Allocates only through the allocator hooks and frees before returning. Any thread. Errors: those
+ * of tl_einsum_into about the spec and shapes, and TL_E_NOMEM. */
 TL_API tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,
                                 const int64_t *const *shapes, tl_einsum_path_kind kind,
                                 tl_einsum_path_info *out);

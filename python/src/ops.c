@@ -128,7 +128,8 @@ static int einsum_shape(const char *spec, int n, const tlpy_operand *ops, int *r
 /* einsum of the operands on exec (the caller checked the session) into out_obj or a fresh
  * result. */
 static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, int n,
-                            tlpy_operand *ops, PyObject *out_obj, tl_einsum_path_kind kind) {
+                            tlpy_operand *ops, PyObject *out_obj, tl_einsum_path_kind kind,
+                            int n_given, const int *given) {
   const tl_tensor *ptrs[TL_EINSUM_MAX_OPERANDS];
   for (int i = 0; i < n; i++) ptrs[i] = &ops[i].tensor;
   int big = tlpy_elements(n, ops) >= TLPY_NOGIL_ELEMENTS;
@@ -136,7 +137,12 @@ static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, 
   if (out_obj) {
     tlpy_operand out;
     if (tlpy_operand_get(out_obj, 1, where, "out", &out) < 0) return NULL;
-    TLPY_RUN(big, status = tl_einsum_ex_into(exec, spec, n, ptrs, kind, &out.tensor));
+    if (n_given >= 0) {
+      TLPY_RUN(big,
+               status = tl_einsum_with_path_into(exec, spec, n, ptrs, n_given, given, &out.tensor));
+    } else {
+      TLPY_RUN(big, status = tl_einsum_ex_into(exec, spec, n, ptrs, kind, &out.tensor));
+    }
     tlpy_operand_release(&out);
     if (status != TL_OK) return tlpy_raise_last(status);
     return Py_NewRef(out_obj);
@@ -144,7 +150,9 @@ static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, 
   tl_tensor result;
   int rank;
   int64_t shape[TL_MAX_RANK];
-  if (kind == TL_EINSUM_PATH_AUTO || einsum_shape(spec, n, ops, &rank, shape) < 0) {
+  if (n_given >= 0) {
+    TLPY_RUN(big, status = tl_einsum_with_path(exec, spec, n, ptrs, n_given, given, &result));
+  } else if (kind == TL_EINSUM_PATH_AUTO || einsum_shape(spec, n, ops, &rank, shape) < 0) {
     TLPY_RUN(big, status = tl_einsum(exec, spec, n, ptrs, &result));
   } else {
     status = tlpy_create(ops[0].tensor.dtype, rank, shape, &result);
@@ -210,20 +218,34 @@ static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_
       return tlpy_raise(TL_E_INVALID, "%s: unknown keyword '%s'", where, key ? key : "?");
   }
   if (out_obj == Py_None) out_obj = NULL;
-  if (nargs < 2 || !PyUnicode_Check(args[0]))
-    return tlpy_raise(TL_E_INVALID, "%s: takes a spec string and at least one array", where);
-  if (nargs - 1 > TL_EINSUM_MAX_OPERANDS)
-    return tlpy_raise(TL_E_INVALID, "%s: %zd operands; at most %d", where, nargs - 1,
-                      TL_EINSUM_MAX_OPERANDS);
-  tl_einsum_path_kind kind;
-  if (tlpy_path_kind(path_obj, where, &kind) < 0) return NULL;
-  const char *spec = PyUnicode_AsUTF8(args[0]);
-  if (!spec) return NULL;
-  int n = (int)(nargs - 1);
+  char sublist_spec[TL_EINSUM_SPEC_MAX + 1];
+  PyObject *arrays[TL_EINSUM_MAX_OPERANDS];
+  const char *spec;
+  int n;
+  if (nargs >= 2 && !PyUnicode_Check(args[0])) { /* numpy's sublist form */
+    if (tlpy_einsum_sublist(args, nargs, where, sublist_spec, sizeof sublist_spec, arrays, &n) < 0)
+      return NULL;
+    spec = sublist_spec;
+  } else {
+    if (nargs < 2)
+      return tlpy_raise(TL_E_INVALID, "%s: takes a spec string and at least one array", where);
+    if (nargs - 1 > TL_EINSUM_MAX_OPERANDS)
+      return tlpy_raise(TL_E_INVALID, "%s: %zd operands; at most %d", where, nargs - 1,
+                        TL_EINSUM_MAX_OPERANDS);
+    spec = PyUnicode_AsUTF8(args[0]);
+    if (!spec) return NULL;
+    n = (int)(nargs - 1);
+    for (int i = 0; i < n; i++) arrays[i] = args[i + 1];
+  }
+  tl_einsum_path_kind kind = TL_EINSUM_PATH_AUTO;
+  int given[2 * TL_EINSUM_MAX_OPERANDS], n_given = -1;
+  int has_path = tlpy_einsum_given_path(path_obj, where, given, &n_given);
+  if (has_path < 0) return NULL;
+  if (!has_path && tlpy_path_kind(path_obj, where, &kind) < 0) return NULL;
   tlpy_operand ops[TL_EINSUM_MAX_OPERANDS];
   char what[16];
   for (int i = 0; i < n; i++) {
-    if (tlpy_operand_get(args[i + 1], 0, where, operand_name(i, what), &ops[i]) < 0) {
+    if (tlpy_operand_get(arrays[i], 0, where, operand_name(i, what), &ops[i]) < 0) {
       release_all(i, ops);
       return NULL;
     }
@@ -232,7 +254,8 @@ static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_
   tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
   tl_tensor promoted[TL_EINSUM_MAX_OPERANDS];
   int count = exec ? promote(exec, n, ops, promoted) : -1;
-  PyObject *r = count >= 0 ? einsum_run(exec, where, spec, n, ops, out_obj, kind) : NULL;
+  PyObject *r =
+      count >= 0 ? einsum_run(exec, where, spec, n, ops, out_obj, kind, n_given, given) : NULL;
   for (int i = 0; i < count; i++) tl_tensor_release(&promoted[i]);
   release_all(n, ops);
   return r;
@@ -377,7 +400,7 @@ static PyObject *session_matmul(PyObject *self, PyObject *args) {
                        : ra == 1          ? "j,...jk->...k"
                        : rb == 1          ? "...ij,j->...i"
                                           : "...ij,...jk->...ik";
-    r = einsum_run(exec, where, spec, 2, ops, NULL, TL_EINSUM_PATH_AUTO);
+    r = einsum_run(exec, where, spec, 2, ops, NULL, TL_EINSUM_PATH_AUTO, -1, NULL);
   }
   release_all(2, ops);
   return r;
@@ -631,7 +654,10 @@ PyMethodDef tlpy_ops_methods[] = {
      "in numpy (real with complex gives complex; a converted operand is copied)\n\n"
      "numpy's einsum grammar (\"ij,jk->ik\", \"...\" broadcasting, traces) over arrays of one "
      "dtype (float32, float64, complex64, complex128) with any strides; nothing is copied in. "
-     "path: 'auto', 'greedy' or 'optimal' contraction order. out: a writable array of the "
+     "path: 'auto', 'greedy' or 'optimal' contraction order, or an explicit path in "
+     "opt_einsum's linear format ([(0, 1), (0, 1)], as opt_einsum.contract_path returns). "
+     "Also numpy's sublist form: einsum(a, [0, 1], b, [1, 2], [0, 2]). out: a writable array of "
+     "the "
      "result's shape and dtype, written only on success and returned. Opening thread only; "
      "the GIL is released for large operands."},
     {"tensordot", CAST(session_tensordot), KW,

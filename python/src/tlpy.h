@@ -207,6 +207,13 @@ extern PyMethodDef tlpy_lanes_methods[];
 
 /* Shared by ops.c and lanes.c: "auto", "greedy", "optimal" (or None) as a path kind. */
 int tlpy_path_kind(PyObject *obj, const char *where, tl_einsum_path_kind *out);
+/* einsum_forms.c: numpy's sublist form (args = a0, sub0, a1, sub1, ..., [out_sub]) into a
+ * spec with integer labels and the arrays; 0, or -1 with an exception. */
+int tlpy_einsum_sublist(PyObject *const *args, Py_ssize_t nargs, const char *where, char *spec,
+                        size_t cap, PyObject **arrays, int *n);
+/* A path in opt_einsum's linear format ([(0, 1), ...], optionally led by 'einsum_path'):
+ * 1 and the pairs, 0 when obj is not one (a kind name or None), -1 with an exception. */
+int tlpy_einsum_given_path(PyObject *obj, const char *where, int *pairs, int *n_steps);
 /* Shared by linalg.c and lanes.c: the truncation of tol/atol/max_rank keywords. */
 int tlpy_truncation(PyObject *tol, PyObject *atol, PyObject *max_rank, const char *where,
                     tl_truncation *out, int *any);

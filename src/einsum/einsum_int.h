@@ -16,13 +16,17 @@
 #include "tenlane/tensor.h"
 
 /* Label ids: 'A'..'Z' are 0..25 and 'a'..'z' 26..51, so id order is character order (the
- * implicit output's order); broadcast ("...") axis k is 52 + k. */
+ * implicit output's order); broadcast ("...") axis k is 52 + k; the integer labels of a
+ * sublist spec ("{7}") take the ids after those, in order of first appearance. */
 #define TL__EINSUM_LETTERS 52
-#define TL__EINSUM_LABELS (TL__EINSUM_LETTERS + TL_MAX_RANK)
+#define TL__EINSUM_INTEGER_BASE (TL__EINSUM_LETTERS + TL_MAX_RANK)
+#define TL__EINSUM_LABELS 256
+#define TL__EINSUM_INTEGER_MAX (TL__EINSUM_LABELS - TL__EINSUM_INTEGER_BASE)
+#define TL__LABELSET_WORDS (TL__EINSUM_LABELS / 64)
 
-/* A set of label ids (TL__EINSUM_LABELS <= 128). */
+/* A set of label ids. */
 typedef struct tl__labelset {
-  uint64_t word[2];
+  uint64_t word[TL__LABELSET_WORDS];
 } tl__labelset;
 
 static inline void tl__labelset_add(tl__labelset *set, int label) {
@@ -32,14 +36,20 @@ static inline int tl__labelset_has(tl__labelset set, int label) {
   return (int)((set.word[label >> 6] >> (label & 63)) & 1u);
 }
 static inline tl__labelset tl__labelset_or(tl__labelset a, tl__labelset b) {
-  tl__labelset r = {{a.word[0] | b.word[0], a.word[1] | b.word[1]}};
+  tl__labelset r;
+  for (int w = 0; w < TL__LABELSET_WORDS; w++) r.word[w] = a.word[w] | b.word[w];
   return r;
 }
 static inline tl__labelset tl__labelset_and(tl__labelset a, tl__labelset b) {
-  tl__labelset r = {{a.word[0] & b.word[0], a.word[1] & b.word[1]}};
+  tl__labelset r;
+  for (int w = 0; w < TL__LABELSET_WORDS; w++) r.word[w] = a.word[w] & b.word[w];
   return r;
 }
-static inline int tl__labelset_empty(tl__labelset a) { return (a.word[0] | a.word[1]) == 0; }
+static inline int tl__labelset_empty(tl__labelset a) {
+  uint64_t any = 0;
+  for (int w = 0; w < TL__LABELSET_WORDS; w++) any |= a.word[w];
+  return any == 0;
+}
 
 /* One term of a spec, bound to its operand: `count` labels, one per axis. */
 typedef struct tl__einsum_term {
@@ -51,6 +61,8 @@ typedef struct tl__einsum_term {
 
 typedef struct tl__einsum_spec {
   int n_inputs;
+  int n_integers;                                   /* distinct "{N}" labels */
+  long long integer_values[TL__EINSUM_INTEGER_MAX]; /* N of label id INTEGER_BASE + k */
   int broadcast_rank; /* axes "..." stands for (the widest operand's) */
   int explicit_output;
   tl__einsum_term inputs[TL_EINSUM_MAX_OPERANDS];
@@ -63,8 +75,14 @@ typedef struct tl__einsum_spec {
 tl_status tl__einsum_parse(const char *spec, int n_operands, const int *ranks,
                            tl__einsum_spec *out);
 
-/* A label's printable name for messages: "i", "B", "...[0]". buf holds 16 bytes. */
-const char *tl__einsum_label_name(int label, char *buf);
+/* A label's printable name for messages: "i", "B", "...[0]", "{17}" (parsed gives the
+ * integer labels' values; NULL prints their ids). buf holds 32 bytes. */
+const char *tl__einsum_label_name(int label, const tl__einsum_spec *parsed, char *buf);
+
+/* 1 for a label that "..." stands for (only those broadcast an extent of 1). */
+static inline int tl__einsum_is_broadcast(int label) {
+  return label >= TL__EINSUM_LETTERS && label < TL__EINSUM_INTEGER_BASE;
+}
 
 /* ---- Path search ------------------------------------------------------------------- */
 
@@ -95,6 +113,12 @@ void tl__path_greedy(const tl__path_problem *problem, tl__path *out);
 /* Exact path (n <= TL_EINSUM_OPTIMAL_MAX). Its tables take (1 << n) * 48 bytes from the
  * allocator hooks. Errors: TL_E_INVALID (n too large), TL_E_NOMEM. */
 tl_status tl__path_optimal(const tl__path_problem *problem, tl__path *out);
+
+/* The path the caller gave in opt_einsum's linear format (steps pairs of positions in the
+ * list of tensors left; both leave it, the result is appended). Errors: TL_E_INVALID, the
+ * message naming the step (a wrong step count, a position outside the list, a repeat). */
+tl_status tl__path_from_linear(const tl__path_problem *problem, const int *linear, int steps,
+                               tl__path *out);
 
 /* ---- Plan ------------------------------------------------------------------------ */
 
@@ -136,15 +160,16 @@ typedef struct tl__einsum_plan {
   size_t scratch_bytes; /* everything preparation and intermediates need, 64-aligned parts */
 } tl__einsum_plan;
 
-/* Build a plan for the parsed spec over operands with the given shapes (the dtype is
- * recorded). strides (NULL: unknown) are the operands' own: each intermediate then takes
- * its axes in the order the operands hold them in memory, so that the next step finds its
- * axes contiguous (no permuted copy) for C-ordered operands as for column-major ones.
- * Errors: TL_E_SHAPE (extent mismatch; an intermediate of more than TL_MAX_RANK axes),
+/* Build a plan for the parsed spec (along `linear` when kind is TL_EINSUM_PATH_GIVEN) over operands
+ * with the given shapes (the dtype is recorded). strides (NULL: unknown) are the operands' own:
+ * each intermediate then takes its axes in the order the operands hold them in memory, so that the
+ * next step finds its axes contiguous (no permuted copy) for C-ordered operands as for column-major
+ * ones. Errors: TL_E_SHAPE (extent mismatch; an intermediate of more than TL_MAX_RANK axes),
  * TL_E_INVALID (path kind), TL_E_NOMEM. *out fully written on success. */
 tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
                                 const int64_t *const *shapes, const int64_t *const *strides,
-                                tl_dtype dtype, tl_einsum_path_kind kind, tl__einsum_plan *out);
+                                tl_dtype dtype, tl_einsum_path_kind kind, const int *linear,
+                                int linear_steps, tl__einsum_plan *out);
 
 /* ---- Fold (fold.c) ------------------------------------------------------------------ */
 

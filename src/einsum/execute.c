@@ -21,11 +21,19 @@
 /* Key: a tag, the kind, dtype and operand count, each operand's rank, shape and strides,
  * then the spec's bytes. */
 #define KEY_TAG 0x6d75736e6965ll /* "einsum" */
-#define KEY_WORDS \
-  (4 + TL_EINSUM_MAX_OPERANDS * (1 + 2 * TL_MAX_RANK) + (TL_EINSUM_SPEC_MAX + 8) / 8 + 1)
+#define KEY_WORDS                                                                    \
+  (5 + TL_EINSUM_MAX_OPERANDS * (1 + 2 * TL_MAX_RANK) + 2 * TL_EINSUM_MAX_OPERANDS + \
+   (TL_EINSUM_SPEC_MAX + 8) / 8 + 1)
+
+/* A caller's path: n_steps pairs in opt_einsum's linear format (kind TL_EINSUM_PATH_GIVEN). */
+typedef struct given_path {
+  int n_steps;
+  const int *pairs;
+} given_path;
 
 static size_t build_key(int64_t *key, const char *spec, size_t spec_length, int n,
-                        const tl_tensor *const *operands, tl_einsum_path_kind kind) {
+                        const tl_tensor *const *operands, tl_einsum_path_kind kind,
+                        const given_path *path) {
   size_t w = 0;
   key[w++] = KEY_TAG;
   key[w++] = (int64_t)kind;
@@ -36,6 +44,10 @@ static size_t build_key(int64_t *key, const char *spec, size_t spec_length, int 
     key[w++] = t->rank;
     for (int k = 0; k < t->rank; k++) key[w++] = t->shape[k];
     for (int k = 0; k < t->rank; k++) key[w++] = t->strides[k];
+  }
+  if (kind == TL_EINSUM_PATH_GIVEN) {
+    key[w++] = path->n_steps;
+    for (int k = 0; k < 2 * path->n_steps; k++) key[w++] = path->pairs[k];
   }
   size_t bytes = w * sizeof(int64_t);
   memcpy((char *)key + bytes, spec, spec_length);
@@ -117,13 +129,20 @@ static tl_status check_output(const char *spec, const tl__einsum_plan *plan, int
 
 /* Find or build the plan for this call. The plan is owned by the surface's cache. */
 static tl_status find_plan(tl_exec *exec, const char *spec, int n, const tl_tensor *const *operands,
-                           tl_einsum_path_kind kind, const tl__einsum_plan **out) {
+                           tl_einsum_path_kind kind, const given_path *path,
+                           const tl__einsum_plan **out) {
   size_t spec_length = strnlen(spec, TL_EINSUM_SPEC_MAX + 1);
   if (spec_length > TL_EINSUM_SPEC_MAX) {
     return tl__fail(TL_E_INVALID, "einsum: the spec is longer than %d bytes", TL_EINSUM_SPEC_MAX);
   }
   int64_t key[KEY_WORDS];
-  size_t key_length = build_key(key, spec, spec_length, n, operands, kind);
+  if (kind == TL_EINSUM_PATH_GIVEN &&
+      (path->n_steps < 0 || path->n_steps > TL_EINSUM_MAX_OPERANDS ||
+       (path->n_steps > 0 && path->pairs == NULL))) {
+    return tl__fail(TL_E_INVALID, "einsum \"%s\": the path has %d steps at %p", spec, path->n_steps,
+                    (const void *)path->pairs);
+  }
+  size_t key_length = build_key(key, spec, spec_length, n, operands, kind, path);
   tl__plan_cache *cache = tl__exec_plans(exec);
   const tl__einsum_plan *found = tl__plan_cache_find(cache, key, key_length);
   if (found != NULL) {
@@ -146,7 +165,8 @@ static tl_status find_plan(tl_exec *exec, const char *spec, int n, const tl_tens
   }
   if (status == TL_OK) status = tl__einsum_parse(spec, n, ranks, parsed);
   if (status == TL_OK) {
-    status = tl__einsum_plan_build(spec, parsed, shapes, strides, operands[0]->dtype, kind, plan);
+    status = tl__einsum_plan_build(spec, parsed, shapes, strides, operands[0]->dtype, kind,
+                                   path->pairs, path->n_steps, plan);
   }
   tl__free(parsed);
   if (status != TL_OK) {
@@ -314,14 +334,14 @@ static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
 
 static tl_status einsum_impl(tl_exec *exec, const char *spec, int n,
                              const tl_tensor *const *operands, tl_einsum_path_kind kind,
-                             tl_tensor *out, int fresh) {
+                             const given_path *path, tl_tensor *out, int fresh) {
   tl_status status = check_arguments(spec, n, operands, out);
   if (status != TL_OK) return status;
   int team;
   status = tl__exec_team(exec, &team);
   if (status != TL_OK) return status;
   const tl__einsum_plan *plan;
-  status = find_plan(exec, spec, n, operands, kind, &plan);
+  status = find_plan(exec, spec, n, operands, kind, path, &plan);
   if (status != TL_OK) return status;
   if (!fresh) {
     status = check_output(spec, plan, n, operands, out);
@@ -345,7 +365,13 @@ tl_status tl_einsum_ex_into(tl_exec *exec, const char *spec, int n_operands,
                             tl_tensor *out) {
   tl_status status = tl__exec_begin(exec, "tl_einsum_into");
   if (status != TL_OK) return status;
-  return tl__exec_end(exec, einsum_impl(exec, spec, n_operands, operands, kind, out, 0));
+  if (kind == TL_EINSUM_PATH_GIVEN) {
+    return tl__exec_end(exec, tl__fail(TL_E_INVALID,
+                                       "tl_einsum_ex_into: kind TL_EINSUM_PATH_GIVEN needs a path "
+                                       "(use tl_einsum_with_path_into)"));
+  }
+  given_path none = {0, NULL};
+  return tl__exec_end(exec, einsum_impl(exec, spec, n_operands, operands, kind, &none, out, 0));
 }
 
 tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
@@ -357,6 +383,27 @@ tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,
                     const tl_tensor *const *operands, tl_tensor *out) {
   tl_status status = tl__exec_begin(exec, "tl_einsum");
   if (status != TL_OK) return status;
-  return tl__exec_end(exec,
-                      einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, out, 1));
+  given_path none = {0, NULL};
+  return tl__exec_end(
+      exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, &none, out, 1));
+}
+
+tl_status tl_einsum_with_path_into(tl_exec *exec, const char *spec, int n_operands,
+                                   const tl_tensor *const *operands, int n_steps, const int *path,
+                                   tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_einsum_with_path_into");
+  if (status != TL_OK) return status;
+  given_path given = {n_steps, path};
+  return tl__exec_end(
+      exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_GIVEN, &given, out, 0));
+}
+
+tl_status tl_einsum_with_path(tl_exec *exec, const char *spec, int n_operands,
+                              const tl_tensor *const *operands, int n_steps, const int *path,
+                              tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_einsum_with_path");
+  if (status != TL_OK) return status;
+  given_path given = {n_steps, path};
+  return tl__exec_end(
+      exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_GIVEN, &given, out, 1));
 }

@@ -13,15 +13,19 @@
 #include "base/base.h"
 #include "einsum_int.h"
 
-const char *tl__einsum_label_name(int label, char *buf) {
+const char *tl__einsum_label_name(int label, const tl__einsum_spec *parsed, char *buf) {
   if (label >= 0 && label < 26) {
     buf[0] = (char)('A' + label);
     buf[1] = '\0';
   } else if (label >= 26 && label < TL__EINSUM_LETTERS) {
     buf[0] = (char)('a' + label - 26);
     buf[1] = '\0';
+  } else if (tl__einsum_is_broadcast(label)) {
+    snprintf(buf, 32, "...[%d]", label - TL__EINSUM_LETTERS);
+  } else if (parsed != NULL && label - TL__EINSUM_INTEGER_BASE < parsed->n_integers) {
+    snprintf(buf, 32, "{%lld}", parsed->integer_values[label - TL__EINSUM_INTEGER_BASE]);
   } else {
-    snprintf(buf, 16, "...[%d]", (label - TL__EINSUM_LETTERS) & 15);
+    snprintf(buf, 32, "{#%d}", label - TL__EINSUM_INTEGER_BASE);
   }
   return buf;
 }
@@ -43,7 +47,41 @@ typedef struct raw_term {
 } raw_term;
 
 /* Scan one term from spec[*at] up to a ',' '-' or the end. */
-static tl_status scan_term(const char *spec, size_t *at, raw_term *term) {
+/* The id of integer label "{...}" at spec[i] (i at the '{'); *next after the '}'. */
+static tl_status integer_label(const char *spec, size_t i, tl__einsum_spec *out, int *label,
+                               size_t *next) {
+  size_t j = i + 1;
+  long long value = 0;
+  int digits = 0;
+  while (spec[j] >= '0' && spec[j] <= '9' && digits <= 10) {
+    value = value * 10 + (spec[j++] - '0');
+    digits++;
+  }
+  if (digits == 0 || digits > 10 || spec[j] != '}') {
+    return tl__fail(TL_E_INVALID,
+                    "einsum spec \"%s\": the integer label at position %zu is not \"{N}\" with "
+                    "N of 1 to 10 decimal digits",
+                    spec, i);
+  }
+  *next = j + 1;
+  for (int k = 0; k < out->n_integers; k++) {
+    if (out->integer_values[k] == value) {
+      *label = TL__EINSUM_INTEGER_BASE + k;
+      return TL_OK;
+    }
+  }
+  if (out->n_integers == TL__EINSUM_INTEGER_MAX) {
+    return tl__fail(TL_E_INVALID,
+                    "einsum spec \"%s\": more than %d distinct integer labels (the one at "
+                    "position %zu)",
+                    spec, TL__EINSUM_INTEGER_MAX, i);
+  }
+  out->integer_values[out->n_integers] = value;
+  *label = TL__EINSUM_INTEGER_BASE + out->n_integers++;
+  return TL_OK;
+}
+
+static tl_status scan_term(const char *spec, size_t *at, raw_term *term, tl__einsum_spec *out) {
   term->count = 0;
   term->ellipsis_at = -1;
   term->ellipsis_pos = -1;
@@ -74,6 +112,11 @@ static tl_status scan_term(const char *spec, size_t *at, raw_term *term) {
       continue;
     }
     int label = letter_label(c);
+    size_t next = i + 1;
+    if (c == '{') {
+      tl_status status = integer_label(spec, i, out, &label, &next);
+      if (status != TL_OK) return status;
+    }
     if (label < 0) {
       if (c == '>') {
         return tl__fail(TL_E_INVALID, "einsum spec \"%s\": '>' at position %zu without a '-'", spec,
@@ -81,7 +124,7 @@ static tl_status scan_term(const char *spec, size_t *at, raw_term *term) {
       }
       return tl__fail(TL_E_INVALID,
                       "einsum spec \"%s\": unknown label character '%c' (0x%02x) at position "
-                      "%zu; labels are the letters a-z and A-Z",
+                      "%zu; labels are the letters a-z and A-Z, or integers written {N}",
                       spec, (c >= 0x20 && c < 0x7f) ? c : '?', (unsigned)(unsigned char)c, i);
     }
     if (term->count == TL_MAX_RANK) {
@@ -93,7 +136,7 @@ static tl_status scan_term(const char *spec, size_t *at, raw_term *term) {
     term->labels[term->count] = label;
     term->positions[term->count] = (int)i;
     term->count++;
-    i++;
+    i = next;
   }
   *at = i;
   return TL_OK;
@@ -141,17 +184,17 @@ static tl_status bind_output(const char *spec, int has_arrow, const raw_term *ra
     for (int l = 0; l < TL__EINSUM_LABELS; l++) seen_at[l] = -1;
     for (int k = 0; k < output->count; k++) {
       int label = output->labels[k];
-      char name[16];
-      if (label < TL__EINSUM_LETTERS && occurrences[label] == 0) {
+      char name[32];
+      if (!tl__einsum_is_broadcast(label) && occurrences[label] == 0) {
         return tl__fail(TL_E_INVALID,
                         "einsum spec \"%s\": output label '%s' at position %d appears in no "
                         "input term",
-                        spec, tl__einsum_label_name(label, name), output->positions[k]);
+                        spec, tl__einsum_label_name(label, out, name), output->positions[k]);
       }
       if (seen_at[label] >= 0) {
-        return tl__fail(TL_E_INVALID,
-                        "einsum spec \"%s\": output label '%s' repeats (positions %d and %d)", spec,
-                        tl__einsum_label_name(label, name), seen_at[label], output->positions[k]);
+        return tl__fail(
+            TL_E_INVALID, "einsum spec \"%s\": output label '%s' repeats (positions %d and %d)",
+            spec, tl__einsum_label_name(label, out, name), seen_at[label], output->positions[k]);
       }
       seen_at[label] = output->positions[k];
     }
@@ -170,6 +213,25 @@ static tl_status bind_output(const char *spec, int has_arrow, const raw_term *ra
                         spec, TL_MAX_RANK);
       }
       output->labels[k] = label;
+      output->positions[k] = -1;
+      k++;
+    }
+    /* then the integer labels used exactly once, by value (numpy's sublist order) */
+    long long last = -1;
+    for (;;) {
+      int pick = -1;
+      for (int i = 0; i < out->n_integers; i++) {
+        long long v = out->integer_values[i];
+        if (occurrences[TL__EINSUM_INTEGER_BASE + i] != 1 || v <= last) continue;
+        if (pick < 0 || v < out->integer_values[pick]) pick = i;
+      }
+      if (pick < 0) break;
+      if (k == TL_MAX_RANK) {
+        return tl__fail(TL_E_SHAPE, "einsum spec \"%s\": the implicit output has more than %d axes",
+                        spec, TL_MAX_RANK);
+      }
+      last = out->integer_values[pick];
+      output->labels[k] = TL__EINSUM_INTEGER_BASE + pick;
       output->positions[k] = -1;
       k++;
     }
@@ -192,6 +254,7 @@ tl_status tl__einsum_parse(const char *spec, int n_operands, const int *ranks,
                     "\"%.96s\"",
                     n_operands, TL_EINSUM_MAX_OPERANDS, spec);
   }
+  out->n_integers = 0;
   raw_term raw_inputs[TL_EINSUM_MAX_OPERANDS];
   raw_term raw_output;
   size_t at = 0;
@@ -202,7 +265,7 @@ tl_status tl__einsum_parse(const char *spec, int n_operands, const int *ranks,
       return tl__fail(TL_E_INVALID, "einsum spec \"%s\": more than %d operand terms", spec,
                       TL_EINSUM_MAX_OPERANDS);
     }
-    tl_status status = scan_term(spec, &at, &raw_inputs[n_terms]);
+    tl_status status = scan_term(spec, &at, &raw_inputs[n_terms], out);
     if (status != TL_OK) return status;
     n_terms++;
     if (spec[at] == ',') {
@@ -220,7 +283,7 @@ tl_status tl__einsum_parse(const char *spec, int n_operands, const int *ranks,
     break;
   }
   if (has_arrow) {
-    tl_status status = scan_term(spec, &at, &raw_output);
+    tl_status status = scan_term(spec, &at, &raw_output, out);
     if (status != TL_OK) return status;
     if (spec[at] != '\0') {
       return tl__fail(TL_E_INVALID,

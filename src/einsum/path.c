@@ -14,7 +14,7 @@
 
 double tl__path_size(const tl__path_problem *problem, tl__labelset s) {
   double size = 1.0;
-  for (int w = 0; w < 2; w++) {
+  for (int w = 0; w < TL__LABELSET_WORDS; w++) {
     uint64_t bits = s.word[w];
     while (bits != 0) {
       int label = w * 64 + __builtin_ctzll(bits);
@@ -55,7 +55,7 @@ void tl__path_greedy(const tl__path_problem *problem, tl__path *out) {
   while (count > 1) {
     int best_i = -1, best_j = -1;
     double best_score = 0.0, best_cost = 0.0;
-    tl__labelset best_result = {{0, 0}};
+    tl__labelset best_result = {{0}};
     /* Pairs that share a label: the one whose result shrinks memory most, then cheapest. */
     for (int i = 0; i < count; i++) {
       for (int j = i + 1; j < count; j++) {
@@ -149,7 +149,7 @@ tl_status tl__path_optimal(const tl__path_problem *problem, tl__path *out) {
     return tl__fail(TL_E_NOMEM, "einsum: %zu bytes for the exact path search",
                     sizeof(dp_entry) * ((size_t)full + 1));
   }
-  table[0].all.word[0] = table[0].all.word[1] = 0;
+  memset(&table[0].all, 0, sizeof table[0].all);
   for (uint32_t mask = 1; mask <= full; mask++) {
     int low = __builtin_ctz(mask);
     table[mask].all = tl__labelset_or(table[mask & (mask - 1)].all, problem->sets[low]);
@@ -189,5 +189,58 @@ tl_status tl__path_optimal(const tl__path_problem *problem, tl__path *out) {
   out->flops = table[full].cost;
   emit_steps(table, full, problem, out);
   tl__free(table);
+  return TL_OK;
+}
+
+tl_status tl__path_from_linear(const tl__path_problem *problem, const int *linear, int steps,
+                               tl__path *out) {
+  int n = problem->n;
+  if (steps != n - 1 || (steps > 0 && linear == NULL)) {
+    return tl__fail(TL_E_INVALID,
+                    "einsum path: %d step%s given (path %p) but %d operands need %d pairwise "
+                    "steps",
+                    steps, steps == 1 ? "" : "s", (const void *)linear, n, n - 1);
+  }
+  tl__labelset sets[2 * TL_EINSUM_MAX_OPERANDS];
+  int alive[TL_EINSUM_MAX_OPERANDS];
+  int count = n;
+  for (int i = 0; i < n; i++) {
+    sets[i] = problem->sets[i];
+    alive[i] = i;
+  }
+  out->n_steps = 0;
+  out->flops = 0.0;
+  out->largest = 0.0;
+  for (int step = 0; step < steps; step++) {
+    int i = linear[2 * step], j = linear[2 * step + 1];
+    if (i < 0 || j < 0 || i >= count || j >= count || i == j) {
+      return tl__fail(TL_E_INVALID,
+                      "einsum path step %d is (%d, %d): expected two different positions in "
+                      "0..%d (the %d tensors left before it)",
+                      step, i, j, count - 1, count);
+    }
+    if (i > j) {
+      int swap = i;
+      i = j;
+      j = swap;
+    }
+    tl__labelset a = sets[alive[i]], b = sets[alive[j]];
+    tl__labelset need = needed_elsewhere(sets, alive, count, i, j, problem->output);
+    tl__labelset result = tl__labelset_and(tl__labelset_or(a, b), need);
+    int slot = n + step;
+    out->pairs[step][0] = alive[linear[2 * step]];
+    out->pairs[step][1] = alive[linear[2 * step + 1]];
+    out->result[step] = result;
+    out->flops += tl__path_step_flops(problem, a, b);
+    double size = tl__path_size(problem, result);
+    if (size > out->largest) out->largest = size;
+    out->n_steps++;
+    sets[slot] = result;
+    for (int k = j; k + 1 < count; k++) alive[k] = alive[k + 1];
+    count--;
+    for (int k = i; k + 1 < count; k++) alive[k] = alive[k + 1];
+    count--;
+    alive[count++] = slot;
+  }
   return TL_OK;
 }

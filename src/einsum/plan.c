@@ -28,17 +28,17 @@ static tl_status bind_extents(const char *spec, const tl__einsum_spec *parsed,
         return tl__fail(TL_E_SHAPE, "einsum spec \"%s\": operand %d axis %d has extent %lld", spec,
                         i, k, (long long)e);
       }
-      int broadcast = label >= TL__EINSUM_LETTERS;
+      int broadcast = tl__einsum_is_broadcast(label);
       if (extent[label] < 0 || (broadcast && extent[label] == 1)) {
         extent[label] = e;
         source_operand[label] = i;
         source_axis[label] = k;
       } else if (extent[label] != e && !(broadcast && e == 1)) {
-        char name[16];
+        char name[32];
         return tl__fail(TL_E_SHAPE,
                         "einsum spec \"%s\": label '%s' has extent %lld on operand %d axis %d "
                         "but %lld on operand %d axis %d",
-                        spec, tl__einsum_label_name(label, name), (long long)extent[label],
+                        spec, tl__einsum_label_name(label, parsed, name), (long long)extent[label],
                         source_operand[label], source_axis[label], (long long)e, i, k);
       }
     }
@@ -226,9 +226,10 @@ static void order_in_memory(tl__einsum_prep *prep, const int *term_labels, const
 
 tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
                                 const int64_t *const *shapes, const int64_t *const *strides,
-                                tl_dtype dtype, tl_einsum_path_kind kind, tl__einsum_plan *plan) {
+                                tl_dtype dtype, tl_einsum_path_kind kind, const int *linear,
+                                int linear_steps, tl__einsum_plan *plan) {
   if (kind != TL_EINSUM_PATH_AUTO && kind != TL_EINSUM_PATH_GREEDY &&
-      kind != TL_EINSUM_PATH_OPTIMAL) {
+      kind != TL_EINSUM_PATH_OPTIMAL && kind != TL_EINSUM_PATH_GIVEN) {
     return tl__fail(TL_E_INVALID, "einsum: unknown path kind %d", (int)kind);
   }
   memset(plan, 0, sizeof *plan);
@@ -239,7 +240,7 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
   if (status != TL_OK) return status;
 
   plan->out_rank = parsed->output.count;
-  tl__labelset output_set = {{0, 0}};
+  tl__labelset output_set = {{0}};
   for (int k = 0; k < plan->out_rank; k++) {
     int label = parsed->output.labels[k];
     plan->out_labels[k] = label;
@@ -253,10 +254,10 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
     const tl__einsum_term *term = &parsed->inputs[i];
     tl__einsum_prep *prep = &plan->prep[i];
     prep->rank = term->count;
-    unique_set[i].word[0] = unique_set[i].word[1] = 0;
+    memset(&unique_set[i], 0, sizeof unique_set[i]);
     for (int k = 0; k < term->count; k++) {
       int label = term->labels[k];
-      if (label >= TL__EINSUM_LETTERS && shapes[i][k] == 1 && plan->extent[label] != 1) {
+      if (tl__einsum_is_broadcast(label) && shapes[i][k] == 1 && plan->extent[label] != 1) {
         prep->axis_to_unique[k] = -1;
         continue;
       }
@@ -289,12 +290,21 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
   problem.output = output_set;
   problem.extent = plan->extent;
   for (int i = 0; i < n; i++) {
-    problem.sets[i].word[0] = problem.sets[i].word[1] = 0;
+    memset(&problem.sets[i], 0, sizeof problem.sets[i]);
     for (int k = 0; k < plan->prep[i].n_kept; k++) {
       tl__labelset_add(&problem.sets[i], plan->prep[i].kept_labels[k]);
     }
   }
-  status = choose_path(&problem, kind, plan);
+  if (kind == TL_EINSUM_PATH_GIVEN) {
+    tl__path greedy;
+    tl__path_greedy(&problem, &greedy);
+    plan->greedy_flops = greedy.flops;
+    plan->optimal_flops = -1.0;
+    plan->chosen = TL_EINSUM_PATH_GIVEN;
+    status = tl__path_from_linear(&problem, linear, linear_steps, &plan->path);
+  } else {
+    status = choose_path(&problem, kind, plan);
+  }
   if (status != TL_OK) return status;
 
   if ((status = order_step_labels(spec, plan)) != TL_OK) return status;
@@ -320,6 +330,11 @@ tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,
                       ranks[i], (const void *)shapes[i]);
     }
   }
+  if (kind == TL_EINSUM_PATH_GIVEN) {
+    return tl__fail(TL_E_INVALID,
+                    "tl_einsum_path: kind TL_EINSUM_PATH_GIVEN names no path here (pass one to "
+                    "tl_einsum_with_path_into)");
+  }
   /* Both are a few tens of kilobytes: keep them off the caller's stack. */
   tl__einsum_spec *parsed = tl__alloc(sizeof *parsed, 64);
   tl__einsum_plan *plan = tl__alloc(sizeof *plan, 64);
@@ -330,7 +345,7 @@ tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,
   }
   if (status == TL_OK) status = tl__einsum_parse(spec, n_operands, ranks, parsed);
   if (status == TL_OK)
-    status = tl__einsum_plan_build(spec, parsed, shapes, NULL, TL_F64, kind, plan);
+    status = tl__einsum_plan_build(spec, parsed, shapes, NULL, TL_F64, kind, NULL, 0, plan);
   if (status == TL_OK) {
     memset(out, 0, sizeof *out);
     out->n_operands = n_operands;

@@ -626,7 +626,7 @@ static void einsum_intermediates_follow_operand_memory_order(void) {
   const int64_t *const *strides[3] = {row_of, col_of, NULL};
   for (int v = 0; v < 3; v++) {
     TH_CHECK_OK(tl__einsum_plan_build(spec, parsed, shape_of, strides[v], TL_F64,
-                                      TL_EINSUM_PATH_AUTO, plan));
+                                      TL_EINSUM_PATH_AUTO, NULL, 0, plan));
     TH_CHECK(plan->path.n_steps == 2);
     /* E meets one of the two rank-3 operands first (both cost the same): X[x0,x1,x2] with
      * x0 summed against E, whose other label y is new. */
@@ -709,8 +709,13 @@ static const bad_case bad_table[] = {
      TL_E_SHAPE},
     {"operand without data", "ij,jk->ik", "2x3,3x2", -1, "2x2", BAD_NULL_DATA, TL_E_INVALID},
     {"unknown path kind", "ij,jk->ik", "2x3,3x2", -1, "2x2", BAD_KIND, TL_E_INVALID},
-    {"implicit output over 16 axes", "abcdefghijklmnop,q", "2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2,2", -1,
-     "2", BAD_PLAIN, TL_E_SHAPE},
+    {"implicit output over 64 axes",
+     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+     ",{0}{1}{2}{3}{4}{5}{6}{7}{8}{9}{10}{11}{12}",
+     "1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1"
+     "x1x1x1x1x1"
+     ",1x1x1x1x1x1x1x1x1x1x1x1x1",
+     -1, "2", BAD_PLAIN, TL_E_SHAPE},
 };
 #define BAD_COUNT (sizeof bad_table / sizeof bad_table[0])
 
@@ -802,6 +807,60 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
   return ok && intact;
 }
 
+/* Rank TL_MAX_RANK (64) through every route: 12 axes behind "..." and the 52 letters, 13
+ * of extent 2 (8192 elements, enough for the direct routes) and the rest of extent 1.
+ * The blocked copy (a transpose of the letters and back), the elementwise product, a
+ * contraction summing two axes, the reduce route and a diagonal, each against the naive
+ * evaluator in every dtype. Layout 3 (every stride doubled) would address 2^64 elements. */
+static void einsum_rank_64_runs_through_every_route(void) {
+  TH_CHECK(TL_MAX_RANK >= 64);
+  char letters[53], reversed[53], shape[64 * 2 + 1], shapes[5][2 * (64 * 2 + 1) + 8];
+  for (int k = 0; k < 52; k++) letters[k] = (char)(k < 26 ? 'A' + k : 'a' + k - 26);
+  letters[52] = '\0';
+  for (int k = 0; k < 52; k++) reversed[k] = letters[51 - k];
+  reversed[52] = '\0';
+  size_t at = 0;
+  for (int k = 0; k < 64; k++) {
+    at += (size_t)snprintf(shape + at, sizeof shape - at, "%s%c", k ? "x" : "",
+                           k % 5 == 2 ? '2' : '1');
+  }
+  /* extent 2 on axes 2, 7, 12, ...: letters 'A' (axis 12) and 'F' (axis 17) among them */
+  char no_af[51], diagonal[53], shape_diag[64 * 2 + 1];
+  for (int k = 0, m = 0; k < 52; k++) {
+    if (k != 0 && k != 5) no_af[m++] = letters[k];
+  }
+  no_af[50] = '\0';
+  memcpy(diagonal, letters, sizeof letters);
+  diagonal[51] = 'A'; /* axis 63 repeats 'A': a diagonal */
+  memcpy(shape_diag, shape, sizeof shape);
+  shape_diag[strlen(shape_diag) - 1] = '2';
+  char specs[5][256];
+  snprintf(specs[0], sizeof specs[0], "...%s->%s...", letters, reversed);
+  snprintf(specs[1], sizeof specs[1], "...%s,...%s->...%s", letters, letters, reversed);
+  snprintf(specs[2], sizeof specs[2], "...%s,AF->...%s", letters, no_af);
+  snprintf(specs[3], sizeof specs[3], "...%s->%.40s", letters, letters + 12);
+  snprintf(specs[4], sizeof specs[4], "...%s->...%.51s", diagonal, letters);
+  snprintf(shapes[0], sizeof shapes[0], "%s", shape);
+  snprintf(shapes[1], sizeof shapes[1], "%s,%s", shape, shape);
+  snprintf(shapes[2], sizeof shapes[2], "%s,2x2", shape);
+  snprintf(shapes[3], sizeof shapes[3], "%s", shape);
+  snprintf(shapes[4], sizeof shapes[4], "%s", shape_diag);
+  th_held h;
+  th_held_open(&h, 2);
+  int failures = 0;
+  for (int c = 0; c < 5; c++) {
+    spec_case rank_case = {specs[c], shapes[c]};
+    for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
+      for (int layout = 0; layout < 3; layout++) {
+        failures += !run_case(h.exec, &rank_case, (tl_dtype)dtype, layout, layout == 1,
+                              TL_EINSUM_PATH_AUTO);
+      }
+    }
+  }
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
+}
+
 static void einsum_bad_input_table_fails_typed_and_writes_nothing(void) {
   TH_CHECK(BAD_COUNT >= 30);
   th_held h;
@@ -832,7 +891,7 @@ static void einsum_path_rejects_bad_arguments(void) {
   TH_CHECK_STATUS(tl_einsum_path(NULL, 1, ranks, shapes, TL_EINSUM_PATH_AUTO, &info), TL_E_INVALID);
   TH_CHECK_STATUS(tl_einsum_path("a->a", 1, ranks, shapes, TL_EINSUM_PATH_AUTO, NULL),
                   TL_E_INVALID);
-  ranks[0] = 17;
+  ranks[0] = TL_MAX_RANK + 1;
   TH_CHECK_STATUS(tl_einsum_path("a->a", 1, ranks, shapes, TL_EINSUM_PATH_AUTO, &info),
                   TL_E_INVALID);
 }
@@ -843,5 +902,6 @@ TH_TEST_MAIN(TH_CASE(einsum_spec_table_matches_naive_evaluation),
              TH_CASE(einsum_exact_path_matches_brute_force_on_random_networks),
              TH_CASE(einsum_repeated_into_makes_no_heap_allocation),
              TH_CASE(einsum_intermediates_follow_operand_memory_order),
+             TH_CASE(einsum_rank_64_runs_through_every_route),
              TH_CASE(einsum_bad_input_table_fails_typed_and_writes_nothing),
              TH_CASE(einsum_path_rejects_bad_arguments))
