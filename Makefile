@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 PHONY_TCI := bench-fanout bench-tci
-.PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-plot scale-out install format format-check lint clean python \
+.PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-einsum bench-plot scale-out install format format-check lint clean python \
 	fuzz soak valgrind
 
 all: build
@@ -96,6 +96,11 @@ valgrind: check-deps
 
 bench: build
 	scripts/run-benches $(BUILD)
+
+# Einsum networks of the einsum benchmark's categories through tenlane (1 and 2 threads)
+# and numpy following the same path: time, peak memory, ratios (benches/einsum_networks.py).
+bench-einsum: build
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} /usr/bin/python3 benches/einsum_networks.py $(BUILD)
 
 # The fan-out sweeps (scripts/fanout-sweep) are run afresh each time: f64, c128 and a bond
 # drawn per patch.
