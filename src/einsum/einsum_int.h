@@ -192,6 +192,8 @@ int tl__einsum_step_sums_nothing(const int *a_labels, int a_rank, const int *b_l
 tl_status tl__einsum_product(struct tl_exec *exec, int team, const tl_tensor *a,
                              const int *a_labels, const tl_tensor *b, const int *b_labels,
                              const tl_tensor *out, const int *out_labels);
+/* Advise the kernel to back the buffer's whole 2 MiB pages with huge pages (direct.c). */
+void tl__advise_huge(void *buffer, size_t bytes);
 /* The team a step of `flops` real floating-point operations moving `bytes` should run on:
  * `team` when the split's saving beats its measured cost, else 1 (threads.c). */
 int tl__einsum_step_team(struct tl_exec *exec, int team, double flops, double bytes);

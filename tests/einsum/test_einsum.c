@@ -317,6 +317,8 @@ static const spec_case spec_table[] = {
     {"ij,ij->ij", "64x80,64x80"},
     {"ij,ji->ij", "64x80,80x64"},
     {"ij,ij->ji", "64x80,64x80"},
+    {"ij,ij->ji", "300x250,300x250"}, /* product in the inputs' order, then the tiled copy */
+    {"ij,ji->ij", "300x250,250x300"},
     {"i,j->ij", "70,66"},
     {"ij,j->ij", "64x80,80"},
     {"ij,i->ji", "64x80,64"},
