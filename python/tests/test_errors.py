@@ -99,8 +99,7 @@ def test_unaligned_and_odd_strides(s):
     rec = np.zeros(4, dtype=[("x", np.float64), ("y", np.float32)])
     with pytest.raises(tenlane.ShapeError, match="stride"):
         s.sum(rec["x"])
-    with pytest.raises(tenlane.ShapeError, match="axes"):
-        s.sum(np.zeros((1,) * 20))
+    # more axes than tenlane takes (64) is more than numpy makes (32 in 1.x, 64 in 2)
 
 
 def test_failed_calls_write_nothing_to_out(s):

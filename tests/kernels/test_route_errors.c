@@ -30,7 +30,7 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
   tl_tensor overflowing = a.t;
   overflowing.strides[1] = INT64_MAX / 2;
   tl_tensor rank17 = a.t;
-  rank17.rank = 17;
+  rank17.rank = TL_MAX_RANK + 1;
   tl_tensor no_data = a.t;
   no_data.data = NULL;
   tl_tensor bad_dtype = a.t;

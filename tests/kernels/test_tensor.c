@@ -43,9 +43,9 @@ static void tensor_validate_rejects_malformed_tensors(void) {
   tl_tensor t, untouched;
   memset(&untouched, 0x5a, sizeof untouched);
   t = untouched;
-  int64_t bad_rank_shape[17];
-  for (int i = 0; i < 17; i++) bad_rank_shape[i] = 1;
-  TH_CHECK_STATUS(tl_tensor_create(TL_F64, 17, bad_rank_shape, &t), TL_E_INVALID);
+  int64_t bad_rank_shape[TL_MAX_RANK + 1];
+  for (int i = 0; i < TL_MAX_RANK + 1; i++) bad_rank_shape[i] = 1;
+  TH_CHECK_STATUS(tl_tensor_create(TL_F64, TL_MAX_RANK + 1, bad_rank_shape, &t), TL_E_INVALID);
   TH_CHECK_STATUS(tl_tensor_create(TL_F64, -1, shape, &t), TL_E_INVALID);
   TH_CHECK_STATUS(tl_tensor_create((tl_dtype)7, 2, shape, &t), TL_E_DTYPE);
   TH_CHECK(strstr(tl_last_message(), "dtype") != NULL);
