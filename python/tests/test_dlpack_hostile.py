@@ -79,7 +79,7 @@ def test_unaligned_data_or_byte_offset(s, dtype):
     assert s.sum(p) == a[4:].sum()
 
 
-@pytest.mark.parametrize("ndim", [-1, 17, 1000, 2**31 - 1, -(2**31)])
+@pytest.mark.parametrize("ndim", [-1, 65, 1000, 2**31 - 1, -(2**31)])
 def test_absurd_ndim(s, ndim):
     a = np.ones(4)
     both_refuse(s, producer_over(a, ndim=ndim), tenlane.ShapeError, f"has {ndim} axes")

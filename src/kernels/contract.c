@@ -10,6 +10,7 @@
  *
  * Invariant: every check happens before anything is written to c; scratch comes from the
  * surface's arena (no heap allocation once the arena has grown). */
+#include <stddef.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -243,7 +244,9 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
   }
   tl__providers_init();
   tl__gemm_batch g;
-  memset(&g, 0, sizeof g);
+  /* Only the fields before the batch arrays: those are read up to batch_rank, which is set
+   * below (the arrays are 2 KiB at TL_MAX_RANK 64, a tenth of a 2x2 contraction). */
+  memset(&g, 0, offsetof(tl__gemm_batch, batch_shape));
   g.dtype = c->dtype;
   g.m = x->extent_m;
   g.n = x->extent_n;
@@ -337,7 +340,10 @@ static tl_status contract_into_impl(tl_exec *exec, tl_scalar alpha, const tl_ten
     return tl__fail(TL_E_DTYPE, "alpha/beta have imaginary parts %g/%g but the dtype %s is real",
                     alpha.im, beta.im, tl_dtype_name(a->dtype));
   contraction x;
-  memset(&x, 0, sizeof x);
+  /* The label arrays of the groups are read only up to their counts. */
+  memset(&x, 0, offsetof(contraction, m));
+  x.m.count = x.n.count = x.k.count = x.batch.count = 0;
+  x.extent_m = x.extent_n = x.extent_k = x.batches = 0;
   x.t[OP_A] = a;
   x.t[OP_B] = b;
   x.t[OP_C] = c;
