@@ -26,8 +26,7 @@ import sys
 import time
 
 build = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "build"
-for where in (os.path.join(build, "python"), os.path.join(os.path.dirname(__file__), "..", "python")):
-    sys.path.insert(0, os.path.abspath(where))
+sys.path.insert(0, os.path.abspath(os.path.join(build, "python")))  # the built package
 
 import numpy as np  # noqa: E402
 import tenlane  # noqa: E402
