@@ -302,7 +302,7 @@ static void slice_step(program *p) {
 
 static void tensor_step(program *p) {
   int rank = next_byte(p) % 4;
-  int64_t shape[4];
+  int64_t shape[4] = {0, 0, 0, 0};
   for (int k = 0; k < rank; k++) {
     /* Mostly small extents (the tensor is allocated when valid), sometimes extreme. */
     uint8_t pick = next_byte(p);
@@ -315,7 +315,7 @@ static void tensor_step(program *p) {
     return;
   }
   int64_t numel = tl_tensor_numel(&t);
-  int64_t index[4];
+  int64_t index[4] = {0, 0, 0, 0};
   for (int k = 0; k < rank; k++) index[k] = next_i64(p);
   tl_scalar value;
   status = tl_tensor_get(&t, index, &value);
