@@ -34,7 +34,7 @@ static void run_path(void *arg) {
   problem *pr = arg;
   int ranks[5] = {2, 2, 4, 2, 2};
   const int64_t *shapes[5] = {pr->p.shape, pr->q.shape, pr->x.shape, pr->r.shape, pr->s.shape};
-  tl_status status = tl_einsum_path(spec, 5, ranks, shapes, TL_EINSUM_PATH_AUTO, &pr->info);
+  tl_status status = tl_einsum_path(TL_EINSUM_PATH_AUTO, spec, 5, ranks, shapes, &pr->info);
   if (status != TL_OK) die("tl_einsum_path", status);
 }
 

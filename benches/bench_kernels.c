@@ -340,7 +340,7 @@ static const int lab_a[2] = {0, 1}, lab_b[2] = {1, 2}, lab_c[2] = {0, 2};
 
 static void run_tiny(void *arg) {
   tiny_case *t = arg;
-  tl_status status = tl_contract_into(t->exec, &t->a, lab_a, &t->b, lab_b, &t->c, lab_c);
+  tl_status status = tl_contract_into(t->exec, lab_c, &t->a, lab_a, &t->b, lab_b, &t->c);
   if (status != TL_OK) die("tl_contract_into", status);
 }
 

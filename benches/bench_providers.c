@@ -374,7 +374,7 @@ static void direct_qr_run(void *arg) {
 
 static void tl_svd_run(void *arg) {
   problem *p = arg;
-  tl_status status = tl_svd_into(p->exec, &p->a, NULL, &p->out1, &p->s, &p->out2, NULL);
+  tl_status status = tl_svd_into(p->exec, NULL, &p->a, &p->out1, &p->s, &p->out2, NULL);
   if (status != TL_OK) die("tl_svd_into", status);
 }
 

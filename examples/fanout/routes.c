@@ -47,12 +47,12 @@ static int route_qrcp(fan_call *call, int m, int n, const void *a, int lda, doub
   fan_tenlane_backend *self = call->backend;
   int k = m < n ? m : n;
   tl_tensor ta, tq, tr;
-  tl_truncation truncation = {0, rtol, 0.0};
+  tl_truncation truncation = {sizeof(tl_truncation), 0, rtol, 0.0};
   int64_t rank64 = 0;
   tl_status status = wrap_matrix(call->dtype, a, m, n, lda, &ta);
   if (status == TL_OK) status = wrap_matrix(call->dtype, q, m, k, ldq, &tq);
   if (status == TL_OK) status = wrap_matrix(call->dtype, r, k, n, ldr, &tr);
-  if (status == TL_OK) status = tl_qrcp_into(self->exec, &ta, &truncation, &tq, &tr, perm, &rank64);
+  if (status == TL_OK) status = tl_qrcp_into(self->exec, &truncation, &ta, &tq, &tr, perm, &rank64);
   if (status != TL_OK) return route_failed(call, "tl_qrcp_into", status, m, n);
   *rank = (int)rank64;
   return 0;

@@ -81,17 +81,17 @@ static double left_canonical(tl_exec *x, tl_tensor *A, int n) {
 
 /* Truncated SVD sweeping left from a left-canonical state; returns the discarded weight. */
 static double compress(tl_exec *x, tl_tensor *A, int n, int64_t kept) {
-  tl_truncation cut = {kept, 0.0, 0.0};
+  tl_truncation cut = {sizeof(tl_truncation), kept, 0.0, 0.0};
   double discarded = 0.0;
   for (int i = n - 1; i > 0; i--) {
     int64_t dl = A[i].shape[0], dr = A[i].shape[2];
     tl_tensor m, u, s, vt, sc, us, next;
     tl_truncation_report report;
     CHECK(tl_tensor_reshape_move(&A[i], 2, (int64_t[2]){dl, 2 * dr}, &m));
-    CHECK(tl_svd_ex(x, &m, &cut, &u, &s, &vt, &report));
+    CHECK(tl_svd_reported(x, &cut, &m, &u, &s, &vt, &report));
     discarded += report.discarded_weight;
     CHECK(tl_tensor_reshape_move(&vt, 3, (int64_t[3]){report.rank, 2, dr}, &A[i]));
-    CHECK(tl_convert(x, &s, TL_C128, &sc)); /* u diag(s): s as a complex row, broadcast */
+    CHECK(tl_convert(x, TL_C128, &s, &sc)); /* u diag(s): s as a complex row, broadcast */
     CHECK(tl_tensor_reshape_move(&sc, 2, (int64_t[2]){1, report.rank}, &sc));
     CHECK(tl_mul(x, &u, &sc, &us));
     const tl_tensor *ops[2] = {&A[i - 1], &us};

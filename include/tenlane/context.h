@@ -31,6 +31,7 @@ TL_API tl_owner tl_owner_new(void);
 #define TL_THREADS_MAX 4096
 
 typedef struct tl_context_config {
+  size_t size;          /* sizeof(tl_context_config), set by tl_context_config_init */
   int threads;          /* thread budget, at most TL_THREADS_MAX (4096); 0 = one per CPU of
                            the CPU set (or of the process) */
   const int *cpus;      /* CPU set, or NULL: nothing is pinned. Borrowed for the call. */
@@ -45,7 +46,8 @@ typedef struct tl_context_config {
  * lanes or ticket entries. One more is refused with TL_E_LIMIT. */
 #define TL_CONTEXTS_PER_THREAD_MAX 8
 
-/* Fill `config` with the defaults: budget = CPUs available, no CPU set, default limits. */
+/* Fill `config` with the defaults (budget = CPUs available, no CPU set, default limits) and
+ * set its size. NULL is ignored. */
 TL_API void tl_context_config_init(tl_context_config *config);
 
 /* The context's serial: a process-wide number, never 0 and never given to another context
@@ -54,7 +56,8 @@ TL_API void tl_context_config_init(tl_context_config *config);
 TL_API uint64_t tl_context_serial(const tl_context *ctx);
 
 /* Create a context. *out owns it; destroy it with tl_context_destroy. With a budget of
- * 1 no pool and no thread is made. Errors: TL_E_INVALID (NULL, a budget below 0 or above
+ * 1 no pool and no thread is made. Errors: TL_E_INVALID (NULL, a config size below the first
+ * version's (not filled by tl_context_config_init), a budget below 0 or above
  * TL_THREADS_MAX, a CPU
  * the machine does not have, spin_us above TL_SPIN_US_MAX), TL_E_NOMEM, TL_E_THREAD,
  * TL_E_AFFINITY. Any thread. */

@@ -27,6 +27,7 @@
 #ifndef TENLANE_EINSUM_H
 #define TENLANE_EINSUM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tenlane/export.h"
@@ -70,11 +71,25 @@ typedef enum tl_einsum_path_kind {
 TL_API tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
                                 const tl_tensor *const *operands, tl_tensor *out);
 
-/* The same with an explicit path kind. TL_E_INVALID also for an unknown kind and for
- * TL_EINSUM_PATH_OPTIMAL with more than TL_EINSUM_OPTIMAL_MAX operands. */
-TL_API tl_status tl_einsum_ex_into(tl_exec *exec, const char *spec, int n_operands,
-                                   const tl_tensor *const *operands, tl_einsum_path_kind kind,
-                                   tl_tensor *out);
+/* Options of tl_einsum_ex_into. Fill with tl_einsum_options_init, then change fields: the
+ * init sets `size`, which lets the struct grow without breaking a caller built against an
+ * older header. */
+typedef struct tl_einsum_options {
+  size_t size;                   /* sizeof(tl_einsum_options), set by tl_einsum_options_init */
+  tl_einsum_path_kind path_kind; /* TL_EINSUM_PATH_AUTO by default */
+} tl_einsum_options;
+
+/* Fill `options` with the defaults (the path kind TL_EINSUM_PATH_AUTO) and set its size.
+ * NULL is ignored. Any thread. */
+TL_API void tl_einsum_options_init(tl_einsum_options *options);
+
+/* tl_einsum_into with options (NULL = the defaults; borrowed for the call). TL_E_INVALID
+ * also for options->size below the first version's size (options not filled by
+ * tl_einsum_options_init), an unknown path kind, and TL_EINSUM_PATH_OPTIMAL with more than
+ * TL_EINSUM_OPTIMAL_MAX operands. */
+TL_API tl_status tl_einsum_ex_into(tl_exec *exec, const tl_einsum_options *options,
+                                   const char *spec, int n_operands,
+                                   const tl_tensor *const *operands, tl_tensor *out);
 
 /* The same along the contraction path the caller gives (from opt_einsum, cotengra, or by
  * hand), in opt_einsum's linear format: before step k the tensors left form a list (the
@@ -119,8 +134,8 @@ typedef struct tl_einsum_path_info {
  * slot numbers, not opt_einsum's linear positions). TL_E_INVALID for TL_EINSUM_PATH_GIVEN.
  * Allocates only through the allocator hooks and frees before returning. Any thread. Errors: those
  * of tl_einsum_into about the spec and shapes, and TL_E_NOMEM. */
-TL_API tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,
-                                const int64_t *const *shapes, tl_einsum_path_kind kind,
+TL_API tl_status tl_einsum_path(tl_einsum_path_kind kind, const char *spec, int n_operands,
+                                const int *ranks, const int64_t *const *shapes,
                                 tl_einsum_path_info *out);
 
 #ifdef __cplusplus

@@ -31,6 +31,7 @@
 #ifndef TENLANE_LINALG_H
 #define TENLANE_LINALG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tenlane/export.h"
@@ -52,18 +53,26 @@ typedef enum tl_diag { TL_NON_UNIT = 0, TL_UNIT = 1 } tl_diag;
  * it keeps every nonzero value. A NULL truncation drops nothing: the full thin
  * factorization (min(m, n) of them, zeros included). */
 typedef struct tl_truncation {
+  size_t size;      /* sizeof(tl_truncation), set by tl_truncation_init */
   int64_t max_rank; /* >= 0; 0 = no cap */
   double rtol;      /* >= 0, relative to the largest */
   double atol;      /* >= 0, absolute */
 } tl_truncation;
 
-/* What a truncation kept and dropped, filled by the `_ex` forms of tl_svd and tl_qrcp. With
+/* Fill `truncation` with "drop nothing" (every field zero) and set its size; then set the
+ * fields wanted. (An initializer that starts with sizeof(tl_truncation) does the same.) A
+ * truncation whose size is below the first version's is TL_E_INVALID in every call that
+ * takes it. NULL is ignored. Any thread. */
+TL_API void tl_truncation_init(tl_truncation *truncation);
+
+/* What a truncation kept and dropped, filled by the `_reported` forms of tl_svd and tl_qrcp. With
  * the input's weight ||a||_F^2 in total_weight, the truncation error of the kept factors is
  * sqrt(discarded_weight) in the Frobenius norm, and discarded_weight / total_weight relative. */
 typedef struct tl_truncation_report {
   int64_t rank;            /* values kept (the factors' inner extent) */
   double discarded_weight; /* sum of squares of what was dropped: the singular values past
-                              rank (tl_svd_ex), ||r22||_F^2 of the unkept rows (tl_qrcp_ex) */
+                              rank (tl_svd_reported), ||r22||_F^2 of the unkept rows
+                              (tl_qrcp_reported) */
   double total_weight;     /* ||a||_F^2 */
 } tl_truncation_report;
 
@@ -80,22 +89,22 @@ TL_API tl_status tl_qr(tl_exec *exec, const tl_tensor *a, tl_tensor *q, tl_tenso
  * *rank the rank. The `_into` form takes q (m x c) and r (c x n) with
  * c = min(m, n, max_rank if set) and writes the first `rank` columns of q and rows of r,
  * zeroing the rest. The fresh form makes q and r of exactly rank columns / rows. */
-TL_API tl_status tl_qrcp_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+TL_API tl_status tl_qrcp_into(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
                               tl_tensor *q, tl_tensor *r, int64_t *perm, int64_t *rank);
-TL_API tl_status tl_qrcp(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+TL_API tl_status tl_qrcp(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
                          tl_tensor *q, tl_tensor *r, int64_t *perm, int64_t *rank);
 
-/* tl_qrcp with a report instead of *rank (NULL: none). discarded_weight is the squared
+/* tl_qrcp filling a report instead of *rank (NULL: none). discarded_weight is the squared
  * Frobenius norm of the dropped trailing block (R22: the rows of r after `rank`, with the
  * part of a not yet factored when the truncation stopped early), summed from those entries
  * themselves, so it is accurate to rounding in the dropped part (0 when nothing is
  * dropped), not in ||a||_F^2. total_weight is ||a||_F^2. */
-TL_API tl_status tl_qrcp_ex_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                                 tl_tensor *q, tl_tensor *r, int64_t *perm,
-                                 tl_truncation_report *report);
-TL_API tl_status tl_qrcp_ex(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                            tl_tensor *q, tl_tensor *r, int64_t *perm,
-                            tl_truncation_report *report);
+TL_API tl_status tl_qrcp_reported_into(tl_exec *exec, const tl_truncation *truncation,
+                                       const tl_tensor *a, tl_tensor *q, tl_tensor *r,
+                                       int64_t *perm, tl_truncation_report *report);
+TL_API tl_status tl_qrcp_reported(tl_exec *exec, const tl_truncation *truncation,
+                                  const tl_tensor *a, tl_tensor *q, tl_tensor *r, int64_t *perm,
+                                  tl_truncation_report *report);
 
 /* ---- SVD ----------------------------------------------------------------------------- */
 
@@ -104,18 +113,19 @@ TL_API tl_status tl_qrcp_ex(tl_exec *exec, const tl_tensor *a, const tl_truncati
  * *rank (may be NULL). u and vt are both given or both NULL (singular values only). The
  * `_into` form takes u (m x c), s (c), vt (c x n), c = min(m, n, max_rank if set), writes
  * the first `rank` and zeroes the rest; the fresh form makes them of exactly rank. */
-TL_API tl_status tl_svd_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+TL_API tl_status tl_svd_into(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
                              tl_tensor *u, tl_tensor *s, tl_tensor *vt, int64_t *rank);
-TL_API tl_status tl_svd(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+TL_API tl_status tl_svd(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
                         tl_tensor *u, tl_tensor *s, tl_tensor *vt, int64_t *rank);
 
-/* tl_svd with a report instead of *rank (NULL: none): discarded_weight is the sum of the
+/* tl_svd filling a report instead of *rank (NULL: none): discarded_weight is the sum of the
  * squares of the singular values past rank, total_weight of all of them. */
-TL_API tl_status tl_svd_ex_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                                tl_tensor *u, tl_tensor *s, tl_tensor *vt,
-                                tl_truncation_report *report);
-TL_API tl_status tl_svd_ex(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                           tl_tensor *u, tl_tensor *s, tl_tensor *vt, tl_truncation_report *report);
+TL_API tl_status tl_svd_reported_into(tl_exec *exec, const tl_truncation *truncation,
+                                      const tl_tensor *a, tl_tensor *u, tl_tensor *s, tl_tensor *vt,
+                                      tl_truncation_report *report);
+TL_API tl_status tl_svd_reported(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
+                                 tl_tensor *u, tl_tensor *s, tl_tensor *vt,
+                                 tl_truncation_report *report);
 
 /* ---- LU and solves --------------------------------------------------------------------- */
 
@@ -129,8 +139,8 @@ TL_API tl_status tl_lu(tl_exec *exec, const tl_tensor *a, tl_tensor *lu, int64_t
 /* Solve op(A) x = b from tl_lu's square factorization (lu n x n, its pivots). b is n x r or
  * a vector of n; x has b's shape. TL_E_INVALID when u has an exact zero on its diagonal
  * (the message names the index) or a pivot is out of range. */
-TL_API tl_status tl_lu_solve_into(tl_exec *exec, const tl_tensor *lu, const int64_t *pivots,
-                                  tl_trans trans, const tl_tensor *b, tl_tensor *x);
+TL_API tl_status tl_lu_solve_into(tl_exec *exec, tl_trans trans, const tl_tensor *lu,
+                                  const int64_t *pivots, const tl_tensor *b, tl_tensor *x);
 
 /* Solve a x = b for square a (LU with partial pivoting inside). b n x r or n; x as b.
  * TL_E_INVALID for an exactly singular a. */
@@ -153,9 +163,9 @@ TL_API tl_status tl_triangular_solve(tl_exec *exec, tl_side side, tl_uplo uplo, 
 /* a (n x n) = v diag(w) v^H with w ascending (real dtype) and v unitary; only the triangle
  * `uplo` of a is read. v may be NULL (eigenvalues only). The `_into` form takes w (n) and
  * v (n x n). */
-TL_API tl_status tl_eigh_into(tl_exec *exec, const tl_tensor *a, tl_uplo uplo, tl_tensor *w,
+TL_API tl_status tl_eigh_into(tl_exec *exec, tl_uplo uplo, const tl_tensor *a, tl_tensor *w,
                               tl_tensor *v);
-TL_API tl_status tl_eigh(tl_exec *exec, const tl_tensor *a, tl_uplo uplo, tl_tensor *w,
+TL_API tl_status tl_eigh(tl_exec *exec, tl_uplo uplo, const tl_tensor *a, tl_tensor *w,
                          tl_tensor *v);
 
 #ifdef __cplusplus

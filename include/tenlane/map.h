@@ -48,16 +48,22 @@ TL_API tl_status tl_map(tl_session *session, size_t count, tl_map_fn fn, void *a
                         tl_map_outcome *outcome);
 
 typedef struct tl_map_options {
+  size_t size;   /* sizeof(tl_map_options), set by tl_map_options_init */
   int max_lanes; /* at most this many lanes take items (lanes 0..max_lanes-1); 0 = every lane.
                     Compares 1 and 2 lanes on one context without a second one. */
 } tl_map_options;
 
+/* Fill `options` with the defaults (every lane) and set its size. NULL is ignored. Any
+ * thread. */
+TL_API void tl_map_options_init(tl_map_options *options);
+
 /* tl_map with options (NULL = the defaults, as tl_map; borrowed for the call). Session's
- * thread only. Errors: those of tl_map, and TL_E_INVALID for max_lanes < 0. A max_lanes above the
+ * thread only. Errors: those of tl_map, and TL_E_INVALID for max_lanes < 0 or an options
+ * size below the first version's (options not filled by tl_map_options_init). A max_lanes above the
  * context's budget means every lane. The lanes above the cap still enter and leave the phase; they
  * pull no item. */
-TL_API tl_status tl_map_ex(tl_session *session, size_t count, tl_map_fn fn, void *arg,
-                           const tl_map_options *options, tl_map_outcome *outcome);
+TL_API tl_status tl_map_ex(tl_session *session, const tl_map_options *options, size_t count,
+                           tl_map_fn fn, void *arg, tl_map_outcome *outcome);
 
 /* The same inside an open phase (one tl_phase_run). */
 TL_API tl_status tl_phase_map(tl_phase *phase, size_t count, tl_map_fn fn, void *arg,

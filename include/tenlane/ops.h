@@ -107,7 +107,7 @@ TL_API tl_status tl_random_into(tl_exec *exec, uint64_t seed, tl_tensor *out);
 TL_API tl_status tl_convert_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
 /* Fresh form: *out becomes a new tensor of `dtype` and x's shape. TL_E_DTYPE for an
  * unknown dtype. */
-TL_API tl_status tl_convert(tl_exec *exec, const tl_tensor *x, tl_dtype dtype, tl_tensor *out);
+TL_API tl_status tl_convert(tl_exec *exec, tl_dtype dtype, const tl_tensor *x, tl_tensor *out);
 
 /* out = alpha * x (x may broadcast into out). */
 TL_API tl_status tl_scale_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *x, tl_tensor *out);
@@ -129,7 +129,7 @@ TL_API tl_status tl_permute(tl_exec *exec, const tl_tensor *x, const int *perm, 
 
 /* x with a new shape (same element count, column-major element order). *out is a view of
  * x (out->owned NULL) when x's strides allow, else a fresh owned copy. */
-TL_API tl_status tl_reshape(tl_exec *exec, const tl_tensor *x, int rank, const int64_t *shape,
+TL_API tl_status tl_reshape(tl_exec *exec, int rank, const int64_t *shape, const tl_tensor *x,
                             tl_tensor *out);
 /* Copy x's elements, in column-major order, into out (same element count, any shape). */
 TL_API tl_status tl_reshape_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out);
@@ -160,16 +160,18 @@ TL_API tl_status tl_reduce(tl_exec *exec, tl_reduce_op op, const tl_tensor *x, i
  * (einsum handles traces/diagonals itself); a label only in one input and not in c is
  * TL_E_INVALID (sum it first). c = contraction of a and b (c's old contents ignored).
  * Operands are permuted into GEMM form only when their strides do not already fit. */
-TL_API tl_status tl_contract_into(tl_exec *exec, const tl_tensor *a, const int *a_labels,
-                                  const tl_tensor *b, const int *b_labels, tl_tensor *c,
-                                  const int *c_labels);
-TL_API tl_status tl_contract(tl_exec *exec, const tl_tensor *a, const int *a_labels,
-                             const tl_tensor *b, const int *b_labels, int c_rank,
-                             const int *c_labels, tl_tensor *out);
+TL_API tl_status tl_contract_into(tl_exec *exec, const int *c_labels, const tl_tensor *a,
+                                  const int *a_labels, const tl_tensor *b, const int *b_labels,
+                                  tl_tensor *c);
+/* Fresh form: the result's labels (c_rank of them) say what to make. */
+TL_API tl_status tl_contract(tl_exec *exec, int c_rank, const int *c_labels, const tl_tensor *a,
+                             const int *a_labels, const tl_tensor *b, const int *b_labels,
+                             tl_tensor *out);
 /* The same with c = alpha * contraction + beta * c (beta 0: c not read). */
-TL_API tl_status tl_contract_ex_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
-                                     const int *a_labels, const tl_tensor *b, const int *b_labels,
-                                     tl_scalar beta, tl_tensor *c, const int *c_labels);
+TL_API tl_status tl_contract_scaled_into(tl_exec *exec, tl_scalar alpha, tl_scalar beta,
+                                         const int *c_labels, const tl_tensor *a,
+                                         const int *a_labels, const tl_tensor *b,
+                                         const int *b_labels, tl_tensor *c);
 
 /* c = alpha * a * b + beta * c for rank-2 a (m x k), b (k x n), c (m x n), any strides
  * (pass a tl_tensor_transpose_view for a transpose). beta 0: c not read. A complex product

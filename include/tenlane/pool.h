@@ -24,6 +24,7 @@ extern "C" {
 typedef struct tl_pool tl_pool;
 
 typedef struct tl_pool_config {
+  size_t size;     /* sizeof(tl_pool_config), set by tl_pool_config_init */
   int workers;     /* number of worker threads, >= 1 */
   const int *cpus; /* CPUs to pin to, or NULL for no pinning; borrowed for the call */
   int cpu_count;   /* entries in cpus; workers are spread evenly over them */
@@ -35,11 +36,13 @@ typedef struct tl_pool_config {
  * work a worker burns at most this much CPU before it sleeps. */
 #define TL_SPIN_US_MAX 10000
 
-/* Fill `config` with defaults: 1 worker, no pinning, the default spin window. */
+/* Fill `config` with defaults (1 worker, no pinning, the default spin window) and set its
+ * size. NULL is ignored. */
 TL_API void tl_pool_config_init(tl_pool_config *config);
 
 /* Create a pool and start its workers. On success *out owns the pool; destroy it with
- * tl_pool_destroy. Errors: TL_E_INVALID (NULL, workers < 1, a CPU out of range, spin_us
+ * tl_pool_destroy. Errors: TL_E_INVALID (NULL, a config size below the first version's (not
+ * filled by tl_pool_config_init), workers < 1, a CPU out of range, spin_us
  * above TL_SPIN_US_MAX),
  * TL_E_NOMEM, TL_E_THREAD (a worker could not be started), TL_E_AFFINITY (pinning
  * failed or the mask read back differs). Any thread may call it. */

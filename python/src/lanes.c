@@ -346,11 +346,13 @@ static void tag_item(Py_ssize_t item) {
 static int run_map(tl_session *session, size_t count, tl_map_fn fn, lanes_job *job) {
   const char *where = job->where;
   tl_map_outcome outcome;
-  tl_map_options options = {.max_lanes = job->max_lanes};
+  tl_map_options options;
+  tl_map_options_init(&options);
+  options.max_lanes = job->max_lanes;
   tl_status status;
   for (;;) {
     Py_BEGIN_ALLOW_THREADS;
-    status = tl_map_ex(session, count, fn, job, &options, &outcome);
+    status = tl_map_ex(session, &options, count, fn, job, &outcome);
     Py_END_ALLOW_THREADS;
     if (status == TL_OK) return 0;
     if (job->py_interrupt) { /* a callback on this (main) thread was interrupted */

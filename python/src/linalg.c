@@ -4,8 +4,8 @@
  *
  * Truncation keywords: tol (relative to the largest value), atol (absolute) and max_rank
  * (0 = no cap), tenlane's tl_truncation; none given keeps everything. svd and qrcp return
- * the discarded weight of tenlane's tl_truncation_report (tl_svd_ex, tl_qrcp_ex): the sum
- * of the squares of the dropped singular values, or ||r22||_F^2 of the dropped rows. */
+ * the discarded weight of tenlane's tl_truncation_report (tl_svd_reported, tl_qrcp_reported): the
+ * sum of the squares of the dropped singular values, or ||r22||_F^2 of the dropped rows. */
 
 #include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
 
@@ -13,7 +13,7 @@
 
 int tlpy_truncation(PyObject *tol, PyObject *atol, PyObject *max_rank, const char *where,
                     tl_truncation *out, int *any) {
-  memset(out, 0, sizeof *out);
+  tl_truncation_init(out);
   *any = 0;
   if (tol && tol != Py_None) {
     out->rtol = PyFloat_AsDouble(tol);
@@ -38,7 +38,7 @@ tl_status tlpy_svd_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *tr
                       tlpy_svd_item *out) {
   memset(out, 0, sizeof *out);
   tl_truncation_report report;
-  tl_status status = tl_svd_ex(exec, a, truncation, &out->u, &out->s, &out->vt, &report);
+  tl_status status = tl_svd_reported(exec, truncation, a, &out->u, &out->s, &out->vt, &report);
   if (status != TL_OK) return status;
   out->rank = report.rank;
   out->discarded = report.discarded_weight;
@@ -70,7 +70,7 @@ PyObject *tlpy_svd_tuple(tlpy_svd_item *item) {
 tl_status tlpy_qrcp_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
                        int64_t *perm, tlpy_qrcp_item *item) {
   tl_truncation_report report;
-  tl_status status = tl_qrcp_ex(exec, a, truncation, &item->q, &item->r, perm, &report);
+  tl_status status = tl_qrcp_reported(exec, truncation, a, &item->q, &item->r, perm, &report);
   if (status != TL_OK) return status;
   item->rank = report.rank;
   item->discarded = report.discarded_weight;
@@ -216,7 +216,7 @@ static PyObject *session_eigh(PyObject *self, PyObject *args, PyObject *kwargs) 
   if (!exec) return NULL;
   tl_tensor w, v;
   tl_status status;
-  TLPY_RUN(BIG(op), status = tl_eigh(exec, &op.tensor, *uplo == 'L' ? TL_LOWER : TL_UPPER, &w, &v));
+  TLPY_RUN(BIG(op), status = tl_eigh(exec, *uplo == 'L' ? TL_LOWER : TL_UPPER, &op.tensor, &w, &v));
   tlpy_operand_release(&op);
   if (status != TL_OK) return tlpy_raise_last(status);
   PyObject *parts[2] = {tlpy_result(&w, NULL), tlpy_result(&v, NULL)};

@@ -141,7 +141,9 @@ static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, 
       TLPY_RUN(big,
                status = tl_einsum_with_path_into(exec, spec, n, ptrs, n_given, given, &out.tensor));
     } else {
-      TLPY_RUN(big, status = tl_einsum_ex_into(exec, spec, n, ptrs, kind, &out.tensor));
+      TLPY_RUN(big, status = tl_einsum_ex_into(
+                        exec, &(tl_einsum_options){sizeof(tl_einsum_options), kind}, spec, n, ptrs,
+                        &out.tensor));
     }
     tlpy_operand_release(&out);
     if (status != TL_OK) return tlpy_raise_last(status);
@@ -157,7 +159,9 @@ static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, 
   } else {
     status = tlpy_create(ops[0].tensor.dtype, rank, shape, &result);
     if (status == TL_OK) {
-      TLPY_RUN(big, status = tl_einsum_ex_into(exec, spec, n, ptrs, kind, &result));
+      TLPY_RUN(big, status = tl_einsum_ex_into(
+                        exec, &(tl_einsum_options){sizeof(tl_einsum_options), kind}, spec, n, ptrs,
+                        &result));
       if (status != TL_OK) tl_tensor_release(&result);
     }
   }
@@ -368,7 +372,7 @@ static PyObject *session_tensordot(PyObject *self, PyObject *args, PyObject *kwa
                  TL_MAX_RANK);
     } else {
       TLPY_RUN(big,
-               status = tl_contract(exec, &ops[0].tensor, al, &ops[1].tensor, bl, cr, cl, &result));
+               status = tl_contract(exec, cr, cl, &ops[0].tensor, al, &ops[1].tensor, bl, &result));
       r = tlpy_result_or_raise(status, &result);
     }
   }
@@ -512,7 +516,7 @@ static PyObject *session_reshape(PyObject *self, PyObject *args, PyObject *kwarg
     /* a copy made column-major in the reversed axes is C order once they are reversed back */
     tl_exec_set_order(exec, TL_ORDER_COL_MAJOR);
     TLPY_RUN(tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS,
-             status = tl_reshape(exec, &in, rank, reversed, &result));
+             status = tl_reshape(exec, rank, reversed, &in, &result));
     tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR);
     if (status != TL_OK) {
       r = tlpy_raise_last(status);

@@ -29,6 +29,15 @@
 tl_status tl__fail(tl_status status, const char *format, ...) TL__PRINTF(2, 3);
 tl_status tl__failv(tl_status status, const char *format, va_list args) TL__PRINTF(2, 0);
 
+/* The bytes of `type` up to and including `field`: the size a versioned public struct
+ * (one with a leading `size_t size` set by its _init) must declare for `field` to be read. */
+#define TL__SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* Check a versioned public struct's `size` field (struct_size.c): TL_OK when `size` is at
+ * least `need` (the first version's size), else TL_E_INVALID with a message naming the
+ * call, the type, both sizes and the _init function to use. */
+tl_status tl__check_struct_size(const char *call, const char *type, size_t size, size_t need);
+
 /* A callback's return code as text: "TL_E_SHAPE (11)" when it is a tl_status other than
  * TL_OK, the bare number otherwise. */
 void tl__code_text(int code, char *dst, size_t size);

@@ -16,6 +16,7 @@
 void tl_context_config_init(tl_context_config *config) {
   if (config == NULL) return;
   memset(config, 0, sizeof *config);
+  config->size = sizeof *config;
   config->spin_us = -1;
 }
 
@@ -28,10 +29,11 @@ static atomic_uint_fast64_t last_serial;
 
 uint64_t tl_context_serial(const tl_context *ctx) { return ctx != NULL ? ctx->serial : 0; }
 
-tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
-  if (config == NULL || out == NULL)
-    return tl__fail(TL_E_INVALID, "tl_context_create: config (%p) and out (%p) must not be NULL",
-                    (const void *)config, (void *)out);
+/* The checks on the config's own fields (its size, the budget, the spin window). */
+static tl_status check_config(const tl_context_config *config) {
+  tl_status status = tl__check_struct_size("tl_context_create", "tl_context_config", config->size,
+                                           TL__SIZE_THROUGH(tl_context_config, spin_us));
+  if (status != TL_OK) return status;
   if (config->threads < 0 || config->threads > TL_THREADS_MAX)
     return tl__fail(TL_E_INVALID,
                     "tl_context_create: threads is %d, expected 0..%d (TL_THREADS_MAX)",
@@ -42,6 +44,15 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
   if (config->spin_us > TL_SPIN_US_MAX)
     return tl__fail(TL_E_INVALID, "tl_context_create: spin_us is %d, above TL_SPIN_US_MAX (%d)",
                     config->spin_us, TL_SPIN_US_MAX);
+  return TL_OK;
+}
+
+tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
+  if (config == NULL || out == NULL)
+    return tl__fail(TL_E_INVALID, "tl_context_create: config (%p) and out (%p) must not be NULL",
+                    (const void *)config, (void *)out);
+  tl_status config_status = check_config(config);
+  if (config_status != TL_OK) return config_status;
   cpu_set_t process_set;
   CPU_ZERO(&process_set);
   if (sched_getaffinity(0, sizeof process_set, &process_set) != 0)

@@ -386,11 +386,24 @@ static tl_status einsum_impl(tl_exec *exec, const char *spec, int n,
   return TL_OK;
 }
 
-tl_status tl_einsum_ex_into(tl_exec *exec, const char *spec, int n_operands,
-                            const tl_tensor *const *operands, tl_einsum_path_kind kind,
-                            tl_tensor *out) {
-  tl_status status = tl__exec_begin(exec, "tl_einsum_into");
+void tl_einsum_options_init(tl_einsum_options *options) {
+  if (options == NULL) return;
+  memset(options, 0, sizeof *options);
+  options->size = sizeof *options;
+  options->path_kind = TL_EINSUM_PATH_AUTO;
+}
+
+tl_status tl_einsum_ex_into(tl_exec *exec, const tl_einsum_options *options, const char *spec,
+                            int n_operands, const tl_tensor *const *operands, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_einsum_ex_into");
   if (status != TL_OK) return status;
+  tl_einsum_path_kind kind = TL_EINSUM_PATH_AUTO;
+  if (options != NULL) {
+    status = tl__check_struct_size("tl_einsum_ex_into", "tl_einsum_options", options->size,
+                                   TL__SIZE_THROUGH(tl_einsum_options, path_kind));
+    if (status != TL_OK) return tl__exec_end(exec, status);
+    kind = options->path_kind;
+  }
   if (kind == TL_EINSUM_PATH_GIVEN) {
     return tl__exec_end(exec, tl__fail(TL_E_INVALID,
                                        "tl_einsum_ex_into: kind TL_EINSUM_PATH_GIVEN needs a path "
@@ -402,7 +415,10 @@ tl_status tl_einsum_ex_into(tl_exec *exec, const char *spec, int n_operands,
 
 tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
                          const tl_tensor *const *operands, tl_tensor *out) {
-  return tl_einsum_ex_into(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, out);
+  tl_status status = tl__exec_begin(exec, "tl_einsum_into");
+  if (status != TL_OK) return status;
+  return tl__exec_end(exec,
+                      einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, out, 0));
 }
 
 tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,

@@ -311,9 +311,8 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
   return layout_scratch(spec, plan);
 }
 
-tl_status tl_einsum_path(const char *spec, int n_operands, const int *ranks,
-                         const int64_t *const *shapes, tl_einsum_path_kind kind,
-                         tl_einsum_path_info *out) {
+tl_status tl_einsum_path(tl_einsum_path_kind kind, const char *spec, int n_operands,
+                         const int *ranks, const int64_t *const *shapes, tl_einsum_path_info *out) {
   if (spec == NULL || ranks == NULL || shapes == NULL || out == NULL) {
     return tl__fail(TL_E_INVALID,
                     "tl_einsum_path: NULL argument (spec %p, ranks %p, shapes %p, "

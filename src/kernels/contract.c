@@ -358,26 +358,27 @@ static tl_status contract_into_impl(tl_exec *exec, tl_scalar alpha, const tl_ten
   return contract_run(exec, team, alpha, &x, beta, c_labels);
 }
 
-tl_status tl_contract_into(tl_exec *exec, const tl_tensor *a, const int *a_labels,
-                           const tl_tensor *b, const int *b_labels, tl_tensor *c,
-                           const int *c_labels) {
+tl_status tl_contract_into(tl_exec *exec, const int *c_labels, const tl_tensor *a,
+                           const int *a_labels, const tl_tensor *b, const int *b_labels,
+                           tl_tensor *c) {
   tl_status status = tl__exec_begin(exec, "tl_contract_into");
   if (status != TL_OK) return status;
   return tl__exec_end(exec, contract_into_impl(exec, tl_scalar_real(1.0), a, a_labels, b, b_labels,
                                                tl_scalar_real(0.0), c, c_labels));
 }
 
-tl_status tl_contract_ex_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
-                              const int *a_labels, const tl_tensor *b, const int *b_labels,
-                              tl_scalar beta, tl_tensor *c, const int *c_labels) {
-  tl_status status = tl__exec_begin(exec, "tl_contract_ex_into");
+tl_status tl_contract_scaled_into(tl_exec *exec, tl_scalar alpha, tl_scalar beta,
+                                  const int *c_labels, const tl_tensor *a, const int *a_labels,
+                                  const tl_tensor *b, const int *b_labels, tl_tensor *c) {
+  tl_status status = tl__exec_begin(exec, "tl_contract_scaled_into");
   if (status != TL_OK) return status;
   return tl__exec_end(exec,
                       contract_into_impl(exec, alpha, a, a_labels, b, b_labels, beta, c, c_labels));
 }
 
-tl_status tl_contract(tl_exec *exec, const tl_tensor *a, const int *a_labels, const tl_tensor *b,
-                      const int *b_labels, int c_rank, const int *c_labels, tl_tensor *out) {
+tl_status tl_contract(tl_exec *exec, int c_rank, const int *c_labels, const tl_tensor *a,
+                      const int *a_labels, const tl_tensor *b, const int *b_labels,
+                      tl_tensor *out) {
   tl_status status = tl__exec_begin(exec, "tl_contract");
   if (status != TL_OK) return status;
   if (out == NULL) return tl__exec_end(exec, tl__fail(TL_E_INVALID, "out is NULL"));

@@ -91,7 +91,7 @@ tl_status tl_convert_into(tl_exec *exec, const tl_tensor *x, tl_tensor *out) {
   return tl__exec_end(exec, convert_into_impl(exec, x, out));
 }
 
-tl_status tl_convert(tl_exec *exec, const tl_tensor *x, tl_dtype dtype, tl_tensor *out) {
+tl_status tl_convert(tl_exec *exec, tl_dtype dtype, const tl_tensor *x, tl_tensor *out) {
   tl_status status = tl__exec_begin(exec, "tl_convert");
   if (status != TL_OK) return status;
   return tl__exec_end(exec, convert_fresh_impl(exec, x, dtype, out));

@@ -150,7 +150,7 @@ static tl_status reshape_impl(tl_exec *exec, const tl_tensor *x, int rank, const
   return TL_OK;
 }
 
-tl_status tl_reshape(tl_exec *exec, const tl_tensor *x, int rank, const int64_t *shape,
+tl_status tl_reshape(tl_exec *exec, int rank, const int64_t *shape, const tl_tensor *x,
                      tl_tensor *out) {
   tl_status status = tl__exec_begin(exec, "tl_reshape");
   if (status != TL_OK) return status;

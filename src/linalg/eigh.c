@@ -77,14 +77,14 @@ static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   return TL_OK;
 }
 
-tl_status tl_eigh_into(tl_exec *exec, const tl_tensor *a, tl_uplo uplo, tl_tensor *w,
+tl_status tl_eigh_into(tl_exec *exec, tl_uplo uplo, const tl_tensor *a, tl_tensor *w,
                        tl_tensor *v) {
   tl_status status = tl__la_begin(exec, "tl_eigh_into");
   if (status != TL_OK) return status;
   return tl__exec_end(exec, eigh_impl(exec, "tl_eigh_into", a, uplo, w, v, 0));
 }
 
-tl_status tl_eigh(tl_exec *exec, const tl_tensor *a, tl_uplo uplo, tl_tensor *w, tl_tensor *v) {
+tl_status tl_eigh(tl_exec *exec, tl_uplo uplo, const tl_tensor *a, tl_tensor *w, tl_tensor *v) {
   tl_status status = tl__la_begin(exec, "tl_eigh");
   if (status != TL_OK) return status;
   return tl__exec_end(exec, eigh_impl(exec, "tl_eigh", a, uplo, w, v, 1));

@@ -211,8 +211,8 @@ static tl_status lu_solve_impl(tl_exec *exec, const char *route, const tl_tensor
   return solve_with(exec, route, dtype, trans_char, n, lu_buf, ld, ipiv, b, rhs, x, 0);
 }
 
-tl_status tl_lu_solve_into(tl_exec *exec, const tl_tensor *lu, const int64_t *pivots,
-                           tl_trans trans, const tl_tensor *b, tl_tensor *x) {
+tl_status tl_lu_solve_into(tl_exec *exec, tl_trans trans, const tl_tensor *lu,
+                           const int64_t *pivots, const tl_tensor *b, tl_tensor *x) {
   tl_status status = tl__la_begin(exec, "tl_lu_solve_into");
   if (status != TL_OK) return status;
   return tl__exec_end(exec, lu_solve_impl(exec, "tl_lu_solve_into", lu, pivots, trans, b, x));

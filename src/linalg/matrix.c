@@ -173,6 +173,12 @@ void tl__la_scatter(const void *buf, int64_t ld, int64_t rows, int64_t cols, con
   }
 }
 
+void tl_truncation_init(tl_truncation *truncation) {
+  if (truncation == NULL) return;
+  memset(truncation, 0, sizeof *truncation);
+  truncation->size = sizeof *truncation;
+}
+
 int64_t tl__la_truncate(tl_dtype real, const void *values, int64_t k,
                         const tl_truncation *truncation) {
   if (truncation == NULL || k == 0) return k;
@@ -193,6 +199,9 @@ int64_t tl__la_truncate(tl_dtype real, const void *values, int64_t k,
 
 tl_status tl__la_check_truncation(const tl_truncation *truncation, const char *route) {
   if (truncation == NULL) return TL_OK;
+  tl_status status = tl__check_struct_size(route, "tl_truncation", truncation->size,
+                                           TL__SIZE_THROUGH(tl_truncation, atol));
+  if (status != TL_OK) return status;
   if (truncation->max_rank < 0 || !(truncation->rtol >= 0.0) || !(truncation->atol >= 0.0)) {
     return tl__fail(TL_E_INVALID,
                     "%s: truncation has max_rank %lld, rtol %g, atol %g; expected max_rank >= 0 "

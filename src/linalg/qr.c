@@ -361,7 +361,7 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   return TL_OK;
 }
 
-tl_status tl_qrcp_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+tl_status tl_qrcp_into(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
                        tl_tensor *q, tl_tensor *r, int64_t *perm, int64_t *rank) {
   tl_status status = tl__la_begin(exec, "tl_qrcp_into");
   if (status != TL_OK) return status;
@@ -369,27 +369,29 @@ tl_status tl_qrcp_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *t
                       qrcp_impl(exec, "tl_qrcp_into", a, truncation, q, r, perm, rank, NULL, 0));
 }
 
-tl_status tl_qrcp(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation, tl_tensor *q,
+tl_status tl_qrcp(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a, tl_tensor *q,
                   tl_tensor *r, int64_t *perm, int64_t *rank) {
   tl_status status = tl__la_begin(exec, "tl_qrcp");
   if (status != TL_OK) return status;
   return tl__exec_end(exec, qrcp_impl(exec, "tl_qrcp", a, truncation, q, r, perm, rank, NULL, 1));
 }
 
-tl_status tl_qrcp_ex_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                          tl_tensor *q, tl_tensor *r, int64_t *perm, tl_truncation_report *report) {
-  tl_status status = tl__la_begin(exec, "tl_qrcp_ex_into");
+tl_status tl_qrcp_reported_into(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
+                                tl_tensor *q, tl_tensor *r, int64_t *perm,
+                                tl_truncation_report *report) {
+  tl_status status = tl__la_begin(exec, "tl_qrcp_reported_into");
   if (status != TL_OK) return status;
   int64_t rank;
   return tl__exec_end(
-      exec, qrcp_impl(exec, "tl_qrcp_ex_into", a, truncation, q, r, perm, &rank, report, 0));
+      exec, qrcp_impl(exec, "tl_qrcp_reported_into", a, truncation, q, r, perm, &rank, report, 0));
 }
 
-tl_status tl_qrcp_ex(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                     tl_tensor *q, tl_tensor *r, int64_t *perm, tl_truncation_report *report) {
-  tl_status status = tl__la_begin(exec, "tl_qrcp_ex");
+tl_status tl_qrcp_reported(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
+                           tl_tensor *q, tl_tensor *r, int64_t *perm,
+                           tl_truncation_report *report) {
+  tl_status status = tl__la_begin(exec, "tl_qrcp_reported");
   if (status != TL_OK) return status;
   int64_t rank;
-  return tl__exec_end(exec,
-                      qrcp_impl(exec, "tl_qrcp_ex", a, truncation, q, r, perm, &rank, report, 1));
+  return tl__exec_end(
+      exec, qrcp_impl(exec, "tl_qrcp_reported", a, truncation, q, r, perm, &rank, report, 1));
 }

@@ -165,31 +165,33 @@ static tl_status svd_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   return TL_OK;
 }
 
-tl_status tl_svd_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
+tl_status tl_svd_into(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
                       tl_tensor *u, tl_tensor *s, tl_tensor *vt, int64_t *rank) {
   tl_status status = tl__la_begin(exec, "tl_svd_into");
   if (status != TL_OK) return status;
   return tl__exec_end(exec, svd_impl(exec, "tl_svd_into", a, truncation, u, s, vt, rank, NULL, 0));
 }
 
-tl_status tl_svd(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation, tl_tensor *u,
+tl_status tl_svd(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a, tl_tensor *u,
                  tl_tensor *s, tl_tensor *vt, int64_t *rank) {
   tl_status status = tl__la_begin(exec, "tl_svd");
   if (status != TL_OK) return status;
   return tl__exec_end(exec, svd_impl(exec, "tl_svd", a, truncation, u, s, vt, rank, NULL, 1));
 }
 
-tl_status tl_svd_ex_into(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                         tl_tensor *u, tl_tensor *s, tl_tensor *vt, tl_truncation_report *report) {
-  tl_status status = tl__la_begin(exec, "tl_svd_ex_into");
+tl_status tl_svd_reported_into(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
+                               tl_tensor *u, tl_tensor *s, tl_tensor *vt,
+                               tl_truncation_report *report) {
+  tl_status status = tl__la_begin(exec, "tl_svd_reported_into");
   if (status != TL_OK) return status;
-  return tl__exec_end(exec,
-                      svd_impl(exec, "tl_svd_ex_into", a, truncation, u, s, vt, NULL, report, 0));
+  return tl__exec_end(
+      exec, svd_impl(exec, "tl_svd_reported_into", a, truncation, u, s, vt, NULL, report, 0));
 }
 
-tl_status tl_svd_ex(tl_exec *exec, const tl_tensor *a, const tl_truncation *truncation,
-                    tl_tensor *u, tl_tensor *s, tl_tensor *vt, tl_truncation_report *report) {
-  tl_status status = tl__la_begin(exec, "tl_svd_ex");
+tl_status tl_svd_reported(tl_exec *exec, const tl_truncation *truncation, const tl_tensor *a,
+                          tl_tensor *u, tl_tensor *s, tl_tensor *vt, tl_truncation_report *report) {
+  tl_status status = tl__la_begin(exec, "tl_svd_reported");
   if (status != TL_OK) return status;
-  return tl__exec_end(exec, svd_impl(exec, "tl_svd_ex", a, truncation, u, s, vt, NULL, report, 1));
+  return tl__exec_end(exec,
+                      svd_impl(exec, "tl_svd_reported", a, truncation, u, s, vt, NULL, report, 1));
 }

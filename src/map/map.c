@@ -239,8 +239,26 @@ static tl_status map_session(tl_session *session, size_t count, tl_map_fn fn, vo
   return call.status;
 }
 
-tl_status tl_map_ex(tl_session *session, size_t count, tl_map_fn fn, void *arg,
-                    const tl_map_options *options, tl_map_outcome *outcome) {
+void tl_map_options_init(tl_map_options *options) {
+  if (options == NULL) return;
+  memset(options, 0, sizeof *options);
+  options->size = sizeof *options;
+}
+
+tl_status tl_map_ex(tl_session *session, const tl_map_options *options, size_t count, tl_map_fn fn,
+                    void *arg, tl_map_outcome *outcome) {
+  if (options != NULL) {
+    tl_status status = tl__check_struct_size("tl_map_ex", "tl_map_options", options->size,
+                                             TL__SIZE_THROUGH(tl_map_options, max_lanes));
+    if (status != TL_OK) {
+      if (outcome != NULL) {
+        memset(outcome, 0, sizeof *outcome);
+        outcome->status = status;
+        memcpy(outcome->message, tl_last_message(), sizeof outcome->message);
+      }
+      return status;
+    }
+  }
   return map_session(session, count, fn, arg, options != NULL ? options->max_lanes : 0, outcome,
                      "tl_map_ex", __builtin_frame_address(0));
 }

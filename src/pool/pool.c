@@ -24,6 +24,7 @@ int tl_pool_workers(const tl_pool *pool) { return pool ? pool->workers : 0; }
 void tl_pool_config_init(tl_pool_config *config) {
   if (config == NULL) return;
   memset(config, 0, sizeof *config);
+  config->size = sizeof *config;
   config->workers = 1;
   config->spin_us = -1;
 }
@@ -128,6 +129,9 @@ tl_status tl_pool_create(const tl_pool_config *config, tl_pool **out) {
   if (config == NULL || out == NULL)
     return tl__fail(TL_E_INVALID, "tl_pool_create: config (%p) and out (%p) must not be NULL",
                     (const void *)config, (void *)out);
+  tl_status size_status = tl__check_struct_size("tl_pool_create", "tl_pool_config", config->size,
+                                                TL__SIZE_THROUGH(tl_pool_config, spin_us));
+  if (size_status != TL_OK) return size_status;
   if (config->workers < 1 || config->workers > 4096)
     return tl__fail(TL_E_INVALID, "tl_pool_create: workers is %d, expected 1..4096",
                     config->workers);

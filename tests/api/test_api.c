@@ -1,6 +1,6 @@
 /* tests/api/test_api.c: the calls issue 14 added: version, element access, owning reshape,
  * conversion, fill/identity/random, the order of fresh results, per-map lane caps, public
- * scratch scopes, and the truncation report of tl_svd_ex / tl_qrcp_ex. */
+ * scratch scopes, and the truncation report of tl_svd_reported / tl_qrcp_reported. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -72,7 +72,7 @@ static void convert_every_dtype_pair(void) {
     TH_CHECK_OK(tl_random_into(h.exec, 11, &x));
     for (int to = 0; to < TL_DTYPE_COUNT; to++) {
       tl_tensor y;
-      TH_CHECK_OK(tl_convert(h.exec, &x, (tl_dtype)to, &y));
+      TH_CHECK_OK(tl_convert(h.exec, (tl_dtype)to, &x, &y));
       TH_CHECK(y.dtype == (tl_dtype)to && y.rank == 2);
       int single = to == TL_F32 || to == TL_C64 || from == TL_F32 || from == TL_C64;
       for (int64_t i = 0; i < 5; i++) {
@@ -97,7 +97,7 @@ static void convert_every_dtype_pair(void) {
   TH_CHECK_OK(tl_tensor_create(TL_C128, 1, wide, &out));
   TH_CHECK_OK(tl_convert_into(h.exec, &s, &out));
   TH_CHECK(((double *)out.data)[10] == 4.0 && ((double *)out.data)[11] == 0.0);
-  TH_CHECK_STATUS(tl_convert(h.exec, &s, (tl_dtype)9, &out), TL_E_DTYPE);
+  TH_CHECK_STATUS(tl_convert(h.exec, (tl_dtype)9, &s, &out), TL_E_DTYPE);
   tl_tensor_release(&out);
   th_held_close(&h);
 }
@@ -167,7 +167,7 @@ static void fresh_results_follow_the_surface_order(void) {
   TH_CHECK_OK(tl_tensor_get(&a, (int64_t[2]){2, 3}, &x));
   TH_CHECK_OK(tl_tensor_get(&sum, (int64_t[2]){2, 3}, &y));
   TH_CHECK(y.re == 2.0 * x.re);
-  TH_CHECK_OK(tl_svd(h.exec, &a, NULL, &u, &s, &vt, NULL));
+  TH_CHECK_OK(tl_svd(h.exec, NULL, &a, &u, &s, &vt, NULL));
   TH_CHECK(tl_tensor_is_row_major(&u) && tl_tensor_is_row_major(&vt));
   TH_CHECK_STATUS(tl_exec_set_order(h.exec, (tl_order)5), TL_E_INVALID);
   tl_tensor_release(&a);
@@ -193,15 +193,15 @@ static void map_ex_caps_the_lanes(void) {
   th_held_open(&h, 2);
   for (int cap = 0; cap <= 3; cap++) {
     lanes_seen seen = {0};
-    tl_map_options options = {cap};
+    tl_map_options options = {sizeof(tl_map_options), cap};
     tl_map_outcome outcome;
-    TH_CHECK_OK(tl_map_ex(h.session, 64, note_lane, &seen, &options, &outcome));
+    TH_CHECK_OK(tl_map_ex(h.session, &options, 64, note_lane, &seen, &outcome));
     TH_CHECK(outcome.items_done == 64);
     TH_CHECK(atomic_load(&seen.items[0]) + atomic_load(&seen.items[1]) == 64);
     if (cap == 1) TH_CHECK(atomic_load(&seen.items[1]) == 0);
   }
-  tl_map_options bad = {-1};
-  TH_CHECK_STATUS(tl_map_ex(h.session, 4, note_lane, NULL, &bad, NULL), TL_E_INVALID);
+  tl_map_options bad = {sizeof(tl_map_options), -1};
+  TH_CHECK_STATUS(tl_map_ex(h.session, &bad, 4, note_lane, NULL, NULL), TL_E_INVALID);
   TH_CHECK(strstr(tl_last_message(), "tl_map_ex") == tl_last_message());
   th_held_close(&h);
 }
@@ -267,10 +267,10 @@ static void svd_and_qrcp_report_the_discarded_weight(void) {
     tl_tensor a, u, s, vt, q, r, full_u, full_s, full_vt;
     TH_CHECK_OK(tl_tensor_create((tl_dtype)d, 2, shape, &a));
     TH_CHECK_OK(tl_random_into(h.exec, 5 + d, &a));
-    tl_truncation keep4 = {4, 0.0, 0.0};
+    tl_truncation keep4 = {sizeof(tl_truncation), 4, 0.0, 0.0};
     tl_truncation_report report;
-    TH_CHECK_OK(tl_svd_ex(h.exec, &a, &keep4, &u, &s, &vt, &report));
-    TH_CHECK_OK(tl_svd(h.exec, &a, NULL, &full_u, &full_s, &full_vt, NULL));
+    TH_CHECK_OK(tl_svd_reported(h.exec, &keep4, &a, &u, &s, &vt, &report));
+    TH_CHECK_OK(tl_svd(h.exec, NULL, &a, &full_u, &full_s, &full_vt, NULL));
     double total = 0.0, dropped = 0.0;
     for (int64_t i = 0; i < 9; i++) {
       tl_scalar v;
@@ -284,7 +284,7 @@ static void svd_and_qrcp_report_the_discarded_weight(void) {
     TH_CHECK(fabs(report.discarded_weight - dropped) <= tol * total);
     TH_CHECK(dropped > 0.01 * total);
     int64_t perm[9];
-    TH_CHECK_OK(tl_qrcp_ex(h.exec, &a, &keep4, &q, &r, perm, &report));
+    TH_CHECK_OK(tl_qrcp_reported(h.exec, &keep4, &a, &q, &r, perm, &report));
     /* the residual of the kept factors is what the report says was dropped */
     tl_tensor ap, qr, diff, norm;
     TH_CHECK_OK(tl_tensor_create((tl_dtype)d, 2, shape, &ap));
@@ -340,12 +340,12 @@ static void qrcp_discarded_weight_is_accurate_in_the_dropped_part(void) {
     tl_truncation_report report;
     int64_t perm[9];
     /* nothing dropped: exactly zero, whatever ||a|| is */
-    TH_CHECK_OK(tl_qrcp_ex(h.exec, &a, NULL, &q, &r, perm, &report));
+    TH_CHECK_OK(tl_qrcp_reported(h.exec, NULL, &a, &q, &r, perm, &report));
     TH_CHECK(report.rank == 9 && report.discarded_weight == 0.0);
     tl_tensor_release(&q);
     tl_tensor_release(&r);
-    tl_truncation keep3 = {3, 0.0, 0.0};
-    TH_CHECK_OK(tl_qrcp_ex(h.exec, &a, &keep3, &q, &r, perm, &report));
+    tl_truncation keep3 = {sizeof(tl_truncation), 3, 0.0, 0.0};
+    TH_CHECK_OK(tl_qrcp_reported(h.exec, &keep3, &a, &q, &r, perm, &report));
     TH_CHECK_OK(tl_tensor_create(dtypes[d], 2, shape, &ap));
     for (int64_t j = 0; j < 9; j++) {
       tl_tensor src, dst;
@@ -368,7 +368,63 @@ static void qrcp_discarded_weight_is_accurate_in_the_dropped_part(void) {
   th_held_close(&h);
 }
 
-TH_TEST_MAIN(TH_CASE(version_macros_match_the_library),
+/* A config or options struct not filled by its _init (size 0) is refused with a message that
+ * names the call, the type and the _init to use; each _init sets size to the struct's size. */
+static void unsized_options_are_refused(void) {
+  tl_context_config cc;
+  tl_context_config_init(&cc);
+  TH_CHECK(cc.size == sizeof cc);
+  cc.size = 0;
+  tl_context *ctx = NULL;
+  TH_CHECK_STATUS(tl_context_create(&cc, &ctx), TL_E_INVALID);
+  TH_CHECK(ctx == NULL);
+  TH_CHECK(strstr(tl_last_message(), "tl_context_create: tl_context_config.size is 0") != NULL);
+  TH_CHECK(strstr(tl_last_message(), "tl_context_config_init") != NULL);
+
+  tl_pool_config pc;
+  tl_pool_config_init(&pc);
+  TH_CHECK(pc.size == sizeof pc);
+  pc.size = sizeof pc - 1;
+  tl_pool *pool = NULL;
+  TH_CHECK_STATUS(tl_pool_create(&pc, &pool), TL_E_INVALID);
+  TH_CHECK(pool == NULL && strstr(tl_last_message(), "tl_pool_config.size") != NULL);
+
+  th_held h;
+  th_held_open(&h, 2);
+  tl_map_options mo;
+  tl_map_options_init(&mo);
+  TH_CHECK(mo.size == sizeof mo && mo.max_lanes == 0);
+  mo.size = 0;
+  tl_map_outcome outcome;
+  TH_CHECK_STATUS(tl_map_ex(h.session, &mo, 4, note_lane, NULL, &outcome), TL_E_INVALID);
+  TH_CHECK(outcome.status == TL_E_INVALID && strstr(outcome.message, "tl_map_options") != NULL);
+
+  int64_t shape[2] = {4, 3};
+  tl_tensor a, s, out;
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &a));
+  TH_CHECK_OK(tl_random_into(h.exec, 3, &a));
+  tl_truncation cut;
+  tl_truncation_init(&cut);
+  TH_CHECK(cut.size == sizeof cut && cut.max_rank == 0 && cut.rtol == 0.0 && cut.atol == 0.0);
+  cut.size = 0;
+  TH_CHECK_STATUS(tl_svd(h.exec, &cut, &a, NULL, &s, NULL, NULL), TL_E_INVALID);
+  TH_CHECK(strstr(tl_exec_message(h.exec), "tl_truncation.size is 0") != NULL);
+
+  tl_einsum_options eo;
+  tl_einsum_options_init(&eo);
+  TH_CHECK(eo.size == sizeof eo && eo.path_kind == TL_EINSUM_PATH_AUTO);
+  const tl_tensor *ops[1] = {&a};
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 2, (int64_t[2]){3, 4}, &out));
+  TH_CHECK_OK(tl_einsum_ex_into(h.exec, &eo, "ij->ji", 1, ops, &out));
+  eo.size = 0;
+  TH_CHECK_STATUS(tl_einsum_ex_into(h.exec, &eo, "ij->ji", 1, ops, &out), TL_E_INVALID);
+  TH_CHECK(strstr(tl_exec_message(h.exec), "tl_einsum_ex_into: tl_einsum_options.size") != NULL);
+  tl_tensor_release(&a);
+  tl_tensor_release(&out);
+  th_held_close(&h);
+}
+
+TH_TEST_MAIN(TH_CASE(version_macros_match_the_library), TH_CASE(unsized_options_are_refused),
              TH_CASE(tensor_get_set_round_trip_every_dtype), TH_CASE(reshape_move_takes_ownership),
              TH_CASE(convert_every_dtype_pair), TH_CASE(fill_identity_random_write_what_they_say),
              TH_CASE(fresh_results_follow_the_surface_order), TH_CASE(map_ex_caps_the_lanes),

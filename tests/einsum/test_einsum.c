@@ -383,7 +383,8 @@ static int run_case(tl_exec *exec, const spec_case *c, tl_dtype dtype, int layou
     TH_CHECK_OK(tl_tensor_create(dtype, out_rank, out_shape, &out));
     double poison = 1234.5;
     for_each_index(&out, fill_value_at, &poison);
-    status = tl_einsum_ex_into(exec, c->spec, n, views, kind, &out);
+    status = tl_einsum_ex_into(exec, &(tl_einsum_options){sizeof(tl_einsum_options), kind}, c->spec,
+                               n, views, &out);
   }
   int ok = status == TL_OK;
   if (!ok) {
@@ -461,7 +462,7 @@ static void einsum_chosen_path_never_costs_more_than_greedy(void) {
     for (int i = 0; i < n; i++) shape_ptrs[i] = shapes[i];
     tl_einsum_path_info info;
     TH_CHECK_OK(
-        tl_einsum_path(spec_table[c].spec, n, ranks, shape_ptrs, TL_EINSUM_PATH_AUTO, &info));
+        tl_einsum_path(TL_EINSUM_PATH_AUTO, spec_table[c].spec, n, ranks, shape_ptrs, &info));
     TH_CHECK(info.n_steps == n - 1);
     TH_CHECK(info.flops <= info.greedy_flops);
     if (n <= TL_EINSUM_AUTO_OPTIMAL_MAX) TH_CHECK(info.flops == info.optimal_flops);
@@ -472,7 +473,7 @@ static void einsum_chosen_path_never_costs_more_than_greedy(void) {
   const int64_t *shapes[5] = {m, m, t, m, m};
   tl_einsum_path_info info;
   TH_CHECK_OK(
-      tl_einsum_path("pi,qj,ijkl,rk,sl->pqrs", 5, ranks, shapes, TL_EINSUM_PATH_AUTO, &info));
+      tl_einsum_path(TL_EINSUM_PATH_AUTO, "pi,qj,ijkl,rk,sl->pqrs", 5, ranks, shapes, &info));
   TH_CHECK(info.flops <= info.greedy_flops);
   /* Sequencing the four matrices one by one: 4 steps of 2 * 48^5 each. */
   TH_CHECK(info.flops == 4.0 * 2.0 * pow(48.0, 5.0));
@@ -564,7 +565,7 @@ static void einsum_exact_path_matches_brute_force_on_random_networks(void) {
     }
     double expected = brute_force(&p, prepared, n);
     tl_einsum_path_info info;
-    TH_CHECK_OK(tl_einsum_path(spec, n, ranks, shape_ptrs, TL_EINSUM_PATH_OPTIMAL, &info));
+    TH_CHECK_OK(tl_einsum_path(TL_EINSUM_PATH_OPTIMAL, spec, n, ranks, shape_ptrs, &info));
     if (fabs(info.optimal_flops - expected) > 1e-9 * expected) {
       fprintf(stderr, "  %s: exact %g, brute force %g\n", spec, info.optimal_flops, expected);
       TH_CHECK(0);
@@ -771,7 +772,9 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
   tl_tensor before_target = target;
   tl_status status =
       c->variant == BAD_KIND
-          ? tl_einsum_ex_into(e, c->spec, n_pass, operand_list, (tl_einsum_path_kind)7, out_arg)
+          ? tl_einsum_ex_into(
+                e, &(tl_einsum_options){sizeof(tl_einsum_options), (tl_einsum_path_kind)7}, c->spec,
+                n_pass, operand_list, out_arg)
           : tl_einsum_into(e, c->spec, n_pass, operand_list, out_arg);
   int ok = status == c->expected && tl_last_message()[0] != '\0';
   if (!ok) {
@@ -884,17 +887,17 @@ static void einsum_path_rejects_bad_arguments(void) {
     shapes[i] = shape;
   }
   tl_einsum_path_info info;
-  TH_CHECK_STATUS(tl_einsum_path("a,a,a,a,a,a,a,a,a,a,a,a,a->a", 13, ranks, shapes,
-                                 TL_EINSUM_PATH_OPTIMAL, &info),
+  TH_CHECK_STATUS(tl_einsum_path(TL_EINSUM_PATH_OPTIMAL, "a,a,a,a,a,a,a,a,a,a,a,a,a->a", 13, ranks,
+                                 shapes, &info),
                   TL_E_INVALID);
-  TH_CHECK_OK(tl_einsum_path("a,a,a,a,a,a,a,a,a,a,a,a,a->a", 13, ranks, shapes, TL_EINSUM_PATH_AUTO,
+  TH_CHECK_OK(tl_einsum_path(TL_EINSUM_PATH_AUTO, "a,a,a,a,a,a,a,a,a,a,a,a,a->a", 13, ranks, shapes,
                              &info));
   TH_CHECK(info.chosen == TL_EINSUM_PATH_GREEDY && info.optimal_flops < 0);
-  TH_CHECK_STATUS(tl_einsum_path(NULL, 1, ranks, shapes, TL_EINSUM_PATH_AUTO, &info), TL_E_INVALID);
-  TH_CHECK_STATUS(tl_einsum_path("a->a", 1, ranks, shapes, TL_EINSUM_PATH_AUTO, NULL),
+  TH_CHECK_STATUS(tl_einsum_path(TL_EINSUM_PATH_AUTO, NULL, 1, ranks, shapes, &info), TL_E_INVALID);
+  TH_CHECK_STATUS(tl_einsum_path(TL_EINSUM_PATH_AUTO, "a->a", 1, ranks, shapes, NULL),
                   TL_E_INVALID);
   ranks[0] = TL_MAX_RANK + 1;
-  TH_CHECK_STATUS(tl_einsum_path("a->a", 1, ranks, shapes, TL_EINSUM_PATH_AUTO, &info),
+  TH_CHECK_STATUS(tl_einsum_path(TL_EINSUM_PATH_AUTO, "a->a", 1, ranks, shapes, &info),
                   TL_E_INVALID);
 }
 

@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
   spec[spec_length] = '\0';
 
   tl_einsum_path_info info;
-  tl_status planned = tl_einsum_path(spec, n, ranks, shapes, kind, &info);
+  tl_status planned = tl_einsum_path(kind, spec, n, ranks, shapes, &info);
   if (planned != TL_OK && tl_last_message()[0] == '\0')
     finding("rejection without a message", spec, planned, planned);
   if (planned == TL_OK && (info.n_operands != n || info.n_steps != (n > 1 ? n - 1 : 0)))
@@ -102,8 +102,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
       tl_tensor greedy, exact;
       if (tl_tensor_create_like(&fresh, &greedy) != TL_OK) abort();
       if (tl_tensor_create_like(&fresh, &exact) != TL_OK) abort();
-      tl_status g = tl_einsum_ex_into(exec, spec, n, ops, TL_EINSUM_PATH_GREEDY, &greedy);
-      tl_status e = tl_einsum_ex_into(exec, spec, n, ops, TL_EINSUM_PATH_OPTIMAL, &exact);
+      tl_status g = tl_einsum_ex_into(
+          exec, &(tl_einsum_options){sizeof(tl_einsum_options), TL_EINSUM_PATH_GREEDY}, spec, n,
+          ops, &greedy);
+      tl_status e = tl_einsum_ex_into(
+          exec, &(tl_einsum_options){sizeof(tl_einsum_options), TL_EINSUM_PATH_OPTIMAL}, spec, n,
+          ops, &exact);
       if (g != TL_OK || e != TL_OK)
         finding("an _into path failed where the fresh form ran", spec, g, e);
       if (!same(&fresh, &greedy) || !same(&fresh, &exact))

@@ -192,7 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
     for (int k = 0; k < t.rank; k++) a_labels[k] = k;
     for (int k = 1; k < t.rank; k++) c_labels[k - 1] = k;
     const int b_labels[1] = {0};
-    status = tl_contract(exec, &t, a_labels, &ones, b_labels, t.rank - 1, c_labels, &out);
+    status = tl_contract(exec, t.rank - 1, c_labels, &t, a_labels, &ones, b_labels, &out);
     if (status != TL_OK) finding("tl_contract refused a valid tensor", &t);
     if (tl_tensor_create(TL_F64, t.rank - 1, t.shape + 1, &expect) != TL_OK) abort();
     visit(&t, partial_sum, &expect);

@@ -701,11 +701,11 @@ static void complex_and_lapack_calls(tl_exec *exec) {
       TH_CHECK_OK(tl_gemm(exec, &a, &b, &c));
       tl_tensor_release(&c);
       const int la[2] = {0, 1}, lb[2] = {1, 2}, lc[2] = {0, 2};
-      TH_CHECK_OK(tl_contract(exec, &a, la, &b, lb, 2, lc, &c));
+      TH_CHECK_OK(tl_contract(exec, 2, lc, &a, la, &b, lb, &c));
       tl_tensor_release(&c);
       TH_CHECK_OK(tl_qr(exec, &a, &q, &r));
       int64_t rank = 0;
-      TH_CHECK_OK(tl_svd(exec, &a, NULL, &u, &s, &vt, &rank));
+      TH_CHECK_OK(tl_svd(exec, NULL, &a, &u, &s, &vt, &rank));
       int64_t pivots[96];
       TH_CHECK_OK(tl_lu(exec, &a, &lu, pivots));
       tl_tensor_release(&q), tl_tensor_release(&r), tl_tensor_release(&u);

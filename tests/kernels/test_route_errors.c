@@ -114,7 +114,7 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
   BAD(TL_E_SHAPE, tl_permute_into(h.exec, &a.t, perm_ok, &out.t));
   BAD(TL_E_SHAPE, tl_permute_into(h.exec, &a3.t, perm3, &out.t));
   BAD(TL_E_SHAPE, tl_reshape_into(h.exec, &b35.t, &out.t));
-  BAD(TL_E_SHAPE, tl_reshape(h.exec, &a.t, 1, s4, &fresh));
+  BAD(TL_E_SHAPE, tl_reshape(h.exec, 1, s4, &a.t, &fresh));
   /* reduce */
   BAD(TL_E_INVALID, tl_reduce_into(h.exec, TL_REDUCE_SUM, &a.t, 1, axes_bad, &red4.t));
   BAD(TL_E_INVALID, tl_reduce_into(h.exec, TL_REDUCE_SUM, &a.t, 2, axes_dup, &red4.t));
@@ -131,18 +131,18 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
   BAD(TL_E_DTYPE, tl_gemm_into(h.exec, imag, &a.t, &big.t, zero, &out33.t));
   BAD(TL_E_DTYPE, tl_gemm_into(h.exec, one, &a.t, &big.t, zero, &out_c128));
   /* contraction: a (i j) x big (j k) -> out (i k) would be 3x4 . 4x3 -> 3x3 */
-  BAD(TL_E_INVALID, tl_contract_into(h.exec, &a.t, l_big, &big.t, l_bc, &out33.t, l_ac));
-  BAD(TL_E_INVALID, tl_contract_into(h.exec, &a.t, l_neg, &big.t, l_bc, &out33.t, l_ac));
-  BAD(TL_E_INVALID, tl_contract_into(h.exec, &a.t, l_dup, &big.t, l_bc, &out33.t, l_ac));
-  BAD(TL_E_INVALID, tl_contract_into(h.exec, &a.t, l_a_only, &big.t, l_bc, &out33.t, l_ac));
-  BAD(TL_E_INVALID, tl_contract_into(h.exec, &a.t, l_ab, &big.t, l_bc, &out33.t, l_c_neither));
-  BAD(TL_E_INVALID, tl_contract_into(h.exec, &a.t, NULL, &big.t, l_bc, &out33.t, l_ac));
-  BAD(TL_E_SHAPE, tl_contract_into(h.exec, &a.t, l_ab, &big.t, l_bc, &out.t, l_ac));
-  BAD(TL_E_SHAPE, tl_contract_into(h.exec, &a.t, l_ab, &b35.t, l_bc, &out33.t, l_ac));
-  BAD(TL_E_DTYPE, tl_contract_into(h.exec, &a.t, l_ab, &bf32.t, l_bc, &out33.t, l_ac));
-  BAD(TL_E_ALIAS, tl_contract_into(h.exec, &a.t, l_ab, &big.t, l_bc, &c_alias_a, l_ac));
-  BAD(TL_E_INVALID, tl_contract(h.exec, &a.t, l_ab, &big.t, l_bc, 2, l_c_neither, &fresh));
-  BAD(TL_E_INVALID, tl_contract(h.exec, &a.t, l_ab, &big.t, l_bc, 17, l_ac, &fresh));
+  BAD(TL_E_INVALID, tl_contract_into(h.exec, l_ac, &a.t, l_big, &big.t, l_bc, &out33.t));
+  BAD(TL_E_INVALID, tl_contract_into(h.exec, l_ac, &a.t, l_neg, &big.t, l_bc, &out33.t));
+  BAD(TL_E_INVALID, tl_contract_into(h.exec, l_ac, &a.t, l_dup, &big.t, l_bc, &out33.t));
+  BAD(TL_E_INVALID, tl_contract_into(h.exec, l_ac, &a.t, l_a_only, &big.t, l_bc, &out33.t));
+  BAD(TL_E_INVALID, tl_contract_into(h.exec, l_c_neither, &a.t, l_ab, &big.t, l_bc, &out33.t));
+  BAD(TL_E_INVALID, tl_contract_into(h.exec, l_ac, &a.t, NULL, &big.t, l_bc, &out33.t));
+  BAD(TL_E_SHAPE, tl_contract_into(h.exec, l_ac, &a.t, l_ab, &big.t, l_bc, &out.t));
+  BAD(TL_E_SHAPE, tl_contract_into(h.exec, l_ac, &a.t, l_ab, &b35.t, l_bc, &out33.t));
+  BAD(TL_E_DTYPE, tl_contract_into(h.exec, l_ac, &a.t, l_ab, &bf32.t, l_bc, &out33.t));
+  BAD(TL_E_ALIAS, tl_contract_into(h.exec, l_ac, &a.t, l_ab, &big.t, l_bc, &c_alias_a));
+  BAD(TL_E_INVALID, tl_contract(h.exec, 2, l_c_neither, &a.t, l_ab, &big.t, l_bc, &fresh));
+  BAD(TL_E_INVALID, tl_contract(h.exec, 17, l_ac, &a.t, l_ab, &big.t, l_bc, &fresh));
   TH_CHECK(n >= 30);
   /* the surface keeps the last failure's message too */
   TH_CHECK(tl_exec_message(h.exec)[0] != '\0');
@@ -180,12 +180,12 @@ static void run_workload(tl_exec *exec, workload *w) {
   TH_CHECK_OK(tl_axpby(exec, tl_scalar_real(2), &w->a.t, tl_scalar_real(0.5), &w->out.t));
   TH_CHECK_OK(tl_permute_into(exec, &w->big.t, perm, &w->bigt.t));
   TH_CHECK_OK(tl_reduce_into(exec, TL_REDUCE_SUM, &w->big.t, 1, axes, &w->red.t));
-  TH_CHECK_OK(tl_contract_into(exec, &w->tiny_a.t, ij, &w->tiny_b.t, jk, &w->tiny_c.t, ik));
+  TH_CHECK_OK(tl_contract_into(exec, ik, &w->tiny_a.t, ij, &w->tiny_b.t, jk, &w->tiny_c.t));
   tl_tensor bt, bigv;
   TH_CHECK_OK(tl_tensor_transpose_view(&w->b.t, 0, 1, &bt)); /* 200 x 300, negative strides */
   TH_CHECK_OK(
       tl_gemm_into(exec, tl_scalar_real(1), &w->a.t, &bt, tl_scalar_real(0.5), &w->c_neg.t));
-  TH_CHECK_OK(tl_contract_into(exec, &w->x3.t, x3l, &w->y3.t, y3l, &w->c3.t, c3l));
+  TH_CHECK_OK(tl_contract_into(exec, c3l, &w->x3.t, x3l, &w->y3.t, y3l, &w->c3.t));
   TH_CHECK_OK(tl_tensor_transpose_view(&w->big.t, 0, 1, &bigv));
   TH_CHECK_OK(tl_copy_into(exec, &bigv, &w->bigt.t));
 }

@@ -303,7 +303,7 @@ static void reshape_is_a_view_when_strides_allow_else_a_copy(void) {
     kt_tensor x;
     kt_make(&x, dtypes[di], 3, shape, KT_COL, 0);
     tl_tensor r;
-    TH_CHECK_OK(tl_reshape(h.exec, &x.t, 2, flat, &r));
+    TH_CHECK_OK(tl_reshape(h.exec, 2, flat, &x.t, &r));
     TH_CHECK(r.owned == NULL && r.data == x.t.data); /* a view */
     TH_NUM_FOR_EACH(idx, 3, shape) {
       int64_t j[2] = {idx[0] + 4 * idx[1], idx[2]};
@@ -312,7 +312,7 @@ static void reshape_is_a_view_when_strides_allow_else_a_copy(void) {
     kt_free(&x);
     /* row-major source: merging axes 0 and 1 in column-major order needs a copy */
     kt_make(&x, dtypes[di], 3, shape, KT_ROW, 0);
-    TH_CHECK_OK(tl_reshape(h.exec, &x.t, 3, other, &r));
+    TH_CHECK_OK(tl_reshape(h.exec, 3, other, &x.t, &r));
     TH_CHECK(r.owned != NULL);
     int64_t n = 0;
     TH_NUM_FOR_EACH(idx, 3, shape) {
@@ -525,7 +525,7 @@ static void contract_table_matches_naive(void) {
           kt_make(&a, dt, ra, sa, (kt_layout)la, 0);
           kt_make(&b, dt, rb, sb, (kt_layout)((la + 2) % KT_LAYOUTS), 0);
           kt_make(&c, dt, rc, sc2, (kt_layout)lc, 0);
-          TH_CHECK_OK(tl_contract_into(h.exec, &a.t, al, &b.t, bl, &c.t, cl));
+          TH_CHECK_OK(tl_contract_into(h.exec, cl, &a.t, al, &b.t, bl, &c.t));
           /* naive: one pass over every assignment of every label, accumulating into a
            * column-major reference of c */
           int all[26], nall = 0;
@@ -579,7 +579,7 @@ static void contract_randomized_residual_is_small(void) {
       kt_make(&a, dt, 3, sa, KT_COL, 0);
       kt_make(&b, dt, 3, sb, KT_ROW, 0);
       kt_make(&c, dt, 3, sc2, KT_GENERAL, 0);
-      TH_CHECK_OK(tl_contract_into(h.exec, &a.t, al, &b.t, bl, &c.t, cl));
+      TH_CHECK_OK(tl_contract_into(h.exec, cl, &a.t, al, &b.t, bl, &c.t));
       double complex *x = malloc(sizeof *x * (size_t)n), *bx = malloc(sizeof *bx * (size_t)k);
       for (int64_t batch = 0; batch < nb; batch++) {
         for (int64_t j = 0; j < n; j++) x[j] = kt_uniform() + I * kt_uniform();

@@ -276,10 +276,10 @@ static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
         mat_make(&a, (tl_dtype)dtype, 2, m, n, layout);
         low_rank(&a.view, r);
         double single = tol_of((tl_dtype)dtype) > 1e-8;
-        tl_truncation t = {0, single ? 1e-4 : 1e-10, 0.0};
+        tl_truncation t = {sizeof(tl_truncation), 0, single ? 1e-4 : 1e-10, 0.0};
         int64_t perm[36], rank = -1;
         tl_tensor q, rr;
-        TH_CHECK_OK(tl_qrcp(h.exec, &a.view, &t, &q, &rr, perm, &rank));
+        TH_CHECK_OK(tl_qrcp(h.exec, &t, &a.view, &q, &rr, perm, &rank));
         failures += !report(rank == r, "qrcp rank", (tl_dtype)dtype, m, n, layout, (double)rank);
         /* perm is a permutation; A[:, perm] = Q R. */
         int seen[36] = {0};
@@ -317,12 +317,12 @@ static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
           tl_tensor_release(&x);
         }
         /* The _into form with a cap: c = 3 columns, rank 3. */
-        tl_truncation capped = {3, 0.0, 0.0};
+        tl_truncation capped = {sizeof(tl_truncation), 3, 0.0, 0.0};
         mat qo, ro;
         mat_make(&qo, (tl_dtype)dtype, 2, m, 3, COL);
         mat_make(&ro, (tl_dtype)dtype, 2, 3, n, ROW);
         int64_t rank3 = -1;
-        TH_CHECK_OK(tl_qrcp_into(h.exec, &a.view, &capped, &qo.view, &ro.view, perm, &rank3));
+        TH_CHECK_OK(tl_qrcp_into(h.exec, &capped, &a.view, &qo.view, &ro.view, perm, &rank3));
         TH_CHECK(rank3 == 3);
         mat_free(&qo);
         mat_free(&ro);
@@ -339,7 +339,7 @@ static void linalg_qrcp_reveals_rank_and_reconstructs(void) {
     mat_fill(&a.view, 2.0);
     int64_t perm[1] = {-5}, rank = -1;
     tl_tensor q, r;
-    TH_CHECK_OK(tl_qrcp(h.exec, &a.view, NULL, &q, &r, perm, &rank));
+    TH_CHECK_OK(tl_qrcp(h.exec, NULL, &a.view, &q, &r, perm, &rank));
     TH_CHECK(rank == (m < n ? m : n));
     if (n == 1) TH_CHECK(perm[0] == 0);
     tl_tensor_release(&q);
@@ -370,7 +370,7 @@ static void linalg_svd_reconstructs_with_orthonormal_factors(void) {
         int fresh = layout % 2 == 1;
         mat uo, so, vo;
         if (fresh) {
-          TH_CHECK_OK(tl_svd(h.exec, &a.view, NULL, &u, &sv, &vt, &rank));
+          TH_CHECK_OK(tl_svd(h.exec, NULL, &a.view, &u, &sv, &vt, &rank));
         } else {
           mat_make(&uo, (tl_dtype)dtype, 2, m, k, NEG);
           mat_make(&so, real, 1, k, 1, PAD);
@@ -378,7 +378,7 @@ static void linalg_svd_reconstructs_with_orthonormal_factors(void) {
           u = uo.view;
           sv = so.view;
           vt = vo.view;
-          TH_CHECK_OK(tl_svd_into(h.exec, &a.view, NULL, &u, &sv, &vt, &rank));
+          TH_CHECK_OK(tl_svd_into(h.exec, NULL, &a.view, &u, &sv, &vt, &rank));
         }
         TH_CHECK(rank == k);
         /* u diag(s) vt == a */
@@ -394,7 +394,7 @@ static void linalg_svd_reconstructs_with_orthonormal_factors(void) {
         }
         /* Values only agree with the full run. */
         tl_tensor s_only;
-        TH_CHECK_OK(tl_svd(h.exec, &a.view, NULL, NULL, &s_only, NULL, NULL));
+        TH_CHECK_OK(tl_svd(h.exec, NULL, &a.view, NULL, &s_only, NULL, NULL));
         for (int64_t q = 0; q < k; q++) {
           double d = cabs(get(&s_only, q, 0) - get(&sv, q, 0));
           failures += !report(d <= tol * (1 + creal(get(&sv, 0, 0))), "svd values only",
@@ -430,18 +430,18 @@ static void linalg_svd_truncates_by_rank_and_tolerance(void) {
     mat_make(&a, (tl_dtype)dtype, 2, m, n, COL);
     low_rank(&a.view, r);
     /* By tolerance: the numerical rank. */
-    tl_truncation by_tol = {0, single ? 1e-4 : 1e-10, 0.0};
+    tl_truncation by_tol = {sizeof(tl_truncation), 0, single ? 1e-4 : 1e-10, 0.0};
     tl_tensor u, s, vt;
     int64_t rank = -1;
-    TH_CHECK_OK(tl_svd(h.exec, &a.view, &by_tol, &u, &s, &vt, &rank));
+    TH_CHECK_OK(tl_svd(h.exec, &by_tol, &a.view, &u, &s, &vt, &rank));
     failures += !report(rank == r && u.shape[1] == r && s.shape[0] == r && vt.shape[0] == r,
                         "svd rank by tolerance", (tl_dtype)dtype, m, n, 0, (double)rank);
     tl_tensor_release(&u);
     tl_tensor_release(&s);
     tl_tensor_release(&vt);
     /* By absolute tolerance above everything: rank 0, empty factors. */
-    tl_truncation all_cut = {0, 0.0, 1e30};
-    TH_CHECK_OK(tl_svd(h.exec, &a.view, &all_cut, &u, &s, &vt, &rank));
+    tl_truncation all_cut = {sizeof(tl_truncation), 0, 0.0, 1e30};
+    TH_CHECK_OK(tl_svd(h.exec, &all_cut, &a.view, &u, &s, &vt, &rank));
     TH_CHECK(rank == 0 && u.shape[1] == 0 && s.shape[0] == 0 && vt.shape[0] == 0);
     tl_tensor_release(&u);
     tl_tensor_release(&s);
@@ -452,13 +452,13 @@ static void linalg_svd_truncates_by_rank_and_tolerance(void) {
     mat_make(&full, (tl_dtype)dtype, 2, m, n, ROW);
     mat_random(&full.view);
     tl_tensor all_s;
-    TH_CHECK_OK(tl_svd(h.exec, &full.view, NULL, NULL, &all_s, NULL, NULL));
-    tl_truncation capped = {5, 0.0, 0.0};
+    TH_CHECK_OK(tl_svd(h.exec, NULL, &full.view, NULL, &all_s, NULL, NULL));
+    tl_truncation capped = {sizeof(tl_truncation), 5, 0.0, 0.0};
     mat uo, so, vo;
     mat_make(&uo, (tl_dtype)dtype, 2, m, 5, COL);
     mat_make(&so, real, 1, 5, 1, COL);
     mat_make(&vo, (tl_dtype)dtype, 2, 5, n, COL);
-    TH_CHECK_OK(tl_svd_into(h.exec, &full.view, &capped, &uo.view, &so.view, &vo.view, &rank));
+    TH_CHECK_OK(tl_svd_into(h.exec, &capped, &full.view, &uo.view, &so.view, &vo.view, &rank));
     TH_CHECK(rank == 5);
     double res = svd_residual(&full.view, &uo.view, &so.view, &vo.view, 5), tail = 0;
     for (int64_t q = 5; q < all_s.shape[0]; q++) tail += pow(creal(get(&all_s, q, 0)), 2);
@@ -468,11 +468,11 @@ static void linalg_svd_truncates_by_rank_and_tolerance(void) {
     /* A tolerance that keeps 2 of the 5 allowed: the rest of the outputs is zeroed. */
     double s0 = creal(get(&all_s, 0, 0)), s2 = creal(get(&all_s, 2, 0));
     double s1 = creal(get(&all_s, 1, 0));
-    tl_truncation mid = {5, (s1 + s2) / 2 / s0, 0.0};
+    tl_truncation mid = {sizeof(tl_truncation), 5, (s1 + s2) / 2 / s0, 0.0};
     mat_fill(&uo.view, 9.0);
     mat_fill(&so.view, 9.0);
     mat_fill(&vo.view, 9.0);
-    TH_CHECK_OK(tl_svd_into(h.exec, &full.view, &mid, &uo.view, &so.view, &vo.view, &rank));
+    TH_CHECK_OK(tl_svd_into(h.exec, &mid, &full.view, &uo.view, &so.view, &vo.view, &rank));
     TH_CHECK(rank == 2);
     for (int64_t q = 2; q < 5; q++) {
       TH_CHECK(get(&so.view, q, 0) == 0.0);
@@ -559,7 +559,7 @@ static void linalg_lu_reconstructs_and_solves(void) {
             tl_tensor_release(&xs);
             for (int trans = 0; trans < 3; trans++) {
               mat_make(&x, (tl_dtype)dtype, rhs_rank, n, 3, (layout + 1) % LAYOUTS);
-              TH_CHECK_OK(tl_lu_solve_into(h.exec, &lu, pivots, (tl_trans)trans, &b.view, &x.view));
+              TH_CHECK_OK(tl_lu_solve_into(h.exec, (tl_trans)trans, &lu, pivots, &b.view, &x.view));
               double rr = 0;
               for (int64_t i = 0; i < n; i++) {
                 for (int64_t j = 0; j < cols_of(&b.view); j++) {
@@ -687,7 +687,7 @@ static void linalg_eigh_reconstructs_hermitian_matrices(void) {
           }
         }
         tl_tensor w, v;
-        TH_CHECK_OK(tl_eigh(h.exec, &a.view, uplo, &w, &v));
+        TH_CHECK_OK(tl_eigh(h.exec, uplo, &a.view, &w, &v));
         double res = 0;
         for (int64_t i = 0; i < n; i++) {
           for (int64_t j = 0; j < n; j++) {
@@ -704,7 +704,7 @@ static void linalg_eigh_reconstructs_hermitian_matrices(void) {
         /* Values only, into a strided output. */
         mat wo;
         mat_make(&wo, tl_dtype_real((tl_dtype)dtype), 1, n, 1, NEG);
-        TH_CHECK_OK(tl_eigh_into(h.exec, &a.view, uplo, &wo.view, NULL));
+        TH_CHECK_OK(tl_eigh_into(h.exec, uplo, &a.view, &wo.view, NULL));
         for (int64_t q = 0; q < n; q++) {
           double d = cabs(get(&wo.view, q, 0) - get(&w, q, 0));
           failures += !report(d <= tol * 10, "eigh values only", (tl_dtype)dtype, n, n, layout, d);
@@ -746,14 +746,14 @@ static void linalg_repeated_into_makes_no_heap_allocation(void) {
   for (int round = 0; round < 3; round++) {
     if (round == 2) before = tl_allocation_count();
     TH_CHECK_OK(tl_qr_into(h.exec, &a.view, &q.view, &r.view));
-    TH_CHECK_OK(tl_qrcp_into(h.exec, &a.view, NULL, &q.view, &r.view, perm, &rank));
-    TH_CHECK_OK(tl_svd_into(h.exec, &a.view, NULL, &u.view, &s.view, &vt.view, &rank));
+    TH_CHECK_OK(tl_qrcp_into(h.exec, NULL, &a.view, &q.view, &r.view, perm, &rank));
+    TH_CHECK_OK(tl_svd_into(h.exec, NULL, &a.view, &u.view, &s.view, &vt.view, &rank));
     TH_CHECK_OK(tl_lu_into(h.exec, &a.view, &lu.view, pivots));
-    TH_CHECK_OK(tl_lu_solve_into(h.exec, &lu.view, pivots, TL_NO_TRANS, &b.view, &x.view));
+    TH_CHECK_OK(tl_lu_solve_into(h.exec, TL_NO_TRANS, &lu.view, pivots, &b.view, &x.view));
     TH_CHECK_OK(tl_solve_into(h.exec, &a.view, &b.view, &x.view));
     TH_CHECK_OK(tl_triangular_solve_into(h.exec, TL_LEFT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT,
                                          &r.view, &b.view, &x.view));
-    TH_CHECK_OK(tl_eigh_into(h.exec, &a.view, TL_LOWER, &w.view, &u.view));
+    TH_CHECK_OK(tl_eigh_into(h.exec, TL_LOWER, &a.view, &w.view, &u.view));
   }
   uint64_t after = tl_allocation_count();
   if (after != before) {
@@ -915,7 +915,7 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
   int64_t pivots[8] = {0, 1, 2, 3, 0, 0, 0, 0}, perm[8] = {-7, -7, -7, -7, -7, -7, -7, -7};
   int64_t rank = -7;
   if (c->variant == V_PIVOT_RANGE) pivots[2] = 9;
-  tl_truncation trunc = {c->variant == V_NEG_RANK ? -1 : 0,
+  tl_truncation trunc = {sizeof(tl_truncation), c->variant == V_NEG_RANK ? -1 : 0,
                          c->variant == V_NEG_TOL ? (c->route == R_SVD ? NAN : -1.0) : 0.0, 0.0};
   int bad_enum = c->variant == V_BAD_ENUM;
   tl_status status = TL_OK;
@@ -925,17 +925,17 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
       break;
     case R_QRCP:
       status =
-          tl_qrcp_into(e, pa, &trunc, &t1, p2, c->variant == V_NULL_PIVOTS ? NULL : perm, &rank);
+          tl_qrcp_into(e, &trunc, pa, &t1, p2, c->variant == V_NULL_PIVOTS ? NULL : perm, &rank);
       break;
     case R_SVD:
       status =
-          tl_svd_into(e, pa, &trunc, &t1, &t3, c->variant == V_U_WITHOUT_VT ? NULL : p2, &rank);
+          tl_svd_into(e, &trunc, pa, &t1, &t3, c->variant == V_U_WITHOUT_VT ? NULL : p2, &rank);
       break;
     case R_LU:
       status = tl_lu_into(e, pa, &t1, c->variant == V_NULL_PIVOTS ? NULL : pivots);
       break;
     case R_LU_SOLVE:
-      status = tl_lu_solve_into(e, pa, pivots, bad_enum ? (tl_trans)5 : TL_NO_TRANS, &b.view, &t1);
+      status = tl_lu_solve_into(e, bad_enum ? (tl_trans)5 : TL_NO_TRANS, pa, pivots, &b.view, &t1);
       break;
     case R_SOLVE:
       status = tl_solve_into(e, pa, &b.view, &t1);
@@ -945,7 +945,7 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
                                         TL_NON_UNIT, pa, &b.view, &t1);
       break;
     case R_EIGH:
-      status = tl_eigh_into(e, pa, bad_enum ? (tl_uplo)4 : TL_LOWER, &t2, &t1);
+      status = tl_eigh_into(e, bad_enum ? (tl_uplo)4 : TL_LOWER, pa, &t2, &t1);
       break;
   }
   int ok = status == c->expected && tl_last_message()[0] != '\0';

@@ -825,7 +825,7 @@ static tl_status compute_routes(tl_exec *exec, routes_job *job, routes_result *o
   tl_tensor_wrap(TL_F64, 2, b_shape, NULL, job->b, 0, &b);
   tl_tensor_wrap(TL_F64, 2, c_shape, NULL, out->contract, 0, &c);
   int la[2] = {0, 1}, lb[2] = {1, 2}, lc[2] = {0, 2};
-  tl_status status = tl_contract_into(exec, &a, la, &b, lb, &c, lc);
+  tl_status status = tl_contract_into(exec, lc, &a, la, &b, lb, &c);
   if (status != TL_OK) return status;
   int64_t p_shape[2] = {RK, RM};
   tl_tensor p;
@@ -1184,7 +1184,7 @@ static int count_threads_lane(tl_lane *lane, int lane_index, void *arg) {
   /* An SVD too: LAPACK and its BLAS must not start threads of their own either. */
   tl_tensor u, sv, vt;
   int64_t rank = 0;
-  if (tl_svd(tl_lane_exec(lane), &c, NULL, &u, &sv, &vt, &rank) != TL_OK || rank < 1) return 2;
+  if (tl_svd(tl_lane_exec(lane), NULL, &c, &u, &sv, &vt, &rank) != TL_OK || rank < 1) return 2;
   tl_tensor_release(&u);
   tl_tensor_release(&sv);
   tl_tensor_release(&vt);

@@ -351,13 +351,13 @@ static tl_status einsum_path_null_out(bad_fx *fx) {
   static const int64_t s0[2] = {2, 3};
   const int64_t *shapes[1] = {s0};
   const int ranks[1] = {2};
-  return tl_einsum_path("ij->ji", 1, ranks, shapes, TL_EINSUM_PATH_AUTO, NULL);
+  return tl_einsum_path(TL_EINSUM_PATH_AUTO, "ij->ji", 1, ranks, shapes, NULL);
 }
 static tl_status einsum_path_unknown_kind(bad_fx *fx) {
   static const int64_t s0[2] = {2, 3};
   const int64_t *shapes[1] = {s0};
   const int ranks[1] = {2};
-  return tl_einsum_path("ij->ji", 1, ranks, shapes, (tl_einsum_path_kind)9, &fx->path);
+  return tl_einsum_path((tl_einsum_path_kind)9, "ij->ji", 1, ranks, shapes, &fx->path);
 }
 static tl_status einsum_scratch_limit(bad_fx *fx) {
   const tl_tensor *ops[3] = {&fx->big[0], &fx->big[1], &fx->big[2]};
@@ -365,18 +365,18 @@ static tl_status einsum_scratch_limit(bad_fx *fx) {
   return tl_einsum_into(tl_session_exec(fx->small_session), "ij,jk,kl->il", 3, ops, &fx->big_out);
 }
 static tl_status svd_scratch_limit(bad_fx *fx) {
-  return tl_svd(tl_session_exec(fx->small_session), &fx->big[0], NULL, NULL, &fx->fresh, NULL,
+  return tl_svd(tl_session_exec(fx->small_session), NULL, &fx->big[0], NULL, &fx->fresh, NULL,
                 NULL);
 }
 static tl_status qr_wrong_q_shape(bad_fx *fx) {
   return tl_qr_into(fx->held.exec, &fx->a, &fx->c, &fx->r);
 }
 static tl_status svd_wrong_s_dtype(bad_fx *fx) {
-  return tl_svd_into(fx->held.exec, &fx->a, NULL, &fx->q, &fx->s, &fx->r, NULL);
+  return tl_svd_into(fx->held.exec, NULL, &fx->a, &fx->q, &fx->s, &fx->r, NULL);
 }
 static tl_status svd_negative_rtol(bad_fx *fx) {
-  tl_truncation truncation = {0, -1.0, 0.0};
-  return tl_svd(fx->held.exec, &fx->a, &truncation, NULL, &fx->fresh, NULL, NULL);
+  tl_truncation truncation = {sizeof(tl_truncation), 0, -1.0, 0.0};
+  return tl_svd(fx->held.exec, &truncation, &fx->a, NULL, &fx->fresh, NULL, NULL);
 }
 static tl_status lu_null_pivots(bad_fx *fx) {
   return tl_lu(fx->held.exec, &fx->a, &fx->fresh, NULL);
@@ -393,7 +393,7 @@ static tl_status solve_singular(bad_fx *fx) {
   return status;
 }
 static tl_status eigh_unknown_uplo(bad_fx *fx) {
-  return tl_eigh(fx->held.exec, &fx->r, (tl_uplo)5, &fx->fresh, NULL);
+  return tl_eigh(fx->held.exec, (tl_uplo)5, &fx->r, &fx->fresh, NULL);
 }
 
 typedef struct bad_row {

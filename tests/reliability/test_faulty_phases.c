@@ -114,7 +114,7 @@ static int hostile_svd(tl_exec *exec, int action, int lane_index) {
   const int64_t shape[2] = {4, 3};
   tl_tensor a, s;
   TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, values, 0, &a));
-  tl_status status = tl_svd(exec, &a, NULL, NULL, &s, NULL, NULL);
+  tl_status status = tl_svd(exec, NULL, &a, NULL, &s, NULL, NULL);
   if (status == TL_E_CANCELLED) return (int)status; /* another lane failed first */
   if (action == ACT_NONFINITE) {
     TH_CHECK_STATUS(status, TL_E_NONFINITE);

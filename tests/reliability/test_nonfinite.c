@@ -69,7 +69,7 @@ static void nonfinite_inf_into_svd_returns(void) {
   th_held held;
   th_held_open(&held, 1);
   const int64_t sizes[2][2] = {{40, 40}, {130, 90}};
-  tl_truncation cut = {5, 1e-6, 0.0};
+  tl_truncation cut = {sizeof(tl_truncation), 5, 1e-6, 0.0};
   for (int d = 0; d < 4; d++) {
     for (int z = 0; z < 2; z++) {
       for (int form = 0; form < 3; form++) {
@@ -80,7 +80,7 @@ static void nonfinite_inf_into_svd_returns(void) {
         int64_t rank = -7;
         memset(&s, 0xA5, sizeof s);
         rel_message_reset();
-        tl_status status = tl_svd(held.exec, &a, form == 2 ? &cut : NULL, form == 1 ? NULL : &u, &s,
+        tl_status status = tl_svd(held.exec, form == 2 ? &cut : NULL, &a, form == 1 ? NULL : &u, &s,
                                   form == 1 ? NULL : &vt, &rank);
         TH_CHECK_STATUS(status, TL_E_NONFINITE);
         char index[64];
@@ -111,7 +111,7 @@ static void nonfinite_inf_small_svd_with_vectors_returns(void) {
         put(&a, at % m, at / m, INFINITY);
         tl_tensor u, s, vt;
         int64_t rank = -1;
-        TH_CHECK_STATUS(tl_svd(held.exec, &a, NULL, &u, &s, &vt, &rank), TL_E_NONFINITE);
+        TH_CHECK_STATUS(tl_svd(held.exec, NULL, &a, &u, &s, &vt, &rank), TL_E_NONFINITE);
         tl_tensor_release(&a);
       }
     }
@@ -135,7 +135,7 @@ static void nonfinite_one_policy_every_route(void) {
       put(&a, 4, 1, bad); /* lower triangle, below the diagonal */
       tl_tensor q, r, u, s, vt, w, vecs, lu, x;
       int64_t perm[6], pivots[6], rank = -3;
-      tl_truncation cut = {0, 1e-3, 0.0};
+      tl_truncation cut = {sizeof(tl_truncation), 0, 1e-3, 0.0};
       TH_CHECK_STATUS(tl_qr(held.exec, &a, &q, &r), TL_E_NONFINITE);
       check_message("tl_qr", "a[4, 1]");
       /* tl_qr_into with dense column-major a, q and r factors in q: refused before then. */
@@ -149,16 +149,16 @@ static void nonfinite_one_policy_every_route(void) {
       TH_CHECK(rel_watch_unchanged(&qr_watch));
       tl_tensor_release(&q_into);
       tl_tensor_release(&r_into);
-      TH_CHECK_STATUS(tl_qrcp(held.exec, &a, &cut, &q, &r, perm, &rank), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_qrcp(held.exec, &cut, &a, &q, &r, perm, &rank), TL_E_NONFINITE);
       check_message("tl_qrcp", "a[4, 1]");
       TH_CHECK(rank == -3);
-      TH_CHECK_STATUS(tl_qrcp(held.exec, &a, NULL, &q, &r, perm, &rank), TL_E_NONFINITE);
-      TH_CHECK_STATUS(tl_svd(held.exec, &a, NULL, NULL, &s, NULL, &rank), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_qrcp(held.exec, NULL, &a, &q, &r, perm, &rank), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_svd(held.exec, NULL, &a, NULL, &s, NULL, &rank), TL_E_NONFINITE);
       check_message("tl_svd", "a[4, 1]");
-      TH_CHECK_STATUS(tl_svd(held.exec, &a, NULL, &u, &s, &vt, &rank), TL_E_NONFINITE);
-      TH_CHECK_STATUS(tl_eigh(held.exec, &a, TL_LOWER, &w, &vecs), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_svd(held.exec, NULL, &a, &u, &s, &vt, &rank), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_eigh(held.exec, TL_LOWER, &a, &w, &vecs), TL_E_NONFINITE);
       check_message("tl_eigh", "a[4, 1]");
-      TH_CHECK_STATUS(tl_eigh(held.exec, &a, TL_LOWER, &w, NULL), TL_E_NONFINITE);
+      TH_CHECK_STATUS(tl_eigh(held.exec, TL_LOWER, &a, &w, NULL), TL_E_NONFINITE);
       TH_CHECK_STATUS(tl_lu(held.exec, &a, &lu, pivots), TL_E_NONFINITE);
       check_message("tl_lu", "a[4, 1]");
       /* tl_lu_into with column-major a and lu factors in lu itself: refused before then. */
@@ -177,7 +177,7 @@ static void nonfinite_one_policy_every_route(void) {
           TL_E_NONFINITE);
       check_message("tl_triangular_solve", "t[4, 1]");
       /* The triangle eigh and the triangular solve do not read: the bad value is ignored. */
-      TH_CHECK_OK(tl_eigh(held.exec, &a, TL_UPPER, &w, NULL));
+      TH_CHECK_OK(tl_eigh(held.exec, TL_UPPER, &a, &w, NULL));
       tl_tensor_release(&w);
       TH_CHECK_OK(
           tl_triangular_solve(held.exec, TL_LEFT, TL_UPPER, TL_NO_TRANS, TL_NON_UNIT, &a, &b, &x));
@@ -192,7 +192,7 @@ static void nonfinite_one_policy_every_route(void) {
       rel_watch watch;
       rel_watch_init(&watch);
       rel_watch_tensor(&watch, &x_into);
-      TH_CHECK_STATUS(tl_lu_solve_into(held.exec, &lu, pivots, TL_NO_TRANS, &b, &x_into),
+      TH_CHECK_STATUS(tl_lu_solve_into(held.exec, TL_NO_TRANS, &lu, pivots, &b, &x_into),
                       TL_E_NONFINITE);
       check_message("tl_lu_solve_into", "b[5, 1]");
       TH_CHECK(rel_watch_unchanged(&watch));
@@ -231,7 +231,7 @@ static int svd_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   (void)arg;
   tl_tensor a = matrix(TL_F64, 8, 6, 40u + item), u, s, vt;
   int64_t rank;
-  tl_status status = tl_svd(exec, &a, NULL, &u, &s, &vt, &rank);
+  tl_status status = tl_svd(exec, NULL, &a, &u, &s, &vt, &rank);
   tl_tensor_release(&a);
   if (status == TL_OK) {
     tl_tensor_release(&u);
@@ -296,18 +296,18 @@ static void nonfinite_int_outputs_overlap_refused(void) {
             s = matrix(TL_F64, 4, 1, 35u);
   tl_tensor s1;
   int64_t perm[4], rank;
-  TH_CHECK_STATUS(tl_qrcp_into(held.exec, &a, NULL, &q, &r, (int64_t *)q.data, &rank), TL_E_ALIAS);
+  TH_CHECK_STATUS(tl_qrcp_into(held.exec, NULL, &a, &q, &r, (int64_t *)q.data, &rank), TL_E_ALIAS);
   check_message("tl_qrcp_into", "perm");
-  TH_CHECK_STATUS(tl_qrcp_into(held.exec, &a, NULL, &q, &r, perm, (int64_t *)r.data + 5),
+  TH_CHECK_STATUS(tl_qrcp_into(held.exec, NULL, &a, &q, &r, perm, (int64_t *)r.data + 5),
                   TL_E_ALIAS);
   check_message("tl_qrcp_into", "rank");
-  TH_CHECK_STATUS(tl_qrcp(held.exec, &a, NULL, &q, &r, perm, perm + 2), TL_E_ALIAS);
+  TH_CHECK_STATUS(tl_qrcp(held.exec, NULL, &a, &q, &r, perm, perm + 2), TL_E_ALIAS);
   int64_t s_shape[1] = {4};
   TH_CHECK_OK(tl_tensor_create(TL_F64, 1, s_shape, &s1));
-  TH_CHECK_STATUS(tl_svd_into(held.exec, &a, NULL, &q, &s1, &r, (int64_t *)s1.data + 1),
+  TH_CHECK_STATUS(tl_svd_into(held.exec, NULL, &a, &q, &s1, &r, (int64_t *)s1.data + 1),
                   TL_E_ALIAS);
   check_message("tl_svd_into", "rank");
-  TH_CHECK_STATUS(tl_svd(held.exec, &a, NULL, &q, &s, &r, (int64_t *)a.data), TL_E_ALIAS);
+  TH_CHECK_STATUS(tl_svd(held.exec, NULL, &a, &q, &s, &r, (int64_t *)a.data), TL_E_ALIAS);
   TH_CHECK(rel_watch_unchanged(&watch));
   tl_tensor_release(&s1);
   tl_tensor_release(&q);

@@ -131,8 +131,9 @@ static void prep_ring(route_fx *fx) {
 }
 static tl_status call_einsum_optimal(route_fx *fx) {
   const tl_tensor *ops[4] = {&fx->in[0], &fx->in[1], &fx->in[2], &fx->in[3]};
-  return tl_einsum_ex_into(fx->held.exec, "ab,bc,cd,da->", 4, ops, TL_EINSUM_PATH_OPTIMAL,
-                           &fx->out[0]);
+  return tl_einsum_ex_into(fx->held.exec,
+                           &(tl_einsum_options){sizeof(tl_einsum_options), TL_EINSUM_PATH_OPTIMAL},
+                           "ab,bc,cd,da->", 4, ops, &fx->out[0]);
 }
 static void prep_path(route_fx *fx) { rel_watch_add(&fx->watch, &fx->path, sizeof fx->path); }
 static tl_status call_einsum_path(route_fx *fx) {
@@ -140,7 +141,7 @@ static tl_status call_einsum_path(route_fx *fx) {
                        s4[2] = {3, 2};
   const int64_t *shapes[5] = {s0, s1, s2, s3, s4};
   const int ranks[5] = {2, 3, 2, 2, 2};
-  return tl_einsum_path("ab,bcx,cd,da,xy->y", 5, ranks, shapes, TL_EINSUM_PATH_OPTIMAL, &fx->path);
+  return tl_einsum_path(TL_EINSUM_PATH_OPTIMAL, "ab,bcx,cd,da,xy->y", 5, ranks, shapes, &fx->path);
 }
 
 /* binary contraction, GEMM, reduce, permute */
@@ -152,7 +153,7 @@ static void prep_contract(route_fx *fx) {
 static tl_status call_contract_into(route_fx *fx) {
   /* a(b,i,k) b(k,j,b) -> c(i,j,b): a batch axis that is not outermost makes it pack. */
   static const int la[3] = {0, 1, 2}, lb[3] = {2, 3, 0}, lc[3] = {1, 3, 0};
-  return tl_contract_into(fx->held.exec, &fx->in[0], la, &fx->in[1], lb, &fx->out[0], lc);
+  return tl_contract_into(fx->held.exec, lc, &fx->in[0], la, &fx->in[1], lb, &fx->out[0]);
 }
 static void prep_gemm(route_fx *fx) {
   input(fx, fx->dtype, 2, RM, RS, 0, 0);
@@ -197,12 +198,12 @@ static void prep_qrcp_into(route_fx *fx) {
   watch_ints(fx);
 }
 static tl_status call_qrcp_into(route_fx *fx) {
-  return tl_qrcp_into(fx->held.exec, &fx->in[0], NULL, &fx->out[0], &fx->out[1], fx->ints[0],
+  return tl_qrcp_into(fx->held.exec, NULL, &fx->in[0], &fx->out[0], &fx->out[1], fx->ints[0],
                       &fx->rank);
 }
 static tl_status call_qrcp(route_fx *fx) {
-  tl_truncation truncation = {3, 0.0, 0.0};
-  return tl_qrcp(fx->held.exec, &fx->in[0], &truncation, &fx->out[0], &fx->out[1], fx->ints[0],
+  tl_truncation truncation = {sizeof(tl_truncation), 3, 0.0, 0.0};
+  return tl_qrcp(fx->held.exec, &truncation, &fx->in[0], &fx->out[0], &fx->out[1], fx->ints[0],
                  &fx->rank);
 }
 static void prep_svd_into(route_fx *fx) {
@@ -213,7 +214,7 @@ static void prep_svd_into(route_fx *fx) {
   watch_ints(fx);
 }
 static tl_status call_svd_into(route_fx *fx) {
-  return tl_svd_into(fx->held.exec, &fx->in[0], NULL, &fx->out[0], &fx->out[1], &fx->out[2],
+  return tl_svd_into(fx->held.exec, NULL, &fx->in[0], &fx->out[0], &fx->out[1], &fx->out[2],
                      &fx->rank);
 }
 static void prep_svd(route_fx *fx) {
@@ -222,8 +223,8 @@ static void prep_svd(route_fx *fx) {
   watch_ints(fx);
 }
 static tl_status call_svd(route_fx *fx) {
-  tl_truncation truncation = {0, 1e-12, 0.0};
-  return tl_svd(fx->held.exec, &fx->in[0], &truncation, &fx->out[0], &fx->out[1], &fx->out[2],
+  tl_truncation truncation = {sizeof(tl_truncation), 0, 1e-12, 0.0};
+  return tl_svd(fx->held.exec, &truncation, &fx->in[0], &fx->out[0], &fx->out[1], &fx->out[2],
                 &fx->rank);
 }
 static void prep_lu_into(route_fx *fx) {
@@ -265,7 +266,7 @@ static void prep_system_fresh(route_fx *fx) {
   fresh_outputs(fx, 1);
 }
 static tl_status call_lu_solve_into(route_fx *fx) {
-  return tl_lu_solve_into(fx->held.exec, &fx->in[0], fx->ints[1], TL_CONJ_TRANS, &fx->in[1],
+  return tl_lu_solve_into(fx->held.exec, TL_CONJ_TRANS, &fx->in[0], fx->ints[1], &fx->in[1],
                           &fx->out[0]);
 }
 static tl_status call_solve_into(route_fx *fx) {
@@ -293,14 +294,14 @@ static void prep_eigh_into(route_fx *fx) {
   output(fx, fx->dtype, 2, RS, RS, 0);
 }
 static tl_status call_eigh_into(route_fx *fx) {
-  return tl_eigh_into(fx->held.exec, &fx->in[0], TL_LOWER, &fx->out[0], &fx->out[1]);
+  return tl_eigh_into(fx->held.exec, TL_LOWER, &fx->in[0], &fx->out[0], &fx->out[1]);
 }
 static void prep_eigh(route_fx *fx) {
   input(fx, fx->dtype, 2, RS, RS, 0, 2.0);
   fresh_outputs(fx, 1);
 }
 static tl_status call_eigh_values(route_fx *fx) {
-  return tl_eigh(fx->held.exec, &fx->in[0], TL_UPPER, &fx->out[0], NULL);
+  return tl_eigh(fx->held.exec, TL_UPPER, &fx->in[0], &fx->out[0], NULL);
 }
 
 static void route_teardown(route_fx *fx, int success) {
