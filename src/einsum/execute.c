@@ -255,7 +255,7 @@ static tl_status run_step(tl_exec *exec, const tl_tensor *a, const int *a_labels
   }
   int saved = exec->team_request;
   if (step_team(exec, flops, moved) == 1) exec->team_request = 1;
-  tl_status status = tl_contract_into(exec, a, a_labels, b, b_labels, c, c_labels);
+  tl_status status = tl_contract_into(exec, c_labels, a, a_labels, b, b_labels, c);
   exec->team_request = saved;
   return status;
 }
