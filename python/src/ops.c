@@ -196,7 +196,7 @@ static int promote(tl_exec *exec, int n, tlpy_operand *ops, tl_tensor *promoted)
   int count = 0;
   for (int i = 0; i < n; i++) {
     if (ops[i].tensor.dtype == target) continue;
-    tl_status status = tl_convert(exec, &ops[i].tensor, target, &promoted[count]);
+    tl_status status = tl_convert(exec, target, &ops[i].tensor, &promoted[count]);
     if (status != TL_OK) {
       for (int k = 0; k < count; k++) tl_tensor_release(&promoted[k]);
       tlpy_raise_last(status);

@@ -70,7 +70,7 @@ static int item_fn(tl_exec *exec, size_t item, int lane_index, void *arg) {
     keep(r, item, 2, &rr);
     tl_tensor_release(&q), tl_tensor_release(&rr);
   }
-  if (status == TL_OK && (status = tl_svd(exec, &a, NULL, &u, &s, &vt, &rank)) == TL_OK) {
+  if (status == TL_OK && (status = tl_svd(exec, NULL, &a, &u, &s, &vt, &rank)) == TL_OK) {
     keep(r, item, 3, &s);
     tl_tensor_release(&u), tl_tensor_release(&s), tl_tensor_release(&vt);
   }
@@ -86,9 +86,9 @@ static void provider_calls_from_concurrent_lanes_match_one_lane(void) {
   th_held held;
   th_held_open(&held, 4);
   static run one, all;
-  tl_map_options just_one = {1};
+  tl_map_options just_one = {sizeof(tl_map_options), 1};
   tl_map_outcome outcome;
-  TH_CHECK_OK(tl_map_ex(held.session, ITEMS, item_fn, &one, &just_one, &outcome));
+  TH_CHECK_OK(tl_map_ex(held.session, &just_one, ITEMS, item_fn, &one, &outcome));
   for (int round = 0; round < 3; round++) {
     memset(&all, 0, sizeof all);
     TH_CHECK_OK(tl_map(held.session, ITEMS, item_fn, &all, &outcome));

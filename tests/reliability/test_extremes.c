@@ -188,7 +188,7 @@ static void extremes_routes_with_shapes(void) {
     for (size_t b = 0; b < NS; b++) {
       int64_t pair[2] = {signed_edges[a], signed_edges[b]};
       tl_tensor out;
-      if (!refused(tl_reshape(held.exec, &src, 2, pair, &out), "tl_reshape")) {
+      if (!refused(tl_reshape(held.exec, 2, pair, &src, &out), "tl_reshape")) {
         if (tl_tensor_numel(&out) != 12) failures++;
         tl_tensor_release(&out);
       }
@@ -196,7 +196,7 @@ static void extremes_routes_with_shapes(void) {
       int64_t other[2] = {pair[1], 5};
       const int64_t *shapes[2] = {pair, other};
       tl_einsum_path_info info;
-      (void)refused(tl_einsum_path("ij,jk->ik", 2, ranks, shapes, TL_EINSUM_PATH_AUTO, &info),
+      (void)refused(tl_einsum_path(TL_EINSUM_PATH_AUTO, "ij,jk->ik", 2, ranks, shapes, &info),
                     "tl_einsum_path");
     }
   }
@@ -224,8 +224,8 @@ static void extremes_counts(void) {
         TH_CHECK_STATUS(status, TL_E_LANE);
         TH_CHECK(outcome.failed_item == 2 && outcome.items_done >= 2);
       }
-      tl_map_options options = {1};
-      status = tl_map_ex(held.session, counts[c], fail_third, NULL, &options, &outcome);
+      tl_map_options options = {sizeof(tl_map_options), 1};
+      status = tl_map_ex(held.session, &options, counts[c], fail_third, NULL, &outcome);
       TH_CHECK(counts[c] <= 2 ? status == TL_OK : status == TL_E_LANE);
     }
     th_held_close(&held);
