@@ -417,8 +417,9 @@ tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
                          const tl_tensor *const *operands, tl_tensor *out) {
   tl_status status = tl__exec_begin(exec, "tl_einsum_into");
   if (status != TL_OK) return status;
-  return tl__exec_end(exec,
-                      einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, out, 0));
+  given_path none = {0, NULL};
+  return tl__exec_end(
+      exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, &none, out, 0));
 }
 
 tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,

@@ -232,7 +232,9 @@ static void einsum_invalid_paths_fail_typed_and_write_nothing(void) {
   }
   TH_CHECK_STATUS(tl_einsum_with_path_into(h.exec, "ij,jk,kl->il", 3, ops, 2, NULL, &out),
                   TL_E_INVALID);
-  TH_CHECK_STATUS(tl_einsum_ex_into(h.exec, "ij,jk,kl->il", 3, ops, TL_EINSUM_PATH_GIVEN, &out),
+  TH_CHECK_STATUS(tl_einsum_ex_into(
+                      h.exec, &(tl_einsum_options){sizeof(tl_einsum_options), TL_EINSUM_PATH_GIVEN},
+                      "ij,jk,kl->il", 3, ops, &out),
                   TL_E_INVALID);
   for (int k = 0; k < 9; k++) TH_CHECK(o[k] == 1234.5);
   /* the surface still works, with a good path */
