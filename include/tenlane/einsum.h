@@ -101,13 +101,13 @@ TL_API tl_status tl_einsum_ex_into(tl_exec *exec, const tl_einsum_options *optio
  * Errors: those of tl_einsum_into, and TL_E_INVALID for a path that is not one: a NULL path
  * with steps, a step count other than n_operands - 1, a position outside the list or a
  * step naming one tensor twice (the message names the step and the list's length). */
-TL_API tl_status tl_einsum_with_path_into(tl_exec *exec, const char *spec, int n_operands,
-                                          const tl_tensor *const *operands, int n_steps,
-                                          const int *path, tl_tensor *out);
+TL_API tl_status tl_einsum_with_path_into(tl_exec *exec, int n_steps, const int *path,
+                                          const char *spec, int n_operands,
+                                          const tl_tensor *const *operands, tl_tensor *out);
 
 /* Fresh form of tl_einsum_with_path_into (as tl_einsum is of tl_einsum_into). */
-TL_API tl_status tl_einsum_with_path(tl_exec *exec, const char *spec, int n_operands,
-                                     const tl_tensor *const *operands, int n_steps, const int *path,
+TL_API tl_status tl_einsum_with_path(tl_exec *exec, int n_steps, const int *path, const char *spec,
+                                     int n_operands, const tl_tensor *const *operands,
                                      tl_tensor *out);
 
 /* Fresh form: *out becomes a new owned tensor (in the surface's order) holding the result (release

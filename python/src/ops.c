@@ -139,7 +139,7 @@ static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, 
     if (tlpy_operand_get(out_obj, 1, where, "out", &out) < 0) return NULL;
     if (n_given >= 0) {
       TLPY_RUN(big,
-               status = tl_einsum_with_path_into(exec, spec, n, ptrs, n_given, given, &out.tensor));
+               status = tl_einsum_with_path_into(exec, n_given, given, spec, n, ptrs, &out.tensor));
     } else {
       TLPY_RUN(big, status = tl_einsum_ex_into(
                         exec, &(tl_einsum_options){sizeof(tl_einsum_options), kind}, spec, n, ptrs,
@@ -153,7 +153,7 @@ static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, 
   int rank;
   int64_t shape[TL_MAX_RANK];
   if (n_given >= 0) {
-    TLPY_RUN(big, status = tl_einsum_with_path(exec, spec, n, ptrs, n_given, given, &result));
+    TLPY_RUN(big, status = tl_einsum_with_path(exec, n_given, given, spec, n, ptrs, &result));
   } else if (kind == TL_EINSUM_PATH_AUTO || einsum_shape(spec, n, ops, &rank, shape) < 0) {
     TLPY_RUN(big, status = tl_einsum(exec, spec, n, ptrs, &result));
   } else {

@@ -431,8 +431,8 @@ tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,
       exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, &none, out, 1));
 }
 
-tl_status tl_einsum_with_path_into(tl_exec *exec, const char *spec, int n_operands,
-                                   const tl_tensor *const *operands, int n_steps, const int *path,
+tl_status tl_einsum_with_path_into(tl_exec *exec, int n_steps, const int *path, const char *spec,
+                                   int n_operands, const tl_tensor *const *operands,
                                    tl_tensor *out) {
   tl_status status = tl__exec_begin(exec, "tl_einsum_with_path_into");
   if (status != TL_OK) return status;
@@ -441,9 +441,8 @@ tl_status tl_einsum_with_path_into(tl_exec *exec, const char *spec, int n_operan
       exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_GIVEN, &given, out, 0));
 }
 
-tl_status tl_einsum_with_path(tl_exec *exec, const char *spec, int n_operands,
-                              const tl_tensor *const *operands, int n_steps, const int *path,
-                              tl_tensor *out) {
+tl_status tl_einsum_with_path(tl_exec *exec, int n_steps, const int *path, const char *spec,
+                              int n_operands, const tl_tensor *const *operands, tl_tensor *out) {
   tl_status status = tl__exec_begin(exec, "tl_einsum_with_path");
   if (status != TL_OK) return status;
   given_path given = {n_steps, path};

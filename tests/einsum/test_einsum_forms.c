@@ -178,16 +178,16 @@ static void einsum_explicit_path_matches_auto_and_is_cached(void) {
         {0, 1, 0, 1, 0, 1}, {2, 3, 0, 1, 0, 1}, {1, 2, 0, 2, 0, 1}, {3, 2, 1, 0, 1, 0}};
     for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
       tl_tensor got;
-      TH_CHECK_OK(tl_einsum_with_path(h.exec, "ij,jk,kl,lm->im", 4, ops, 3, paths[p], &got));
+      TH_CHECK_OK(tl_einsum_with_path(h.exec, 3, paths[p], "ij,jk,kl,lm->im", 4, ops, &got));
       TH_CHECK(max_diff(&got, &want) <= 10 * tolerance((tl_dtype)dtype));
       tl_tensor_release(&got);
     }
     /* planned once: a repeated _into call makes no heap allocation */
     tl_tensor out;
     TH_CHECK_OK(tl_tensor_create((tl_dtype)dtype, 2, want.shape, &out));
-    TH_CHECK_OK(tl_einsum_with_path_into(h.exec, "ij,jk,kl,lm->im", 4, ops, 3, paths[1], &out));
+    TH_CHECK_OK(tl_einsum_with_path_into(h.exec, 3, paths[1], "ij,jk,kl,lm->im", 4, ops, &out));
     uint64_t before = tl_allocation_count();
-    TH_CHECK_OK(tl_einsum_with_path_into(h.exec, "ij,jk,kl,lm->im", 4, ops, 3, paths[1], &out));
+    TH_CHECK_OK(tl_einsum_with_path_into(h.exec, 3, paths[1], "ij,jk,kl,lm->im", 4, ops, &out));
     TH_CHECK(tl_allocation_count() == before);
     TH_CHECK(max_diff(&out, &want) <= 10 * tolerance((tl_dtype)dtype));
     tl_tensor_release(&out);
@@ -224,13 +224,13 @@ static void einsum_invalid_paths_fail_typed_and_write_nothing(void) {
   };
   for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
     tl_status status =
-        tl_einsum_with_path_into(h.exec, "ij,jk,kl->il", 3, ops, bad[c].steps, bad[c].path, &out);
+        tl_einsum_with_path_into(h.exec, bad[c].steps, bad[c].path, "ij,jk,kl->il", 3, ops, &out);
     TH_CHECK_STATUS(status, TL_E_INVALID);
     if (strstr(tl_last_message(), bad[c].says) == NULL)
       fprintf(stderr, "  case %zu: \"%s\" lacks \"%s\"\n", c, tl_last_message(), bad[c].says);
     TH_CHECK(strstr(tl_last_message(), bad[c].says) != NULL);
   }
-  TH_CHECK_STATUS(tl_einsum_with_path_into(h.exec, "ij,jk,kl->il", 3, ops, 2, NULL, &out),
+  TH_CHECK_STATUS(tl_einsum_with_path_into(h.exec, 2, NULL, "ij,jk,kl->il", 3, ops, &out),
                   TL_E_INVALID);
   TH_CHECK_STATUS(tl_einsum_ex_into(
                       h.exec, &(tl_einsum_options){sizeof(tl_einsum_options), TL_EINSUM_PATH_GIVEN},
@@ -239,7 +239,7 @@ static void einsum_invalid_paths_fail_typed_and_write_nothing(void) {
   for (int k = 0; k < 9; k++) TH_CHECK(o[k] == 1234.5);
   /* the surface still works, with a good path */
   int good[4] = {1, 2, 0, 1};
-  TH_CHECK_OK(tl_einsum_with_path_into(h.exec, "ij,jk,kl->il", 3, ops, 2, good, &out));
+  TH_CHECK_OK(tl_einsum_with_path_into(h.exec, 2, good, "ij,jk,kl->il", 3, ops, &out));
   tl_tensor_release(&out);
   tl_tensor_release(&a);
   th_held_close(&h);

@@ -331,7 +331,8 @@ static int cancel_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   cancel_job *job = arg;
   atomic_fetch_add(&job->ran[item], 1);
   volatile unsigned spin = 0;
-  for (unsigned k = 0; k < 200; k++) spin += k; /* lanes interleave */
+  for (unsigned k = 0; k < 200; k++) spin = spin + k; /* lanes interleave */
+  (void)spin;
   if (item == job->cancel_at) return (int)TL_E_CANCELLED;
   if (item == job->fail_at) return 99;
   return 0;
