@@ -1,5 +1,5 @@
 """Every ```python block of docs/python.md runs, in order, in one namespace; so does every
-```python block of README.md."""
+```python block of README.md and of docs/tci.md."""
 
 import os
 import re
@@ -27,3 +27,9 @@ def test_python_blocks_of_the_readme_run():
     found = blocks("README.md")
     assert len(found) >= 1
     run_blocks("README.md", found)
+
+
+def test_python_blocks_of_the_tci_page_run():
+    found = blocks("docs/tci.md")
+    assert len(found) >= 2
+    run_blocks("docs/tci.md", found)

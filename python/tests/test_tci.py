@@ -1,0 +1,80 @@
+"""tenlane.tci: the Python cross interpolation and its agreement with tenlane-tci's file."""
+
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+
+import tenlane
+from tenlane import tci
+
+
+def test_sum_of_k_exponentials_gives_bond_k():
+    for k in (1, 2, 3):
+        rates = [1.0, -2.0, 3.5][:k]
+
+        def f(index):
+            x = index[:, 0] / 2.0**12
+            return sum(np.exp(a * x) for a in rates)
+
+        t = tci.crossinterpolate(f, bits=12, tol=1e-12, patching=False)
+        assert t.max_bond == k
+        i = np.arange(0, 4096, 7).reshape(-1, 1)
+        assert np.max(np.abs(t(i) - f(i))) < 1e-10
+
+
+def test_patches_split_and_integrate_on_a_tenlane_session():
+    def g(index):
+        x = index[:, 0] / 256.0
+        y = index[:, 1] / 256.0
+        return np.tanh((x - 0.5 - 0.2 * np.sin(3 * y)) / 0.05)
+
+    with tenlane.Context(threads=2).session() as s:
+        t = tci.crossinterpolate(g, dims=2, bits=8, tol=1e-8, max_bond=12, session=s)
+    assert len(t.pieces) > 1
+    pts = np.random.default_rng(0).integers(0, 256, size=(2000, 2))
+    assert np.max(np.abs(t(pts) - g(pts))) < 1e-6
+    full = np.stack(np.meshgrid(np.arange(256), np.arange(256), indexing="ij"), -1).reshape(-1, 2)
+    assert abs(t.integral() - g(full).sum() / 256.0**2) < 1e-6
+
+
+def test_nan_names_the_index():
+    def f(index):
+        v = np.cos(index[:, 0] / 1024.0)
+        v[(index[:, 0] >= 256) & (index[:, 0] < 300)] = np.nan
+        return v
+
+    with pytest.raises(tci.TCIError, match=r"f returned nan at grid index \(2[5-9][0-9],\)"):
+        tci.crossinterpolate(f, bits=10)
+
+
+def test_save_and_load_round_trip():
+    t = tci.crossinterpolate(lambda i: np.sin(i[:, 0] / 100.0), bits=10, tol=1e-10)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.tlt")
+        t.save(path)
+        u = tci.PatchedTensorTrain.load(path)
+    i = np.arange(1024).reshape(-1, 1)
+    assert np.array_equal(t(i), u(i))
+
+
+def test_the_c_programs_saved_train_loads_and_agrees():
+    program = os.environ.get("TENLANE_TCI_PROGRAM")
+    if not program or not os.path.exists(program):
+        pytest.skip("tenlane-tci is not built (TENLANE_TCI_PROGRAM unset)")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "gauss.tlt")
+        out = subprocess.run([program, "--function", "gauss2d", "--bits", "8", "--threads", "2",
+                              "--save", path], check=True, capture_output=True, text=True).stdout
+        t = tci.PatchedTensorTrain.load(path)
+    # The C program's report line: the integral it printed equals the loaded object's.
+    line = next(l for l in out.splitlines() if l.strip().startswith("integral"))
+    c_integral = float(line.split()[1])
+    assert t.integral() == pytest.approx(c_integral, rel=1e-14, abs=0)
+    s = 0.08
+    pts = np.random.default_rng(3).integers(0, 256, size=(500, 2))
+    x = t.points(pts)
+    exact = np.exp(-((x[:, 0] - 0.5) ** 2 + (x[:, 1] - 0.5) ** 2) / s**2)
+    assert np.max(np.abs(t(pts) - exact)) < 1e-6
