@@ -18,7 +18,9 @@ void tl__loop_plan(tl__loop *loop, int ops, const tl_tensor *const *tensors) {
   for (int k = 0; k < out->rank; k++) empty |= out->shape[k] == 0;
   for (int i = 0; i < ops; i++) {
     loop->esize[i] = (int64_t)tl_dtype_size(tensors[i]->dtype);
-    loop->base[i] = (char *)tensors[i]->data + tensors[i]->offset * loop->esize[i];
+    /* An empty operand may have no storage at all: no offset is applied to a NULL base. */
+    char *data = tensors[i]->data;
+    loop->base[i] = data == NULL ? NULL : data + tensors[i]->offset * loop->esize[i];
   }
   if (empty) {
     loop->rank = 1;

@@ -142,7 +142,7 @@ static void route_bad_input_table_fails_typed_and_writes_nothing(void) {
   BAD(TL_E_DTYPE, tl_contract_into(h.exec, l_ac, &a.t, l_ab, &bf32.t, l_bc, &out33.t));
   BAD(TL_E_ALIAS, tl_contract_into(h.exec, l_ac, &a.t, l_ab, &big.t, l_bc, &c_alias_a));
   BAD(TL_E_INVALID, tl_contract(h.exec, 2, l_c_neither, &a.t, l_ab, &big.t, l_bc, &fresh));
-  BAD(TL_E_INVALID, tl_contract(h.exec, 17, l_ac, &a.t, l_ab, &big.t, l_bc, &fresh));
+  BAD(TL_E_INVALID, tl_contract(h.exec, TL_MAX_RANK + 1, l_ac, &a.t, l_ab, &big.t, l_bc, &fresh));
   TH_CHECK(n >= 30);
   /* the surface keeps the last failure's message too */
   TH_CHECK(tl_exec_message(h.exec)[0] != '\0');
