@@ -425,7 +425,14 @@ tl_status tl_tensor_select(const tl_tensor *src, int axis, int64_t index, tl_ten
                     (long long)src->shape[axis], axis);
   tl_tensor t = *src;
   as_view(&t);
-  t.offset = src->offset + index * src->strides[axis];
+  /* An empty src (another axis of extent 0) has unchecked strides: the move is a checked
+   * product there. */
+  int64_t moved;
+  if (!tl__i64_mul(index, src->strides[axis], &moved) ||
+      !tl__i64_add(src->offset, moved, &t.offset))
+    return tl__fail(TL_E_SHAPE, "index %lld of axis %d (stride %lld, offset %lld) overflows int64",
+                    (long long)index, axis, (long long)src->strides[axis],
+                    (long long)src->offset);
   for (int k = axis; k + 1 < src->rank; k++) {
     t.shape[k] = src->shape[k + 1];
     t.strides[k] = src->strides[k + 1];
@@ -537,14 +544,15 @@ tl_status tl_tensor_reshape_view(const tl_tensor *src, int rank, const int64_t *
         np *= shape[nj++];
     }
     for (int k = oi; k + 1 < oj; k++) {
-      if (os[k + 1] != os[k] * od[k])
+      int64_t next;
+      if (!tl__i64_mul(os[k], od[k], &next) || os[k + 1] != next)
         return tl__fail(TL_E_UNAVAILABLE,
                         "no view: src axes are not contiguous where the new shape merges them");
     }
     int64_t stride = os[oi];
     for (int k = ni; k < nj; k++) {
       t.strides[k] = stride;
-      stride *= shape[k];
+      if (k + 1 < nj) stride *= shape[k]; /* within the group's span: no overflow */
     }
     oi = oj;
     ni = nj;
