@@ -98,9 +98,10 @@ bench: build
 	scripts/run-benches $(BUILD)
 
 # Einsum networks of the einsum benchmark's categories through tenlane (1 and 2 threads)
-# and numpy following the same path: time, peak memory, ratios (benches/einsum_networks.py).
+# and numpy on OpenBLAS serial (scripts/with-openblas) following the same path: time, peak
+# memory, ratios (benches/einsum_networks.py).
 bench-einsum: build
-	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} /usr/bin/python3 benches/einsum_networks.py $(BUILD)
+	scripts/with-openblas $(BUILD) /usr/bin/python3 benches/einsum_networks.py $(BUILD)
 
 # The fan-out sweeps (scripts/fanout-sweep) are run afresh each time: f64, c128 and a bond
 # drawn per patch.

@@ -10,8 +10,9 @@ four diagnostic binary terms (ij,ij->ij; ij,ij->ji; i,j->ij; bij,bjk->bik).
 
 Each network is one tenlane call (integer labels, the path passed in opt_einsum's linear
 format), on a context of 1 and of 2 threads; numpy runs the same pairwise steps with
-np.einsum(..., optimize=True) (BLAS through tensordot where it applies), one BLAS thread
-unless OPENBLAS_NUM_THREADS says otherwise. The path is this script's greedy one (the pair
+np.einsum(..., optimize=True) (BLAS through tensordot where it applies). `make bench-einsum`
+runs this script under scripts/with-openblas, so numpy's BLAS is OpenBLAS serial (one thread,
+its own kernels for this CPU); the header line names the library numpy actually loaded. The path is this script's greedy one (the pair
 whose result shrinks memory most, ties by cost), the same for both engines.
 
 Printed per network and dtype (f64, c128): real flops of the path, numpy's time, tenlane's
@@ -209,6 +210,19 @@ def median_time(fn):
     return sorted(times)[len(times) // 2]
 
 
+def numpy_blas():
+    """The BLAS/LAPACK libraries mapped into this process (numpy's; tenlane links its own)."""
+    np.dot(np.ones((2, 2)), np.ones((2, 2)))  # make sure the BLAS is loaded
+    found = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            name = os.path.basename(path)
+            if any(key in name for key in ("blas", "blis", "lapack", "mkl")):
+                found.add(path)
+    return ", ".join(sorted(found)) or "none found"
+
+
 def main():
     rng = np.random.default_rng(2026)
     ctx1, ctx2 = tenlane.Context(threads=1), tenlane.Context(threads=2)
@@ -217,6 +231,7 @@ def main():
     s2.__enter__()
     print(f"# make bench-einsum: tenlane vs numpy {np.__version__} following the same greedy path; "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
+    print(f"# numpy's BLAS (loaded in this process): {numpy_blas()}")
     print(f"{'network':34} {'dtype':5} {'Gflop':>8} {'numpy ms':>9} {'tl 1T ms':>9} {'tl 2T ms':>9} "
           f"{'1T/np':>6} {'2T/1T':>6} {'np MiB':>7} {'tl MiB':>7}")
     ratios = []
