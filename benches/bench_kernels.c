@@ -378,7 +378,72 @@ static void bench_tiny(tl_bench_table *table, const tl_bench_options *opt, tl_ex
   }
 }
 
-/* TL_BENCH_KERNELS_ONLY=gemm|permute|stream|tiny runs one group (for investigation). */
+/* ---- complex against real (1 thread) ---------------------------------------------------- */
+/* The complex row kernels and the unit-stride complex sums (docs/design/kernels.md, the
+ * decisions of 2026-12-04): a square multiply and the sums over each axis of a column-major
+ * operand (axis 0: inner mode, axis 1: outer mode) in f64, c64 and c128, alternated in one
+ * run on a one-thread session. The complex rows are anchored to the f64 row of the same
+ * element count (c64 has as many bytes as f64, c128 twice as many). */
+typedef struct cplx_case {
+  tl_exec *exec;
+  tl_tensor a, b, out, sum;
+  int axis;
+} cplx_case;
+
+static void run_cplx_mul(void *arg) {
+  cplx_case *c = arg;
+  tl_status status = tl_mul_into(c->exec, &c->a, &c->b, &c->out);
+  if (status != TL_OK) die("tl_mul_into", status);
+}
+
+static void run_cplx_sum(void *arg) {
+  cplx_case *c = arg;
+  tl_status status = tl_reduce_into(c->exec, TL_REDUCE_SUM, &c->a, 1, &c->axis, &c->sum);
+  if (status != TL_OK) die("tl_reduce_into", status);
+}
+
+static void bench_complex(tl_bench_table *table, const tl_bench_options *opt, tl_exec *exec,
+                          int64_t n) {
+  const tl_dtype dtypes[3] = {TL_F64, TL_C64, TL_C128};
+  const char *dtype_names[3] = {"f64", "c64", "c128"};
+  cplx_case cases[3];
+  int64_t shape[2] = {n, n}, sum_shape[1] = {n};
+  for (int d = 0; d < 3; d++) {
+    memset(&cases[d], 0, sizeof cases[d]);
+    cases[d].exec = exec;
+    if (tl_tensor_create(dtypes[d], 2, shape, &cases[d].a) != TL_OK ||
+        tl_tensor_create(dtypes[d], 2, shape, &cases[d].b) != TL_OK ||
+        tl_tensor_create(dtypes[d], 2, shape, &cases[d].out) != TL_OK ||
+        tl_tensor_create(dtypes[d], 1, sum_shape, &cases[d].sum) != TL_OK)
+      die("tl_tensor_create", TL_E_NOMEM);
+  }
+  const char *ops[3] = {"mul", "sum axis 0 (inner)", "sum axis 1 (outer)"};
+  for (int op = 0; op < 3; op++) {
+    tl_bench_contestant c[3];
+    for (int d = 0; d < 3; d++) {
+      cases[d].axis = op == 2 ? 1 : 0;
+      c[d].name = dtype_names[d];
+      c[d].run = op == 0 ? run_cplx_mul : run_cplx_sum;
+      c[d].arg = &cases[d];
+      memset(&c[d].stats, 0, sizeof c[d].stats);
+    }
+    tl_bench_options local = sized(opt, c[2].run, c[2].arg, 3e7);
+    if (tl_bench_alternate(c, 3, &local) != 0) exit(1);
+    const char *anchor = NULL;
+    for (int d = 0; d < 3; d++) {
+      char *name = name_pool[name_used++ % 128];
+      snprintf(name, sizeof name_pool[0], "%s %lld^2 %s 1t", ops[op], (long long)n, dtype_names[d]);
+      tl_bench_table_add(table, name, c[d].stats, anchor, d == 0 ? NULL : &c[0].stats);
+      if (d == 0) anchor = name;
+    }
+  }
+  for (int d = 0; d < 3; d++)
+    tl_tensor_release(&cases[d].a), tl_tensor_release(&cases[d].b),
+        tl_tensor_release(&cases[d].out), tl_tensor_release(&cases[d].sum);
+}
+
+/* TL_BENCH_KERNELS_ONLY=gemm|permute|stream|tiny|complex runs those groups (for
+ * investigation). */
 static int wanted(const char *group) {
   const char *only = getenv("TL_BENCH_KERNELS_ONLY");
   return only == NULL || strstr(only, group) != NULL;
@@ -437,6 +502,11 @@ int main(int argc, char **argv) {
   tl_bench_held_open(&hs, "bench_kernels", env.cpu_count > 1 ? 2 : 1, 0, TL_WAIT);
   if (wanted("tiny")) bench_tiny(&table, &env.opt, hs.exec);
   tl_bench_held_close(&hs);
+
+  tl_bench_held h1;
+  tl_bench_held_open(&h1, "bench_kernels", 1, 0, TL_WAIT);
+  if (wanted("complex")) bench_complex(&table, &env.opt, h1.exec, quick ? 256 : 1024);
+  tl_bench_held_close(&h1);
 
   tl_bench_table_print(&table, stdout);
   printf("\nprovider: %s\n", tl_kernels_provider());
