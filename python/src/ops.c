@@ -340,9 +340,10 @@ static int dot_axes(PyObject *axes, int ra, int rb, const char *where, int *coun
 
 static PyObject *session_tensordot(PyObject *self, PyObject *args, PyObject *kwargs) {
   static const char *where = "tenlane.Session.tensordot";
-  static char *keywords[] = {"a", "b", "axes", NULL};
-  PyObject *a_obj, *b_obj, *axes = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O:tensordot", keywords, &a_obj, &b_obj, &axes))
+  static char *keywords[] = {"a", "b", "axes", "out", NULL};
+  PyObject *a_obj, *b_obj, *axes = NULL, *out_obj = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O$O:tensordot", keywords, &a_obj, &b_obj,
+                                   &axes, &out_obj))
     return NULL;
   tlpy_operand ops[2];
   tl_exec *exec = tlpy_session_operands((tlpy_session *)self, where, a_obj, b_obj, ops);
@@ -370,6 +371,19 @@ static PyObject *session_tensordot(PyObject *self, PyObject *args, PyObject *kwa
     if (cr > TL_MAX_RANK) {
       tlpy_raise(TL_E_SHAPE, "%s: the result would have %d axes; at most %d", where, cr,
                  TL_MAX_RANK);
+    } else if (tlpy_out_given(out_obj)) {
+      tlpy_operand out;
+      if (tlpy_out_get_all(1, &out_obj, where, &out) == 0) {
+        if (out.tensor.rank != cr) {
+          tlpy_raise(TL_E_SHAPE, "%s: out has %d axes; the result has %d", where, out.tensor.rank,
+                     cr);
+        } else {
+          TLPY_RUN(big, status = tl_contract_into(exec, cl, &ops[0].tensor, al, &ops[1].tensor, bl,
+                                                  &out.tensor));
+          r = status == TL_OK ? Py_NewRef(out_obj) : tlpy_raise_last(status);
+        }
+        tlpy_operand_release(&out);
+      }
     } else {
       TLPY_RUN(big,
                status = tl_contract(exec, cr, cl, &ops[0].tensor, al, &ops[1].tensor, bl, &result));
@@ -381,10 +395,14 @@ static PyObject *session_tensordot(PyObject *self, PyObject *args, PyObject *kwa
   return r;
 }
 
-static PyObject *session_matmul(PyObject *self, PyObject *args) {
+static PyObject *session_matmul(PyObject *self, PyObject *args, PyObject *kwargs) {
   static const char *where = "tenlane.Session.matmul";
-  PyObject *a_obj, *b_obj;
-  if (!PyArg_ParseTuple(args, "OO:matmul", &a_obj, &b_obj)) return NULL;
+  static char *keywords[] = {"a", "b", "out", NULL};
+  PyObject *a_obj, *b_obj, *out_obj = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:matmul", keywords, &a_obj, &b_obj,
+                                   &out_obj))
+    return NULL;
+  if (out_obj == Py_None) out_obj = NULL;
   tlpy_operand ops[2];
   tl_exec *exec = tlpy_session_operands((tlpy_session *)self, where, a_obj, b_obj, ops);
   if (!exec) return NULL;
@@ -393,6 +411,17 @@ static PyObject *session_matmul(PyObject *self, PyObject *args) {
   if (ra == 0 || rb == 0) {
     r = tlpy_raise(TL_E_SHAPE, "%s: operands must have at least one axis (a has %d, b has %d)",
                    where, ra, rb);
+  } else if (ra == 2 && rb == 2 && out_obj) {
+    tlpy_operand out;
+    r = NULL;
+    if (tlpy_out_get_all(1, &out_obj, where, &out) == 0) {
+      tl_status status;
+      TLPY_RUN(tlpy_elements(2, ops) >= TLPY_NOGIL_ELEMENTS,
+               status = tl_gemm_into(exec, (tl_scalar){1.0, 0.0}, &ops[0].tensor, &ops[1].tensor,
+                                     (tl_scalar){0.0, 0.0}, &out.tensor));
+      r = status == TL_OK ? Py_NewRef(out_obj) : tlpy_raise_last(status);
+      tlpy_operand_release(&out);
+    }
   } else if (ra == 2 && rb == 2) {
     tl_tensor result;
     tl_status status;
@@ -404,7 +433,7 @@ static PyObject *session_matmul(PyObject *self, PyObject *args) {
                        : ra == 1          ? "j,...jk->...k"
                        : rb == 1          ? "...ij,j->...i"
                                           : "...ij,...jk->...ik";
-    r = einsum_run(exec, where, spec, 2, ops, NULL, TL_EINSUM_PATH_AUTO, -1, NULL);
+    r = einsum_run(exec, where, spec, 2, ops, out_obj, TL_EINSUM_PATH_AUTO, -1, NULL);
   }
   release_all(2, ops);
   return r;
@@ -414,9 +443,10 @@ static PyObject *session_matmul(PyObject *self, PyObject *args) {
 
 static PyObject *session_transpose(PyObject *self, PyObject *args, PyObject *kwargs) {
   static const char *where = "tenlane.Session.transpose";
-  static char *keywords[] = {"a", "axes", NULL};
-  PyObject *a_obj, *axes = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:transpose", keywords, &a_obj, &axes))
+  static char *keywords[] = {"a", "axes", "out", NULL};
+  PyObject *a_obj, *axes = Py_None, *out_obj = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$O:transpose", keywords, &a_obj, &axes,
+                                   &out_obj))
     return NULL;
   tlpy_operand op;
   tl_exec *exec = tlpy_session_operands((tlpy_session *)self, where, a_obj, NULL, &op);
@@ -442,6 +472,15 @@ static PyObject *session_transpose(PyObject *self, PyObject *args, PyObject *kwa
   }
   tl_tensor result;
   tl_status status;
+  if (tlpy_out_given(out_obj)) {
+    tlpy_operand out;
+    if (tlpy_out_get_all(1, &out_obj, where, &out) < 0) goto done;
+    TLPY_RUN(tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS,
+             status = tl_permute_into(exec, &op.tensor, perm, &out.tensor));
+    tlpy_operand_release(&out);
+    r = status == TL_OK ? Py_NewRef(out_obj) : tlpy_raise_last(status);
+    goto done;
+  }
   TLPY_RUN(tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS,
            status = tl_permute(exec, &op.tensor, perm, &result));
   r = tlpy_result_or_raise(status, &result);
@@ -535,10 +574,11 @@ static PyObject *session_reshape(PyObject *self, PyObject *args, PyObject *kwarg
 
 static PyObject *reduce(PyObject *self, PyObject *args, PyObject *kwargs, tl_reduce_op which,
                         const char *where) {
-  static char *keywords[] = {"a", "axis", "keepdims", NULL};
-  PyObject *a_obj, *axis = Py_None;
+  static char *keywords[] = {"a", "axis", "keepdims", "out", NULL};
+  PyObject *a_obj, *axis = Py_None, *out_obj = NULL;
   int keepdims = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Op", keywords, &a_obj, &axis, &keepdims))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Op$O", keywords, &a_obj, &axis, &keepdims,
+                                   &out_obj))
     return NULL;
   tlpy_operand op;
   tl_exec *exec = tlpy_session_operands((tlpy_session *)self, where, a_obj, NULL, &op);
@@ -565,6 +605,22 @@ static PyObject *reduce(PyObject *self, PyObject *args, PyObject *kwargs, tl_red
   }
   tl_tensor result;
   tl_status status;
+  if (tlpy_out_given(out_obj)) { /* keepdims decides which of tl_reduce_into's shapes */
+    tlpy_operand out;
+    if (tlpy_out_get_all(1, &out_obj, where, &out) < 0) goto done;
+    int want = keepdims ? rank : rank - count;
+    if (out.tensor.rank != want) {
+      tlpy_raise(TL_E_SHAPE,
+                 "%s: out has %d axes; reducing %d of %d axes with keepdims=%s gives %d", where,
+                 out.tensor.rank, count, rank, keepdims ? "True" : "False", want);
+    } else {
+      TLPY_RUN(tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS,
+               status = tl_reduce_into(exec, which, &op.tensor, count, axes, &out.tensor));
+      r = status == TL_OK ? Py_NewRef(out_obj) : tlpy_raise_last(status);
+    }
+    tlpy_operand_release(&out);
+    goto done;
+  }
   TLPY_RUN(tlpy_elements(1, &op) >= TLPY_NOGIL_ELEMENTS,
            status = tl_reduce(exec, which, &op.tensor, count, axes, &result));
   if (status != TL_OK) {
@@ -665,26 +721,30 @@ PyMethodDef tlpy_ops_methods[] = {
      "result's shape and dtype, written only on success and returned. Opening thread only; "
      "the GIL is released for large operands."},
     {"tensordot", CAST(session_tensordot), KW,
-     "tensordot(a, b, axes=2) -> ndarray: numpy.tensordot (axes an int or a pair of axis "
-     "lists). Opening thread only."},
-    {"matmul", CAST(session_matmul), METH_VARARGS,
-     "matmul(a, b) -> ndarray: numpy.matmul (1-D, 2-D, and stacks broadcast from the right). "
-     "Opening thread only."},
+     "tensordot(a, b, axes=2, *, out=None) -> ndarray: numpy.tensordot (axes an int or a pair "
+     "of axis lists); into out when given (any strides, the result's shape and dtype, not "
+     "overlapping a or b), which is returned. Opening thread only."},
+    {"matmul", CAST(session_matmul), KW,
+     "matmul(a, b, *, out=None) -> ndarray: numpy.matmul (1-D, 2-D, and stacks broadcast from "
+     "the right); into out when given (any strides, the result's shape and dtype, not "
+     "overlapping a or b), which is returned. Opening thread only."},
     {"transpose", CAST(session_transpose), KW,
-     "transpose(a, axes=None) -> ndarray: a copy with the axes permuted (reversed when axes "
-     "is None), made by tenlane's blocked permute. Opening thread only."},
+     "transpose(a, axes=None, *, out=None) -> ndarray: a copy with the axes permuted (reversed "
+     "when axes is None), made by tenlane's blocked permute; into out when given (not "
+     "overlapping a). Opening thread only."},
     {"reshape", CAST(session_reshape), KW,
      "reshape(a, shape) -> ndarray: numpy's C-order reshape; a view of a when its strides "
      "allow (like numpy), else a copy. -1 infers one extent. Opening thread only."},
     {"sum", CAST(session_sum), KW,
-     "sum(a, axis=None, keepdims=False) -> ndarray or scalar: the sum over the axes (all when "
-     "None). "
+     "sum(a, axis=None, keepdims=False, *, out=None) -> ndarray or scalar: the sum over the "
+     "axes (all when None). out: an array of the result's shape (with the reduced axes kept "
+     "as extent 1 when keepdims) and dtype, returned (a 0-d out for a full reduction). "
      "Opening thread only."},
     {"norm", CAST(session_norm), KW,
-     "norm(a, axis=None, keepdims=False) -> ndarray or float: sqrt(sum |a|^2) over the axes "
-     "(all when None; the Frobenius norm of a matrix); real for complex a. With every axis "
-     "reduced and keepdims=False, a numpy scalar (np.float64 is a Python float). Opening "
-     "thread only."},
+     "norm(a, axis=None, keepdims=False, *, out=None) -> ndarray or float: sqrt(sum |a|^2) "
+     "over the axes (all when None; the Frobenius norm of a matrix); real for complex a. With "
+     "every axis reduced and keepdims=False, a numpy scalar (np.float64 is a Python float). "
+     "out: as for sum, of the real dtype. Opening thread only."},
     {"conj", CAST(session_conj), KW,
      "conj(a, out=None) -> ndarray: the complex conjugate (a copy for real a), into out when "
      "given (AliasError when out overlaps a). No numpy temporary. Opening thread only."},

@@ -199,6 +199,25 @@ void tlpy_watch_rearm(tlpy_watch *watch);
 /* End the watch (GIL held); the outermost one puts the previous handler back. */
 void tlpy_watch_end(tlpy_watch *watch);
 
+/* ---- out.c: the out= arguments ---------------------------------------------------- */
+
+/* 1 when an out= argument was given (not NULL, not None). */
+int tlpy_out_given(PyObject *obj);
+/* out= of a call returning n arrays: a tuple of exactly n, none None (`shape_text` describes
+ * them in messages, e.g. "(q, r)"); the items (borrowed) into items[]. 0, or -1 with
+ * DtypeError (not a tuple) or InvalidError (a wrong count, a None) raised. */
+int tlpy_out_tuple(PyObject *obj, int n, const char *where, const char *shape_text,
+                   PyObject **items);
+/* Read n (1 to 4) out arrays as writable operands named "out" (n == 1) or "out[i]"; 0, or
+ * -1 with the error raised and none held. */
+int tlpy_out_get_all(int n, PyObject *const *items, const char *where, tlpy_operand *ops);
+/* The int64 memory of an out array for pivots or a permutation: a writable, contiguous,
+ * 1-D numpy int64 array of `length`; NULL with DtypeError, ShapeError or InvalidError. */
+int64_t *tlpy_out_index(PyObject *obj, int64_t length, const char *where, const char *what);
+/* obj (an out array) cut to its first `count` entries along axis 0 or 1: obj itself (a
+ * new reference) when it has exactly that many, else a numpy view of it. */
+PyObject *tlpy_out_leading(PyObject *obj, int axis, int64_t count);
+
 /* ---- ops.c, linalg.c, lanes.c: the methods of tenlane.Session ------------------------ */
 
 extern PyMethodDef tlpy_ops_methods[];
@@ -269,6 +288,20 @@ tl_status tlpy_qrcp_on(tl_exec *exec, const tl_tensor *a, const tl_truncation *t
                        int64_t *perm, tlpy_qrcp_item *item);
 /* (q, r, perm, discarded) from an item; its tensors move into the arrays. */
 PyObject *tlpy_qrcp_tuple(tlpy_qrcp_item *item);
+
+/* ---- svd.c: Session.svd (numpy's full_matrices and compute_uv, out=) --------------- */
+
+PyObject *tlpy_session_svd(PyObject *self, PyObject *args, PyObject *kwargs);
+#define TLPY_SVD_DOC                                                                           \
+  "svd(a, full_matrices=False, compute_uv=True, *, tol=None, max_rank=None, atol=None, "       \
+  "out=None) -> (u, s, vt, discarded), or s alone when compute_uv is False (as numpy). "       \
+  "Thin by default: a ~= u @ diag(s) @ vt, u m x k, vt k x n, s descending (real), keeping "   \
+  "the values above max(atol, tol * s[0]), at most max_rank of them (none given: all). "       \
+  "discarded is the sum of the squares of the dropped values (the squared Frobenius error). "  \
+  "full_matrices=True: u m x m and vt n x n (unitary; the columns past min(m, n) complete "    \
+  "the thin factors through a QR), no truncation keywords. out: a tuple (u, s, vt) of "        \
+  "arrays of the shapes computed (thin: c = min(m, n, max_rank) columns, returned cut to the " \
+  "rank kept), or one array for s when compute_uv is False. Opening thread only."
 
 /* ---- reuse.c: large freed memory kept for the next allocation of its size ------------ */
 

@@ -76,8 +76,13 @@ def test_stubs_pass_mypy_strict(tmp_path):
         "    with ctx.session() as s:\n"
         "        u, sv, vt, discarded = s.svd(a, max_rank=2)\n"
         "        c = s.einsum('ij,jk->ik', a, a, optimize='greedy')\n"
+        "        only: npt.NDArray[np.float64] = s.svd(a, compute_uv=False)\n"
         "    ctx.close()\n"
-        "    return float(sv[0]) + discarded + float(c[0, 0])\n")
+        "    out = np.empty((a.shape[0], a.shape[0]))\n"
+        "    g = tenlane.matmul(a, a.T, out=out)\n"
+        "    uf, sf, vtf, _ = tenlane.svd(a, True)\n"
+        "    q, r = tenlane.qr(a, out=(np.empty(a.shape), np.empty((a.shape[1],) * 2)))\n"
+        "    return float(sv[0]) + discarded + float(c[0, 0]) + float(only[0]) + float(g[0, 0])\n")
     env = dict(os.environ)
     where = os.path.dirname(os.path.dirname(tenlane.__file__))
     if os.path.basename(where) != "site-packages":  # a build tree; installed, py.typed says it
