@@ -8,6 +8,14 @@
  * its calls cost what the session method costs. Any other thread enters through a ticket
  * of that session (tl_ticket_enter): a child surface of its own, one thread, no waiting,
  * a private scratch. If the holder ends, the next caller opens the session again.
+ *
+ * The lanes of the default context belong to the holder. A map_* call from any other thread
+ * runs on a second context made for that purpose (the lanes context, made on the first such
+ * call with the same thread budget): the call opens a session there (waiting, without the
+ * GIL, while another thread's map holds it), runs the map on its lanes and closes the
+ * session. So maps from several threads run one at a time there, beside the holder's calls.
+ * A lane (a pool worker, e.g. inside map(fn, n)) does not start a map of its own: that could
+ * wait for the map it is part of.
  * Everything here runs with the GIL held, which guards the module state below. */
 #include "tlpy.h"
 
@@ -23,6 +31,7 @@ typedef struct tlpy_slot {
 } tlpy_slot;
 
 static tlpy_context *default_context; /* NULL until the first call */
+static tlpy_context *lanes_context;   /* map_* of threads that do not hold; NULL until used */
 static int default_threads;           /* set_threads' budget; 0 = one per CPU */
 static unsigned long generation = 1;  /* counts default contexts */
 static tlpy_slot *holder;             /* the slot holding the session, or NULL */
@@ -69,6 +78,50 @@ static tlpy_context *context_get(void) {
   default_context = (tlpy_context *)c;
   generation++;
   return default_context;
+}
+
+static tlpy_context *lanes_context_get(void) {
+  if (lanes_context && lanes_context->ctx) return lanes_context;
+  Py_CLEAR(lanes_context);
+  PyObject *c = PyObject_CallFunction((PyObject *)&tlpy_context_type, "i", default_threads);
+  lanes_context = (tlpy_context *)c;
+  return lanes_context;
+}
+
+/* Session.<name> (a map_* call) on a session of the lanes context opened for this call;
+ * stack[0] is replaced by that session. */
+static PyObject *map_on_lanes_context(PyObject *name, PyObject **stack, size_t nargsf,
+                                      PyObject *kwnames, unsigned long thread) {
+  if (tl_pool_current() != NULL)
+    return tlpy_raise(TL_E_WRONG_THREAD,
+                      "tenlane.%s: called on a lane of a running map (thread %lu); a lane does "
+                      "not start a map of its own (run the items in the outer map)",
+                      PyUnicode_AsUTF8(name), thread);
+  tlpy_context *ctx = lanes_context_get();
+  if (!ctx) return NULL;
+  PyObject *session = PyObject_CallMethod((PyObject *)ctx, "session", NULL);
+  if (!session) return NULL;
+  PyObject *opened = PyObject_CallMethod(session, "open", NULL); /* waits without the GIL */
+  if (!opened) {
+    Py_DECREF(session);
+    return NULL;
+  }
+  Py_DECREF(opened);
+  stack[0] = session;
+  PyObject *r = PyObject_VectorcallMethod(name, stack, nargsf, kwnames);
+  PyObject *type = NULL, *value = NULL, *trace = NULL;
+  if (!r) PyErr_Fetch(&type, &value, &trace); /* the map's error, raised after the close */
+  PyObject *closed = PyObject_CallMethod(session, "close", NULL);
+  if (closed) {
+    Py_DECREF(closed);
+  } else if (r) {
+    Py_CLEAR(r); /* the close's error is the one raised */
+  } else {
+    PyErr_Clear();
+  }
+  if (type) PyErr_Restore(type, value, trace);
+  Py_DECREF(session);
+  return r;
 }
 
 /* The calling thread's slot for the current default context (made on first use). */
@@ -153,11 +206,7 @@ static PyObject *dispatch(PyObject *self, PyObject *const *args, Py_ssize_t narg
   if (slot->holder) {
     r = PyObject_VectorcallMethod(self, stack, nargsf, kwnames);
   } else if (!strncmp(PyUnicode_AsUTF8(self), "map", 3)) {
-    r = tlpy_raise(TL_E_WRONG_THREAD,
-                   "tenlane.%s: the lanes of the default context belong to thread %lu, which "
-                   "holds its session; called from thread %lu (run batches there, or on a "
-                   "Context and session of this thread's own)",
-                   PyUnicode_AsUTF8(self), holder->thread, slot->thread);
+    r = map_on_lanes_context(self, stack, nargsf, kwnames, slot->thread);
   } else {
     entry e = {slot, holder->session->session, self, stack, nargsf, kwnames, NULL};
     tl_status status = tl_ticket_enter(&holder_ticket, entry_run, &e, NULL);
@@ -186,6 +235,12 @@ static PyObject *set_threads(PyObject *module, PyObject *arg) {
                         "tenlane.set_threads: thread %lu holds the default context's session; "
                         "call set_threads on that thread",
                         holder->thread);
+    if (lanes_context) { /* BusyError while another thread's map runs there */
+      PyObject *r = PyObject_CallMethod((PyObject *)lanes_context, "close", NULL);
+      if (!r) return NULL;
+      Py_DECREF(r);
+      Py_CLEAR(lanes_context);
+    }
     if (holder) slot_close(holder);
     PyObject *r = PyObject_CallMethod((PyObject *)default_context, "close", NULL);
     if (!r) return NULL;
@@ -222,9 +277,10 @@ static PyMethodDef default_methods[] = {
     {"set_threads", set_threads, METH_O,
      "set_threads(n): the thread budget of the default context the module-level calls run "
      "on (0: one per CPU this thread may use, the default). Closes the current default "
-     "context (results stay valid); the next call makes one with n lanes. From the thread "
-     "that holds the default session (the first that made a module-level call), or before "
-     "any call; elsewhere BusyError."},
+     "context and the lanes context of other threads' maps (results stay valid); the next "
+     "call makes one with n lanes. From the thread that holds the default session (the first "
+     "that made a module-level call), or before any call; elsewhere, or while another "
+     "thread's map runs, BusyError."},
     {"get_threads", get_threads, METH_NOARGS,
      "get_threads() -> int: the default context's thread budget (makes the context)."},
     {"default_context", default_context_get, METH_NOARGS,

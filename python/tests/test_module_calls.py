@@ -57,8 +57,8 @@ def test_module_calls_from_several_threads(rng):
                 r = tenlane.einsum("ij,jk->ik", a * t, a)
             u, sv, vt, _ = tenlane.svd(a * t)
             results[t] = (r, sv)
-            with pytest.raises(tenlane.WrongThreadError, match="lanes of the default context"):
-                tenlane.map_einsum("ij,jk->ik", [(a, a)] * 4)
+            # not the holder: the map runs on the lanes context (test_map_threads.py)
+            assert tenlane.map_einsum("ij,jk->ik", [(a, a)] * 4)[3].shape == (6, 6)
         except BaseException as e:  # reported below
             errors.append(e)
 
