@@ -16,12 +16,40 @@ void tci_options_init(tci_options *options) {
   options->seed = 1;
 }
 
+/* Greedy local ascent of a probe's error: site by site, the local value at which the piece
+ * is furthest from f. Finds the peak of a narrow feature a random probe only grazed. */
+static int ascend(tci_workspace *ws, const tci_problem *pb, const tci_patch *patch,
+                  const tci_piece *piece, uint8_t *point, double *err, char *why) {
+  int n = ws->sites - patch->prefix_len, dim = ws->dim;
+  uint8_t *cand = ws->new_left; /* chi * sites bytes, unused between sweeps */
+  if (dim > ws->chi) return TCI_OK;
+  for (int s = 0; s < n; s++) {
+    for (int v = 0; v < dim; v++) {
+      memcpy(cand + (size_t)v * (size_t)ws->sites, point, (size_t)n);
+      cand[(size_t)v * (size_t)ws->sites + (size_t)s] = (uint8_t)v;
+    }
+    int rc = tci_eval_points(ws, pb, patch, cand, dim, ws->y, why);
+    if (rc) return rc;
+    for (int v = 0; v < dim; v++) {
+      const uint8_t *c = cand + (size_t)v * (size_t)ws->sites;
+      double e = fabs(ws->y[v] - tci_piece_eval(piece, dim, c));
+      if (e > *err) {
+        *err = e;
+        point[s] = (uint8_t)v;
+      }
+    }
+  }
+  return TCI_OK;
+}
+
 /* The global pivot search: the piece against f on TCI_PROBES random points of the patch
- * (drawn from the seed, the prefix and the round, so independent of the lane). Returns the
- * number of points whose error is above the tolerance, and adds the worst few of them as
- * pivots of every bond. */
+ * (drawn from the seed, the prefix and the round, so independent of the lane). The worst few
+ * points climb to a local maximum of the error (ascend); those that end above the tolerance
+ * become pivots of every bond that has room. *remaining: the points found above the tolerance;
+ * *added: how many were added (0 with remaining > 0 means the bonds are full). */
 static int global_search(tci_workspace *ws, const tci_problem *pb, const tci_patch *patch,
-                         const tci_piece *piece, int round, int *added, char *why) {
+                         const tci_piece *piece, int round, int *remaining, int *added,
+                         double *largest, char *why) {
   int n = ws->sites - patch->prefix_len;
   uint64_t state = pb->options->seed * 0x2545f4914f6cdd1dull + (uint64_t)round;
   for (int i = 0; i < patch->prefix_len; i++) state = state * 131u + patch->prefix[i] + 7u;
@@ -32,21 +60,40 @@ static int global_search(tci_workspace *ws, const tci_problem *pb, const tci_pat
   int rc = tci_eval_points(ws, pb, patch, ws->probe, TCI_PROBES, ws->probe_y, why);
   if (rc) return rc;
   double tol_abs = tci_tolerance(ws, pb);
-  for (int c = 0; c < TCI_PROBES; c++) /* the values become the errors */
+  *remaining = 0;
+  *largest = 0.0;
+  for (int c = 0; c < TCI_PROBES; c++) { /* the values become the errors */
     ws->probe_y[c] = fabs(
         ws->probe_y[c] - tci_piece_eval(piece, ws->dim, ws->probe + (size_t)c * (size_t)ws->sites));
+    if (ws->probe_y[c] > tol_abs) (*remaining)++;
+    if (ws->probe_y[c] > *largest) *largest = ws->probe_y[c];
+  }
   *added = 0;
+  uint8_t chosen[TCI_GLOBAL_PIVOTS][TCI_MAX_SITES];
+  /* The worst probes climb even from below the tolerance: a feature in a corner of the patch
+   * that no probe hit still shows as a tiny error that grows towards it. */
   for (int k = 0; k < TCI_GLOBAL_PIVOTS; k++) {
     int worst = -1;
-    double worst_err = tol_abs;
+    double worst_err = 0.0;
     for (int c = 0; c < TCI_PROBES; c++)
       if (ws->probe_y[c] > worst_err) {
         worst_err = ws->probe_y[c];
         worst = c;
       }
     if (worst < 0) break;
-    tci_add_global_pivot(ws, n, ws->probe + (size_t)worst * (size_t)ws->sites);
     ws->probe_y[worst] = 0.0;
+    int was_above = worst_err > tol_abs;
+    uint8_t *point = ws->probe + (size_t)worst * (size_t)ws->sites;
+    rc = ascend(ws, pb, patch, piece, point, &worst_err, why);
+    if (rc) return rc;
+    if (worst_err > *largest) *largest = worst_err;
+    if (worst_err <= tol_abs) continue;
+    if (!was_above) (*remaining)++;
+    int seen = 0;
+    for (int j = 0; j < *added && !seen; j++) seen = memcmp(chosen[j], point, (size_t)n) == 0;
+    if (seen) continue;
+    memcpy(chosen[*added], point, (size_t)n);
+    tci_add_global_pivot(ws, n, point);
     (*added)++;
   }
   return TCI_OK;
@@ -60,14 +107,17 @@ int tci_patch_run(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
   ws->max_abs = 0.0;
   int n = ws->sites - patch->prefix_len;
   const tci_options *o = problem->options;
+  int can_split = o->patching && n > o->min_free_sites;
   tci_sweep_result sweep;
   tci_piece *piece = NULL;
+  int remaining = 0;
+  double previous = INFINITY;
   for (int round = 0;; round++) {
     int rc = tci_sweeps(ws, problem, patch, round == 0, stop, stop_arg, &sweep, why);
     out->evaluations = ws->evaluations;
     out->max_rank = sweep.max_rank;
     if (rc) return rc;
-    if (!sweep.converged && sweep.saturated && o->patching && n > o->min_free_sites) {
+    if (!sweep.converged && sweep.saturated && can_split) {
       out->split = 1;
       return TCI_OK;
     }
@@ -75,11 +125,26 @@ int tci_patch_run(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
     out->evaluations = ws->evaluations;
     if (rc) return rc;
     int added = 0;
-    if (round < TCI_GLOBAL_ROUNDS && n > 1)
-      rc = global_search(ws, problem, patch, piece, round, &added, why);
+    double largest = 0.0;
+    remaining = 0;
+    if (n > 1)
+      rc = global_search(ws, problem, patch, piece, round, &remaining, &added, &largest, why);
     out->evaluations = ws->evaluations;
     if (rc) return rc;
-    if (added == 0) break;
+    if (remaining == 0) break;
+    /* Points above the tolerance are left. The rounds end when the bonds have no room for
+     * them, when a round did not halve the largest error, or after the last round; then
+     * the patch splits where it may if there was no room or the error is still
+     * TCI_SPLIT_FACTOR times the tolerance, and is kept, marked as not converged, if not. */
+    int stalled = round > 0 && largest > 0.5 * previous; /* pivots no longer pay */
+    previous = largest;
+    int last = added == 0 || stalled || round + 1 >= TCI_GLOBAL_ROUNDS;
+    if (last && can_split &&
+        (added == 0 || largest > TCI_SPLIT_FACTOR * tci_tolerance(ws, problem))) {
+      out->split = 1;
+      return TCI_OK;
+    }
+    if (last) break;
     piece = NULL;
     if (stop && stop(stop_arg)) return TCI_E_CANCELLED;
   }
@@ -90,7 +155,7 @@ int tci_patch_run(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
     return TCI_E_NOMEM;
   }
   piece->max_rank = sweep.max_rank;
-  piece->converged = sweep.converged;
+  piece->converged = sweep.converged && remaining == 0;
   piece->sweeps = sweep.sweeps;
   piece->error = sweep.error;
   piece->evaluations = ws->evaluations;

@@ -5,9 +5,10 @@
 #include "tci.h"
 
 #define TCI_BATCH 256
-#define TCI_PROBES 1024 /* random points per global pivot search */
-#define TCI_GLOBAL_ROUNDS 4
-#define TCI_GLOBAL_PIVOTS 4 /* the worst points added per round */
+#define TCI_PROBES 1024      /* random points per global pivot search */
+#define TCI_GLOBAL_ROUNDS 16 /* global searches per patch at most */
+#define TCI_SPLIT_FACTOR 4.0 /* a patch still this far above the tolerance splits */
+#define TCI_GLOBAL_PIVOTS 4  /* the worst points added per round */
 
 /* One patch's working memory, laid out once per lane (or per task) in caller memory and
  * reused for every patch: nothing here is allocated per patch. */
