@@ -40,18 +40,25 @@ static tl__labelset needed_elsewhere(const tl__labelset *sets, const int *alive,
   return need;
 }
 
-void tl__path_greedy(const tl__path_problem *problem, tl__path *out) {
-  int n = problem->n;
-  tl__labelset sets[2 * TL_EINSUM_MAX_OPERANDS];
-  int alive[TL_EINSUM_MAX_OPERANDS]; /* slot ids of the remaining operands */
-  int count = n;
-  for (int i = 0; i < n; i++) {
+/* The start of every path: each operand in its own slot, alive, and an empty path. Returns
+ * the number of operands left (all of them). */
+static int path_begin(const tl__path_problem *problem, tl__labelset *sets, int *alive,
+                      tl__path *out) {
+  for (int i = 0; i < problem->n; i++) {
     sets[i] = problem->sets[i];
     alive[i] = i;
   }
   out->n_steps = 0;
   out->flops = 0.0;
   out->largest = 0.0;
+  return problem->n;
+}
+
+void tl__path_greedy(const tl__path_problem *problem, tl__path *out) {
+  int n = problem->n;
+  tl__labelset sets[2 * TL_EINSUM_MAX_OPERANDS];
+  int alive[TL_EINSUM_MAX_OPERANDS]; /* slot ids of the remaining operands */
+  int count = path_begin(problem, sets, alive, out);
   while (count > 1) {
     int best_i = -1, best_j = -1;
     double best_score = 0.0, best_cost = 0.0;
@@ -203,14 +210,7 @@ tl_status tl__path_from_linear(const tl__path_problem *problem, const int *linea
   }
   tl__labelset sets[2 * TL_EINSUM_MAX_OPERANDS];
   int alive[TL_EINSUM_MAX_OPERANDS];
-  int count = n;
-  for (int i = 0; i < n; i++) {
-    sets[i] = problem->sets[i];
-    alive[i] = i;
-  }
-  out->n_steps = 0;
-  out->flops = 0.0;
-  out->largest = 0.0;
+  int count = path_begin(problem, sets, alive, out);
   for (int step = 0; step < steps; step++) {
     int i = linear[2 * step], j = linear[2 * step + 1];
     if (i < 0 || j < 0 || i >= count || j >= count || i == j) {
