@@ -6,7 +6,8 @@ the same path, in one run.
 Categories: language model (batched HMM likelihood), graphical model (a grid of pairwise
 factors summed out), MPS (an inner product), MERA (a norm of a binary tree with
 disentanglers), matrix chain, tensor-network permutation (rank-19 intermediates), and the
-four diagnostic binary terms (ij,ij->ij; ij,ij->ji; i,j->ij; bij,bjk->bik).
+diagnostic binary terms (ij,ij->ij; ij,ij->ji; i,j->ij; bij,bjk->bik; the batched dot bi,bi->b;
+the full contraction ij,ij->; the vector-matrix product i,ij->j).
 
 Each network is one tenlane call (integer labels, the path passed in opt_einsum's linear
 format), on a context of 1 and of 2 threads; numpy runs the same pairwise steps with
@@ -112,6 +113,9 @@ NETWORKS = [
     ("hadamard_ij,ij->ji_1024", [[0, 1], [0, 1]], [1, 0], {0: 1024, 1: 1024}),
     ("outer_i,j->ij_4096", [[0], [1]], [0, 1], {0: 4096, 1: 4096}),
     ("batched_bij,bjk->bik_32x64", [[0, 1, 2], [0, 2, 3]], [0, 1, 3], {0: 32, 1: 64, 2: 64, 3: 64}),
+    ("batched_dot_bi,bi->b_4096x256", [[0, 1], [0, 1]], [0], {0: 4096, 1: 256}),
+    ("full_ij,ij->_2048", [[0, 1], [0, 1]], [], {0: 2048, 1: 2048}),
+    ("vecmat_i,ij->j_4096", [[0], [0, 1]], [1], {0: 4096, 1: 4096}),
 ]
 
 

@@ -69,6 +69,9 @@ static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, i
     c += begin * g->csc * es;
     n = len;
   }
+  if (tl__gemm_thin(g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb, g->csb, g->beta,
+                    c, g->rsc, g->csc))
+    return;
   tl__gemm_serial(g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb, g->csb, g->beta, c,
                   g->rsc, g->csc, pack);
 }

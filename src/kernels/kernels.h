@@ -274,6 +274,13 @@ typedef struct tl__gemm_batch {
   int64_t batch_strides[3][TL_MAX_RANK];
 } tl__gemm_batch;
 
+/* GEMM with a C of one row or one column (gemm_thin.c): dot products and matrix-vector
+ * products without packing. Returns 0 (nothing done) when m != 1 and n != 1, k <= 0 or the
+ * dtype is not a floating type; else computes c = alpha a b + beta c and returns 1. */
+int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
+                  int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
+                  tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+
 struct tl_exec;
 tl_status tl__gemm_batch_run(struct tl_exec *exec, int team, const tl__gemm_batch *g);
 /* Make (rows x cols, strides *rs, *cs at *base) acceptable to the provider: tidy extent-1

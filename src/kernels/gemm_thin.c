@@ -1,0 +1,249 @@
+/* src/kernels/gemm_thin.c: GEMM whose C is a single row or a single column (m == 1 or
+ * n == 1): dot products and matrix-vector products, as einsum's batched dots (bi,bi->b),
+ * full contractions (ij,ij->) and vector-matrix steps produce them.
+ *
+ * A provider's GEMM packs A and B into micro-panels of its register tile (16 x 14 doubles
+ * in BLIS's AVX-512 kernel) and pads the thin side up to that tile, so a dot product did
+ * about two hundred times its work. Here each element of C is one dot product over k, or,
+ * when the vector that varies with the element is contiguous along C, C is built by
+ * axpy-like passes over k. Both are memory-bound loops that read A and B once.
+ *
+ * Invariant: with beta == 0, C is written without being read (a NaN there does not
+ * propagate), as the provider does. Summation order is fixed by the shape and strides, so
+ * a call gives the same bits on any thread and in any batch. */
+#include <string.h>
+
+#include "kernels.h"
+
+/* Accumulators: eight independent partial sums let the compiler keep several vector lanes
+ * busy on a contiguous dot; the final sum combines them in a fixed order. */
+#define THIN_LANES 8
+
+static double dot_f64(int64_t k, const double *x, int64_t sx, const double *y, int64_t sy) {
+  double acc[THIN_LANES] = {0};
+  int64_t i = 0;
+  if (sx == 1 && sy == 1) {
+    for (; i + THIN_LANES <= k; i += THIN_LANES)
+      for (int j = 0; j < THIN_LANES; j++) acc[j] += x[i + j] * y[i + j];
+  } else {
+    for (; i + THIN_LANES <= k; i += THIN_LANES)
+      for (int j = 0; j < THIN_LANES; j++) acc[j] += x[(i + j) * sx] * y[(i + j) * sy];
+  }
+  double s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < k; i++) s += x[i * sx] * y[i * sy];
+  return s;
+}
+
+static float dot_f32(int64_t k, const float *x, int64_t sx, const float *y, int64_t sy) {
+  float acc[THIN_LANES] = {0};
+  int64_t i = 0;
+  for (; i + THIN_LANES <= k; i += THIN_LANES)
+    for (int j = 0; j < THIN_LANES; j++) acc[j] += x[(i + j) * sx] * y[(i + j) * sy];
+  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < k; i++) s += x[i * sx] * y[i * sy];
+  return s;
+}
+
+/* Complex dot (no conjugation) of interleaved (re, im) pairs; strides count elements. */
+/* Contiguous complex dot over the 2k doubles: even minus odd products of x and y give the
+ * real part, products of x with y's pairs swapped give the imaginary part. */
+static void dot_c128_contiguous(int64_t k, const double *x, const double *y, double *re,
+                                double *im) {
+  double same[THIN_LANES] = {0}, swapped[THIN_LANES] = {0};
+  int64_t n = 2 * k, i = 0;
+  for (; i + THIN_LANES <= n; i += THIN_LANES)
+    for (int j = 0; j < THIN_LANES; j++) {
+      same[j] += x[i + j] * y[i + j];
+      swapped[j] += x[i + j] * y[i + (j ^ 1)];
+    }
+  double sr =
+      ((same[0] + same[4]) + (same[2] + same[6])) - ((same[1] + same[5]) + (same[3] + same[7]));
+  double si = ((swapped[0] + swapped[4]) + (swapped[1] + swapped[5])) +
+              ((swapped[2] + swapped[6]) + (swapped[3] + swapped[7]));
+  for (; i < n; i += 2) {
+    sr += x[i] * y[i] - x[i + 1] * y[i + 1];
+    si += x[i] * y[i + 1] + x[i + 1] * y[i];
+  }
+  *re = sr;
+  *im = si;
+}
+
+static void dot_c128(int64_t k, const double *x, int64_t sx, const double *y, int64_t sy,
+                     double *re, double *im) {
+  if (sx == 1 && sy == 1) {
+    dot_c128_contiguous(k, x, y, re, im);
+    return;
+  }
+  double rr[4] = {0}, ii[4] = {0}, ri[4] = {0}, ir[4] = {0};
+  int64_t i = 0;
+  for (; i + 4 <= k; i += 4) {
+    for (int j = 0; j < 4; j++) {
+      const double *p = x + 2 * (i + j) * sx, *q = y + 2 * (i + j) * sy;
+      rr[j] += p[0] * q[0];
+      ii[j] += p[1] * q[1];
+      ri[j] += p[0] * q[1];
+      ir[j] += p[1] * q[0];
+    }
+  }
+  double sr = (rr[0] + rr[2]) + (rr[1] + rr[3]) - ((ii[0] + ii[2]) + (ii[1] + ii[3]));
+  double si = (ri[0] + ri[2]) + (ri[1] + ri[3]) + ((ir[0] + ir[2]) + (ir[1] + ir[3]));
+  for (; i < k; i++) {
+    const double *p = x + 2 * i * sx, *q = y + 2 * i * sy;
+    sr += p[0] * q[0] - p[1] * q[1];
+    si += p[0] * q[1] + p[1] * q[0];
+  }
+  *re = sr;
+  *im = si;
+}
+
+static void dot_c64(int64_t k, const float *x, int64_t sx, const float *y, int64_t sy, double *re,
+                    double *im) {
+  float sr = 0.0f, si = 0.0f;
+  for (int64_t i = 0; i < k; i++) {
+    const float *p = x + 2 * i * sx, *q = y + 2 * i * sy;
+    sr += p[0] * q[0] - p[1] * q[1];
+    si += p[0] * q[1] + p[1] * q[0];
+  }
+  *re = sr;
+  *im = si;
+}
+
+/* The thin problem in one form: `count` outputs c[e * sc]; output e is the dot over k of
+ * u + e * su_e (stride su_k along k) with v (stride sv_k). */
+typedef struct thin {
+  tl_dtype dtype;
+  int64_t count, k;
+  const char *u, *v;
+  int64_t su_e, su_k, sv_k;
+  char *c;
+  int64_t sc;
+  tl_scalar alpha, beta;
+} thin;
+
+static void store_real(const thin *t, int64_t e, double value) {
+  int beta_zero = t->beta.re == 0.0;
+  if (t->dtype == TL_F64) {
+    double *c = (double *)t->c + e * t->sc;
+    *c = beta_zero ? t->alpha.re * value : t->alpha.re * value + t->beta.re * *c;
+  } else {
+    float *c = (float *)t->c + e * t->sc;
+    *c = (float)(beta_zero ? t->alpha.re * value : t->alpha.re * value + t->beta.re * (double)*c);
+  }
+}
+
+static void store_complex(const thin *t, int64_t e, double re, double im) {
+  int beta_zero = t->beta.re == 0.0 && t->beta.im == 0.0;
+  double out_re = t->alpha.re * re - t->alpha.im * im;
+  double out_im = t->alpha.re * im + t->alpha.im * re;
+  if (t->dtype == TL_C128) {
+    double *c = (double *)t->c + 2 * e * t->sc;
+    if (!beta_zero) {
+      out_re += t->beta.re * c[0] - t->beta.im * c[1];
+      out_im += t->beta.re * c[1] + t->beta.im * c[0];
+    }
+    c[0] = out_re;
+    c[1] = out_im;
+  } else {
+    float *c = (float *)t->c + 2 * e * t->sc;
+    if (!beta_zero) {
+      out_re += t->beta.re * (double)c[0] - t->beta.im * (double)c[1];
+      out_im += t->beta.re * (double)c[1] + t->beta.im * (double)c[0];
+    }
+    c[0] = (float)out_re;
+    c[1] = (float)out_im;
+  }
+}
+
+static void thin_dots(const thin *t) {
+  size_t es = tl_dtype_size(t->dtype);
+  for (int64_t e = 0; e < t->count; e++) {
+    const char *u = t->u + (size_t)(e * t->su_e) * es;
+    double re = 0.0, im = 0.0;
+    switch (t->dtype) {
+      case TL_F64:
+        store_real(t, e, dot_f64(t->k, (const double *)u, t->su_k, (const double *)t->v, t->sv_k));
+        break;
+      case TL_F32:
+        store_real(t, e, dot_f32(t->k, (const float *)u, t->su_k, (const float *)t->v, t->sv_k));
+        break;
+      case TL_C128:
+        dot_c128(t->k, (const double *)u, t->su_k, (const double *)t->v, t->sv_k, &re, &im);
+        store_complex(t, e, re, im);
+        break;
+      default:
+        dot_c64(t->k, (const float *)u, t->su_k, (const float *)t->v, t->sv_k, &re, &im);
+        store_complex(t, e, re, im);
+        break;
+    }
+  }
+}
+
+/* Outputs contiguous along the elements of u (su_e == 1, sc == 1): c = beta c, then one
+ * axpy pass per k adds (alpha v_k) u_k, so u is read row after row in memory order, as a
+ * BLAS gemv does. Each output's sum still runs over k in order. */
+static void thin_axpy(const thin *t) {
+  int64_t count = t->count;
+  int cplx = tl_dtype_is_complex(t->dtype);
+  int beta_zero = t->beta.re == 0.0 && t->beta.im == 0.0;
+  if (t->dtype == TL_F64 || t->dtype == TL_C128) {
+    double *c = (double *)t->c;
+    const double *u = (const double *)t->u, *v = (const double *)t->v;
+    if (!cplx) {
+      for (int64_t e = 0; e < count; e++) c[e] = beta_zero ? 0.0 : t->beta.re * c[e];
+      for (int64_t i = 0; i < t->k; i++) {
+        double s = t->alpha.re * v[i * t->sv_k];
+        const double *row = u + i * t->su_k;
+        for (int64_t e = 0; e < count; e++) c[e] += s * row[e];
+      }
+      return;
+    }
+    for (int64_t e = 0; e < count; e++) {
+      double re = c[2 * e], im = c[2 * e + 1];
+      c[2 * e] = beta_zero ? 0.0 : t->beta.re * re - t->beta.im * im;
+      c[2 * e + 1] = beta_zero ? 0.0 : t->beta.re * im + t->beta.im * re;
+    }
+    for (int64_t i = 0; i < t->k; i++) {
+      const double *x = v + 2 * i * t->sv_k;
+      double sr = t->alpha.re * x[0] - t->alpha.im * x[1];
+      double si = t->alpha.re * x[1] + t->alpha.im * x[0];
+      const double *row = u + 2 * i * t->su_k;
+      for (int64_t e = 0; e < count; e++) {
+        double ur = row[2 * e], ui = row[2 * e + 1];
+        c[2 * e] += sr * ur - si * ui;
+        c[2 * e + 1] += sr * ui + si * ur;
+      }
+    }
+    return;
+  }
+  thin_dots(t); /* f32 and c64: the dot form */
+}
+
+int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
+                  int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb, tl_scalar beta,
+                  void *c, int64_t rsc, int64_t csc) {
+  if ((m != 1 && n != 1) || k <= 0) return 0;
+  if (dtype != TL_F64 && dtype != TL_F32 && dtype != TL_C128 && dtype != TL_C64) return 0;
+  thin t = {dtype, 0, k, NULL, NULL, 0, 0, 0, (char *)c, 0, alpha, beta};
+  if (n == 1) { /* c(i) = sum_k A(i, k) b(k): u = A's rows, v = b */
+    t.count = m;
+    t.u = a;
+    t.su_e = rsa;
+    t.su_k = csa;
+    t.v = b;
+    t.sv_k = rsb;
+    t.sc = rsc;
+  } else { /* c(j) = sum_k a(k) B(k, j): u = B's columns, v = a */
+    t.count = n;
+    t.u = b;
+    t.su_e = csb;
+    t.su_k = rsb;
+    t.v = a;
+    t.sv_k = csa;
+    t.sc = csc;
+  }
+  if (t.count > 1 && t.su_e == 1 && t.sc == 1 && t.su_k != 1)
+    thin_axpy(&t);
+  else
+    thin_dots(&t);
+  return 1;
+}

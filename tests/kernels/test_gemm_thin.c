@@ -1,0 +1,164 @@
+/* tests/kernels/test_gemm_thin.c: GEMM with a C of one row or one column (gemm_thin.c):
+ * the kernel against a naive reference in every floating dtype, for m == 1, n == 1 and both,
+ * over contiguous, transposed and strided operands, with alpha and beta, and with beta == 0
+ * over a C full of NaN (it must not be read); it declines what is not thin; and the einsum
+ * terms that reach it (bi,bi->b, ij,ij->, i,ij->j, ij,j->i) against the same reference. */
+#include <complex.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "tenlane/einsum.h"
+#include "tenlane/ops.h"
+#include "th_fixtures.h"
+#include "th_numeric.h"
+#include "th_test.h"
+
+static const tl_dtype dtypes[4] = {TL_F32, TL_F64, TL_C64, TL_C128};
+
+/* Strides of a rows x cols matrix: 0 column-major, 1 row-major, 2 every other element of a
+ * column-major matrix twice the size. */
+static void layout(int kind, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs) {
+  if (kind == 0) *rs = 1, *cs = rows;
+  if (kind == 1) *rs = cols, *cs = 1;
+  if (kind == 2) *rs = 2, *cs = 2 * rows;
+}
+
+static void gemm_thin_kernel_matches_naive(void) {
+  static const int64_t shapes[][3] = {{1, 1, 1},  {1, 1, 7},   {1, 1, 1000}, {1, 9, 33},
+                                      {1, 40, 5}, {37, 1, 17}, {600, 1, 9},  {5, 1, 600}};
+  double buf_a[2 * 2 * 6000], buf_b[2 * 2 * 6000], buf_c[2 * 2 * 1200];
+  uint64_t state = 11;
+  for (int di = 0; di < 4; di++) {
+    tl_dtype dt = dtypes[di];
+    int cplx = tl_dtype_is_complex(dt);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+      int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+      for (int la = 0; la < 3; la++)
+        for (int lb = 0; lb < 3; lb++)
+          for (int beta_kind = 0; beta_kind < 2; beta_kind++) {
+            int64_t rsa, csa, rsb, csb, rsc, csc;
+            layout(la, m, k, &rsa, &csa);
+            layout(lb, k, n, &rsb, &csb);
+            layout((la + lb) % 3, m, n, &rsc, &csc);
+            for (int64_t i = 0; i < 2 * m * k; i++)
+              th_num_store(dt, buf_a, i, th_num_uniform(&state) - 0.5);
+            for (int64_t i = 0; i < 2 * k * n; i++)
+              th_num_store(dt, buf_b, i, th_num_uniform(&state) - 0.5);
+            for (int64_t i = 0; i < 2 * m * n; i++)
+              th_num_store(dt, buf_c, i, beta_kind ? th_num_uniform(&state) : NAN);
+            double complex before[1200];
+            for (int64_t i = 0; i < m; i++)
+              for (int64_t j = 0; j < n; j++)
+                before[i * n + j] = th_num_load(dt, buf_c, i * rsc + j * csc);
+            tl_scalar alpha = cplx ? (tl_scalar){0.75, -0.5} : tl_scalar_real(0.75);
+            tl_scalar beta = beta_kind ? (cplx ? (tl_scalar){-1.25, 0.5} : tl_scalar_real(-1.25))
+                                       : tl_scalar_real(0.0);
+            TH_CHECK(tl__gemm_thin(dt, m, n, k, alpha, buf_a, rsa, csa, buf_b, rsb, csb, beta,
+                                   buf_c, rsc, csc) == 1);
+            double complex al = alpha.re + I * alpha.im, be = beta.re + I * beta.im;
+            for (int64_t i = 0; i < m; i++)
+              for (int64_t j = 0; j < n; j++) {
+                double complex sum = 0;
+                double scale = 1;
+                for (int64_t p = 0; p < k; p++) {
+                  double complex x = th_num_load(dt, buf_a, i * rsa + p * csa);
+                  double complex y = th_num_load(dt, buf_b, p * rsb + j * csb);
+                  sum += x * y;
+                  scale += cabs(x * y);
+                }
+                double complex want = al * sum + (beta_kind ? be * before[i * n + j] : 0);
+                double complex got = th_num_load(dt, buf_c, i * rsc + j * csc);
+                TH_CHECK(th_num_close_enough(got, want, th_num_tolerance(dt) * 4, scale + 2));
+              }
+          }
+    }
+  }
+}
+
+static void gemm_thin_kernel_declines_what_is_not_thin(void) {
+  double a[4] = {1, 2, 3, 4}, b[4] = {1, 2, 3, 4}, c[4] = {0};
+  tl_scalar one = tl_scalar_real(1.0), zero = tl_scalar_real(0.0);
+  TH_CHECK(tl__gemm_thin(TL_F64, 2, 2, 2, one, a, 1, 2, b, 1, 2, zero, c, 1, 2) == 0);
+  TH_CHECK(tl__gemm_thin(TL_F64, 1, 1, 0, one, a, 1, 1, b, 1, 1, zero, c, 1, 1) == 0);
+  TH_CHECK(c[0] == 0.0 && c[3] == 0.0);
+}
+
+/* ops[0] and ops[1] with labels, out with out_labels: the naive einsum value at out index. */
+static double complex naive(const tl_tensor *x, const char *xl, const tl_tensor *y, const char *yl,
+                            const char *ol, const int64_t *out_idx, const int64_t *extent) {
+  /* labels a..z: the summed ones are those not in ol; iterate over all of their values */
+  int summed[26], ns = 0;
+  for (const char *p = xl; *p; p++)
+    if (!strchr(ol, *p)) {
+      int seen = 0;
+      for (int q = 0; q < ns; q++) seen |= summed[q] == *p - 'a';
+      if (!seen) summed[ns++] = *p - 'a';
+    }
+  int64_t value[26] = {0};
+  for (size_t i = 0; i < strlen(ol); i++) value[ol[i] - 'a'] = out_idx[i];
+  int64_t sum_shape[26], sum_idx[26] = {0};
+  for (int q = 0; q < ns; q++) sum_shape[q] = extent[summed[q]];
+  double complex total = 0;
+  do {
+    for (int q = 0; q < ns; q++) value[summed[q]] = sum_idx[q];
+    int64_t ix[8], iy[8];
+    for (size_t i = 0; i < strlen(xl); i++) ix[i] = value[xl[i] - 'a'];
+    for (size_t i = 0; i < strlen(yl); i++) iy[i] = value[yl[i] - 'a'];
+    total += th_num_get(x, ix) * th_num_get(y, iy);
+  } while (ns > 0 && th_num_next_index(ns, sum_shape, sum_idx));
+  return total;
+}
+
+static void gemm_thin_einsum_terms_match_naive(void) {
+  th_held h;
+  th_held_open(&h, 1);
+  struct {
+    const char *x, *y, *out;
+  } terms[] = {{"bi", "bi", "b"}, {"ij", "ij", ""}, {"i", "ij", "j"}, {"ij", "j", "i"}};
+  int64_t extent[26];
+  for (int l = 0; l < 26; l++) extent[l] = 3 + l % 5;
+  extent['b' - 'a'] = 70, extent['i' - 'a'] = 130, extent['j' - 'a'] = 9;
+  uint64_t state = 5;
+  for (int di = 0; di < 4; di++)
+    for (size_t t = 0; t < sizeof terms / sizeof terms[0]; t++) {
+      tl_dtype dt = dtypes[di];
+      const char *labels[2] = {terms[t].x, terms[t].y};
+      tl_tensor ops[2], out;
+      for (int o = 0; o < 2; o++) {
+        int64_t shape[8];
+        int rank = (int)strlen(labels[o]);
+        for (int i = 0; i < rank; i++) shape[i] = extent[labels[o][i] - 'a'];
+        TH_CHECK_OK(tl_tensor_create(dt, rank, shape, &ops[o]));
+        TH_NUM_FOR_EACH(idx, rank, shape)
+        th_num_set_parts(&ops[o], idx, th_num_uniform(&state) - 0.5, th_num_uniform(&state));
+      }
+      char spec[32];
+      snprintf(spec, sizeof spec, "%s,%s->%s", terms[t].x, terms[t].y, terms[t].out);
+      const tl_tensor *in[2] = {&ops[0], &ops[1]};
+      TH_CHECK_OK(tl_einsum(h.exec, spec, 2, in, &out));
+      int out_rank = (int)strlen(terms[t].out);
+      int64_t out_shape[8], scalar_idx[1] = {0};
+      for (int i = 0; i < out_rank; i++) out_shape[i] = extent[terms[t].out[i] - 'a'];
+      if (out_rank == 0) {
+        double complex want =
+            naive(&ops[0], terms[t].x, &ops[1], terms[t].y, "", scalar_idx, extent);
+        TH_CHECK(th_num_close_enough(th_num_get(&out, scalar_idx), want, th_num_tolerance(dt) * 8,
+                                     1300));
+      } else {
+        TH_NUM_FOR_EACH(idx, out_rank, out_shape) {
+          double complex want =
+              naive(&ops[0], terms[t].x, &ops[1], terms[t].y, terms[t].out, idx, extent);
+          TH_CHECK(th_num_close_enough(th_num_get(&out, idx), want, th_num_tolerance(dt) * 8, 200));
+        }
+      }
+      tl_tensor_release(&out);
+      tl_tensor_release(&ops[0]);
+      tl_tensor_release(&ops[1]);
+    }
+  th_held_close(&h);
+}
+
+TH_TEST_MAIN(TH_CASE(gemm_thin_kernel_matches_naive),
+             TH_CASE(gemm_thin_kernel_declines_what_is_not_thin),
+             TH_CASE(gemm_thin_einsum_terms_match_naive))
