@@ -431,8 +431,7 @@ tl_status tl_tensor_select(const tl_tensor *src, int axis, int64_t index, tl_ten
   if (!tl__i64_mul(index, src->strides[axis], &moved) ||
       !tl__i64_add(src->offset, moved, &t.offset))
     return tl__fail(TL_E_SHAPE, "index %lld of axis %d (stride %lld, offset %lld) overflows int64",
-                    (long long)index, axis, (long long)src->strides[axis],
-                    (long long)src->offset);
+                    (long long)index, axis, (long long)src->strides[axis], (long long)src->offset);
   for (int k = axis; k + 1 < src->rank; k++) {
     t.shape[k] = src->shape[k + 1];
     t.strides[k] = src->strides[k + 1];
