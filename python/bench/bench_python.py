@@ -12,7 +12,8 @@
      module-level tenlane.einsum 2x2 against s.einsum (thread CPU; aim within 0.3 us);
      20,000 chains of 10 k x k matrices, k = 2, 4, 8 (numpy: 9 np.matmul on (N, k, k)
      stacks; tenlane: the same 9 s.matmul calls, one einsum over the stacks, map_einsum over
-     the chains); an MPS QR sweep (8 sites, d 2) at chi 16-256 (np.linalg.qr + np.einsum);
+     the chains); one stacked product (20,000 k x k @ k x k, k = 4, 5, 8, 16, f64 and c128:
+     einsum "bij,bjk->bik" and s.matmul against np.matmul); an MPS QR sweep (8 sites, d 2) at chi 16-256 (np.linalg.qr + np.einsum);
      a DMRG environment update L'[b,c,z] = L[x,a,y] A[x,s,b] W[a,c,s,t] conj(A)[y,t,z] at chi
      32-256, MPO bond 5 (numpy: three np.tensordot calls, BLAS throughout; np.einsum's own path
      falls back to its C loops here and takes seconds); and
@@ -178,6 +179,30 @@ def chain_rows(s, quick, rng):
     return rows
 
 
+def batched_rows(s, quick, rng):
+    """One stacked product a @ b, (N, k, k) @ (N, k, k), N = 20,000: tenlane's einsum
+    "bij,bjk->bik" and s.matmul against np.matmul on the stacks, f64 and c128."""
+    count, rounds = (2000, 1) if quick else (20000, 5)
+    rows = []
+    for dtype, name in ((np.float64, "f64"), (np.complex128, "c128")):
+        for k in (4, 5, 8, 16):
+            a = rng.standard_normal((count, k, k)).astype(dtype)
+            b = rng.standard_normal((count, k, k)).astype(dtype)
+            if dtype == np.complex128:
+                a = a + 1j * rng.standard_normal((count, k, k))
+                b = b + 1j * rng.standard_normal((count, k, k))
+            want = np.matmul(a, b)
+            if not np.allclose(s.einsum("bij,bjk->bik", a, b), want, rtol=1e-10, atol=1e-10):
+                raise SystemExit("bench_python: the stacked products differ from numpy's")
+            ref, _ = best_wall(lambda: np.matmul(a, b), rounds)
+            for label, fn in (("einsum bij,bjk->bik", lambda: s.einsum("bij,bjk->bik", a, b)),
+                              ("s.matmul", lambda: s.matmul(a, b))):
+                best, worst = best_wall(fn, rounds)
+                rows.append(("%d stacked %dx%d %s products: %s" % (count, k, k, name, label), best,
+                             worst, "np.matmul stacks", ref))
+    return rows
+
+
 def mps_rows(s, quick, rng):
     rows = []
     sites, d = 8, 2
@@ -244,8 +269,8 @@ def matmul_loop_rows(s, quick, rng):
 def workload_rows(quick):
     rng = np.random.default_rng(5)
     with tenlane.Context(threads=2) as ctx, ctx.session() as s:
-        return (chain_rows(s, quick, rng) + mps_rows(s, quick, rng) + dmrg_rows(s, quick, rng)
-                + matmul_loop_rows(s, quick, rng))
+        return (chain_rows(s, quick, rng) + batched_rows(s, quick, rng) + mps_rows(s, quick, rng)
+                + dmrg_rows(s, quick, rng) + matmul_loop_rows(s, quick, rng))
 
 
 def main():

@@ -128,8 +128,10 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
       }
     }
     int64_t items = g->batches * job.blocks;
+    /* whole GEMMs: runs of consecutive entries per chunk (gemm_batch_runs.c) */
+    size_t run = job.blocks == 1 ? tl__gemm_batch_run_length(g, team) : 1;
     if (items > 1)
-      return tl__exec_run_chunks(exec, 1, (size_t)items, 1, gemm_chunk, &job,
+      return tl__exec_run_chunks(exec, 1, (size_t)items, run, gemm_chunk, &job,
                                  "computing GEMM blocks");
   }
   for (int64_t batch = 0; batch < g->batches; batch++) {

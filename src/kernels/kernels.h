@@ -283,6 +283,10 @@ int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alp
 
 struct tl_exec;
 tl_status tl__gemm_batch_run(struct tl_exec *exec, int team, const tl__gemm_batch *g);
+/* gemm_batch_runs.c: the consecutive entries of g one chunk takes when the runner spreads
+ * its entries (whole GEMMs) over `team` threads: 1 for large products, more for small ones
+ * (about 16k multiply-adds a run), never so many that a thread gets fewer than 4 runs. */
+size_t tl__gemm_batch_run_length(const tl__gemm_batch *g, int team);
 /* Make (rows x cols, strides *rs, *cs at *base) acceptable to the provider: tidy extent-1
  * strides, or copy into scratch (then *base, *rs, *cs describe the copy). */
 tl_status tl__gemm_operand(struct tl_exec *exec, const tl_tensor *t, int64_t rows, int64_t cols,

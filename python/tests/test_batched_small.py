@@ -1,0 +1,48 @@
+"""Stacked small products from Python (the batched GEMM runner, which splits a batch over the
+team in runs of entries: src/kernels/gemm_batch_runs.c): einsum "bij,bjk->bik", matmul on
+stacks and chains of stacked products with n <= 16, against numpy in every dtype; one thread
+and two give the same bits."""
+
+import numpy as np
+import pytest
+
+import tenlane
+from conftest import DTYPES, random_array, tolerance
+
+
+def close(got, want, dtype):
+    tol = 10 * tolerance(dtype)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, np.abs(want).max()))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k", [1, 2, 4, 5, 8, 13, 16])
+def test_stacked_products_match_numpy(s, rng, dtype, k):
+    a = random_array(rng, (700, k, k), dtype, "c")
+    b = random_array(rng, (700, k, 3), dtype, "strided")
+    close(s.einsum("bij,bjk->bik", a, b), np.matmul(a, b), dtype)
+    close(s.matmul(a, b), np.matmul(a, b), dtype)
+    row = random_array(rng, (700, 1, k), dtype, "negative")
+    close(s.matmul(row, a), np.matmul(row, a), dtype)
+    out = np.empty((700, k, 3), dtype, order="F")
+    assert s.einsum("bij,bjk->bik", a, b, out=out) is out
+    close(out, np.matmul(a, b), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_chains_match_numpy(s, rng, dtype):
+    stacks = [random_array(rng, (500, 4, 4), dtype) for _ in range(5)]
+    want = stacks[0]
+    for m in stacks[1:]:
+        want = np.matmul(want, m)
+    close(s.einsum("zab,zbc,zcd,zde,zef->zaf", *stacks), want, dtype)
+
+
+def test_same_bits_on_one_lane_and_two(rng):
+    a = random_array(rng, (5000, 6, 6), np.complex128)
+    b = random_array(rng, (5000, 6, 6), np.complex128)
+    got = []
+    for threads in (1, 2):
+        with tenlane.Context(threads=threads) as ctx, ctx.session() as s:
+            got.append(s.einsum("bij,bjk->bik", a, b).tobytes())
+    assert got[0] == got[1]
