@@ -278,8 +278,8 @@ typedef struct tl__gemm_batch {
  * products without packing. Returns 0 (nothing done) when m != 1 and n != 1, k <= 0 or the
  * dtype is not a floating type; else computes c = alpha a b + beta c and returns 1. */
 int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
-                  int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
-                  tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+                  int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb, tl_scalar beta,
+                  void *c, int64_t rsc, int64_t csc);
 
 struct tl_exec;
 tl_status tl__gemm_batch_run(struct tl_exec *exec, int team, const tl__gemm_batch *g);
