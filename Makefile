@@ -13,7 +13,7 @@ CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 PHONY_TCI := bench-fanout bench-tci
 .PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-einsum bench-plot scale-out install format format-check lint clean python \
-	fuzz soak valgrind
+	fuzz soak valgrind test-aarch64
 
 all: build
 
@@ -57,6 +57,12 @@ bench-tci: build
 
 test: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)
+
+# The library and its tests cross-built for aarch64 (Debian's gcc-aarch64-linux-gnu, the arm64
+# providers through multiarch), the suite run under qemu-user. Needs
+# `sudo scripts/install-deps --cross-aarch64` first (docs/platforms.md).
+test-aarch64:
+	JOBS=$(JOBS) scripts/cross-aarch64 build-aarch64
 
 test-asan: check-deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTL_SANITIZE=address -DTL_BUILD_BENCHES=OFF $(DEV_FLAGS) $(CMAKE_FLAGS)

@@ -4,6 +4,16 @@
 
 #include "tenlane/status.h"
 
+/* 1 where the x86 kernels (AVX2 and AVX-512, through target attributes and immintrin.h) are
+ * compiled: x86-64 with a GNU C compiler. 0 elsewhere (aarch64 and any other CPU): there
+ * the files that hold such kernels compile their portable C paths only, and tl__isa_level
+ * is TL__ISA_PORTABLE, so no call can reach an x86 kernel. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TL_X86_KERNELS 1
+#else
+#define TL_X86_KERNELS 0
+#endif
+
 enum { TL__ISA_PORTABLE = 0, TL__ISA_AVX2 = 1, TL__ISA_AVX512 = 2 };
 /* The level the kernels may use: the CPU's (AVX-512F; AVX2 with FMA; portable C), capped by
  * the environment variable TL_ISA when set. Read once per process; any thread. */

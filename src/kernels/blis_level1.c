@@ -15,13 +15,16 @@
  * take the vector paths; other strides a scalar loop (dotxf gathers a strided x into a
  * contiguous chunk first, since LAPACK passes rows of a matrix as x there). Pure, no
  * allocation, never fail. */
-#include <immintrin.h>
 
 #include "kernels.h"
 #include "providers.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 TL__HOT_FILE
 
+#if TL_X86_KERNELS
 #define TL_AVX2 __attribute__((target("avx2,fma")))
 
 /* ---- scalar helpers (inlined into the ISA-specific kernels) ----------------------------- */
@@ -614,3 +617,9 @@ void tl__blis_add_level1(cntx_t *cntx, arch_t arch, int avx512) {
   take_if_reference(&cntx->l1f_kers[BLIS_AXPYF_KER], &ref.l1f_kers[BLIS_AXPYF_KER],
                     (void_fp)k.axpyf);
 }
+#else
+/* No x86 kernels in this build: BLIS's contexts keep their own level-1 kernels. */
+void tl__blis_add_level1(cntx_t *cntx, arch_t arch, int avx512) {
+  (void)cntx, (void)arch, (void)avx512;
+}
+#endif /* TL_X86_KERNELS */

@@ -36,11 +36,13 @@
  * bytes (at most 2.1 MiB), 64-byte aligned, used by one call at a time. Sums run in a different
  * order from BLIS's, so results differ from it in the last bits; a given shape gives the same bits
  * on every call on a given CPU. Pure: no allocation, no shared state, thread-safe. */
-#include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 TL__HOT_FILE
 
@@ -219,6 +221,7 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
     }                                                                                              \
   }
 
+#if TL_X86_KERNELS
 #define TL__SWAP_PAIRS_PD(v) _mm512_permute_pd((v), 0x55)
 #define TL__SWAP_PAIRS_PS(v) _mm512_permute_ps((v), 0xB1)
 TL__PACKED_COMPLEX(packed_c128, double, __m512d, __mmask8, 4, KC_C128, MC_C128, _mm512_set1_pd,
@@ -229,11 +232,19 @@ TL__PACKED_COMPLEX(packed_c64, float, __m512, __mmask16, 8, KC_C64, MC_C64, _mm5
                    _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_fmadd_ps,
                    _mm512_fmaddsub_ps, _mm512_mul_ps, _mm512_add_ps, TL__SWAP_PAIRS_PS,
                    _mm512_setzero_ps)
+#endif
 
 int tl__gemm_packed_complex(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                             const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                             int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc,
                             void *pack) {
+#if !TL_X86_KERNELS
+  /* No AVX-512 kernel in this build; tl__gemm_packed_complex_takes is never asked to enable
+   * it (the provider's choice needs AVX-512F). */
+  (void)dtype, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)rsa, (void)csa, (void)b;
+  (void)rsb, (void)csb, (void)beta, (void)c, (void)rsc, (void)csc, (void)pack;
+  return 0;
+#else
   if (pack == NULL || (dtype != TL_C64 && dtype != TL_C128)) return 0;
   if (m <= 0 || n <= 0 || k <= 0 || (alpha.re == 0.0 && alpha.im == 0.0)) return 0;
   /* Extent-1 dimensions never step, so any stride serves; then C must be column-major, or
@@ -255,4 +266,5 @@ int tl__gemm_packed_complex(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_
   else
     packed_c64(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, csc, pack);
   return 1;
+#endif
 }

@@ -17,10 +17,12 @@
  * scheme runs on zmm registers (twice the lanes, masked tails).
  *
  * Pure: no allocation, no shared state, never fails (a 0 return means "not taken"). */
-#include <immintrin.h>
 #include <stdint.h>
 
 #include "kernels.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 TL__HOT_FILE
 
@@ -55,6 +57,7 @@ TL__HOT_FILE
 TL__PORTABLE_COMPLEX(portable_c64, float)
 TL__PORTABLE_COMPLEX(portable_c128, double)
 
+#if TL_X86_KERNELS
 /* ---- AVX2 + FMA: a ymm holds two complex doubles or four complex floats ------------------ */
 
 /* The finishing step of the AVX2 kernels: combine the two accumulators into complex
@@ -285,6 +288,7 @@ static int run_vector(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t 
   }
   return 1;
 }
+#endif /* TL_X86_KERNELS */
 
 int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
                            tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
@@ -293,6 +297,7 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
   if (dtype != TL_C64 && dtype != TL_C128) return 0;
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   if (m * n * k > TL__SMALL_COMPLEX_MNK) return 0;
+#if TL_X86_KERNELS
   if (kernel == TL__SMALL_COMPLEX_AVX2 || kernel == TL__SMALL_COMPLEX_AVX512) {
     /* Extent-1 dimensions: their stride is never used to step, so any unit stride fits. */
     if (m == 1) rsa = rsc = 1;
@@ -303,6 +308,9 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
     if (csb == 1 && csc == 1)
       return run_vector(kernel, dtype, n, m, k, alpha, b, rsb, a, csa, rsa, beta, c, rsc);
   }
+#else
+  (void)kernel; /* always TL__SMALL_COMPLEX_PORTABLE here */
+#endif
   if (m * n * k > SMALL_PORTABLE_MNK) return 0;
   if (dtype == TL_C128)
     portable_c128(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);

@@ -35,13 +35,18 @@
 #include "providers.h"
 
 extern cntx_t **bli_gks_lookup_id(arch_t id);
-/* Turns a copy of the skx native context into its induced-method one (BLIS 0.9). */
+#if TL_X86_KERNELS
+/* Turns a copy of the skx native context into its induced-method one (BLIS 0.9; x86 builds
+ * of BLIS only). */
 extern void bli_cntx_init_skx_ind(ind_t method, cntx_t *cntx);
+#endif
 
 static pthread_once_t providers_once = PTHREAD_ONCE_INIT;
 static cntx_t *blis_cntx;         /* real dtypes */
 static cntx_t *blis_cntx_complex; /* complex dtypes: blis_cntx, or its 1m form */
+#if TL_X86_KERNELS
 static cntx_t skx_1m;
+#endif
 static rntm_t blis_rntm;
 static tl__provider_choice provider_choice;
 static int provider_blis_saw;
@@ -78,6 +83,7 @@ tl__provider_choice tl__provider_choose(const tl__cpu_features *f, int blis_saw)
 static tl__cpu_features cpu_features(void) {
   tl__cpu_features f;
   memset(&f, 0, sizeof f);
+#if TL_X86_KERNELS
   __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2") != 0;
   f.fma = __builtin_cpu_supports("fma") != 0;
@@ -86,6 +92,7 @@ static tl__cpu_features cpu_features(void) {
   f.avx512cd = __builtin_cpu_supports("avx512cd") != 0;
   f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
   f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
+#endif /* elsewhere none of these: BLIS's own context, tenlane's portable kernels */
   /* TL_ISA caps what the kernels and the BLIS context may use (isa.c). */
   const int level = tl__isa_level();
   if (level < TL__ISA_AVX512) f.avx512f = f.avx512dq = f.avx512cd = f.avx512bw = f.avx512vl = 0;
@@ -106,6 +113,7 @@ static int blis_saw_of(arch_t native) {
   }
 }
 
+#if TL_X86_KERNELS
 static cntx_t *lookup_arch(arch_t id) {
   cntx_t **entry = bli_gks_lookup_id(id);
   return entry != NULL ? entry[BLIS_NAT] : NULL;
@@ -138,6 +146,7 @@ static void zen_c64_blocks(cntx_t *cntx) {
   bli_blksz_set_def(144, BLIS_SCOMPLEX, mc);
   bli_blksz_set_max(144, BLIS_SCOMPLEX, mc);
 }
+#endif /* TL_X86_KERNELS */
 
 static void providers_init_once(void) {
   bli_init();
@@ -146,17 +155,21 @@ static void providers_init_once(void) {
   provider_blis_saw = blis_saw_of(native);
   tl__provider_choice choice = tl__provider_choose(&features, provider_blis_saw);
   const char *arch = bli_arch_string(native);
+#if TL_X86_KERNELS
   cntx_t *chosen = NULL;
   if (choice.blis == TL__BLIS_SKX && (chosen = lookup_arch(BLIS_ARCH_SKX)) != NULL) {
     arch = "skx";
   } else if (choice.blis == TL__BLIS_HASWELL && (chosen = lookup_arch(BLIS_ARCH_HASWELL)) != NULL) {
     arch = "haswell";
     choice.complex_1m = 0;
-  } else {
+  } else
+#endif
+  {
     choice.blis = TL__BLIS_DETECTED;
     choice.complex_1m = 0;
   }
   blis_cntx_complex = NULL;
+#if TL_X86_KERNELS
   if (chosen != NULL) {
     /* BLIS's contexts have reference kernels only for complex level-1 operations. */
     if (features.avx2 && features.fma)
@@ -170,7 +183,9 @@ static void providers_init_once(void) {
     }
     make_process_wide(native, chosen, choice.complex_1m);
     blis_cntx = chosen;
-  } else {
+  } else
+#endif
+  {
     blis_cntx = bli_gks_query_cntx();
     /* The detected context is the one LAPACK's BLAS calls use: same complex references. */
     if (features.avx2 && features.fma) tl__blis_add_level1(blis_cntx, native, features.avx512f);

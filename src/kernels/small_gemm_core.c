@@ -46,12 +46,14 @@
  *
  * Without AVX2+FMA a portable scalar loop runs. Pure core: never fails, allocates nothing; k is at
  * most TL__SMALL_GEMM_MAX_K. */
-#include <immintrin.h>
 #include <stdint.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "kernels.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 TL__HOT_FILE
 #if defined(__GNUC__) && !defined(__clang__)
@@ -452,6 +454,7 @@ enum { TL__SG_STORE, TL__SG_ADD, TL__SG_SPILLED };
     }                                                                                             \
   }
 
+#if TL_X86_KERNELS
 TL__SMALL_GEMM_WIDE(dgemm_avx512, double, "avx512f", __m512d, 8, _mm512_setzero_pd, _mm512_loadu_pd,
                     _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
 TL__SMALL_GEMM_WIDE(sgemm_avx512, float, "avx512f", __m512, 16, _mm512_setzero_ps, _mm512_loadu_ps,
@@ -465,6 +468,7 @@ TL__SMALL_GEMM_SIMD(sgemm_avx2, 1, tl__sg_sargs, float, "avx2,fma", __m256, 8, _
                     TL__SG_MASK_PS256, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_maskload_ps,
                     _mm256_storeu_ps, _mm256_maskstore_ps, _mm256_set1_ps, _mm256_fmadd_ps,
                     _mm256_mul_ps, _mm256_add_ps)
+#endif
 
 /* Without AVX2: the plain loops (column of C at a time, accumulated in double or float). */
 #define TL__SMALL_GEMM_PLAIN(NAME, ARGS, T)                                                    \
@@ -492,10 +496,14 @@ static int isa_level(void) {
   static atomic_int level = -1;
   int v = atomic_load_explicit(&level, memory_order_relaxed);
   if (v < 0) {
+#if TL_X86_KERNELS
     __builtin_cpu_init();
     v = __builtin_cpu_supports("avx512f")                                 ? 2
         : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1
                                                                           : 0;
+#else
+    v = 0; /* no vector kernels in this build */
+#endif
     if (v > tl__isa_level()) v = tl__isa_level(); /* TL_ISA */
     atomic_store_explicit(&level, v, memory_order_relaxed);
   }
@@ -525,21 +533,25 @@ void tl__small_gemm_kernel(int isa, tl_dtype dtype, int64_t m, int64_t n, int64_
     const tl__sg_dargs x = {a,   b,   c,        m,       n,
                             k,   rsa, csa,      rsb,     csb,
                             rsc, csc, alpha.re, beta.re, write_mode(alpha.re, beta.re, rsc)};
+#if TL_X86_KERNELS
     if (isa == 1)
       dgemm_avx2(&x);
     else if (isa == 2)
       dgemm_avx512(m, n, k, alpha.re, a, rsa, csa, b, rsb, csb, beta.re, c, rsc, csc);
     else
+#endif
       dgemm_plain(&x);
   } else {
     const float al = (float)alpha.re, be = (float)beta.re;
     const tl__sg_sargs x = {
         a, b, c, m, n, k, rsa, csa, rsb, csb, rsc, csc, al, be, write_mode(al, be, rsc)};
+#if TL_X86_KERNELS
     if (isa == 1)
       sgemm_avx2(&x);
     else if (isa == 2)
       sgemm_avx512(m, n, k, al, a, rsa, csa, b, rsb, csb, be, c, rsc, csc);
     else
+#endif
       sgemm_plain(&x);
   }
 }

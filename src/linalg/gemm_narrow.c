@@ -31,12 +31,14 @@
  * the others); beta 0 never reads C; elements of C outside the m x n block are never read
  * or written. Sums run in another order than BLIS's, so results differ in the last bits; a
  * given call gives the same bits every time on a given CPU. Pure, thread-safe. */
-#include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
 #include "linalg_int.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 TL__HOT_FILE
 
@@ -65,6 +67,7 @@ int tl__gemm_narrow_fits(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_
   return tb == 0 && n <= 128 && k <= 1024 && c_bytes <= ((int64_t)512 << 10);
 }
 
+#if TL_X86_KERNELS
 /* r[q] = the sum of v[q]'s lanes, q < 8: pairs, then 128-bit lanes, then halves. */
 TL_AVX512 TL_TILE __m512d sum_lanes8(const __m512d *v) {
   const __m512d s01 = _mm512_add_pd(_mm512_unpacklo_pd(v[0], v[1]), _mm512_unpackhi_pd(v[0], v[1]));
@@ -480,3 +483,48 @@ TL_AVX512 void tl__gemm_narrow_z(int ta, int tb, int64_t m, int64_t n, int64_t k
     dot_chunk_z(m, n, k - p < DOT_KC_Z ? k - p : DOT_KC_Z, p == 0 ? first : later, a + 2 * p, lda,
                 ta == 2, b + 2 * p, ldb, c, ldc);
 }
+#else
+/* No AVX-512 in this build (a non-x86 CPU): tl__blas_own_kernels() is 0, so LAPACK's
+ * products go to BLIS and these are not reached from there; they keep the contract in plain
+ * loops, one sum per element in k order, for any caller that asks anyway. */
+void tl__gemm_narrow_d(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                       const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+                       double *c, int64_t ldc) {
+  const int64_t sai = ta == 0 ? 1 : lda, sap = ta == 0 ? lda : 1;
+  const int64_t sbp = tb == 0 ? 1 : ldb, sbj = tb == 0 ? ldb : 1;
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < m; i++) {
+      double s = 0;
+      for (int64_t p = 0; p < k; p++) s += a[i * sai + p * sap] * b[p * sbp + j * sbj];
+      double *cij = c + i + j * ldc;
+      *cij = beta == 0 ? alpha * s : alpha * s + beta * *cij;
+    }
+}
+
+void tl__gemm_narrow_z(int ta, int tb, int64_t m, int64_t n, int64_t k, const double *alpha,
+                       const double *a, int64_t lda, const double *b, int64_t ldb,
+                       const double *beta, double *c, int64_t ldc) {
+  const int64_t sai = ta == 0 ? 1 : lda, sap = ta == 0 ? lda : 1;
+  const int64_t sbp = tb == 0 ? 1 : ldb, sbj = tb == 0 ? ldb : 1;
+  const double ca = ta == 2 ? -1.0 : 1.0, cb = tb == 2 ? -1.0 : 1.0; /* conjugation signs */
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < m; i++) {
+      double sr = 0, si = 0;
+      for (int64_t p = 0; p < k; p++) {
+        const double *x = a + 2 * (i * sai + p * sap), *y = b + 2 * (p * sbp + j * sbj);
+        const double xr = x[0], xi = ca * x[1], yr = y[0], yi = cb * y[1];
+        sr += xr * yr - xi * yi;
+        si += xr * yi + xi * yr;
+      }
+      double *cij = c + 2 * (i + j * ldc);
+      const double tr = alpha[0] * sr - alpha[1] * si, ti = alpha[0] * si + alpha[1] * sr;
+      if (beta[0] == 0 && beta[1] == 0) {
+        cij[0] = tr, cij[1] = ti;
+      } else {
+        const double cr = cij[0], ci = cij[1];
+        cij[0] = tr + beta[0] * cr - beta[1] * ci;
+        cij[1] = ti + beta[0] * ci + beta[1] * cr;
+      }
+    }
+}
+#endif /* TL_X86_KERNELS */

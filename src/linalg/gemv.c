@@ -39,13 +39,15 @@
  * is searched. Hidden like every internal symbol. BLIS was initialised by
  * tl__providers_init before any LAPACK call. Pure, no allocation, thread-safe. */
 #include <complex.h>
-#include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
 #include "linalg_int.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 TL__HOT_FILE
 
@@ -58,6 +60,7 @@ int tl__gemv_linked(void) { return 1; }
 /* Rows of a strided vector copied to the stack at a time. */
 #define CHUNK 512
 
+#if TL_X86_KERNELS
 /* ---- f64 kernels (AVX-512F) --------------------------------------------------------- */
 
 /* y[j * incy] = beta y[j * incy] + alpha sum_i a[i + j lda] x[i], j < n, i < m (beta 0: y
@@ -346,6 +349,8 @@ TL_AVX512 static void add_columns_z(int64_t m, int64_t n, double complex alpha,
 TL__GEMV_DRIVER(gemv_d_kernels, scale_y_d, double, CHUNK, add_columns, dot_columns)
 TL__GEMV_DRIVER(gemv_z_kernels, scale_y_z, double complex, CHUNK / 2, add_columns_z, dot_columns_z)
 
+#endif /* TL_X86_KERNELS */
+
 /* ---- the BLAS interface ------------------------------------------------------------- */
 
 /* The reference BLAS's checks: the position of the first bad argument, 0 if none. */
@@ -385,12 +390,17 @@ static int check(int trans, int m, int n, int lda, int incx, int incy) {
 /* BLIS's typed gemv (the process-wide context, as BLIS's BLAS layer would call it). */
 #define TL__GEMV_BLIS(DTYPE) \
   tl__gemv_blis(DTYPE, tr, *m, *n, alpha, a, *lda, x0, *incx, beta, y0, *incy)
+#if TL_X86_KERNELS
 /* tenlane's kernels where tl__blas_own_kernels() says so, BLIS's otherwise. */
 #define TL__GEMV_OWN(KERNELS, DTYPE)                                   \
   if (tl__blas_own_kernels())                                          \
     KERNELS(tr, *m, *n, *alpha, a, *lda, x0, *incx, *beta, y0, *incy); \
   else                                                                 \
     TL__GEMV_BLIS(DTYPE)
+#else
+/* No AVX-512 kernels in this build: BLIS's. */
+#define TL__GEMV_OWN(KERNELS, DTYPE) TL__GEMV_BLIS(DTYPE)
+#endif
 
 TL__GEMV_ENTRY(sgemv_, "SGEMV ", float, TL__GEMV_BLIS(TL_F32))
 TL__GEMV_ENTRY(cgemv_, "CGEMV ", float complex, TL__GEMV_BLIS(TL_C64))

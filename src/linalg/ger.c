@@ -27,12 +27,14 @@
  * from BLIS's in the last bit (the complex product is rounded in another order). Linking:
  * as gemv.c's (tl__ger_linked). Pure, no allocation, thread-safe. */
 #include <complex.h>
-#include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
 #include "linalg_int.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 TL__HOT_FILE
 
@@ -43,6 +45,7 @@ int tl__ger_linked(void) { return 1; }
 /* Rows of a strided x copied to the stack at a time. */
 #define CHUNK 512
 
+#if TL_X86_KERNELS
 /* ---- f64 ----------------------------------------------------------------------------- */
 
 /* col[q][i] += x[i] c[q], i < m, q < NC (1 or 4). x contiguous. */
@@ -172,6 +175,12 @@ static void rows_z(int64_t m, int64_t n, double complex alpha, const double comp
   }
 TL__GER_DRIVER(ger_d, double, rows_d, )
 TL__GER_DRIVER(ger_z, double complex, rows_z, conj_y, )
+
+#else
+/* No AVX-512 kernels in this build: every update goes to BLIS's typed ger. */
+#define ger_d NULL
+#define ger_z NULL
+#endif /* TL_X86_KERNELS */
 
 /* ---- the BLAS interface ------------------------------------------------------------- */
 

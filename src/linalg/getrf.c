@@ -13,13 +13,15 @@
  *
  * Pure core: no allocation, no thread, never fails; same pivot choice as LAPACK (largest
  * |re| + |im|, first on ties) up to rounding. */
-#include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
 #include "linalg_int.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 TL__HOT_FILE
 
@@ -50,6 +52,7 @@ int tl__getrf_isa_cap = 1;
 TL__PIVOT_PLAIN(pivot_plain_d, double, fabs)
 TL__PIVOT_PLAIN(pivot_plain_f, float, fabsf)
 
+#if TL_X86_KERNELS
 /* The largest of four lanes (none NaN). */
 TL_AVX2 static double lanes_max(__m256d v) {
   __m128d lo = _mm256_castpd256_pd128(v), hi = _mm256_extractf128_pd(v, 1);
@@ -122,6 +125,10 @@ TL_AVX2 static lapack_int pivot_avx2_z(lapack_int len, const double *x, int w, d
 }
 
 static int use_avx2(void) { return tl__getrf_isa_cap >= 1 && tl__isa_level() >= TL__ISA_AVX2; }
+#else
+/* No AVX2 kernels in this build (a non-x86 CPU): the level is portable, the plain loops run. */
+static int use_avx2(void) { return 0; }
+#endif
 
 /* Columns factored by the plain panel loop (real, complex), and the order up to which a
  * triangle is solved through its explicit inverse. Measured (n = 64..256, f64 and c128):
@@ -211,8 +218,16 @@ TL__GETRF_LOOPS(z, double, 1, pivot_plain_d, )
 /* The same loops compiled for AVX2+FMA (the compiler vectorises them 4 doubles wide and may
  * fuse their multiply-adds; baseline x86-64 gets 2-wide SSE2 without FMA). On Zen 4 at
  * n = 256 the panel loops were an eighth of an f64 LU in the baseline build. */
+#if TL_X86_KERNELS
 TL__GETRF_LOOPS(d_avx2, double, 0, pivot_avx2_d, TL_AVX2)
 TL__GETRF_LOOPS(z_avx2, double, 1, pivot_avx2_z, TL_AVX2)
+#else
+/* use_avx2() is 0 here: the names stand for the plain loops. */
+#define panel_d_avx2 panel_d
+#define lunit_d_avx2 lunit_d
+#define panel_z_avx2 panel_z
+#define lunit_z_avx2 lunit_z
+#endif
 
 typedef struct lu_ops {
   tl_dtype dtype;

@@ -23,12 +23,14 @@
  * Fortran interface (gfortran): arguments by reference, a REAL function returns a float.
  * Pure, no allocation, thread-safe. */
 #include <float.h>
-#include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
 #include "linalg_int.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 TL__HOT_FILE
 
@@ -42,6 +44,7 @@ double dznrm2_(const int *n, const double *x, const int *incx);
 
 int tl__nrm2_linked(void) { return 1; }
 
+#if TL_X86_KERNELS
 /* Sum of squares of `count` doubles, unit stride, in four 4-wide accumulators. */
 __attribute__((target("avx2,fma"))) static double squares_avx2(int64_t count, const double *x) {
   __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
@@ -65,12 +68,15 @@ __attribute__((target("avx2,fma"))) static double squares_avx2(int64_t count, co
   for (; i < count; i++) sum += x[i] * x[i];
   return sum;
 }
+#endif
 
 /* Sum of squares of `groups` runs of `width` contiguous doubles, `stride` doubles apart, each
  * scaled by `scale` first (1 for the plain pass). */
 static double squares(int64_t groups, int width, const double *x, int64_t stride, double scale) {
+#if TL_X86_KERNELS
   if (scale == 1.0 && stride == width && tl__isa_level() >= TL__ISA_AVX2)
     return squares_avx2(groups * width, x);
+#endif
   double s0 = 0, s1 = 0;
   for (int64_t g = 0; g < groups; g++) {
     const double *p = x + g * stride;

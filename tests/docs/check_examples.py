@@ -78,6 +78,8 @@ def main():
     parser.add_argument("--flag", action="append", default=[], help="an extra compile+link flag")
     parser.add_argument("--link", action="append", default=[], help="a library or link flag after the library")
     parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--run-with", action="append", default=[],
+                        help="a word of the command that runs each example (a cross build's emulator)")
     parser.add_argument("paths", nargs="+")
     args = parser.parse_args()
     if not os.path.exists(args.lib):
@@ -109,7 +111,7 @@ def main():
                     print("%s: ok (compiled; marked no-run)" % where)
                     continue
                 try:
-                    ran = subprocess.run([stem], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                    ran = subprocess.run(args.run_with + [stem], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                          timeout=args.timeout, cwd=work)
                 except subprocess.TimeoutExpired:
                     failures += 1

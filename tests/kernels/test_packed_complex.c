@@ -16,7 +16,6 @@
 #include "th_test.h"
 
 static int have_kernel(void) {
-  __builtin_cpu_init();
   return tl__isa_level() >= TL__ISA_AVX512;
 }
 

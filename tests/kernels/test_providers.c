@@ -16,6 +16,13 @@
 #include "th_numeric.h"
 #include "th_test.h"
 
+/* A CPU feature of this machine (x86 builds; elsewhere none of these exists). */
+#if TL_X86_KERNELS
+#define CPU_HAS(feature) (__builtin_cpu_init(), __builtin_cpu_supports(feature) != 0)
+#else
+#define CPU_HAS(feature) 0
+#endif
+
 static tl__cpu_features features(int avx2, int fma, int avx512) {
   tl__cpu_features f;
   memset(&f, 0, sizeof f);
@@ -85,16 +92,15 @@ static void provider_choice_covers_each_feature_set(void) {
 /* The choice made here agrees with the pure function on this CPU's own features, and the
  * provider string names it. */
 static void provider_choice_of_this_process_follows_its_features(void) {
-  __builtin_cpu_init();
   tl__cpu_features f;
   memset(&f, 0, sizeof f);
-  f.avx2 = __builtin_cpu_supports("avx2") != 0;
-  f.fma = __builtin_cpu_supports("fma") != 0;
-  f.avx512f = __builtin_cpu_supports("avx512f") != 0;
-  f.avx512dq = __builtin_cpu_supports("avx512dq") != 0;
-  f.avx512cd = __builtin_cpu_supports("avx512cd") != 0;
-  f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
-  f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
+  f.avx2 = CPU_HAS("avx2") != 0;
+  f.fma = CPU_HAS("fma") != 0;
+  f.avx512f = CPU_HAS("avx512f") != 0;
+  f.avx512dq = CPU_HAS("avx512dq") != 0;
+  f.avx512cd = CPU_HAS("avx512cd") != 0;
+  f.avx512bw = CPU_HAS("avx512bw") != 0;
+  f.avx512vl = CPU_HAS("avx512vl") != 0;
   /* TL_ISA caps the features the choice sees (base/isa.c). */
   if (tl__isa_level() < TL__ISA_AVX512)
     f.avx512f = f.avx512dq = f.avx512cd = f.avx512bw = f.avx512vl = 0;
@@ -145,11 +151,10 @@ static void fill_random(tl_dtype dt, void *base, int64_t count, unsigned *seed) 
 }
 
 static int kernel_available(int kernel) {
-  __builtin_cpu_init();
   if (kernel == TL__SMALL_COMPLEX_AVX512)
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    return CPU_HAS("avx512f") && CPU_HAS("fma");
   if (kernel == TL__SMALL_COMPLEX_AVX2)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return CPU_HAS("avx2") && CPU_HAS("fma");
   return 1;
 }
 
@@ -280,15 +285,15 @@ typedef long double complex lcplx;
 static lcplx lz(dcomplex z) { return (long double)z.real + I * (long double)z.imag; }
 static lcplx lz_conj_if(int conj, dcomplex z) { return conj ? conjl(lz(z)) : lz(z); }
 
+#if TL_X86_KERNELS
 static int cpu_has_avx2_fma(void) {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return CPU_HAS("avx2") && CPU_HAS("fma");
 }
 
 static int cpu_has_avx512f(void) {
-  __builtin_cpu_init();
-  return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
+  return cpu_has_avx2_fma() && CPU_HAS("avx512f");
 }
+#endif
 
 /* The kernel sets under test: the context's slots, then each ISA's kernels called directly.
  * A kernel already tested under an earlier set (the same function) is skipped later. */
@@ -313,8 +318,10 @@ static l1_sets level1_sets(void) {
   /* Below AVX2 (the CPU's, or TL_ISA's) the context keeps BLIS's own kernels, whose rules
    * are BLIS's: only tenlane's are held to these. */
   if (tl__isa_level() >= TL__ISA_AVX2) s.name[s.count] = "context", s.k[s.count++] = c;
+#if TL_X86_KERNELS
   if (cpu_has_avx2_fma()) s.name[s.count] = "avx2", s.k[s.count++] = tl__blis_level1(0);
   if (cpu_has_avx512f()) s.name[s.count] = "avx512", s.k[s.count++] = tl__blis_level1(1);
+#endif
   return s;
 }
 
@@ -642,6 +649,7 @@ static void blis_level1_kernels_installed_in_contexts(void) {
   if (tl__isa_level() < TL__ISA_AVX2)
     th_test_skip(
         "tenlane's level-1 kernels go into the contexts with AVX2 and FMA (CPU or TL_ISA)");
+#if TL_X86_KERNELS
   tl__blis_level1_kernels k = tl__blis_level1(tl__isa_level() >= TL__ISA_AVX512);
   cntx_t *contexts[2] = {tl__blis_context(), tl__blis_context_complex()};
   for (int c = 0; c < 2; c++) {
@@ -658,6 +666,7 @@ static void blis_level1_kernels_installed_in_contexts(void) {
   TH_CHECK(global->l1v_kers[BLIS_AXPYV_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.axpyv);
   TH_CHECK(global->l1f_kers[BLIS_DOTXF_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.dotxf);
   TH_CHECK(global->l1f_kers[BLIS_AXPYF_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k.axpyf);
+#endif
 }
 
 /* ---- no provider thread --------------------------------------------------------------- */
