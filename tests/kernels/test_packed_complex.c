@@ -15,9 +15,7 @@
 #include "th_numeric.h"
 #include "th_test.h"
 
-static int have_kernel(void) {
-  return tl__isa_level() >= TL__ISA_AVX512;
-}
+static int have_kernel(void) { return tl__isa_level() >= TL__ISA_AVX512; }
 
 /* Element (i, j) of a complex matrix with strides (rs, cs). */
 static double complex get_c(tl_dtype dt, const void *base, int64_t i, int64_t j, int64_t rs,

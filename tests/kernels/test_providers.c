@@ -151,10 +151,8 @@ static void fill_random(tl_dtype dt, void *base, int64_t count, unsigned *seed) 
 }
 
 static int kernel_available(int kernel) {
-  if (kernel == TL__SMALL_COMPLEX_AVX512)
-    return CPU_HAS("avx512f") && CPU_HAS("fma");
-  if (kernel == TL__SMALL_COMPLEX_AVX2)
-    return CPU_HAS("avx2") && CPU_HAS("fma");
+  if (kernel == TL__SMALL_COMPLEX_AVX512) return CPU_HAS("avx512f") && CPU_HAS("fma");
+  if (kernel == TL__SMALL_COMPLEX_AVX2) return CPU_HAS("avx2") && CPU_HAS("fma");
   return 1;
 }
 
@@ -286,13 +284,9 @@ static lcplx lz(dcomplex z) { return (long double)z.real + I * (long double)z.im
 static lcplx lz_conj_if(int conj, dcomplex z) { return conj ? conjl(lz(z)) : lz(z); }
 
 #if TL_X86_KERNELS
-static int cpu_has_avx2_fma(void) {
-  return CPU_HAS("avx2") && CPU_HAS("fma");
-}
+static int cpu_has_avx2_fma(void) { return CPU_HAS("avx2") && CPU_HAS("fma"); }
 
-static int cpu_has_avx512f(void) {
-  return cpu_has_avx2_fma() && CPU_HAS("avx512f");
-}
+static int cpu_has_avx512f(void) { return cpu_has_avx2_fma() && CPU_HAS("avx512f"); }
 #endif
 
 /* The kernel sets under test: the context's slots, then each ISA's kernels called directly.
