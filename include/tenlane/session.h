@@ -138,6 +138,38 @@ TL_API int tl_exec_team(const tl_exec *exec);
  * returns TL_E_UNAVAILABLE and writes nothing. Errors: TL_E_INVALID (NULL, team < 0). */
 TL_API tl_status tl_exec_set_team(tl_exec *exec, int team);
 
+/* Cancellation of long calls: one flag per surface.
+ *
+ * tl_exec_cancel raises the flag of `exec`. While it is raised, the route call in progress
+ * on the surface stops at its next check and returns TL_E_CANCELLED, and every later route
+ * call on it returns TL_E_CANCELLED at once, writing nothing, until tl_exec_cancel_clear
+ * lowers it. Checks sit at block boundaries: between the blocks of a matrix product (each
+ * bounded to about 2^31 flops), between the chunks of elementwise, permute and reduction
+ * work, between einsum's steps, and in the matrix products and matrix-vector products the
+ * factorizations (SVD, QR, eigh's back-transformation) make through LAPACK, which then
+ * return zeros so that LAPACK ends quickly, and between LU's trailing updates. A call that has
+ * passed its last check (a small call, or one LAPACK step without a product in it, such as eigh's
+ * tridiagonal reduction) finishes normally and returns TL_OK. After TL_E_CANCELLED: the outputs of
+ * an `_into` call are unspecified (partly written); a plain call returns no result (nothing to
+ * release); the inputs are untouched; the surface, its session and its scratch stay usable once the
+ * flag is lowered. The message names the route and how much work was left undone. On a lane or
+ * ticket surface the flag adds to the lane's run cancellation (tl_lane_cancel) and concerns that
+ * surface alone.
+ *
+ * tl_exec_cancel: any thread, and async-signal-safe (a single lock-free atomic store): a
+ * SIGINT handler may call it. The caller keeps `exec` valid (a session's root surface lives
+ * as long as its context). NULL does nothing. Nothing is returned: raising a raised flag is
+ * no error. Takes no ownership. */
+TL_API void tl_exec_cancel(tl_exec *exec);
+
+/* Lower the flag tl_exec_cancel raised (a flag that is not raised stays so). Any thread;
+ * to lower it between calls, do it on the surface's thread once the cancelled call has
+ * returned. Errors: TL_E_INVALID (NULL). */
+TL_API tl_status tl_exec_cancel_clear(tl_exec *exec);
+
+/* 1 while the flag tl_exec_cancel raised is up, else 0 (also for NULL). Any thread. */
+TL_API int tl_exec_cancel_requested(const tl_exec *exec);
+
 /* The element order of the fresh results routes make on a surface. */
 typedef enum tl_order {
   TL_ORDER_COL_MAJOR = 0, /* first index fastest (the default; BLAS and LAPACK's order) */

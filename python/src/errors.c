@@ -113,6 +113,9 @@ PyObject *tlpy_error_class(tl_status status) {
 }
 
 PyObject *tlpy_raise_message(tl_status status, const char *message, Py_ssize_t item) {
+  /* A call cancelled by Ctrl-C (tlpy_cancel) raises what SIGINT's handler raises
+   * (KeyboardInterrupt) in place of the cancellation error. */
+  if (status == TL_E_CANCELLED && PyErr_CheckSignals() < 0) return NULL;
   PyObject *cls = tlpy_error_class(status);
   PyObject *text = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
   if (!text) return NULL;

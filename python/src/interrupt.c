@@ -18,7 +18,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
-static atomic_uint interrupts;    /* SIGINTs our handler saw */
+static atomic_uint interrupts; /* SIGINTs our handler saw */
+/* The surface of the single long call the main thread runs without the GIL (tlpy_cancel_begin),
+ * or NULL: our handler raises its cancellation flag (tl_exec_cancel is one atomic store,
+ * safe in a signal handler). */
+static _Atomic(tl_exec *) cancel_target;
 static struct sigaction previous; /* the handler ours calls; set before ours goes in */
 static int depth;                 /* nested watches on the main thread (GIL held) */
 static int installed;             /* ours is in place (GIL held) */
@@ -27,6 +31,8 @@ static unsigned long main_ident;  /* the main thread's ident, once known */
 static void on_sigint(int sig, siginfo_t *info, void *context) {
   int saved = errno;
   atomic_fetch_add_explicit(&interrupts, 1, memory_order_relaxed);
+  tl_exec *target = atomic_load_explicit(&cancel_target, memory_order_acquire);
+  if (target != NULL) tl_exec_cancel(target);
   if (previous.sa_flags & SA_SIGINFO)
     previous.sa_sigaction(sig, info, context);
   else
@@ -91,4 +97,42 @@ void tlpy_watch_end(tlpy_watch *watch) {
       now.sa_sigaction == on_sigint)
     sigaction(SIGINT, &previous, NULL);
   (void)watch;
+}
+
+/* 1 when SIGINT's Python-level handler is signal.default_int_handler (which raises
+ * KeyboardInterrupt). GIL held; any failure to tell counts as 0. */
+static int default_handler_in_place(void) {
+  PyObject *signal_module = PyImport_ImportModule("signal");
+  PyObject *getsignal = signal_module ? PyObject_GetAttrString(signal_module, "getsignal") : NULL;
+  PyObject *now = getsignal ? PyObject_CallFunction(getsignal, "i", SIGINT) : NULL;
+  PyObject *standard =
+      signal_module ? PyObject_GetAttrString(signal_module, "default_int_handler") : NULL;
+  int same = now != NULL && standard != NULL && now == standard;
+  if (PyErr_Occurred()) PyErr_Clear();
+  Py_XDECREF(standard);
+  Py_XDECREF(now);
+  Py_XDECREF(getsignal);
+  Py_XDECREF(signal_module);
+  return same;
+}
+
+void tlpy_cancel_begin(tlpy_cancel *cancel, tl_exec *exec) {
+  cancel->exec = NULL;
+  cancel->previous = NULL;
+  tlpy_watch_begin(&cancel->watch);
+  /* A handler that returns would let the call go on (as a map goes on): the call is then
+   * left to finish, and the handler runs when it returns. */
+  if (!cancel->watch.active || exec == NULL || !default_handler_in_place()) return;
+  cancel->exec = exec;
+  cancel->previous = atomic_exchange_explicit(&cancel_target, exec, memory_order_acq_rel);
+}
+
+void tlpy_cancel_end(tlpy_cancel *cancel) {
+  if (cancel->exec != NULL) {
+    atomic_store_explicit(&cancel_target, cancel->previous, memory_order_release);
+    /* The call has returned on this thread: lower the flag so that the session works on
+     * (the status the call returned already says whether it was cancelled). */
+    (void)tl_exec_cancel_clear(cancel->exec);
+  }
+  tlpy_watch_end(&cancel->watch);
 }

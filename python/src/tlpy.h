@@ -218,6 +218,21 @@ int64_t *tlpy_out_index(PyObject *obj, int64_t length, const char *where, const 
  * new reference) when it has exactly that many, else a numpy view of it. */
 PyObject *tlpy_out_leading(PyObject *obj, int axis, int64_t count);
 
+/* A single long call's cancellation on Ctrl-C: while it runs without the GIL on the main
+ * thread, SIGINT raises the cancellation flag of its surface (tl_exec_cancel), so that the
+ * call returns TL_E_CANCELLED within a block's time; tlpy_raise_message then turns that
+ * status into the KeyboardInterrupt Python's handler raises. Only while the Python-level
+ * handler is signal.default_int_handler: a handler of the user's runs after the call. */
+typedef struct tlpy_cancel {
+  tlpy_watch watch;
+  tl_exec *exec;     /* the surface whose flag SIGINT raises, or NULL (nothing armed) */
+  tl_exec *previous; /* the target before this one (a call from a map callback nests) */
+} tlpy_cancel;
+/* Arm (GIL held, before releasing it). */
+void tlpy_cancel_begin(tlpy_cancel *cancel, tl_exec *exec);
+/* Disarm and lower the flag (GIL held again, after the call returned). */
+void tlpy_cancel_end(tlpy_cancel *cancel);
+
 /* ---- ops.c, linalg.c, lanes.c: the methods of tenlane.Session ------------------------ */
 
 extern PyMethodDef tlpy_ops_methods[];
@@ -251,15 +266,20 @@ tl_exec *tlpy_session_operands(tlpy_session *self, const char *where, PyObject *
 PyObject *tlpy_result_or_raise(tl_status status, tl_tensor *result);
 
 /* Run `call` (a statement assigning a tl_status) without the GIL when `big` is true. The
- * call runs on this thread either way, so tl_last_message still describes a failure. */
-#define TLPY_RUN(big, call)        \
-  do {                             \
-    if (big) {                     \
-      Py_BEGIN_ALLOW_THREADS call; \
-      Py_END_ALLOW_THREADS;        \
-    } else {                       \
-      call;                        \
-    }                              \
+ * call runs on this thread either way, so tl_last_message still describes a failure. A big
+ * call on the main thread is cancelled by Ctrl-C (tlpy_cancel): every site has the surface
+ * it calls on in scope as `exec`. */
+#define TLPY_RUN(big, call)                   \
+  do {                                        \
+    if (big) {                                \
+      tlpy_cancel tlpy_cancel_;               \
+      tlpy_cancel_begin(&tlpy_cancel_, exec); \
+      Py_BEGIN_ALLOW_THREADS call;            \
+      Py_END_ALLOW_THREADS;                   \
+      tlpy_cancel_end(&tlpy_cancel_);         \
+    } else {                                  \
+      call;                                   \
+    }                                         \
   } while (0)
 
 /* ---- linalg.c: the factorizations shared by single calls and map_* ------------------- */

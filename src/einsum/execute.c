@@ -292,7 +292,8 @@ static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
         to_out[u] = index_of(plan->out_labels, plan->out_rank, prep->unique_labels[u]);
       }
       if (tl__exec_cancelled(exec)) {
-        return tl__fail(TL_E_CANCELLED, "einsum: the lane's run was cancelled");
+        return tl__fail(TL_E_CANCELLED,
+                        "cancelled (the lane's run or tl_exec_cancel) before the last fold");
       }
       return run_fold(exec, &view, to_out, out);
     }
@@ -312,8 +313,9 @@ static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
   }
   for (int step = 0; step < plan->path.n_steps; step++) {
     if (tl__exec_cancelled(exec)) {
-      return tl__fail(TL_E_CANCELLED, "einsum: the lane's run was cancelled before step %d of %d",
-                      step, plan->path.n_steps);
+      return tl__fail(TL_E_CANCELLED,
+                      "cancelled (the lane's run or tl_exec_cancel) before step %d of %d", step,
+                      plan->path.n_steps);
     }
     int slot = n + step;
     int last = step == plan->path.n_steps - 1;

@@ -18,7 +18,14 @@ void tl__exec_init(tl_exec *exec, tl_exec_kind kind, tl__resources *resources, t
   exec->cancel = cancel;
   exec->thread_token = tl__thread_token();
   exec->item_floor = tl__arena_mark_get(&resources->arena);
+  atomic_init(&exec->cancel_request, 0);
 }
+
+/* The surface of the outermost route call running on this thread (set at depth 0 of
+ * tl__exec_begin, restored at the matching tl__exec_end). */
+static _Thread_local tl_exec *current_surface;
+
+tl_exec *tl__exec_current(void) { return current_surface; }
 
 tl_status tl__exec_begin(tl_exec *exec, const char *route) {
   if (TL__UNLIKELY(exec == NULL)) return tl__fail(TL_E_INVALID, "%s: exec is NULL", route);
@@ -42,7 +49,16 @@ tl_status tl__exec_begin(tl_exec *exec, const char *route) {
   }
   if (TL__UNLIKELY(exec->depth >= 16))
     return tl__fail(TL_E_INVALID, "%s: route calls nested deeper than 16 on one surface", route);
-  if (exec->depth == 0) exec->route = route;
+  if (exec->depth == 0) {
+    if (TL__UNLIKELY(atomic_load_explicit(&exec->cancel_request, memory_order_relaxed)))
+      return tl__fail(TL_E_CANCELLED,
+                      "%s: the surface was cancelled (tl_exec_cancel) before the call began, "
+                      "and the request was not cleared (tl_exec_cancel_clear)",
+                      route);
+    exec->route = route;
+    exec->outer = current_surface;
+    current_surface = exec;
+  }
   exec->marks[exec->depth++] = tl__arena_mark_get(&exec->resources->arena);
   return TL_OK;
 }
@@ -51,6 +67,7 @@ tl_status tl__exec_end(tl_exec *exec, tl_status status) {
   assert(exec->depth > 0 && "tl__exec_end without its tl__exec_begin");
   assert(exec->thread_token == tl__thread_token() && "a surface used off its thread");
   tl__arena_reset_to(&exec->resources->arena, exec->marks[--exec->depth]);
+  if (exec->depth == 0) current_surface = exec->outer;
   if (exec->reserved_out != NULL && exec->depth == 0) {
     atomic_store_explicit(exec->reserved_out, exec->resources->arena.reserved,
                           memory_order_relaxed);
@@ -112,12 +129,14 @@ typedef struct chunk_job {
   void *arg;
   const tl_exec *exec;
   atomic_int cancelled;
+  atomic_size_t skipped; /* elements of the chunks not run */
 } chunk_job;
 
 static void cancel_aware_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   chunk_job *job = arg;
   if (tl__exec_cancelled(job->exec)) {
     atomic_store_explicit(&job->cancelled, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&job->skipped, end - begin, memory_order_relaxed);
     return;
   }
   job->fn(begin, end, worker_index, job->arg);
@@ -125,25 +144,50 @@ static void cancel_aware_chunk(size_t begin, size_t end, int worker_index, void 
 
 tl_status tl__exec_run_chunks(tl_exec *exec, int parallel, size_t count, size_t grain,
                               tl_pool_range_fn fn, void *arg, const char *what) {
-  chunk_job job = {fn, arg, exec, 0};
+  chunk_job job = {fn, arg, exec, 0, 0};
   if (grain == 0) grain = 1;
   if (parallel) {
     tl_status status = tl__exec_parallel_for(exec, count, grain, cancel_aware_chunk, &job);
     if (status != TL_OK) return status;
   } else {
-    for (size_t begin = 0; begin < count && !atomic_load(&job.cancelled);) {
+    size_t begin = 0;
+    while (begin < count && !atomic_load(&job.cancelled)) {
       size_t end = count - begin > grain ? begin + grain : count;
       cancel_aware_chunk(begin, end, -1, &job);
       begin = end;
     }
+    /* Stepped by the end, so begin <= count: what is left was never started. */
+    atomic_fetch_add_explicit(&job.skipped, count - begin, memory_order_relaxed);
   }
   if (atomic_load_explicit(&job.cancelled, memory_order_relaxed))
-    return tl__fail(TL_E_CANCELLED, "cancelled while %s (output partly written)", what);
+    return tl__fail(TL_E_CANCELLED,
+                    "cancelled while %s: %zu of %zu work units were not started (output "
+                    "unspecified)",
+                    what, atomic_load_explicit(&job.skipped, memory_order_relaxed), count);
   return TL_OK;
 }
 
 tl_status tl__exec_scratch(tl_exec *exec, size_t bytes, size_t align, void **out) {
   return tl__arena_alloc(&exec->resources->arena, bytes, align, out);
+}
+
+/* tl_exec_cancel promises a signal handler may call it: that holds only for a lock-free
+ * atomic store. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "tl_exec_cancel needs a lock-free atomic_int");
+
+void tl_exec_cancel(tl_exec *exec) {
+  /* A lock-free atomic store and nothing else: callable from a signal handler. */
+  if (exec != NULL) atomic_store_explicit(&exec->cancel_request, 1, memory_order_relaxed);
+}
+
+tl_status tl_exec_cancel_clear(tl_exec *exec) {
+  if (exec == NULL) return tl__fail(TL_E_INVALID, "tl_exec_cancel_clear: exec is NULL");
+  atomic_store_explicit(&exec->cancel_request, 0, memory_order_relaxed);
+  return TL_OK;
+}
+
+int tl_exec_cancel_requested(const tl_exec *exec) {
+  return exec != NULL && atomic_load_explicit(&exec->cancel_request, memory_order_relaxed);
 }
 
 tl_exec_kind tl_exec_kind_of(const tl_exec *exec) { return exec ? exec->kind : TL_EXEC_ROOT; }

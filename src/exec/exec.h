@@ -56,6 +56,9 @@ struct tl_exec {
   tl__arena_mark item_floor;   /* where a map item's scratch starts (above lane scratch) */
   tl_order order;              /* the order of fresh results (tl_exec_set_order) */
   const atomic_int *cancel;    /* the lane's run flag, or NULL */
+  atomic_int cancel_request;   /* tl_exec_cancel's flag (any thread, signal handlers too) */
+  struct tl_exec *outer;       /* the thread's current surface before this one's outermost
+                                  call began (tl__exec_current), restored at its end */
   uint64_t thread_token;       /* the thread allowed to use it; TL__EXEC_RETIRED after its
                                   lane or ticket callback returned */
   const char *route;           /* the public entry point of the outermost call in progress */
@@ -115,10 +118,23 @@ static inline size_t tl__exec_thread_slots(const tl_exec *exec) {
 tl_status tl__exec_run_chunks(tl_exec *exec, int parallel, size_t count, size_t grain,
                               tl_pool_range_fn fn, void *arg, const char *what);
 
-/* 1 when the surface belongs to a lane whose run has been cancelled. Routes may check it
- * between blocks and stop with TL_E_CANCELLED (writing nothing when they can). */
+/* 1 when the surface belongs to a lane whose run has been cancelled, or tl_exec_cancel was
+ * called on it and not cleared since. Routes check it between blocks and stop with
+ * TL_E_CANCELLED (writing nothing when they can). Any thread (pool workers read it). */
 static inline int tl__exec_cancelled(const tl_exec *exec) {
-  return exec->cancel != NULL && atomic_load_explicit(exec->cancel, memory_order_relaxed);
+  return atomic_load_explicit(&exec->cancel_request, memory_order_relaxed) ||
+         (exec->cancel != NULL && atomic_load_explicit(exec->cancel, memory_order_relaxed));
+}
+
+/* The surface whose outermost route call runs on the calling thread, or NULL. Code that a
+ * route reaches without a surface argument (the BLAS entries LAPACK calls back) asks it
+ * whether to stop early. */
+tl_exec *tl__exec_current(void);
+
+/* 1 when the calling thread runs a route call whose surface was cancelled. */
+static inline int tl__exec_current_cancelled(void) {
+  const tl_exec *exec = tl__exec_current();
+  return exec != NULL && tl__exec_cancelled(exec);
 }
 
 static inline tl__plan_cache *tl__exec_plans(tl_exec *exec) { return &exec->resources->plans; }

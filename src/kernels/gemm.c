@@ -90,6 +90,27 @@ static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   }
 }
 
+/* Cancellation (tl_exec_cancel, a lane's run) is seen between blocks only, inside none: a
+ * long product is cut into blocks of at most about GEMM_CANCEL_FLOPS so that a request is
+ * seen within one block's time (tens of milliseconds on one core). A block keeps at least
+ * GEMM_CANCEL_MIN_LEN rows or columns, where packing the shared operand once more per
+ * block costs under half a percent of the block's arithmetic. */
+#define GEMM_CANCEL_FLOPS ((double)(1LL << 31))
+#define GEMM_CANCEL_MIN_LEN 256
+
+static void cap_block_for_cancel(gemm_job *job, const tl__gemm_batch *g) {
+  const int64_t dim = job->split_rows ? g->m : g->n, other = job->split_rows ? g->n : g->m;
+  const double per_line = 2.0 * (double)other * (double)(g->k > 0 ? g->k : 1);
+  if (per_line * (double)job->block_len <= GEMM_CANCEL_FLOPS) return;
+  double fit = GEMM_CANCEL_FLOPS / per_line; /* lines per block within the bound */
+  int64_t len = fit >= (double)dim ? dim : (int64_t)fit;
+  len = len / 16 * 16;
+  if (len < GEMM_CANCEL_MIN_LEN) len = GEMM_CANCEL_MIN_LEN;
+  if (len >= job->block_len) return;
+  job->block_len = len;
+  job->blocks = (dim + len - 1) / len;
+}
+
 tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (g->m == 0 || g->n == 0 || g->batches == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
@@ -127,18 +148,16 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
         job.blocks = (dim + len - 1) / len;
       }
     }
-    int64_t items = g->batches * job.blocks;
-    /* whole GEMMs: runs of consecutive entries per chunk (gemm_batch_runs.c) */
-    size_t run = job.blocks == 1 ? tl__gemm_batch_run_length(g, team) : 1;
-    if (items > 1)
-      return tl__exec_run_chunks(exec, 1, (size_t)items, run, gemm_chunk, &job,
-                                 "computing GEMM blocks");
   }
-  for (int64_t batch = 0; batch < g->batches; batch++) {
-    if (batch > 0 && tl__exec_cancelled(exec))
-      return tl__fail(TL_E_CANCELLED, "cancelled between GEMM batches (output partly written)");
-    gemm_block(g, batch, job.split_rows, 0, job.block_len, job.pack);
-  }
+  cap_block_for_cancel(&job, g);
+  /* batches * blocks <= batches * max(m, n) elements of C: no overflow. */
+  int64_t items = g->batches * job.blocks;
+  /* whole GEMMs: runs of consecutive entries per chunk (gemm_batch_runs.c) */
+  size_t run = parallel && job.blocks == 1 ? tl__gemm_batch_run_length(g, team) : 1;
+  if (items > 1)
+    return tl__exec_run_chunks(exec, parallel, (size_t)items, run, gemm_chunk, &job,
+                               "computing GEMM blocks");
+  gemm_block(g, 0, job.split_rows, 0, job.block_len, job.pack);
   return TL_OK;
 }
 

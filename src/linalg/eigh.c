@@ -54,6 +54,7 @@ static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     info = tl__lapack_heevd(dtype, jobz, uplo_char, (lapack_int)n, work_a, lda, w_buf, work,
                             (lapack_int)sizes.work, rwork, (lapack_int)sizes.rwork, iwork,
                             (lapack_int)sizes.iwork);
+    if ((status = tl__la_cancelled(exec, route, "heevd")) != TL_OK) return status;
     if (info != 0) return tl__la_provider_fail(route, "heevd", info);
   }
   tl_tensor w_new, v_new;

@@ -22,7 +22,12 @@
  * member (it defines these four and nothing else) is never pulled in; tl__gemm_blas_linked
  * is called by tl__la_begin so that a static link takes this object in before LAPACK's
  * archive is searched. BLIS was initialised by tl__providers_init before any LAPACK call.
- * No allocation of its own, thread-safe. */
+ * No allocation of its own, thread-safe.
+ *
+ * Cancellation: while the route that called LAPACK runs on a cancelled surface
+ * (tl__exec_current_cancelled), a product sets C to zero instead of computing it (gemv.c
+ * likewise sets y to zero), so that the factorization runs out quickly; the route sees the
+ * flag once LAPACK returns, reports TL_E_CANCELLED and writes none of LAPACK's results. */
 #include <complex.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -113,6 +118,10 @@ static void run_z(int ta, int tb, int m, int n, int k, const double complex *alp
     if (*m == 0 || *n == 0 || ((*alpha == 0 || *k == 0) && *beta == 1)) return;                    \
     if (*alpha == 0 || *k == 0) {                                                                  \
       SCALE(*m, *n, *beta, c, *ldc);                                                               \
+      return;                                                                                      \
+    }                                                                                              \
+    if (tl__exec_current_cancelled()) { /* C = 0: LAPACK ends fast, the route reports it */        \
+      SCALE(*m, *n, 0, c, *ldc);                                                                   \
       return;                                                                                      \
     }                                                                                              \
     RUN(ta, tb, *m, *n, *k, alpha, a, *lda, b, *ldb, beta, c, *ldc);                               \

@@ -245,7 +245,9 @@ static char *at(const lu_ops *ops, void *a, lapack_int lda, lapack_int i, lapack
 /* c -= a b through tenlane's serial GEMM (column-major, leading dimension lda for all). */
 static void update(const lu_ops *ops, lapack_int m, lapack_int n, lapack_int k, const void *a,
                    const void *b, void *c, lapack_int lda) {
-  if (m == 0 || n == 0 || k == 0) return;
+  /* Cancelled (tl_exec_cancel): the trailing updates are skipped, the rest of the recursion
+   * is panel work of O(n^2), and the route drops the factors (tl__la_cancelled). */
+  if (m == 0 || n == 0 || k == 0 || tl__exec_current_cancelled()) return;
   tl__gemm_serial(ops->dtype, m, n, k, tl_scalar_real(-1.0), a, 1, lda, b, 1, lda,
                   tl_scalar_real(1.0), c, 1, lda, ops->pack);
 }

@@ -102,6 +102,11 @@ tl_status tl__la_output(const tl_tensor *t, const char *name, tl_dtype dtype, in
 tl_status tl__la_disjoint(const tl_tensor *out, const char *out_name, const tl_tensor *other,
                           const char *other_name);
 
+/* After a LAPACK call: TL_OK, or TL_E_CANCELLED (message naming route and routine) when the
+ * surface was cancelled meanwhile; the products LAPACK made then returned zeros
+ * (gemm_blas.c), so whatever LAPACK left must not be written out. */
+tl_status tl__la_cancelled(const tl_exec *exec, const char *route, const char *routine);
+
 /* `count` elements of `esize` bytes from the arena, 64-aligned (count 0 gives a valid
  * pointer). TL_E_SHAPE on overflow. */
 tl_status tl__la_scratch(tl_exec *exec, int64_t count, size_t esize, void **out);

@@ -83,6 +83,7 @@ static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
       return status;
     lapack_int info =
         tl__lapack_getrf(dtype, (lapack_int)m, (lapack_int)n, lu_base, lda, ipiv, pack);
+    if ((status = tl__la_cancelled(exec, route, "getrf")) != TL_OK) return status;
     if (info < 0) return tl__la_provider_fail(route, "getrf", info);
     for (int64_t i = 0; i < k; i++) pivots[i] = (int64_t)ipiv[i] - 1;
     return TL_OK;
@@ -97,6 +98,7 @@ static tl_status lu_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
     if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
     lapack_int info =
         tl__lapack_getrf(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, ipiv, pack);
+    if ((status = tl__la_cancelled(exec, route, "getrf")) != TL_OK) return status;
     if (info < 0) return tl__la_provider_fail(route, "getrf", info);
     /* info > 0: an exact zero pivot; the factorization is complete and is returned. */
   }
@@ -157,6 +159,7 @@ static tl_status solve_with(tl_exec *exec, const char *route, tl_dtype dtype, ch
     if ((status = tl__la_gather_finite(route, "b", b, work_b, ldb)) != TL_OK) return status;
     lapack_int info = tl__lapack_getrs(dtype, trans, (lapack_int)n, (lapack_int)rhs, lu_buf, ld,
                                        ipiv, work_b, ldb);
+    if ((status = tl__la_cancelled(exec, route, "getrs")) != TL_OK) return status;
     if (info != 0) return tl__la_provider_fail(route, "getrs", info);
   }
   tl_tensor x_new;
@@ -244,6 +247,7 @@ static tl_status solve_impl(tl_exec *exec, const char *route, const tl_tensor *a
   if (n > 0) {
     if ((status = tl__la_gather_finite(route, "a", a, lu_buf, ld)) != TL_OK) return status;
     lapack_int info = tl__lapack_getrf(dtype, (lapack_int)n, (lapack_int)n, lu_buf, ld, ipiv, pack);
+    if ((status = tl__la_cancelled(exec, route, "getrf")) != TL_OK) return status;
     if (info < 0) return tl__la_provider_fail(route, "getrf", info);
     if (info > 0) {
       return tl__fail(TL_E_INVALID, "%s: a is singular (U(%d,%d) is exactly zero after pivoting)",

@@ -34,7 +34,9 @@ TL__HOT_FILE /* the finiteness scan of every input (all_finite) vectorizes at O3
   int team;
   status = tl__exec_team(exec, &team);
   if (status == TL_OK && tl__exec_cancelled(exec)) {
-    status = tl__fail(TL_E_CANCELLED, "%s: the lane's run was cancelled", route);
+    status =
+        tl__fail(TL_E_CANCELLED,
+                 "%s: cancelled before the call began (the lane's run or tl_exec_cancel)", route);
   }
   if (status != TL_OK) return tl__exec_end(exec, status);
   return TL_OK;
@@ -100,6 +102,14 @@ tl_status tl__la_disjoint(const tl_tensor *out, const char *out_name, const tl_t
     return tl__fail(TL_E_ALIAS, "%s overlaps %s", out_name, other_name);
   }
   return TL_OK;
+}
+
+tl_status tl__la_cancelled(const tl_exec *exec, const char *route, const char *routine) {
+  if (!tl__exec_cancelled(exec)) return TL_OK;
+  return tl__fail(TL_E_CANCELLED,
+                  "%s: cancelled while %s ran; its results were dropped (outputs "
+                  "unspecified)",
+                  route, routine);
 }
 
 tl_status tl__la_scratch(tl_exec *exec, int64_t count, size_t esize, void **out) {

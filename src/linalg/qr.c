@@ -111,19 +111,23 @@ static tl_status qr_impl(tl_exec *exec, const char *route, const tl_tensor *a, t
       char *q_base;
       if ((status = tl__la_copy_finite(route, "a", a, q, &q_base)) != TL_OK) return status;
       info = tl__lapack_geqrf(dtype, (lapack_int)m, (lapack_int)n, q_base, lda, tau, work, lwork);
+      if ((status = tl__la_cancelled(exec, route, "geqrf")) != TL_OK) return status;
       if (info != 0) return tl__la_provider_fail(route, "geqrf", info);
       take_r(esize, q_base, lda, k, n, (char *)r->data + r->offset * (int64_t)esize);
       info = tl__lapack_ungqr(dtype, (lapack_int)m, (lapack_int)k, (lapack_int)k, q_base, lda, tau,
                               work, lwork);
+      if ((status = tl__la_cancelled(exec, route, "ungqr")) != TL_OK) return status;
       if (info != 0) return tl__la_provider_fail(route, "ungqr", info);
       return TL_OK;
     }
     if ((status = tl__la_gather_finite(route, "a", a, work_a, lda)) != TL_OK) return status;
     info = tl__lapack_geqrf(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, tau, work, lwork);
+    if ((status = tl__la_cancelled(exec, route, "geqrf")) != TL_OK) return status;
     if (info != 0) return tl__la_provider_fail(route, "geqrf", info);
     take_r(esize, work_a, lda, k, n, r_buf);
     info = tl__lapack_ungqr(dtype, (lapack_int)m, (lapack_int)k, (lapack_int)k, work_a, lda, tau,
                             work, lwork);
+    if ((status = tl__la_cancelled(exec, route, "ungqr")) != TL_OK) return status;
     if (info != 0) return tl__la_provider_fail(route, "ungqr", info);
   }
   return write_outputs(exec, dtype, m, n, k, work_a, lda, r_buf, q, r, fresh);
@@ -334,6 +338,7 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   } else if (k > 0) {
     info = tl__lapack_geqp3(dtype, (lapack_int)m, (lapack_int)n, work_a, lda, jpvt, tau, work,
                             lwork, rwork);
+    if ((status = tl__la_cancelled(exec, route, "geqp3")) != TL_OK) return status;
     if (info != 0) return tl__la_provider_fail(route, "geqp3", info);
     r_diagonal(dtype, work_a, lda, k, diag);
     rank = tl__la_truncate(real, diag, k, truncation);
@@ -347,6 +352,7 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     take_r(esize, work_a, lda, rank, n, r_buf);
     info = tl__lapack_ungqr(dtype, (lapack_int)m, (lapack_int)rank, (lapack_int)rank, work_a, lda,
                             tau, work, lwork);
+    if ((status = tl__la_cancelled(exec, route, "ungqr")) != TL_OK) return status;
     if (info != 0) return tl__la_provider_fail(route, "ungqr", info);
   }
   status = write_outputs(exec, dtype, m, n, rank, work_a, lda, r_buf, q, r, fresh);

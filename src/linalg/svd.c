@@ -31,6 +31,7 @@ static tl_status run_gesvd(tl_exec *exec, const char *route, const tl_tensor *a,
   tl__la_gather(a, b->a, b->lda);
   info = tl__lapack_gesvd(dtype, jobz, (lapack_int)m, (lapack_int)n, b->a, b->lda, b->s, b->u,
                           b->ldu, b->vt, b->ldvt, work, (lapack_int)sizes.work, rwork);
+  if ((status = tl__la_cancelled(exec, route, "gesvd")) != TL_OK) return status;
   if (info != 0) return tl__la_provider_fail(route, "gesvd (after gesdd failed)", info);
   return TL_OK;
 }
@@ -114,12 +115,10 @@ static tl_status svd_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     if ((status = tl__la_gather_finite(route, "a", a, b.a, b.lda)) != TL_OK) return status;
     info = tl__lapack_gesdd(dtype, jobz, (lapack_int)m, (lapack_int)n, b.a, b.lda, b.s, b.u, b.ldu,
                             b.vt, b.ldvt, work, (lapack_int)sizes.work, rwork, iwork);
-    if (info > 0) {
-      status = run_gesvd(exec, route, a, jobz, m, n, &b);
-      if (status != TL_OK) return status;
-    } else if (info < 0) {
-      return tl__la_provider_fail(route, "gesdd", info);
-    }
+    /* Checked before the fallback: a cancelled gesdd may not converge on its zeros. */
+    if ((status = tl__la_cancelled(exec, route, "gesdd")) != TL_OK) return status;
+    if (info < 0) return tl__la_provider_fail(route, "gesdd", info);
+    if (info > 0 && (status = run_gesvd(exec, route, a, jobz, m, n, &b)) != TL_OK) return status;
   }
   int64_t rank = tl__la_truncate(real, b.s, k, truncation);
   if (rank > cap) rank = cap;

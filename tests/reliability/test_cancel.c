@@ -1,0 +1,224 @@
+/* tests/reliability/test_cancel.c: tl_exec_cancel on a session's root surface (issue 28,
+ * Ctrl-C for single long calls, C side).
+ *
+ * Each case starts one long call (a matrix product, an einsum contraction, an SVD, a QR) on
+ * the root surface while another thread raises the surface's flag once the call is under
+ * way. The call must come back with TL_E_CANCELLED and a message naming the route, and the
+ * session must work afterwards once the flag is lowered. Nothing here measures time: if the
+ * call ended before the flag went up (a fast machine), the case runs again on a larger input
+ * (up to a bound); a cancellation that is never seen runs into the harness alarm and ctest's
+ * TIMEOUT instead of hanging. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tenlane/einsum.h"
+#include "tenlane/linalg.h"
+#include "tenlane/ops.h"
+#include "th_fixtures.h"
+#include "th_test.h"
+
+/* ---- the canceller ---- */
+
+typedef struct canceller {
+  tl_exec *exec;
+  long delay_ms;      /* how long the call runs before the flag goes up */
+  atomic_int calling; /* 1 while the main thread is inside the long call */
+  atomic_int raised;  /* 1 once the canceller raised the flag */
+} canceller;
+
+static int is_calling(void *arg) { return atomic_load(&((canceller *)arg)->calling); }
+
+/* Waits for the call to begin, lets it run delay_ms, and raises the flag if it still runs. */
+static void *cancel_soon(void *arg) {
+  canceller *c = arg;
+  if (!th_wait_until(is_calling, c, 60000)) return NULL;
+  struct timespec nap = {c->delay_ms / 1000, c->delay_ms % 1000 * 1000 * 1000};
+  nanosleep(&nap, NULL);
+  if (atomic_load(&c->calling)) {
+    tl_exec_cancel(c->exec);
+    atomic_store(&c->raised, 1);
+  }
+  return NULL;
+}
+
+/* One long call on inputs of size n: prepare, call (between the calling marks), release. */
+typedef struct long_call {
+  const char *route; /* the entry point the message must name */
+  const char *mid;   /* what the message says when the flag was seen inside the work */
+  tl_status (*prepare)(tl_exec *exec, int64_t n, tl_tensor *in);
+  tl_status (*call)(tl_exec *exec, tl_tensor *in);
+  int inputs;
+} long_call;
+
+static void make_random(tl_exec *exec, int64_t rows, int64_t cols, uint64_t seed, tl_tensor *t) {
+  int64_t shape[2] = {rows, cols};
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, t));
+  TH_CHECK_OK(tl_random_into(exec, seed, t));
+}
+
+static tl_status prepare_pair(tl_exec *exec, int64_t n, tl_tensor *in) {
+  make_random(exec, n, n, 1, &in[0]);
+  make_random(exec, n, n, 2, &in[1]);
+  return TL_OK;
+}
+
+static tl_status prepare_one(tl_exec *exec, int64_t n, tl_tensor *in) {
+  make_random(exec, n, n, 3, &in[0]);
+  return TL_OK;
+}
+
+static tl_status call_gemm(tl_exec *exec, tl_tensor *in) {
+  tl_tensor c;
+  tl_status status = tl_gemm(exec, &in[0], &in[1], &c);
+  if (status == TL_OK) tl_tensor_release(&c);
+  return status;
+}
+
+static tl_status call_einsum(tl_exec *exec, tl_tensor *in) {
+  const tl_tensor *ops[3] = {&in[0], &in[1], &in[0]};
+  tl_tensor out;
+  tl_status status = tl_einsum(exec, "ij,jk,kl->il", 3, ops, &out);
+  if (status == TL_OK) tl_tensor_release(&out);
+  return status;
+}
+
+static tl_status call_svd(tl_exec *exec, tl_tensor *in) {
+  tl_tensor u, s, vt;
+  tl_status status = tl_svd(exec, NULL, &in[0], &u, &s, &vt, NULL);
+  if (status == TL_OK) {
+    tl_tensor_release(&u);
+    tl_tensor_release(&s);
+    tl_tensor_release(&vt);
+  }
+  return status;
+}
+
+static tl_status call_qr(tl_exec *exec, tl_tensor *in) {
+  tl_tensor q, r;
+  tl_status status = tl_qr(exec, &in[0], &q, &r);
+  if (status == TL_OK) {
+    tl_tensor_release(&q);
+    tl_tensor_release(&r);
+  }
+  return status;
+}
+
+static tl_status call_lu(tl_exec *exec, tl_tensor *in) {
+  tl_tensor lu;
+  int64_t *pivots = malloc(sizeof(int64_t) * (size_t)in[0].shape[0]);
+  TH_CHECK(pivots != NULL);
+  tl_status status = tl_lu(exec, &in[0], &lu, pivots);
+  if (status == TL_OK) tl_tensor_release(&lu);
+  free(pivots);
+  return status;
+}
+
+/* After a cancellation: a call while the flag is up is refused at once, naming the route;
+ * once lowered, a small product is right. */
+static void check_usable_after(tl_exec *exec) {
+  double a_data[4] = {1, 2, 3, 4}, b_data[4] = {5, 6, 7, 8};
+  int64_t shape[2] = {2, 2};
+  tl_tensor a, b, c;
+  TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, a_data, 0, &a));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, b_data, 0, &b));
+  TH_CHECK(tl_exec_cancel_requested(exec) == 1);
+  TH_CHECK_STATUS(tl_gemm(exec, &a, &b, &c), TL_E_CANCELLED);
+  TH_CHECK(strncmp(tl_last_message(), "tl_gemm: ", 9) == 0);
+  TH_CHECK(strstr(tl_last_message(), "tl_exec_cancel_clear") != NULL);
+  TH_CHECK_OK(tl_exec_cancel_clear(exec));
+  TH_CHECK(tl_exec_cancel_requested(exec) == 0);
+  TH_CHECK_OK(tl_gemm(exec, &a, &b, &c));
+  /* Column-major 2 x 2: a = [1 3; 2 4], b = [5 7; 6 8], a b = [23 31; 34 46]. */
+  const double *cd = c.data;
+  TH_CHECK(cd[0] == 23 && cd[1] == 34 && cd[2] == 31 && cd[3] == 46);
+  tl_tensor_release(&c);
+}
+
+/* Run `op` until a run is cancelled inside its work (the message says op->mid): a run that
+ * ended before the flag went up is repeated on an input 1.5 times larger, one cancelled
+ * before its work began (between the call's entry and its first block) with twice the
+ * delay. At most 5 runs, so inputs stay below 5 times the first size (memory). */
+static void cancel_while_running(int threads, const long_call *op, int64_t n) {
+  th_held held;
+  th_held_open(&held, threads);
+  int cancelled = 0;
+  long delay_ms = 100;
+  for (int attempt = 0; attempt < 5 && !cancelled; attempt++) {
+    tl_tensor in[2];
+    op->prepare(held.exec, n, in);
+    canceller c = {held.exec, delay_ms, 0, 0};
+    th_thread thread;
+    th_thread_start(&thread, cancel_soon, &c);
+    atomic_store(&c.calling, 1);
+    tl_status status = op->call(held.exec, in);
+    char message[TL_MESSAGE_CAPACITY];
+    snprintf(message, sizeof message, "%s", tl_last_message());
+    atomic_store(&c.calling, 0);
+    th_thread_join(&thread, 60000);
+    for (int i = 0; i < op->inputs; i++) tl_tensor_release(&in[i]);
+    if (status == TL_OK) {
+      /* Ended before the flag went up: lower it if it went up late, and try larger. */
+      fprintf(stderr, "%s at n = %lld ended before the cancel; trying a larger input\n", op->route,
+              (long long)n);
+      TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
+      n = n * 3 / 2;
+      continue;
+    }
+    if (status != TL_E_CANCELLED) fprintf(stderr, "%s: %s\n", tl_status_name(status), message);
+    TH_CHECK(status == TL_E_CANCELLED);
+    TH_CHECK(atomic_load(&c.raised) == 1);
+    fprintf(stderr, "n = %lld: %s\n", (long long)n, message);
+    TH_CHECK(strncmp(message, op->route, strlen(op->route)) == 0);
+    TH_CHECK(strstr(message, "cancel") != NULL);
+    TH_CHECK(strcmp(tl_session_message(held.session), message) == 0);
+    TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
+    if (strstr(message, op->mid) == NULL) {
+      fprintf(stderr, "seen before the work began; trying a longer delay\n");
+      delay_ms *= 2;
+      continue;
+    }
+    cancelled = 1;
+    tl_exec_cancel(held.exec); /* raised again for check_usable_after */
+  }
+  TH_CHECK(cancelled);
+  check_usable_after(held.exec);
+  th_held_close(&held);
+}
+
+static const long_call gemm_call = {"tl_gemm", "GEMM blocks", prepare_pair, call_gemm, 2};
+static const long_call einsum_call = {"tl_einsum", "cancel", prepare_pair, call_einsum, 2};
+static const long_call svd_call = {"tl_svd", "results were dropped", prepare_one, call_svd, 1};
+static const long_call qr_call = {"tl_qr", "results were dropped", prepare_one, call_qr, 1};
+static const long_call lu_call = {"tl_lu", "results were dropped", prepare_one, call_lu, 1};
+
+static void cancel_gemm_on_a_pool(void) { cancel_while_running(2, &gemm_call, 1536); }
+static void cancel_gemm_on_one_thread(void) { cancel_while_running(1, &gemm_call, 1536); }
+static void cancel_einsum_on_a_pool(void) { cancel_while_running(2, &einsum_call, 1024); }
+static void cancel_svd_on_a_pool(void) { cancel_while_running(2, &svd_call, 768); }
+static void cancel_qr_on_one_thread(void) { cancel_while_running(1, &qr_call, 1536); }
+static void cancel_lu_on_one_thread(void) { cancel_while_running(1, &lu_call, 2048); }
+
+/* The rules with no call in progress: NULL, raising twice, lowering a lowered flag. */
+static void cancel_flag_rules(void) {
+  tl_exec_cancel(NULL); /* nothing happens */
+  TH_CHECK(tl_exec_cancel_requested(NULL) == 0);
+  TH_CHECK_STATUS(tl_exec_cancel_clear(NULL), TL_E_INVALID);
+  TH_CHECK(strcmp(tl_last_message(), "tl_exec_cancel_clear: exec is NULL") == 0);
+  th_held held;
+  th_held_open(&held, 2);
+  TH_CHECK(tl_exec_cancel_requested(held.exec) == 0);
+  TH_CHECK_OK(tl_exec_cancel_clear(held.exec)); /* lowering a lowered flag */
+  tl_exec_cancel(held.exec);
+  tl_exec_cancel(held.exec); /* twice is no error */
+  check_usable_after(held.exec);
+  th_held_close(&held);
+}
+
+TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
+             TH_CASE(cancel_gemm_on_one_thread), TH_CASE(cancel_einsum_on_a_pool),
+             TH_CASE(cancel_svd_on_a_pool), TH_CASE(cancel_qr_on_one_thread),
+             TH_CASE(cancel_lu_on_one_thread))
