@@ -9,7 +9,8 @@
  * destroyed contexts (and use them: they must be refused, never trusted), take scratch of
  * any size on lane and ticket surfaces, run maps whose items fail or return TL_E_CANCELLED,
  * split loops of huge counts on a pool, make tensors of extreme shapes, and slice, select
- * and reshape them with extreme integers. Every call must return a status with a message
+ * and reshape them with extreme integers, and take every view of empty tensors (an axis of
+ * extent 0) whose strides and offset are extreme. Every call must return a status with a message
  * or a correct result: the target stops the process (a finding) when a slice disagrees with
  * Python's rules, a loop's chunks do not tile its range, scratch that was granted is not
  * writable, a stale handle or ticket is accepted, or a map breaks its promise. At the end
@@ -330,6 +331,71 @@ static void tensor_step(program *p) {
   tl_tensor_release(&t);
 }
 
+/* ---- views of empty tensors with extreme strides ---- */
+
+/* A view call's answer: refused with a message, or a descriptor that validates and, when
+ * `empty` (the source holds no element and the view keeps the empty axis), holds none. */
+static void check_view(tl_status status, const tl_tensor *view, int empty, const char *call) {
+  if (status != TL_OK) {
+    if (tl_last_message()[0] == '\0') finding("an empty view was refused without a message");
+    return;
+  }
+  if (tl_tensor_validate(view, "view") != TL_OK) {
+    fprintf(stderr, "%s gave an invalid view\n", call);
+    finding("a view of an empty tensor does not validate");
+  }
+  if (empty && tl_tensor_numel(view) != 0) {
+    fprintf(stderr, "%s\n", call);
+    finding("a view of an empty tensor holds elements");
+  }
+}
+
+/* An empty tensor (one axis of extent 0) validates whatever its strides and offset: every
+ * view of it is taken with extreme indices, steps and shapes (the class of aff9a60, where
+ * select overflowed int64 on such a tensor). */
+static void empty_view_step(program *p) {
+  static double placeholder[1];
+  int rank = 1 + next_byte(p) % 4;
+  int zero_axis = next_byte(p) % rank;
+  int64_t shape[4], strides[4];
+  for (int k = 0; k < rank; k++) {
+    uint8_t pick = next_byte(p);
+    shape[k] = k == zero_axis ? 0 : pick < 128 ? pick % 5 : next_i64(p);
+    strides[k] = next_i64(p);
+  }
+  tl_tensor t;
+  if (tl_tensor_wrap(TL_F64, rank, shape, strides, placeholder, next_i64(p), &t) != TL_OK) {
+    if (tl_last_message()[0] == '\0') finding("an empty wrap was refused without a message");
+    return;
+  }
+  tl_tensor view;
+  int axis = next_byte(p) % rank, other = next_byte(p) % rank;
+  int64_t index = next_i64(p);
+  check_view(tl_tensor_select(&t, axis, index, &view), &view, axis != zero_axis, "select");
+  int64_t start = next_i64(p), stop = next_i64(p), step = next_i64(p);
+  check_view(tl_tensor_slice(&t, axis, start, stop, step, &view), &view, 1, "slice");
+  check_view(tl_tensor_transpose_view(&t, axis, other, &view), &view, 1, "transpose_view");
+  check_view(tl_tensor_reverse_view(&t, &view), &view, 1, "reverse_view");
+  check_view(tl_tensor_unsqueeze(&t, axis, &view), &view, 1, "unsqueeze");
+  int perm[4] = {0, 1, 2, 3};
+  perm[axis] = other;
+  perm[other] = axis;
+  check_view(tl_tensor_permute_view(&t, perm, &view), &view, 1, "permute_view");
+  int64_t new_shape[2] = {next_i64(p), next_i64(p)};
+  check_view(tl_tensor_reshape_view(&t, 2, new_shape, &view), &view, 1, "reshape_view");
+  int64_t wide[5];
+  for (int k = 0; k < rank; k++) wide[k] = shape[k]; /* src's axes lead */
+  wide[rank] = next_i64(p);
+  check_view(tl_tensor_broadcast_view(&t, rank + 1, wide, &view), &view, 1, "broadcast_view");
+  int64_t lo, hi;
+  (void)tl_tensor_extent_range(&t, &lo, &hi);
+  (void)tl_tensor_self_overlap(&t);
+  (void)tl_tensor_overlap(&t, &t);
+  int64_t at[4] = {index, index, index, index};
+  tl_scalar value;
+  if (tl_tensor_get(&t, at, &value) == TL_OK) finding("tl_tensor_get read an empty tensor");
+}
+
 /* ---- sessions, tickets, maps on the slots ---- */
 
 static tl_context *make_context(program *p) {
@@ -404,7 +470,7 @@ static void scratch_step(slot *s, program *p) {
 static void step(world *w, program *p) {
   uint8_t op = next_byte(p);
   slot *s = &w->slots[next_byte(p) % SLOTS];
-  switch (op % 12) {
+  switch (op % 13) {
     case 0:
       if (s->ctx == NULL) s->ctx = make_context(p);
       break;
@@ -441,6 +507,9 @@ static void step(world *w, program *p) {
       break;
     case 10:
       slice_step(p);
+      break;
+    case 11:
+      empty_view_step(p);
       break;
     default:
       tensor_step(p);

@@ -1,8 +1,9 @@
 /* tests/fuzz/fuzz_tensor_desc.c: libFuzzer target for tensor descriptors: validation, the
  * memory-range queries, and routes that read and write through the descriptor.
  *
- * Input: a dtype byte (0..5: four valid, two not), a rank byte (0..17), then per axis an
- * extent and a stride, then an offset; each value is either small (one byte) or a raw
+ * Input: a dtype byte (0..5: four valid, two not), a rank byte (0..TL_MAX_RANK + 1, the last
+ * one past the limit), then per axis an extent and a stride, then an offset; each value is
+ * either small (one byte) or a raw
  * 64-bit word (chosen by a flag byte), so overflowing spans are reached as easily as
  * ordinary ones. The target validates the descriptor; when it is valid and small, it backs
  * it with a heap buffer of exactly the element range tl_tensor_extent_range reports (so any
@@ -133,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
   tl_tensor t;
   memset(&t, 0, sizeof t);
   t.dtype = (tl_dtype)(next_byte(&r) % 6);
-  t.rank = next_byte(&r) % 18;
+  t.rank = next_byte(&r) % (TL_MAX_RANK + 2); /* 0..TL_MAX_RANK + 1: one rank past the limit */
   for (int k = 0; k < t.rank && k < TL_MAX_RANK; k++) {
     t.shape[k] = next_value(&r, 0);
     t.strides[k] = next_value(&r, 1);

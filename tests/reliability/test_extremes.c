@@ -3,7 +3,24 @@
  * at and next to 0, SIZE_MAX, INT64_MIN and INT64_MAX (and 2^31, 2^62, 2^63), alone and in
  * combination. Each call must return a status with a message, or a result that is right: a
  * tensor that validates and, for a view, stays inside the memory of its source. A crash, a
- * hang (the harness alarm) or a wrong result fails the case. */
+ * hang (the harness alarm) or a wrong result fails the case.
+ *
+ * Public calls of the headers under include/tenlane/ that take a size, count, step, offset, index,
+ * extent, rank cap, pivot or team, and where they are fed the edges: tensor.h:
+ * tl_tensor_create(_row_major), tl_tensor_wrap(_row_major), tl_strides_col_major,
+ *     tl_strides_row_major (extremes_tensor_headers); tl_tensor_select, tl_tensor_slice,
+ *     tl_tensor_broadcast_view, tl_tensor_reshape_view, tl_tensor_reshape_move,
+ *     tl_tensor_get, tl_tensor_set, and views of an empty tensor with extreme strides
+ *     (extremes_views_and_access); slice steps near +-2^63 (test_edges).
+ *   ops.h: tl_reshape; einsum.h: tl_einsum_path (extremes_routes_with_shapes).
+ *   map.h: tl_map, tl_map_ex (extremes_counts); tl_phase_map and tl_map_options.max_lanes at
+ *     INT_MIN..INT_MAX (extremes_phase_map_counts).
+ *   linalg.h: tl_lu_solve_into with every pivot entry at every edge, tl_truncation.max_rank
+ *     for tl_svd and tl_qrcp; session.h: tl_exec_set_team (extremes_linalg_integers).
+ *   session.h: tl_exec_scratch sizes; pool.h: tl_pool_parallel_for counts and grains
+ *     (test_edges: edges_scratch_sizes_never_wrap, edges_parallel_for_huge_counts).
+ *   context.h: tl_context_config.scratch_limit and threads (fuzz_api_calls draws them from
+ *     the same table of edges). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +28,13 @@
 
 #include "rel_common.h"
 #include "tenlane/alloc.h"
+#include <limits.h>
+
 #include "tenlane/einsum.h"
+#include "tenlane/linalg.h"
 #include "tenlane/map.h"
 #include "tenlane/ops.h"
+#include "tenlane/phase.h"
 #include "tenlane/pool.h"
 #include "th_fixtures.h"
 #include "th_test.h"
@@ -251,5 +272,115 @@ static void extremes_counts(void) {
   }
 }
 
+/* tl_phase_map inside an open phase, with the same counts as tl_map. */
+typedef struct phase_counts {
+  int bad; /* calls whose status or outcome was wrong */
+} phase_counts;
+
+static void map_in_phase(tl_phase *phase, void *arg) {
+  phase_counts *pc = arg;
+  const size_t counts[] = {0, 1, 2, 3, SIZE_MAX / 2, SIZE_MAX - 1, SIZE_MAX};
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    tl_map_outcome outcome;
+    tl_status status = tl_phase_map(phase, counts[c], fail_third, NULL, &outcome);
+    int right = counts[c] <= 2 ? status == TL_OK
+                               : status == TL_E_LANE && outcome.failed_item == 2 &&
+                                     outcome.items_done >= 2 && tl_last_message()[0] != '\0';
+    if (!right) {
+      fprintf(stderr, "tl_phase_map of %zu items: %s (%s)\n", counts[c], tl_status_name(status),
+              tl_last_message());
+      pc->bad++;
+    }
+  }
+}
+
+static void extremes_phase_map_counts(void) {
+  for (int budget = 1; budget <= 2; budget++) {
+    th_held held;
+    th_held_open(&held, budget);
+    phase_counts pc = {0};
+    TH_CHECK_OK(tl_session_phase(held.session, map_in_phase, &pc));
+    TH_CHECK(pc.bad == 0);
+    /* Lane caps at the ends of int: below 0 refused with a message, above the budget every
+     * lane. */
+    const int caps[] = {INT_MIN, -1, 0, 1, 2, INT_MAX};
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+      tl_map_options options;
+      tl_map_options_init(&options);
+      options.max_lanes = caps[c];
+      tl_map_outcome outcome;
+      tl_status status = tl_map_ex(held.session, &options, 5, fail_third, NULL, &outcome);
+      TH_CHECK(caps[c] < 0 ? status == TL_E_INVALID : status == TL_E_LANE);
+      TH_CHECK(tl_last_message()[0] != '\0');
+    }
+    th_held_close(&held);
+  }
+}
+
+/* Linear algebra's integers: the pivots tl_lu_solve_into takes from the caller, truncation
+ * ranks, team requests. A 3 x 3 system; every pivot entry in turn takes every edge value. */
+static void extremes_linalg_integers(void) {
+  failures = 0;
+  th_held held;
+  th_held_open(&held, 2);
+  double a_data[9] = {4, 1, 0, 1, 5, 2, 0, 2, 6}, b_data[3] = {1, 2, 3}, x_data[3];
+  int64_t shape[2] = {3, 3}, vec[1] = {3};
+  tl_tensor a, b, x, lu;
+  TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, NULL, a_data, 0, &a));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, vec, NULL, b_data, 0, &b));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, vec, NULL, x_data, 0, &x));
+  int64_t pivots[3];
+  TH_CHECK_OK(tl_lu(held.exec, &a, &lu, pivots));
+  for (int at = 0; at < 3; at++) {
+    for (size_t e = 0; e < NS; e++) {
+      int64_t hostile[3] = {pivots[0], pivots[1], pivots[2]};
+      hostile[at] = signed_edges[e];
+      tl_status status = tl_lu_solve_into(held.exec, TL_NO_TRANS, &lu, hostile, &b, &x);
+      int in_range = signed_edges[e] >= 0 && signed_edges[e] < 3;
+      if (!refused(status, "tl_lu_solve_into") && !in_range) {
+        fprintf(stderr, "tl_lu_solve_into took pivot %lld at %d\n", (long long)signed_edges[e], at);
+        failures++;
+      }
+    }
+  }
+  tl_tensor_release(&lu);
+  for (size_t e = 0; e < NS; e++) {
+    tl_truncation truncation;
+    tl_truncation_init(&truncation);
+    truncation.max_rank = signed_edges[e];
+    tl_tensor u, s, vt, q, r;
+    int64_t rank = -1, perm[3];
+    tl_status status = tl_svd(held.exec, &truncation, &a, &u, &s, &vt, &rank);
+    if (!refused(status, "tl_svd")) {
+      int64_t want = signed_edges[e] > 0 && signed_edges[e] < 3 ? signed_edges[e] : 3;
+      if (signed_edges[e] < 0 || rank != want) failures++;
+      tl_tensor_release(&u);
+      tl_tensor_release(&s);
+      tl_tensor_release(&vt);
+    }
+    status = tl_qrcp(held.exec, &truncation, &a, &q, &r, perm, &rank);
+    if (!refused(status, "tl_qrcp")) {
+      if (signed_edges[e] < 0 || rank < 0 || rank > 3) failures++;
+      for (int64_t j = 0; j < 3; j++)
+        if (perm[j] < 0 || perm[j] >= 3) failures++;
+      tl_tensor_release(&q);
+      tl_tensor_release(&r);
+    }
+  }
+  const int teams[] = {INT_MIN, -1, 0, 1, 2, 3, INT_MAX};
+  for (size_t t = 0; t < sizeof teams / sizeof teams[0]; t++) {
+    tl_status status = tl_exec_set_team(held.exec, teams[t]);
+    if (refused(status, "tl_exec_set_team") != (teams[t] < 0)) failures++;
+    tl_tensor lu2;
+    int64_t piv[3];
+    status = tl_lu(held.exec, &a, &lu2, piv);
+    if (!refused(status, "tl_lu")) tl_tensor_release(&lu2);
+  }
+  TH_CHECK_OK(tl_exec_set_team(held.exec, 0));
+  th_held_close(&held);
+  TH_CHECK(failures == 0);
+}
+
 TH_TEST_MAIN(TH_CASE(extremes_tensor_headers), TH_CASE(extremes_views_and_access),
-             TH_CASE(extremes_routes_with_shapes), TH_CASE(extremes_counts))
+             TH_CASE(extremes_routes_with_shapes), TH_CASE(extremes_counts),
+             TH_CASE(extremes_phase_map_counts), TH_CASE(extremes_linalg_integers))
