@@ -144,7 +144,7 @@ TL_API tl_status tl_exec_set_team(tl_exec *exec, int team);
  * on the surface stops at its next check and returns TL_E_CANCELLED, and every later route
  * call on it returns TL_E_CANCELLED at once, writing nothing, until tl_exec_cancel_clear
  * lowers it. Checks sit at block boundaries: between the blocks of a matrix product (each
- * bounded to about 2^31 flops), between the chunks of elementwise, permute and reduction
+ * bounded to about 2^30 flops), between the chunks of elementwise, permute and reduction
  * work, between einsum's steps, and in the matrix products and matrix-vector products the
  * factorizations (SVD, QR, eigh's back-transformation) make through LAPACK, which then
  * return zeros so that LAPACK ends quickly, and between LU's trailing updates. A call that has

@@ -92,11 +92,11 @@ static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
 
 /* Cancellation (tl_exec_cancel, a lane's run) is seen between blocks only, inside none: a
  * long product is cut into blocks of at most about GEMM_CANCEL_FLOPS so that a request is
- * seen within one block's time (tens of milliseconds on one core). A block keeps at least
- * GEMM_CANCEL_MIN_LEN rows or columns, where packing the shared operand once more per
- * block costs under half a percent of the block's arithmetic. */
-#define GEMM_CANCEL_FLOPS ((double)(1LL << 31))
-#define GEMM_CANCEL_MIN_LEN 256
+ * seen within one block's time (tens of milliseconds on one idle core). A block keeps at
+ * least GEMM_CANCEL_MIN_LEN rows or columns, where packing the shared operand once more per
+ * block costs under one percent of the block's arithmetic. */
+#define GEMM_CANCEL_FLOPS ((double)(1LL << 30))
+#define GEMM_CANCEL_MIN_LEN 128
 
 static void cap_block_for_cancel(gemm_job *job, const tl__gemm_batch *g) {
   const int64_t dim = job->split_rows ? g->m : g->n, other = job->split_rows ? g->n : g->m;

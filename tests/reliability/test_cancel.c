@@ -141,13 +141,14 @@ static void check_usable_after(tl_exec *exec) {
 /* Run `op` until a run is cancelled inside its work (the message says op->mid): a run that
  * ended before the flag went up is repeated on an input 1.5 times larger, one cancelled
  * before its work began (between the call's entry and its first block) with twice the
- * delay. At most 5 runs, so inputs stay below 5 times the first size (memory). */
+ * delay. At most 8 runs; the input grows at most 5 times (memory), the delay the other times. */
 static void cancel_while_running(int threads, const long_call *op, int64_t n) {
   th_held held;
   th_held_open(&held, threads);
   int cancelled = 0;
   long delay_ms = 100;
-  for (int attempt = 0; attempt < 5 && !cancelled; attempt++) {
+  int grown = 0;
+  for (int attempt = 0; attempt < 8 && !cancelled; attempt++) {
     tl_tensor in[2];
     op->prepare(held.exec, n, in);
     canceller c = {held.exec, delay_ms, 0, 0};
@@ -165,7 +166,7 @@ static void cancel_while_running(int threads, const long_call *op, int64_t n) {
       fprintf(stderr, "%s at n = %lld ended before the cancel; trying a larger input\n", op->route,
               (long long)n);
       TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
-      n = n * 3 / 2;
+      if (++grown <= 5) n = n * 3 / 2;
       continue;
     }
     if (status != TL_E_CANCELLED) fprintf(stderr, "%s: %s\n", tl_status_name(status), message);
@@ -178,7 +179,7 @@ static void cancel_while_running(int threads, const long_call *op, int64_t n) {
     TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
     if (strstr(message, op->mid) == NULL) {
       fprintf(stderr, "seen before the work began; trying a longer delay\n");
-      delay_ms *= 2;
+      if (delay_ms < 1600) delay_ms *= 2;
       continue;
     }
     cancelled = 1;
