@@ -2,7 +2,7 @@
  * of the code's atomic steps and locks. docs/design/model.md maps every step to the function
  * and lines it stands for, and lists what the model leaves out.
  *
- * Sessions register in the registry of open sessions (src/session/handle.c) and unregister
+ * Sessions register in the registry of open sessions (src/core/handle.c) and unregister
  * first when they close; a ticket joins under the registry's lock.
  *
  * Threads: OWNERS waiting owners (owner i is thread i), NOWAITERS non-waiting openers,
@@ -89,7 +89,7 @@
 #define K_LANE 1
 #define K_SESSION 2
 
-/* ---- the arbiter (src/admission/arbiter.h: tl__arbiter) ---- */
+/* ---- the arbiter (src/core/core_int.h: tl__arbiter) ---- */
 byte lock;                 /* 0 free, else the thread that holds it */
 byte holder;               /* the owner holding the context, 0 when free */
 byte generation;           /* bumped at each grant */
@@ -102,12 +102,12 @@ bit opener_granted[NT];    /* tl__opener.granted, one per (waiting) thread */
 bit asleep_granted[NT];    /* the thread sleeps on its tl__opener.granted_cond */
 bit asleep_children[NT];   /* the thread sleeps on children_done */
 
-/* ---- the registry of open sessions (src/session/handle.c): its lock, and which grants'
+/* ---- the registry of open sessions (src/core/handle.c): its lock, and which grants'
  * sessions are registered ---- */
 byte rlock;
 bit registered[MAXGEN];
 
-/* thread-local marks (src/admission/marker.c): each thread's count of marks for this
+/* thread-local marks (src/core/marker.c): each thread's count of marks for this
  * context is its local `mk` */
 
 /* ---- the pool's broadcast (src/pool/pool_int.h) and every thread's waiter (waiter.h) ---- */
@@ -119,7 +119,7 @@ byte seq[NT];              /* tl__waiter.seq */
 bit sleeping[NT];          /* tl__waiter.sleeping */
 bit in_futex[NT];          /* the thread is inside FUTEX_WAIT */
 
-/* ---- the run (src/phase/phase_int.h: tl__run) and the lane reports ---- */
+/* ---- the run (src/core/core_int.h: tl__run) and the lane reports ---- */
 bit cancel;                /* tl__run.cancel (the run lives at one place on the driver's stack) */
 typedef report {
   bit entered;

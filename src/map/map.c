@@ -26,7 +26,7 @@
 #include "base/base.h"
 #include "exec/exec.h"
 #include "map/map_int.h"
-#include "phase/phase_int.h"
+#include "core/core_int.h"
 #include "tenlane/map.h"
 
 typedef struct map_state {

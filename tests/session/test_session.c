@@ -5,7 +5,7 @@
 
 #include "base/fault.h"
 #include "interleave.h"
-#include "session/affinity.h"
+#include "core/core_int.h"
 #include "tenlane/ops.h"
 #include "tenlane/panic.h"
 #include "tenlane/phase.h"

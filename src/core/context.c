@@ -1,4 +1,4 @@
-/* src/context/context.c: creating and destroying the engine, and its stats. Creation makes
+/* src/core/context.c: creating and destroying the engine, and its stats. Creation makes
  * every thread the context will ever use (the pool); nothing later creates one. */
 #include <assert.h>
 #include <stdint.h>
@@ -7,7 +7,7 @@
 
 #include "base/base.h"
 #include "base/isa.h"
-#include "context_int.h"
+#include "core/core_int.h"
 
 /* No default cap: a scratch limit is the user's choice; by default only the allocator limits
  * an arena (a refusal is TL_E_NOMEM). */
@@ -135,7 +135,7 @@ tl_status tl_context_create(const tl_context_config *config, tl_context **out) {
       return tl__fail(status, "tl_context_create: the pool of %d workers: %s", budget, reason);
     }
   }
-  /* session.md / context_int.h: the pool exists exactly when budget > 1, with budget workers */
+  /* core.md / core_int.h: the pool exists exactly when budget > 1, with budget workers */
   assert((ctx->pool != NULL) == (budget > 1));
   assert(ctx->pool == NULL || tl_pool_workers(ctx->pool) == budget);
   *out = ctx;

@@ -1,6 +1,6 @@
-/* src/admission/arbiter.c: FIFO admission with direct hand-off (see arbiter.h). */
+/* src/core/arbiter.c: FIFO admission with direct hand-off (see core_int.h). */
 #include <assert.h>
-#include "arbiter.h"
+#include "core/core_int.h"
 
 #include "base/base.h"
 #include "base/fault.h"

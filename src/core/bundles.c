@@ -1,11 +1,11 @@
-/* src/context/bundles.c: child resource bundles. Each child surface works with a bundle of
+/* src/core/bundles.c: child resource bundles. Each child surface works with a bundle of
  * its own. A ticket entry takes one from the context's free list and returns it; a lane
  * index keeps its own bundle across runs (lane i always runs on worker i), so its scratch
  * and plans stay warm and a steady-state phase allocates nothing and takes no lock. */
 #include <string.h>
 
 #include "base/base.h"
-#include "context/context_int.h"
+#include "core/core_int.h"
 
 /* A bundle and the surface a child entry gets over it, made and freed together, so that a
  * surface pointer kept past its callback points at memory the context still owns. */

@@ -1,4 +1,4 @@
-/* src/phase/lane.c: one lane from entry to cleanup, and a run: every lane started, every
+/* src/core/lane.c: one lane from entry to cleanup, and a run: every lane started, every
  * lane joined, then one outcome. A lane checks the run's cancellation flag before it enters
  * and again after entering, before the callback; its callback runs inside a catch scope on
  * its own thread, so a panic stops at the lane's boundary and is raised again on the driver
@@ -6,10 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "admission/marker.h"
+#include "core/core_int.h"
 #include "base/base.h"
 #include "base/fault.h"
-#include "phase_int.h"
 #include "tenlane/panic.h"
 
 typedef struct lane_call {

@@ -1,5 +1,5 @@
-/* src/session/affinity.c: narrowing and restoring the holder thread's CPU mask. */
-#include "affinity.h"
+/* src/core/affinity.c: narrowing and restoring the holder thread's CPU mask. */
+#include "core/core_int.h"
 
 #include <errno.h>
 #include <string.h>

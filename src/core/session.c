@@ -1,15 +1,12 @@
-/* src/session/session.c: the held session. Open = admission, resource checkout, the
+/* src/core/session.c: the held session. Open = admission, resource checkout, the
  * thread's mark, the affinity guard; close undoes them in the documented order
  * (resources, mark, affinity, admission), releasing everything even when restoring the
  * affinity fails, which is then what close reports. */
 #include <string.h>
 
-#include "admission/marker.h"
-#include "affinity.h"
+#include "core/core_int.h"
 #include "base/base.h"
 #include "base/fault.h"
-#include "context/context_int.h"
-#include "phase/phase_int.h"
 
 static void init_root_exec(tl_session *session) {
   tl_context *ctx = session->ctx;

@@ -1,10 +1,9 @@
-/* src/admission/ticket.c: owner-inheriting child entry for other threads. An entry joins
+/* src/core/ticket.c: owner-inheriting child entry for other threads. An entry joins
  * the session's grant without waiting, works on a child surface with a bundle of its own,
  * and is counted so that closing the session waits for it. The holder's own thread is
  * refused: it already executes for the context. */
-#include "admission/marker.h"
+#include "core/core_int.h"
 #include "base/base.h"
-#include "context/context_int.h"
 
 typedef struct ticket_entry {
   tl_context *ctx;

@@ -1,4 +1,4 @@
-/* src/session/handle.c: what a tl_session * handle is. A handle is not the session's
+/* src/core/handle.c: what a tl_session * handle is. A handle is not the session's
  * address (the one session object of a context is reused by every open, so a kept address
  * would work again after a reopen); it is a 64-bit open number, drawn once per open from
  * a process-wide counter and never reused. Resolving it never dereferences it:
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "context/context_int.h"
+#include "core/core_int.h"
 
 typedef struct held_session {
   uint64_t id;

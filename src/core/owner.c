@@ -1,4 +1,4 @@
-/* src/admission/owner.c: fresh admission identities, process-wide. */
+/* src/core/owner.c: fresh admission identities, process-wide. */
 #include <stdatomic.h>
 
 #include "tenlane/context.h"

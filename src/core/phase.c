@@ -1,12 +1,11 @@
-/* src/phase/phase.c: opening and ending the lease. The session is parked for the length of
+/* src/core/phase.c: opening and ending the lease. The session is parked for the length of
  * the callback; the driver must not be a worker of the pool the lanes would run on (it would
  * wait on itself), which is refused before anything waits. */
 #include <stdint.h>
 #include <string.h>
 
-#include "admission/marker.h"
+#include "core/core_int.h"
 #include "base/base.h"
-#include "phase_int.h"
 
 static atomic_uint_fast64_t last_token;
 static _Thread_local tl__phase open_phases[TL__PHASES_NESTED_MAX];

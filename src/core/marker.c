@@ -1,8 +1,7 @@
-/* src/admission/marker.c: per-thread marks (see marker.h). */
-#include "marker.h"
+/* src/core/marker.c: per-thread marks (see core_int.h). */
+#include "core/core_int.h"
 
 #include "base/base.h"
-#include "context/context_int.h"
 
 /* A mark holds the context's serial, not its address (issue 28: addresses come back). */
 typedef struct mark {
