@@ -154,113 +154,125 @@ TL__SMALL256(c_avx2, float, __m256, cfinish, c_store256, 4, _mm256_set1_ps, _mm2
 /* ---- AVX-512F: a zmm holds four complex doubles or eight complex floats ------------------
  * The same scheme as the AVX2 kernels; fmaddsub (x*y -/+ z alternating) stands in for
  * addsub, and a masked load/store takes the last rows. */
-#define TL__SMALL512(NAME, T, V, MASK, LANES, SET1, LOADU, MASKZ_LOADU, STOREU, MASK_STOREU,     \
-                     FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)                                      \
-  typedef struct NAME##_fin {                                                                    \
-    int alpha_one, beta_kind; /* beta_kind: 0 zero, 1 one, 2 general */                          \
-    V alr, ali, ber, bei, one;                                                                   \
-  } NAME##_fin;                                                                                  \
-  __attribute__((target("avx512f"))) static inline V NAME##_finish(V acc_r, V acc_i,             \
-                                                                   const NAME##_fin *f, V old) { \
-    V v = FMADDSUB(acc_r, f->one, SWAP(acc_i));                                                  \
-    if (!f->alpha_one) v = FMADDSUB(v, f->alr, MUL(SWAP(v), f->ali));                            \
-    if (f->beta_kind == 1) v = ADD(v, old);                                                      \
-    if (f->beta_kind == 2) v = ADD(v, FMADDSUB(old, f->ber, MUL(SWAP(old), f->bei)));            \
-    return v;                                                                                    \
-  }                                                                                              \
-  __attribute__((target("avx512f"))) static inline void NAME##_put(T *z, V r0, V i0, V r1, V i1, \
-                                                                   const NAME##_fin *f) {        \
-    V zero = SET1((T)0);                                                                         \
-    V o0 = f->beta_kind ? LOADU(z) : zero, o1 = f->beta_kind ? LOADU(z + 2 * LANES) : zero;      \
-    STOREU(z, NAME##_finish(r0, i0, f, o0));                                                     \
-    STOREU(z + 2 * LANES, NAME##_finish(r1, i1, f, o1));                                         \
-  }                                                                                              \
-  __attribute__((target("avx512f"))) static inline void NAME##_put_masked(                       \
-      T *z, MASK mask, V r0, V i0, const NAME##_fin *f) {                                        \
-    V o0 = f->beta_kind ? MASKZ_LOADU(mask, z) : SET1((T)0);                                     \
-    MASK_STOREU(z, mask, NAME##_finish(r0, i0, f, o0));                                          \
-  }                                                                                              \
-  __attribute__((target("avx512f"))) static void NAME(                                           \
-      int64_t m, int64_t n, int64_t k, tl_scalar alpha, const T *a, int64_t lda, const T *b,     \
-      int64_t rsb, int64_t csb, tl_scalar beta, T *c, int64_t ldc) {                             \
-    NAME##_fin f;                                                                                \
-    f.alpha_one = alpha.re == 1.0 && alpha.im == 0.0;                                            \
-    f.beta_kind = (beta.re == 0.0 && beta.im == 0.0)   ? 0                                       \
-                  : (beta.re == 1.0 && beta.im == 0.0) ? 1                                       \
-                                                       : 2;                                      \
-    f.alr = SET1((T)alpha.re), f.ali = SET1((T)alpha.im), f.ber = SET1((T)beta.re);              \
-    f.bei = SET1((T)beta.im), f.one = SET1((T)1);                                                \
-    const V zero = ZERO();                                                                       \
-    int64_t j = 0;                                                                               \
-    /* Two columns at a time: eight independent accumulators hide the FMA latency. */            \
-    for (; j + 2 <= n; j += 2) {                                                                 \
-      const T *b0 = b + 2 * j * csb, *b1 = b0 + 2 * csb;                                         \
-      T *c0 = c + 2 * j * ldc, *c1 = c0 + 2 * ldc;                                               \
-      int64_t i = 0;                                                                             \
-      for (; i + 2 * LANES <= m; i += 2 * LANES) {                                               \
-        V r00 = zero, r10 = zero, i00 = zero, i10 = zero;                                        \
-        V r01 = zero, r11 = zero, i01 = zero, i11 = zero;                                        \
-        const T *ap = a + 2 * i;                                                                 \
-        for (int64_t p = 0; p < k; p++, ap += 2 * lda) {                                         \
-          const T *x = b0 + 2 * p * rsb, *y = b1 + 2 * p * rsb;                                  \
-          V a0 = LOADU(ap), a1 = LOADU(ap + 2 * LANES);                                          \
-          V br = SET1(x[0]), bi = SET1(x[1]);                                                    \
-          r00 = FMADD(a0, br, r00);                                                              \
-          i00 = FMADD(a0, bi, i00);                                                              \
-          r10 = FMADD(a1, br, r10);                                                              \
-          i10 = FMADD(a1, bi, i10);                                                              \
-          br = SET1(y[0]), bi = SET1(y[1]);                                                      \
-          r01 = FMADD(a0, br, r01);                                                              \
-          i01 = FMADD(a0, bi, i01);                                                              \
-          r11 = FMADD(a1, br, r11);                                                              \
-          i11 = FMADD(a1, bi, i11);                                                              \
-        }                                                                                        \
-        NAME##_put(c0 + 2 * i, r00, i00, r10, i10, &f);                                          \
-        NAME##_put(c1 + 2 * i, r01, i01, r11, i11, &f);                                          \
-      }                                                                                          \
-      for (; i < m; i += LANES) {                                                                \
-        int64_t rows = m - i < LANES ? m - i : LANES;                                            \
-        MASK mask = (MASK)((1u << (2 * rows)) - 1u);                                             \
-        V r0 = zero, i0 = zero, r1 = zero, i1 = zero;                                            \
-        const T *ap = a + 2 * i;                                                                 \
-        for (int64_t p = 0; p < k; p++, ap += 2 * lda) {                                         \
-          const T *x = b0 + 2 * p * rsb, *y = b1 + 2 * p * rsb;                                  \
-          V a0 = MASKZ_LOADU(mask, ap);                                                          \
-          r0 = FMADD(a0, SET1(x[0]), r0);                                                        \
-          i0 = FMADD(a0, SET1(x[1]), i0);                                                        \
-          r1 = FMADD(a0, SET1(y[0]), r1);                                                        \
-          i1 = FMADD(a0, SET1(y[1]), i1);                                                        \
-        }                                                                                        \
-        NAME##_put_masked(c0 + 2 * i, mask, r0, i0, &f);                                         \
-        NAME##_put_masked(c1 + 2 * i, mask, r1, i1, &f);                                         \
-      }                                                                                          \
-    }                                                                                            \
-    if (j < n) {                                                                                 \
-      const T *bj = b + 2 * j * csb;                                                             \
-      T *cj = c + 2 * j * ldc;                                                                   \
-      for (int64_t i = 0; i < m; i += LANES) {                                                   \
-        int64_t rows = m - i < LANES ? m - i : LANES;                                            \
-        MASK mask = (MASK)((1u << (2 * rows)) - 1u);                                             \
-        V r0 = zero, i0 = zero, r1 = zero, i1 = zero;                                            \
-        const T *ap = a + 2 * i, *bp = bj;                                                       \
-        int64_t p = 0;                                                                           \
-        /* Two chains per part over alternate p, for the same latency reason. */                 \
-        for (; p + 2 <= k; p += 2, ap += 4 * lda, bp += 4 * rsb) {                               \
-          V a0 = MASKZ_LOADU(mask, ap), a1 = MASKZ_LOADU(mask, ap + 2 * lda);                    \
-          r0 = FMADD(a0, SET1(bp[0]), r0);                                                       \
-          i0 = FMADD(a0, SET1(bp[1]), i0);                                                       \
-          r1 = FMADD(a1, SET1(bp[2 * rsb]), r1);                                                 \
-          i1 = FMADD(a1, SET1(bp[2 * rsb + 1]), i1);                                             \
-        }                                                                                        \
-        if (p < k) {                                                                             \
-          V a0 = MASKZ_LOADU(mask, ap);                                                          \
-          r0 = FMADD(a0, SET1(bp[0]), r0);                                                       \
-          i0 = FMADD(a0, SET1(bp[1]), i0);                                                       \
-        }                                                                                        \
-        NAME##_put_masked(cj + 2 * i, mask, ADD(r0, r1), ADD(i0, i1), &f);                       \
-      }                                                                                          \
-    }                                                                                            \
+/* TL__SMALL512, part 1: alpha and beta applied to a block, and the block written to C. */
+#define TL__SMALL512_WRITE(NAME, T, V, MASK, LANES, SET1, LOADU, MASKZ_LOADU, STOREU, MASK_STOREU, \
+                           FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)                                  \
+  typedef struct NAME##_fin {                                                                      \
+    int alpha_one, beta_kind; /* beta_kind: 0 zero, 1 one, 2 general */                            \
+    V alr, ali, ber, bei, one;                                                                     \
+  } NAME##_fin;                                                                                    \
+  __attribute__((target("avx512f"))) static inline V NAME##_finish(V acc_r, V acc_i,               \
+                                                                   const NAME##_fin *f, V old) {   \
+    V v = FMADDSUB(acc_r, f->one, SWAP(acc_i));                                                    \
+    if (!f->alpha_one) v = FMADDSUB(v, f->alr, MUL(SWAP(v), f->ali));                              \
+    if (f->beta_kind == 1) v = ADD(v, old);                                                        \
+    if (f->beta_kind == 2) v = ADD(v, FMADDSUB(old, f->ber, MUL(SWAP(old), f->bei)));              \
+    return v;                                                                                      \
+  }                                                                                                \
+  __attribute__((target("avx512f"))) static inline void NAME##_put(T *z, V r0, V i0, V r1, V i1,   \
+                                                                   const NAME##_fin *f) {          \
+    V zero = SET1((T)0);                                                                           \
+    V o0 = f->beta_kind ? LOADU(z) : zero, o1 = f->beta_kind ? LOADU(z + 2 * LANES) : zero;        \
+    STOREU(z, NAME##_finish(r0, i0, f, o0));                                                       \
+    STOREU(z + 2 * LANES, NAME##_finish(r1, i1, f, o1));                                           \
+  }                                                                                                \
+  __attribute__((target("avx512f"))) static inline void NAME##_put_masked(                         \
+      T *z, MASK mask, V r0, V i0, const NAME##_fin *f) {                                          \
+    V o0 = f->beta_kind ? MASKZ_LOADU(mask, z) : SET1((T)0);                                       \
+    MASK_STOREU(z, mask, NAME##_finish(r0, i0, f, o0));                                            \
   }
+
+/* TL__SMALL512, part 2: the kernel, two columns at a time, then the last one. */
+#define TL__SMALL512_KERNEL(NAME, T, V, MASK, LANES, SET1, LOADU, MASKZ_LOADU, STOREU,       \
+                            MASK_STOREU, FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)              \
+  __attribute__((target("avx512f"))) static void NAME(                                       \
+      int64_t m, int64_t n, int64_t k, tl_scalar alpha, const T *a, int64_t lda, const T *b, \
+      int64_t rsb, int64_t csb, tl_scalar beta, T *c, int64_t ldc) {                         \
+    NAME##_fin f;                                                                            \
+    f.alpha_one = alpha.re == 1.0 && alpha.im == 0.0;                                        \
+    f.beta_kind = (beta.re == 0.0 && beta.im == 0.0)   ? 0                                   \
+                  : (beta.re == 1.0 && beta.im == 0.0) ? 1                                   \
+                                                       : 2;                                  \
+    f.alr = SET1((T)alpha.re), f.ali = SET1((T)alpha.im), f.ber = SET1((T)beta.re);          \
+    f.bei = SET1((T)beta.im), f.one = SET1((T)1);                                            \
+    const V zero = ZERO();                                                                   \
+    int64_t j = 0;                                                                           \
+    /* Two columns at a time: eight independent accumulators hide the FMA latency. */        \
+    for (; j + 2 <= n; j += 2) {                                                             \
+      const T *b0 = b + 2 * j * csb, *b1 = b0 + 2 * csb;                                     \
+      T *c0 = c + 2 * j * ldc, *c1 = c0 + 2 * ldc;                                           \
+      int64_t i = 0;                                                                         \
+      for (; i + 2 * LANES <= m; i += 2 * LANES) {                                           \
+        V r00 = zero, r10 = zero, i00 = zero, i10 = zero;                                    \
+        V r01 = zero, r11 = zero, i01 = zero, i11 = zero;                                    \
+        const T *ap = a + 2 * i;                                                             \
+        for (int64_t p = 0; p < k; p++, ap += 2 * lda) {                                     \
+          const T *x = b0 + 2 * p * rsb, *y = b1 + 2 * p * rsb;                              \
+          V a0 = LOADU(ap), a1 = LOADU(ap + 2 * LANES);                                      \
+          V br = SET1(x[0]), bi = SET1(x[1]);                                                \
+          r00 = FMADD(a0, br, r00);                                                          \
+          i00 = FMADD(a0, bi, i00);                                                          \
+          r10 = FMADD(a1, br, r10);                                                          \
+          i10 = FMADD(a1, bi, i10);                                                          \
+          br = SET1(y[0]), bi = SET1(y[1]);                                                  \
+          r01 = FMADD(a0, br, r01);                                                          \
+          i01 = FMADD(a0, bi, i01);                                                          \
+          r11 = FMADD(a1, br, r11);                                                          \
+          i11 = FMADD(a1, bi, i11);                                                          \
+        }                                                                                    \
+        NAME##_put(c0 + 2 * i, r00, i00, r10, i10, &f);                                      \
+        NAME##_put(c1 + 2 * i, r01, i01, r11, i11, &f);                                      \
+      }                                                                                      \
+      for (; i < m; i += LANES) {                                                            \
+        int64_t rows = m - i < LANES ? m - i : LANES;                                        \
+        MASK mask = (MASK)((1u << (2 * rows)) - 1u);                                         \
+        V r0 = zero, i0 = zero, r1 = zero, i1 = zero;                                        \
+        const T *ap = a + 2 * i;                                                             \
+        for (int64_t p = 0; p < k; p++, ap += 2 * lda) {                                     \
+          const T *x = b0 + 2 * p * rsb, *y = b1 + 2 * p * rsb;                              \
+          V a0 = MASKZ_LOADU(mask, ap);                                                      \
+          r0 = FMADD(a0, SET1(x[0]), r0);                                                    \
+          i0 = FMADD(a0, SET1(x[1]), i0);                                                    \
+          r1 = FMADD(a0, SET1(y[0]), r1);                                                    \
+          i1 = FMADD(a0, SET1(y[1]), i1);                                                    \
+        }                                                                                    \
+        NAME##_put_masked(c0 + 2 * i, mask, r0, i0, &f);                                     \
+        NAME##_put_masked(c1 + 2 * i, mask, r1, i1, &f);                                     \
+      }                                                                                      \
+    }                                                                                        \
+    if (j < n) {                                                                             \
+      const T *bj = b + 2 * j * csb;                                                         \
+      T *cj = c + 2 * j * ldc;                                                               \
+      for (int64_t i = 0; i < m; i += LANES) {                                               \
+        int64_t rows = m - i < LANES ? m - i : LANES;                                        \
+        MASK mask = (MASK)((1u << (2 * rows)) - 1u);                                         \
+        V r0 = zero, i0 = zero, r1 = zero, i1 = zero;                                        \
+        const T *ap = a + 2 * i, *bp = bj;                                                   \
+        int64_t p = 0;                                                                       \
+        /* Two chains per part over alternate p, for the same latency reason. */             \
+        for (; p + 2 <= k; p += 2, ap += 4 * lda, bp += 4 * rsb) {                           \
+          V a0 = MASKZ_LOADU(mask, ap), a1 = MASKZ_LOADU(mask, ap + 2 * lda);                \
+          r0 = FMADD(a0, SET1(bp[0]), r0);                                                   \
+          i0 = FMADD(a0, SET1(bp[1]), i0);                                                   \
+          r1 = FMADD(a1, SET1(bp[2 * rsb]), r1);                                             \
+          i1 = FMADD(a1, SET1(bp[2 * rsb + 1]), i1);                                         \
+        }                                                                                    \
+        if (p < k) {                                                                         \
+          V a0 = MASKZ_LOADU(mask, ap);                                                      \
+          r0 = FMADD(a0, SET1(bp[0]), r0);                                                   \
+          i0 = FMADD(a0, SET1(bp[1]), i0);                                                   \
+        }                                                                                    \
+        NAME##_put_masked(cj + 2 * i, mask, ADD(r0, r1), ADD(i0, i1), &f);                   \
+      }                                                                                      \
+    }                                                                                        \
+  }
+
+#define TL__SMALL512(NAME, T, V, MASK, LANES, SET1, LOADU, MASKZ_LOADU, STOREU, MASK_STOREU,  \
+                     FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)                                   \
+  TL__SMALL512_WRITE(NAME, T, V, MASK, LANES, SET1, LOADU, MASKZ_LOADU, STOREU, MASK_STOREU,  \
+                     FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)                                   \
+  TL__SMALL512_KERNEL(NAME, T, V, MASK, LANES, SET1, LOADU, MASKZ_LOADU, STOREU, MASK_STOREU, \
+                      FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)
 
 #define TL__SWAP_PD(v) _mm512_permute_pd((v), 0x55)
 #define TL__SWAP_PS(v) _mm512_permute_ps((v), 0xB1)

@@ -169,195 +169,221 @@ enum { TL__SG_STORE, TL__SG_ADD, TL__SG_SPILLED };
 #define TL__SG_IF1(x) x
 #define TL__SG_IF0(x)
 
+/* TL__SMALL_GEMM_SIMD, part 1: the block size, and writing a block to C (spilled through memory, or
+ * a vector at a time). */
+#define TL__SG_SIMD_WRITE(NAME, W4, ARGS, T, TARGET, VT, LANES, MT, MASK, SETZERO, LOADU, MLOAD, \
+                          STOREU, MSTORE, SET1, FMA, MUL, ADD)                                   \
+  enum { NAME##_MB = 4 * (LANES) };                                                              \
+  /* A block spilled to out (mr rows by nc columns) written to C: alpha acc + beta C, as         \
+   * scalars would compute it (alpha acc, rounded; beta C, rounded; their sum), in vectors       \
+   * when rsc is 1, else element by element. */                                                  \
+  __attribute__((target(TARGET))) TL__SG_COLD static VT NAME##_spilled(                          \
+      VT live, const ARGS *x, const T(*out)[NAME##_MB], int64_t mr, int64_t nc, T *c) {          \
+    const T alpha = x->alpha, beta = x->beta;                                                    \
+    const int64_t rsc = x->rsc, csc = x->csc;                                                    \
+    if (rsc == 1) {                                                                              \
+      const VT va = SET1(alpha), vb = SET1(beta);                                                \
+      for (int64_t j = 0; j < nc; j++)                                                           \
+        for (int64_t i = 0; i < mr; i += (LANES)) {                                              \
+          T *cv = c + j * csc + i;                                                               \
+          const int part = mr - i < (LANES);                                                     \
+          const MT mask = MASK((int)(part ? mr - i : (LANES)));                                  \
+          VT v = MUL(va, LOADU(out[j] + i));                                                     \
+          if (beta != (T)0) v = ADD(v, MUL(vb, part ? MLOAD(cv, mask) : LOADU(cv)));             \
+          if (part)                                                                              \
+            MSTORE(cv, mask, v);                                                                 \
+          else                                                                                   \
+            STOREU(cv, v);                                                                       \
+        }                                                                                        \
+      return live;                                                                               \
+    }                                                                                            \
+    for (int64_t j = 0; j < nc; j++) {                                                           \
+      T *col = c + j * csc;                                                                      \
+      for (int64_t i = 0; i < mr; i++) {                                                         \
+        T v = alpha * out[j][i];                                                                 \
+        if (beta != (T)0) {                                                                      \
+          T w = beta * col[i * rsc];                                                             \
+          v = v + w;                                                                             \
+        }                                                                                        \
+        col[i * rsc] = v;                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+    return live;                                                                                 \
+  }                                                                                              \
+  /* One vector of a block written to C (its first lanes only when part): acc, or C + acc. */    \
+  __attribute__((target(TARGET), always_inline)) static inline void NAME##_put(                  \
+      const int addc, T *cv, VT v, const int part, MT mask) {                                    \
+    if (addc) v = ADD(part ? MLOAD(cv, mask) : LOADU(cv), v);                                    \
+    if (part)                                                                                    \
+      MSTORE(cv, mask, v);                                                                       \
+    else                                                                                         \
+      STOREU(cv, v);                                                                             \
+  }
+
+/* TL__SMALL_GEMM_SIMD, part 2: one register block over all of k. */
+#define TL__SG_SIMD_BLOCK(NAME, W4, ARGS, T, TARGET, VT, LANES, MT, MASK, SETZERO, LOADU, MLOAD,  \
+                          STOREU, MSTORE, SET1, FMA, MUL, ADD)                                    \
+  /* One register block: MV vectors of rows from ap by NC columns from bp, over all of k. */      \
+  __attribute__((target(TARGET), always_inline)) static inline void NAME##_block(                 \
+      const ARGS *x, const int MV, const int MK, const int NC, const T *ap, int64_t astep,        \
+      MT mask, int64_t mr, const T *bp, T *cp) {                                                  \
+    const int64_t k = x->k, rsb = x->rsb, csb = x->csb, csc = x->csc;                             \
+    VT c00 = SETZERO(), c01 = SETZERO(), c02 = SETZERO(), c03 = SETZERO(), c10 = SETZERO(),       \
+       c11 = SETZERO(), c12 = SETZERO(), c13 = SETZERO(), c20 = SETZERO(), c21 = SETZERO(),       \
+       c22 = SETZERO(), c23 = SETZERO(), c30 = SETZERO(), c31 = SETZERO(), c32 = SETZERO(),       \
+       c33 = SETZERO(), c40 = SETZERO(), c41 = SETZERO(), c42 = SETZERO(), c43 = SETZERO(),       \
+       c50 = SETZERO(), c51 = SETZERO(), c52 = SETZERO(), c53 = SETZERO();                        \
+    const T *bk = bp;                                                                             \
+    for (int64_t p = 0; p < k; p++, ap += astep, bk += rsb) {                                     \
+      if (MV == 4 && sizeof(VT) == 32) {                                                          \
+        /* 16 registers: NC <= 3 broadcasts, then each vector of A loaded and used at once */     \
+        const VT s0 = SET1(bk[0]), s1 = NC > 1 ? SET1(bk[csb]) : s0,                              \
+                 s2 = NC > 2 ? SET1(bk[2 * csb]) : s0;                                            \
+        TL__SG_VROW(0, VT, LANES, LOADU, MLOAD, FMA)                                              \
+        TL__SG_VROW(1, VT, LANES, LOADU, MLOAD, FMA)                                              \
+        TL__SG_VROW(2, VT, LANES, LOADU, MLOAD, FMA)                                              \
+        TL__SG_VROW(3, VT, LANES, LOADU, MLOAD, FMA)                                              \
+      } else {                                                                                    \
+        /* MV vectors of A, then each column's broadcast and FMAs (MV + 13 registers; with        \
+         * AVX-512's 32 gcc keeps each vector of A in one rather than folding its load into       \
+         * every FMA) */                                                                          \
+        const VT a0 = MK && MV == 1 ? MLOAD(ap, mask) : LOADU(ap);                                \
+        const VT a1 = MV < 2          ? a0                                                        \
+                      : MK && MV == 2 ? MLOAD(ap + (LANES), mask)                                 \
+                                      : LOADU(ap + (LANES));                                      \
+        const VT a2 = MV < 3          ? a0                                                        \
+                      : MK && MV == 3 ? MLOAD(ap + 2 * (LANES), mask)                             \
+                                      : LOADU(ap + 2 * (LANES));                                  \
+        const VT a3 = MV < 4 ? a0 : MK ? MLOAD(ap + 3 * (LANES), mask) : LOADU(ap + 3 * (LANES)); \
+        TL__SG_FMA(0, VT, SET1, FMA)                                                              \
+        TL__SG_FMA(1, VT, SET1, FMA)                                                              \
+        TL__SG_FMA(2, VT, SET1, FMA)                                                              \
+        TL__SG_FMA(3, VT, SET1, FMA) TL__SG_FMA(4, VT, SET1, FMA) TL__SG_FMA(5, VT, SET1, FMA)    \
+      }                                                                                           \
+    }                                                                                             \
+    const int mode = x->mode;                                                                     \
+    if (mode == TL__SG_STORE) {                                                                   \
+      TL__SG_PUTS(NAME, T, LANES, 0)                                                              \
+    } else if (mode == TL__SG_ADD) {                                                              \
+      TL__SG_PUTS(NAME, T, LANES, 1)                                                              \
+    } else {                                                                                      \
+      T out[COLS][NAME##_MB];                                                                     \
+      TL__SG_SPILL(0, LANES, STOREU)                                                              \
+      TL__SG_SPILL(1, LANES, STOREU)                                                              \
+      TL__SG_SPILL(2, LANES, STOREU)                                                              \
+      TL__SG_SPILL(3, LANES, STOREU)                                                              \
+      TL__SG_SPILL(4, LANES, STOREU)                                                              \
+      TL__SG_SPILL(5, LANES, STOREU)                                                              \
+      /* a vector passed and returned: no vzeroupper on either side of the call (costly on        \
+       * Zen 2 with stores in flight); the return value is dead */                                \
+      c00 = NAME##_spilled(c00, x, (const T(*)[NAME##_MB])out, mr, NC, cp);                       \
+      (void)c00;                                                                                  \
+    }                                                                                             \
+  }
+
+/* TL__SMALL_GEMM_SIMD, part 3: the row-block functions, one per (vectors, masked), and the switch
+ * over them. */
+#define TL__SG_SIMD_ROWS(NAME, W4, ARGS, T, TARGET, VT, LANES, MT, MASK, SETZERO, LOADU, MLOAD,   \
+                         STOREU, MSTORE, SET1, FMA, MUL, ADD)                                     \
+  TL__SG_IF##W4(TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 4, 0))                       \
+      TL__SG_IF##W4(TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 4, 1))                   \
+          TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 3, 0)                              \
+              TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 3, 1)                          \
+                  TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 2, 0)                      \
+                      TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 2, 1)                  \
+                          TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 1, 0)              \
+                              TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 1,             \
+                                           1) /* One row block of mr rows (A's column p at ap + p \
+                                               * astep, unit-stride rows). */                     \
+      __attribute__((target(TARGET), always_inline)) static inline void NAME##_rows(              \
+          const ARGS *x, const T *ap, int64_t astep, int64_t mr, T *ci) {                         \
+    const int64_t mv = (mr + (LANES)-1) / (LANES), mk = mr != mv * (LANES);                       \
+    switch (mv * 2 + mk) {                                                                        \
+      case 8:                                                                                     \
+        TL__SG_IF##W4(NAME##_row40(x, ap, astep, mr, ci));                                        \
+        break;                                                                                    \
+      case 9:                                                                                     \
+        TL__SG_IF##W4(NAME##_row41(x, ap, astep, mr, ci));                                        \
+        break;                                                                                    \
+      case 6:                                                                                     \
+        NAME##_row30(x, ap, astep, mr, ci);                                                       \
+        break;                                                                                    \
+      case 7:                                                                                     \
+        NAME##_row31(x, ap, astep, mr, ci);                                                       \
+        break;                                                                                    \
+      case 4:                                                                                     \
+        NAME##_row20(x, ap, astep, mr, ci);                                                       \
+        break;                                                                                    \
+      case 5:                                                                                     \
+        NAME##_row21(x, ap, astep, mr, ci);                                                       \
+        break;                                                                                    \
+      case 2:                                                                                     \
+        NAME##_row10(x, ap, astep, mr, ci);                                                       \
+        break;                                                                                    \
+      default:                                                                                    \
+        NAME##_row11(x, ap, astep, mr, ci);                                                       \
+        break;                                                                                    \
+    }                                                                                             \
+  }
+
+/* TL__SMALL_GEMM_SIMD, part 4: the entry, A read in place or packed first. */
+#define TL__SG_SIMD_CALL(NAME, W4, ARGS, T, TARGET, VT, LANES, MT, MASK, SETZERO, LOADU, MLOAD,  \
+                         STOREU, MSTORE, SET1, FMA, MUL, ADD)                                    \
+  /* A with strided rows: each row block (at most 2 vectors, so that `pack` stays what it        \
+   * was) copied into `pack` first, at a column stride of its rows rounded up to whole           \
+   * vectors (the lanes past mr are never read: those loads are masked). */                      \
+  __attribute__((target(TARGET), noinline)) static void NAME##_packed(const ARGS *x) {           \
+    enum { MBP = 2 * (LANES) };                                                                  \
+    _Alignas(64) T pack[TL__SMALL_GEMM_MAX_K * MBP];                                             \
+    const int64_t m = x->m, k = x->k, rsa = x->rsa, csa = x->csa;                                \
+    for (int64_t i0 = 0, mr; i0 < m; i0 += mr) {                                                 \
+      mr = m - i0 < MBP ? m - i0 : MBP;                                                          \
+      const int64_t ps = (mr + (LANES)-1) / (LANES) * (LANES);                                   \
+      const T *ap = x->a + i0 * rsa;                                                             \
+      for (int64_t p = 0; p < k; p++) {                                                          \
+        const T *src = ap + p * csa;                                                             \
+        T *dst = pack + p * ps;                                                                  \
+        for (int64_t i = 0; i < mr; i++) dst[i] = src[i * rsa];                                  \
+      }                                                                                          \
+      NAME##_rows(x, pack, ps, mr, x->c + i0 * x->rsc);                                          \
+    }                                                                                            \
+  }                                                                                              \
+  /* The call, A read in place (rows at unit stride): row blocks of 4 vectors (MB rows) where    \
+   * W4 and A's columns are vector-aligned or k < 16, else of 2 (see the top of the file);       \
+   * the rows past the last whole block in one block of up to 3 vectors. */                      \
+  __attribute__((target(TARGET))) static void NAME(const ARGS *x) {                              \
+    if (x->rsa != 1) {                                                                           \
+      NAME##_packed(x);                                                                          \
+      return;                                                                                    \
+    }                                                                                            \
+    const int64_t m = x->m, csa = x->csa, rsc = x->rsc;                                          \
+    const size_t vbytes = sizeof(VT);                                                            \
+    const int wide =                                                                             \
+        W4 &&                                                                                    \
+        (x->k < 16 || ((uintptr_t)x->a % vbytes == 0 && (size_t)csa * sizeof(T) % vbytes == 0)); \
+    for (int64_t i0 = 0, mr; i0 < m; i0 += mr) {                                                 \
+      const int64_t left = m - i0;                                                               \
+      if (wide)                                                                                  \
+        mr = left <= NAME##_MB ? left : left <= NAME##_MB + (LANES) ? 3 * (LANES) : NAME##_MB;   \
+      else                                                                                       \
+        mr = left <= 3 * (LANES) ? left : 2 * (LANES);                                           \
+      NAME##_rows(x, x->a + i0, csa, mr, x->c + i0 * rsc);                                       \
+    }                                                                                            \
+  }
+
 /* One instance per (element type, vector ISA); MB = 4 vectors of rows. W4: 4-vector row
  * blocks are used (AVX2; with AVX-512 gcc folds the loads of A into each of their FMAs, 15
  * loads per 12 FMAs, and they are unmeasured there, so AVX-512 keeps 2-vector blocks). */
 #define TL__SMALL_GEMM_SIMD(NAME, W4, ARGS, T, TARGET, VT, LANES, MT, MASK, SETZERO, LOADU, MLOAD, \
                             STOREU, MSTORE, SET1, FMA, MUL, ADD)                                   \
-  enum { NAME##_MB = 4 * (LANES) };                                                                \
-  /* A block spilled to out (mr rows by nc columns) written to C: alpha acc + beta C, as           \
-   * scalars would compute it (alpha acc, rounded; beta C, rounded; their sum), in vectors         \
-   * when rsc is 1, else element by element. */                                                    \
-  __attribute__((target(TARGET))) TL__SG_COLD static VT NAME##_spilled(                            \
-      VT live, const ARGS *x, const T(*out)[NAME##_MB], int64_t mr, int64_t nc, T *c) {            \
-    const T alpha = x->alpha, beta = x->beta;                                                      \
-    const int64_t rsc = x->rsc, csc = x->csc;                                                      \
-    if (rsc == 1) {                                                                                \
-      const VT va = SET1(alpha), vb = SET1(beta);                                                  \
-      for (int64_t j = 0; j < nc; j++)                                                             \
-        for (int64_t i = 0; i < mr; i += (LANES)) {                                                \
-          T *cv = c + j * csc + i;                                                                 \
-          const int part = mr - i < (LANES);                                                       \
-          const MT mask = MASK((int)(part ? mr - i : (LANES)));                                    \
-          VT v = MUL(va, LOADU(out[j] + i));                                                       \
-          if (beta != (T)0) v = ADD(v, MUL(vb, part ? MLOAD(cv, mask) : LOADU(cv)));               \
-          if (part)                                                                                \
-            MSTORE(cv, mask, v);                                                                   \
-          else                                                                                     \
-            STOREU(cv, v);                                                                         \
-        }                                                                                          \
-      return live;                                                                                 \
-    }                                                                                              \
-    for (int64_t j = 0; j < nc; j++) {                                                             \
-      T *col = c + j * csc;                                                                        \
-      for (int64_t i = 0; i < mr; i++) {                                                           \
-        T v = alpha * out[j][i];                                                                   \
-        if (beta != (T)0) {                                                                        \
-          T w = beta * col[i * rsc];                                                               \
-          v = v + w;                                                                               \
-        }                                                                                          \
-        col[i * rsc] = v;                                                                          \
-      }                                                                                            \
-    }                                                                                              \
-    return live;                                                                                   \
-  }                                                                                                \
-  /* One vector of a block written to C (its first lanes only when part): acc, or C + acc. */      \
-  __attribute__((target(TARGET), always_inline)) static inline void NAME##_put(                    \
-      const int addc, T *cv, VT v, const int part, MT mask) {                                      \
-    if (addc) v = ADD(part ? MLOAD(cv, mask) : LOADU(cv), v);                                      \
-    if (part)                                                                                      \
-      MSTORE(cv, mask, v);                                                                         \
-    else                                                                                           \
-      STOREU(cv, v);                                                                               \
-  }                                                                                                \
-  /* One register block: MV vectors of rows from ap by NC columns from bp, over all of k. */       \
-  __attribute__((target(TARGET), always_inline)) static inline void NAME##_block(                  \
-      const ARGS *x, const int MV, const int MK, const int NC, const T *ap, int64_t astep,         \
-      MT mask, int64_t mr, const T *bp, T *cp) {                                                   \
-    const int64_t k = x->k, rsb = x->rsb, csb = x->csb, csc = x->csc;                              \
-    VT c00 = SETZERO(), c01 = SETZERO(), c02 = SETZERO(), c03 = SETZERO(), c10 = SETZERO(),        \
-       c11 = SETZERO(), c12 = SETZERO(), c13 = SETZERO(), c20 = SETZERO(), c21 = SETZERO(),        \
-       c22 = SETZERO(), c23 = SETZERO(), c30 = SETZERO(), c31 = SETZERO(), c32 = SETZERO(),        \
-       c33 = SETZERO(), c40 = SETZERO(), c41 = SETZERO(), c42 = SETZERO(), c43 = SETZERO(),        \
-       c50 = SETZERO(), c51 = SETZERO(), c52 = SETZERO(), c53 = SETZERO();                         \
-    const T *bk = bp;                                                                              \
-    for (int64_t p = 0; p < k; p++, ap += astep, bk += rsb) {                                      \
-      if (MV == 4 && sizeof(VT) == 32) {                                                           \
-        /* 16 registers: NC <= 3 broadcasts, then each vector of A loaded and used at once */      \
-        const VT s0 = SET1(bk[0]), s1 = NC > 1 ? SET1(bk[csb]) : s0,                               \
-                 s2 = NC > 2 ? SET1(bk[2 * csb]) : s0;                                             \
-        TL__SG_VROW(0, VT, LANES, LOADU, MLOAD, FMA)                                               \
-        TL__SG_VROW(1, VT, LANES, LOADU, MLOAD, FMA)                                               \
-        TL__SG_VROW(2, VT, LANES, LOADU, MLOAD, FMA)                                               \
-        TL__SG_VROW(3, VT, LANES, LOADU, MLOAD, FMA)                                               \
-      } else {                                                                                     \
-        /* MV vectors of A, then each column's broadcast and FMAs (MV + 13 registers; with         \
-         * AVX-512's 32 gcc keeps each vector of A in one rather than folding its load into        \
-         * every FMA) */                                                                           \
-        const VT a0 = MK && MV == 1 ? MLOAD(ap, mask) : LOADU(ap);                                 \
-        const VT a1 = MV < 2          ? a0                                                         \
-                      : MK && MV == 2 ? MLOAD(ap + (LANES), mask)                                  \
-                                      : LOADU(ap + (LANES));                                       \
-        const VT a2 = MV < 3          ? a0                                                         \
-                      : MK && MV == 3 ? MLOAD(ap + 2 * (LANES), mask)                              \
-                                      : LOADU(ap + 2 * (LANES));                                   \
-        const VT a3 = MV < 4 ? a0 : MK ? MLOAD(ap + 3 * (LANES), mask) : LOADU(ap + 3 * (LANES));  \
-        TL__SG_FMA(0, VT, SET1, FMA)                                                               \
-        TL__SG_FMA(1, VT, SET1, FMA)                                                               \
-        TL__SG_FMA(2, VT, SET1, FMA)                                                               \
-        TL__SG_FMA(3, VT, SET1, FMA) TL__SG_FMA(4, VT, SET1, FMA) TL__SG_FMA(5, VT, SET1, FMA)     \
-      }                                                                                            \
-    }                                                                                              \
-    const int mode = x->mode;                                                                      \
-    if (mode == TL__SG_STORE) {                                                                    \
-      TL__SG_PUTS(NAME, T, LANES, 0)                                                               \
-    } else if (mode == TL__SG_ADD) {                                                               \
-      TL__SG_PUTS(NAME, T, LANES, 1)                                                               \
-    } else {                                                                                       \
-      T out[COLS][NAME##_MB];                                                                      \
-      TL__SG_SPILL(0, LANES, STOREU)                                                               \
-      TL__SG_SPILL(1, LANES, STOREU)                                                               \
-      TL__SG_SPILL(2, LANES, STOREU)                                                               \
-      TL__SG_SPILL(3, LANES, STOREU)                                                               \
-      TL__SG_SPILL(4, LANES, STOREU)                                                               \
-      TL__SG_SPILL(5, LANES, STOREU)                                                               \
-      /* a vector passed and returned: no vzeroupper on either side of the call (costly on         \
-       * Zen 2 with stores in flight); the return value is dead */                                 \
-      c00 = NAME##_spilled(c00, x, (const T(*)[NAME##_MB])out, mr, NC, cp);                        \
-      (void)c00;                                                                                   \
-    }                                                                                              \
-  }                                                                                                \
-  TL__SG_IF##W4(TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 4, 0))                        \
-      TL__SG_IF##W4(TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 4, 1))                    \
-          TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 3, 0)                               \
-              TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 3, 1)                           \
-                  TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 2, 0)                       \
-                      TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 2, 1)                   \
-                          TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 1, 0)               \
-                              TL__SG_ROWFN(NAME, ARGS, TARGET, T, LANES, MT, MASK, 1,              \
-                                           1) /* One row block of mr rows (A's column p at ap + p  \
-                                               * astep, unit-stride rows). */                      \
-      __attribute__((target(TARGET), always_inline)) static inline void NAME##_rows(               \
-          const ARGS *x, const T *ap, int64_t astep, int64_t mr, T *ci) {                          \
-    const int64_t mv = (mr + (LANES)-1) / (LANES), mk = mr != mv * (LANES);                        \
-    switch (mv * 2 + mk) {                                                                         \
-      case 8:                                                                                      \
-        TL__SG_IF##W4(NAME##_row40(x, ap, astep, mr, ci));                                         \
-        break;                                                                                     \
-      case 9:                                                                                      \
-        TL__SG_IF##W4(NAME##_row41(x, ap, astep, mr, ci));                                         \
-        break;                                                                                     \
-      case 6:                                                                                      \
-        NAME##_row30(x, ap, astep, mr, ci);                                                        \
-        break;                                                                                     \
-      case 7:                                                                                      \
-        NAME##_row31(x, ap, astep, mr, ci);                                                        \
-        break;                                                                                     \
-      case 4:                                                                                      \
-        NAME##_row20(x, ap, astep, mr, ci);                                                        \
-        break;                                                                                     \
-      case 5:                                                                                      \
-        NAME##_row21(x, ap, astep, mr, ci);                                                        \
-        break;                                                                                     \
-      case 2:                                                                                      \
-        NAME##_row10(x, ap, astep, mr, ci);                                                        \
-        break;                                                                                     \
-      default:                                                                                     \
-        NAME##_row11(x, ap, astep, mr, ci);                                                        \
-        break;                                                                                     \
-    }                                                                                              \
-  }                                                                                                \
-  /* A with strided rows: each row block (at most 2 vectors, so that `pack` stays what it          \
-   * was) copied into `pack` first, at a column stride of its rows rounded up to whole             \
-   * vectors (the lanes past mr are never read: those loads are masked). */                        \
-  __attribute__((target(TARGET), noinline)) static void NAME##_packed(const ARGS *x) {             \
-    enum { MBP = 2 * (LANES) };                                                                    \
-    _Alignas(64) T pack[TL__SMALL_GEMM_MAX_K * MBP];                                               \
-    const int64_t m = x->m, k = x->k, rsa = x->rsa, csa = x->csa;                                  \
-    for (int64_t i0 = 0, mr; i0 < m; i0 += mr) {                                                   \
-      mr = m - i0 < MBP ? m - i0 : MBP;                                                            \
-      const int64_t ps = (mr + (LANES)-1) / (LANES) * (LANES);                                     \
-      const T *ap = x->a + i0 * rsa;                                                               \
-      for (int64_t p = 0; p < k; p++) {                                                            \
-        const T *src = ap + p * csa;                                                               \
-        T *dst = pack + p * ps;                                                                    \
-        for (int64_t i = 0; i < mr; i++) dst[i] = src[i * rsa];                                    \
-      }                                                                                            \
-      NAME##_rows(x, pack, ps, mr, x->c + i0 * x->rsc);                                            \
-    }                                                                                              \
-  }                                                                                                \
-  /* The call, A read in place (rows at unit stride): row blocks of 4 vectors (MB rows) where      \
-   * W4 and A's columns are vector-aligned or k < 16, else of 2 (see the top of the file);         \
-   * the rows past the last whole block in one block of up to 3 vectors. */                        \
-  __attribute__((target(TARGET))) static void NAME(const ARGS *x) {                                \
-    if (x->rsa != 1) {                                                                             \
-      NAME##_packed(x);                                                                            \
-      return;                                                                                      \
-    }                                                                                              \
-    const int64_t m = x->m, csa = x->csa, rsc = x->rsc;                                            \
-    const size_t vbytes = sizeof(VT);                                                              \
-    const int wide =                                                                               \
-        W4 &&                                                                                      \
-        (x->k < 16 || ((uintptr_t)x->a % vbytes == 0 && (size_t)csa * sizeof(T) % vbytes == 0));   \
-    for (int64_t i0 = 0, mr; i0 < m; i0 += mr) {                                                   \
-      const int64_t left = m - i0;                                                                 \
-      if (wide)                                                                                    \
-        mr = left <= NAME##_MB ? left : left <= NAME##_MB + (LANES) ? 3 * (LANES) : NAME##_MB;     \
-      else                                                                                         \
-        mr = left <= 3 * (LANES) ? left : 2 * (LANES);                                             \
-      NAME##_rows(x, x->a + i0, csa, mr, x->c + i0 * rsc);                                         \
-    }                                                                                              \
-  }
+  TL__SG_SIMD_WRITE(NAME, W4, ARGS, T, TARGET, VT, LANES, MT, MASK, SETZERO, LOADU, MLOAD, STOREU, \
+                    MSTORE, SET1, FMA, MUL, ADD)                                                   \
+  TL__SG_SIMD_BLOCK(NAME, W4, ARGS, T, TARGET, VT, LANES, MT, MASK, SETZERO, LOADU, MLOAD, STOREU, \
+                    MSTORE, SET1, FMA, MUL, ADD)                                                   \
+  TL__SG_SIMD_ROWS(NAME, W4, ARGS, T, TARGET, VT, LANES, MT, MASK, SETZERO, LOADU, MLOAD, STOREU,  \
+                   MSTORE, SET1, FMA, MUL, ADD)                                                    \
+  TL__SG_SIMD_CALL(NAME, W4, ARGS, T, TARGET, VT, LANES, MT, MASK, SETZERO, LOADU, MLOAD, STOREU,  \
+                   MSTORE, SET1, FMA, MUL, ADD)
 
 /* Masks of the first r lanes (1 <= r <= lanes). */
 #define TL__SG_MASK_PD256(r) \

@@ -6,8 +6,8 @@
  * threads of a foreign tl_pool enter tickets while the lanes run, and unrelated owners try
  * to open the context, without waiting (refused) and waiting (queued until the holder lets
  * go, then served). After every run the test checks that every lane callback that started
- * also ended, that the outcome is the one the precedence rules (docs/design/core.md, the phase lease,
- * invariant 7) give for what the lanes actually did, and that the session is idle and
+ * also ended, that the outcome is the one the precedence rules (docs/design/core.md, the phase
+ * lease, invariant 7) give for what the lanes actually did, and that the session is idle and
  * usable; at the end that nothing leaked (the allocator's live count).
  * Hostile input and dead owners (issue 11): some lanes hand NaN or infinity to tl_svd
  * (TL_E_NONFINITE, the lane fails with it), one lane of some runs meets a LAPACK argument
