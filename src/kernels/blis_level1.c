@@ -22,8 +22,6 @@
 #include <immintrin.h>
 #endif
 
-TL__HOT_FILE
-
 #if TL_X86_KERNELS
 #define TL_AVX2 __attribute__((target("avx2,fma")))
 

@@ -4,8 +4,6 @@
  * converted to a real dtype keeps the real part, as numpy's astype does. */
 #include "kernels.h"
 
-TL__HOT_FILE
-
 #include "base/base.h"
 #include "exec/exec.h"
 

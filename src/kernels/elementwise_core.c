@@ -8,8 +8,6 @@
  * which guards against overflow. */
 #include "kernels.h"
 
-TL__HOT_FILE
-
 #include <complex.h>
 #include <math.h>
 

@@ -44,8 +44,6 @@
 #include <immintrin.h>
 #endif
 
-TL__HOT_FILE
-
 #define NR 6
 #define NC_COLS 480
 #define KC_C64 256

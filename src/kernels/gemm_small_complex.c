@@ -24,8 +24,6 @@
 #include <immintrin.h>
 #endif
 
-TL__HOT_FILE
-
 /* The portable kernel's reach: beyond it a provider call is cheaper. */
 #define SMALL_PORTABLE_MNK (8 * 8 * 8)
 
@@ -94,7 +92,7 @@ TL__FINISH256(cfinish, c_store256, __m256, float, 0xB1, _mm256_addsub_ps, _mm256
  * six broadcasts of B per step. One column at a time with two registers (four chains) ran
  * at about half that speed on Zen 2 (17 against 41 GFLOP/s c128 at 64^3, measured in
  * isolation). Shorter row blocks finish the rows; the last one or two columns take blocks of
- * their own width. The block loops have constant trip counts, so at -O3 (TL__HOT_FILE) the
+ * their own width. The block loops have constant trip counts, so at -O3 (cmake/HotFiles.cmake) the
  * accumulator arrays live in registers. */
 #define TL__COLUMN_BLOCK(T, V, LANES, STORE, SET1, LOADU, FMADD, ZERO, NC, R)         \
   do {                                                                                \

@@ -16,12 +16,6 @@
 #include "tenlane/ops.h"
 #include "tenlane/tensor.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#define TL__HOT_FILE _Pragma("GCC optimize(\"O3\")")
-#else
-#define TL__HOT_FILE
-#endif
-
 /* ---- Strided loops over up to 4 operands ---------------------------------------------
  * A loop plan flattens the operands' common index space: extent-1 axes dropped, the axes
  * ordered by the first operand's (the output's) stride, negative output strides flipped,

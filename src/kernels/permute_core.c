@@ -19,8 +19,6 @@
 #include "kernels.h"
 #include "transpose512.h"
 
-TL__HOT_FILE
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif

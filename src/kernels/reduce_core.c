@@ -8,8 +8,6 @@
 
 #include "reduce_core.h"
 
-TL__HOT_FILE
-
 static double identity(tl_reduce_op op) {
   switch (op) {
     case TL_REDUCE_PROD:

@@ -55,12 +55,6 @@
 #include <immintrin.h>
 #endif
 
-TL__HOT_FILE
-#if defined(__GNUC__) && !defined(__clang__)
-/* No second copy of every k loop for B's rows at unit stride (it runs no faster). */
-#pragma GCC optimize("no-version-loops-for-strides")
-#endif
-
 #define COLS 6 /* the most columns of a register block (1 or 2 vectors of rows) */
 
 /* gcc: keep the rare spilled path one small scalar copy (at O3 gcc would vectorize and

@@ -40,8 +40,6 @@
 #include <immintrin.h>
 #endif
 
-TL__HOT_FILE
-
 #define TL_AVX512 __attribute__((target("avx512f")))
 #define TL_TILE static inline __attribute__((always_inline))
 

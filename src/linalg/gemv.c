@@ -49,8 +49,6 @@
 #include <immintrin.h>
 #endif
 
-TL__HOT_FILE
-
 #define TL_AVX512 __attribute__((target("avx512f")))
 
 int tl__blas_isa_cap = 1; /* shared by gemm_blas.c and ger.c (linalg_int.h) */

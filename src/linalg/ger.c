@@ -36,8 +36,6 @@
 #include <immintrin.h>
 #endif
 
-TL__HOT_FILE
-
 #define TL_AVX512 __attribute__((target("avx512f")))
 
 int tl__ger_linked(void) { return 1; }

@@ -23,8 +23,6 @@
 #include <immintrin.h>
 #endif
 
-TL__HOT_FILE
-
 #define TL_AVX2 __attribute__((target("avx2,fma")))
 
 int tl__getrf_isa_cap = 1;

@@ -31,8 +31,6 @@
 #include "kernels/kernels.h"
 #include "linalg_int.h"
 
-TL__HOT_FILE
-
 int tl__lange_linked(void) { return 1; }
 
 void dlassq_(const int *n, const double *x, const int *incx, double *scale, double *sumsq);

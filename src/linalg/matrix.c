@@ -14,10 +14,7 @@
 #include "base/fault.h"
 #include "linalg_int.h"
 
-TL__HOT_FILE /* the finiteness scan of every input (all_finite) vectorizes at O3 */
-
-    tl_status
-    tl__la_begin(tl_exec *exec, const char *route) {
+tl_status tl__la_begin(tl_exec *exec, const char *route) {
   tl_status status = tl__exec_begin(exec, route);
   if (status != TL_OK) return status;
   /* LAPACK's BLAS calls get the context tenlane chose only once it is set. */

@@ -32,8 +32,6 @@
 #include <immintrin.h>
 #endif
 
-TL__HOT_FILE
-
 float snrm2_(const int *n, const float *x, const int *incx);
 double dnrm2_(const int *n, const double *x, const int *incx);
 float scnrm2_(const int *n, const float *x, const int *incx);

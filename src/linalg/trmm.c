@@ -45,8 +45,6 @@
 #include "kernels/kernels.h"
 #include "linalg_int.h"
 
-TL__HOT_FILE
-
 int tl__trmm_linked(void) { return 1; }
 
 /* Output columns per block, rows of B per kernel call, the largest triangle taken, and the
