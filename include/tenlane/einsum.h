@@ -138,6 +138,22 @@ TL_API tl_status tl_einsum_path(tl_einsum_path_kind kind, const char *spec, int 
                                 const int *ranks, const int64_t *const *shapes,
                                 tl_einsum_path_info *out);
 
+/* The rank and shape of the output of spec over operands of the given ranks and shapes
+ * (shapes[i] holds ranks[i] extents), as tl_einsum would make it, without data or a
+ * surface: the library's own parser and rules (implicit output, "...", integer labels,
+ * broadcasting of extent-1 "..." axes). *out_rank gets the rank and out_shape[0 .. rank-1]
+ * the extents; out_shape must hold TL_MAX_RANK entries. For a binding or a caller that
+ * allocates the output itself before tl_einsum_into. Borrows every argument for the call;
+ * allocates only through the allocator hooks and frees before returning. Any thread.
+ * Dtypes are not asked about: the caller checks that the operands share one.
+ * Errors (nothing written; the message names the values): TL_E_INVALID (NULL spec, ranks,
+ * shapes, out_rank or out_shape, n_operands outside [1, TL_EINSUM_MAX_OPERANDS], a rank
+ * outside [0, TL_MAX_RANK] or a positive rank with a NULL shape, a malformed spec as
+ * tl_einsum_into says it), TL_E_SHAPE (a term's label count differs from its operand's
+ * rank, one label with two extents, a negative extent), TL_E_NOMEM. */
+TL_API tl_status tl_einsum_shape(const char *spec, int n_operands, const int *ranks,
+                                 const int64_t *const *shapes, int *out_rank, int64_t *out_shape);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,17 +39,6 @@
 
 enum { JOB_EINSUM, JOB_SVD, JOB_QRCP, JOB_PYTHON };
 
-/* An einsum spec's labels, when its output shape can be read off the operands' shapes
- * before the call: explicit "->", letters only (no "..."), at most TL_EINSUM_MAX_OPERANDS
- * operands. Then a small result goes into a kept block (blocks.c) instead of fresh memory. */
-typedef struct spec_labels {
-  int ok;
-  int n_operands, out_rank;
-  int operand_rank[TL_EINSUM_MAX_OPERANDS];
-  char operand[TL_EINSUM_MAX_OPERANDS][TL_MAX_RANK + 1];
-  char out[TL_MAX_RANK + 1];
-} spec_labels;
-
 /* Blocks a lane took ahead, all of one size: a lane goes to the shared lists (and their
  * lock) once per STASH results instead of once per result. */
 #define STASH 16
@@ -57,6 +46,13 @@ typedef struct lane_stash {
   size_t bytes;
   int count;
   void *block[STASH];
+  /* The last operand shapes this lane asked tl_einsum_shape about, and its answer: the
+   * items of a batch mostly share their shapes, so the spec is parsed once per lane. */
+  int seen_n; /* operands; 0 before the first answer */
+  int seen_ranks[TL_EINSUM_MAX_OPERANDS];
+  int64_t seen_shapes[TL_EINSUM_MAX_OPERANDS][TL_MAX_RANK];
+  int seen_out_rank;
+  int64_t seen_out[TL_MAX_RANK];
 } lane_stash;
 
 /* The item a run of items stopped at, and why (noted on its lane, raised by run_map). */
@@ -72,7 +68,6 @@ typedef struct lanes_job {
   size_t items;
   PyObject *inputs; /* a tuple: per item a tuple of arrays (einsum) or one array */
   const char *spec;
-  spec_labels labels;
   void **blocks;       /* einsum: the block an item's result lies in, or NULL */
   size_t *block_bytes; /* the bytes it was taken for */
   lane_stash *stash;   /* one per lane (lane_index < stashes) */
@@ -121,47 +116,46 @@ static tl_status read_operand(lanes_job *job, size_t item, Py_ssize_t j, PyObjec
   return status;
 }
 
-static void read_labels(const char *spec, spec_labels *l) {
-  memset(l, 0, sizeof *l);
-  int op = 0, k = 0, out = 0;
-  for (const char *c = spec; *c; c++) {
-    if (*c == ' ') continue;
-    if (*c == ',' && !out) {
-      if (++op >= TL_EINSUM_MAX_OPERANDS) return;
-      k = 0;
-    } else if (*c == '-' && c[1] == '>' && !out) {
-      out = 1, k = 0, c++;
-    } else if (((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')) && k < TL_MAX_RANK) {
-      if (out) {
-        l->out[k++] = *c;
-        l->out_rank = k;
-      } else {
-        l->operand[op][k++] = *c;
-        l->operand_rank[op] = k;
-      }
-    } else {
-      return; /* "...", a second "->", too many axes: the plain call decides */
+/* The output shape of `job->spec` for these operands, from the library's parser
+ * (tl_einsum_shape), remembered per lane for the next item of the same shapes. */
+static int spec_shape(lanes_job *job, int lane, const tl_tensor *t, int n, int *rank,
+                      int64_t *shape) {
+  lane_stash *st = lane >= 0 && lane < job->stashes ? &job->stash[lane] : NULL;
+  int same = st != NULL && st->seen_n == n;
+  for (int j = 0; same && j < n; j++)
+    same = st->seen_ranks[j] == t[j].rank &&
+           memcmp(st->seen_shapes[j], t[j].shape, (size_t)t[j].rank * sizeof(int64_t)) == 0;
+  if (!same) {
+    int ranks[TL_EINSUM_MAX_OPERANDS];
+    const int64_t *shapes[TL_EINSUM_MAX_OPERANDS];
+    for (int j = 0; j < n; j++) ranks[j] = t[j].rank, shapes[j] = t[j].shape;
+    if (tl_einsum_shape(job->spec, n, ranks, shapes, rank, shape) != TL_OK) return 0;
+    if (st == NULL) return 1;
+    st->seen_n = n;
+    for (int j = 0; j < n; j++) {
+      st->seen_ranks[j] = t[j].rank;
+      memcpy(st->seen_shapes[j], t[j].shape, (size_t)t[j].rank * sizeof(int64_t));
     }
+    st->seen_out_rank = *rank;
+    memcpy(st->seen_out, shape, (size_t)*rank * sizeof(int64_t));
+    return 1;
   }
-  l->n_operands = op + 1;
-  l->ok = out;
+  *rank = st->seen_out_rank;
+  memcpy(shape, st->seen_out, (size_t)*rank * sizeof(int64_t));
+  return 1;
 }
 
-/* The result's shape and bytes for these operands, when the labels allow it and every
- * operand matches its labels and shares operand 0's dtype; 0 otherwise. An extent is the
- * largest that label has among the operands (tl_einsum_into refuses a mismatch). */
-static int result_shape(const spec_labels *l, const tl_tensor *t, int n, int64_t *shape,
-                        size_t *bytes) {
-  if (!l->ok || n != l->n_operands) return 0;
+/* The result's rank, shape and bytes for these operands, when they share operand 0's dtype
+ * and the spec gives them an output shape; 0 otherwise (the plain call then decides, and
+ * says why). */
+static int result_shape(lanes_job *job, int lane, const tl_tensor *t, int n, int *rank,
+                        int64_t *shape, size_t *bytes) {
   for (int j = 0; j < n; j++)
-    if (t[j].dtype != t[0].dtype || t[j].rank != l->operand_rank[j]) return 0;
+    if (t[j].dtype != t[0].dtype) return 0;
+  if (!spec_shape(job, lane, t, n, rank, shape)) return 0;
   int64_t numel = 1;
-  for (int k = 0; k < l->out_rank; k++) {
-    shape[k] = -1;
-    for (int j = 0; j < n; j++)
-      for (int a = 0; a < t[j].rank; a++)
-        if (l->operand[j][a] == l->out[k] && t[j].shape[a] > shape[k]) shape[k] = t[j].shape[a];
-    if (shape[k] < 0) return 0;
+  for (int k = 0; k < *rank; k++) {
+    if (shape[k] > 0 && numel > INT64_MAX / shape[k]) return 0; /* far past any block */
     numel *= shape[k];
   }
   *bytes = (size_t)numel * tl_dtype_size(t[0].dtype);
@@ -189,13 +183,13 @@ static void *stash_take(lanes_job *job, int lane, size_t bytes) {
 static int einsum_in_block(tl_exec *exec, lanes_job *job, size_t item, int lane, int n,
                            const tl_tensor *tensors, const tl_tensor *const *ptrs) {
   int64_t shape[TL_MAX_RANK];
+  int rank;
   size_t bytes;
-  if (!result_shape(&job->labels, tensors, n, shape, &bytes)) return -1;
+  if (!result_shape(job, lane, tensors, n, &rank, shape, &bytes)) return -1;
   void *block = stash_take(job, lane, bytes);
   tl_tensor out;
   if (!block) return -1;
-  if (tl_tensor_wrap_row_major(tensors[0].dtype, job->labels.out_rank, shape, block, &out) ==
-          TL_OK &&
+  if (tl_tensor_wrap_row_major(tensors[0].dtype, rank, shape, block, &out) == TL_OK &&
       tl_einsum_into(exec, job->spec, n, ptrs, &out) == TL_OK) {
     job->einsum_out[item] = out;
     job->blocks[item] = block;
@@ -491,7 +485,6 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
     job->stash = PyMem_Calloc((size_t)job->stashes, sizeof *job->stash);
     if (!job->blocks || !job->block_bytes || !job->stash)
       PyMem_Free(job->einsum_out), job->einsum_out = NULL, job->stashes = 0;
-    read_labels(job->spec, &job->labels);
   }
   if (job->kind == JOB_SVD) job->svd_out = PyMem_Calloc(n, sizeof *job->svd_out);
   if (job->kind == JOB_QRCP) {

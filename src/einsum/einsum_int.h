@@ -75,6 +75,14 @@ typedef struct tl__einsum_spec {
 tl_status tl__einsum_parse(const char *spec, int n_operands, const int *ranks,
                            tl__einsum_spec *out);
 
+/* Each label's extent from the operands' shapes (shapes[i] holds the extents of input
+ * term i's axes), into extent[TL__EINSUM_LABELS] (-1 for a label no input has). A "..."
+ * axis of extent 1 takes the extent another operand gives it (broadcasting). TL_E_SHAPE,
+ * with a message naming the label, both extents and where each came from, when one label
+ * has two extents, or for a negative extent. */
+tl_status tl__einsum_bind_extents(const char *spec, const tl__einsum_spec *parsed,
+                                  const int64_t *const *shapes, int64_t *extent);
+
 /* A label's printable name for messages: "i", "B", "...[0]", "{17}" (parsed gives the
  * integer labels' values; NULL prints their ids). buf holds 32 bytes. */
 const char *tl__einsum_label_name(int label, const tl__einsum_spec *parsed, char *buf);

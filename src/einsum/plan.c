@@ -15,8 +15,8 @@
 #include "base/base.h"
 #include "einsum_int.h"
 
-static tl_status bind_extents(const char *spec, const tl__einsum_spec *parsed,
-                              const int64_t *const *shapes, int64_t *extent) {
+tl_status tl__einsum_bind_extents(const char *spec, const tl__einsum_spec *parsed,
+                                  const int64_t *const *shapes, int64_t *extent) {
   int source_operand[TL__EINSUM_LABELS], source_axis[TL__EINSUM_LABELS];
   for (int l = 0; l < TL__EINSUM_LABELS; l++) extent[l] = -1;
   for (int i = 0; i < parsed->n_inputs; i++) {
@@ -236,7 +236,7 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
   plan->dtype = dtype;
   int n = parsed->n_inputs;
   plan->n_inputs = n;
-  tl_status status = bind_extents(spec, parsed, shapes, plan->extent);
+  tl_status status = tl__einsum_bind_extents(spec, parsed, shapes, plan->extent);
   if (status != TL_OK) return status;
 
   plan->out_rank = parsed->output.count;
