@@ -92,7 +92,8 @@ TL_API void tl_tensor_release(tl_tensor *t);
 
 /* ---- Queries ------------------------------------------------------------------------- */
 
-/* Product of the extents (1 for rank 0); -1 when t is NULL or the product overflows. */
+/* Product of the extents: 1 for rank 0, 0 when any extent is 0 (whatever the others are); -1
+ * when t is NULL, an extent is negative or the product of the extents overflows int64. */
 TL_API int64_t tl_tensor_numel(const tl_tensor *t);
 
 /* Check the invariants above. `name` names the argument in the message ("a", "out").

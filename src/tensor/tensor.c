@@ -67,9 +67,16 @@ int tl_strides_row_major(int rank, const int64_t *shape, int64_t *strides) {
 
 int64_t tl_tensor_numel(const tl_tensor *t) {
   if (t == NULL || t->rank < 0 || t->rank > TL_MAX_RANK) return -1;
-  int64_t count = 1;
+  /* An extent of 0 makes the count 0 whatever the other extents are, in any axis order (a
+   * permuted view of an empty tensor must count as the tensor does). */
+  int empty = 0;
   for (int k = 0; k < t->rank; k++) {
     if (t->shape[k] < 0) return -1;
+    if (t->shape[k] == 0) empty = 1;
+  }
+  if (empty) return 0;
+  int64_t count = 1;
+  for (int k = 0; k < t->rank; k++) {
     if (!tl__i64_mul(count, t->shape[k], &count)) return -1;
   }
   return count;

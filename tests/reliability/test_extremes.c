@@ -207,6 +207,14 @@ static void extremes_views_and_access(void) {
       }
       if (!refused(tl_tensor_slice(&empty, 0, 1, 3, 1, &view), "tl_tensor_slice"))
         check_view(&empty, &view, "tl_tensor_slice");
+      /* The count of an empty tensor is 0 in any axis order: reversed, the large extents come
+       * first and their product alone overflows (the fuzzer found reverse_view failing). */
+      int64_t wide_shape[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40}, wide_strides[3] = {1, 1, 1};
+      tl_tensor wide;
+      TH_CHECK_OK(tl_tensor_wrap(TL_F64, 3, wide_shape, wide_strides, data, 0, &wide));
+      TH_CHECK_OK(tl_tensor_reverse_view(&wide, &view));
+      TH_CHECK(tl_tensor_numel(&view) == 0);
+      TH_CHECK_OK(tl_tensor_validate(&view, "reversed"));
       int64_t merged[2] = {3, 0};
       if (!refused(tl_tensor_reshape_view(&empty, 2, merged, &view), "tl_tensor_reshape_view"))
         check_view(&empty, &view, "tl_tensor_reshape_view");
