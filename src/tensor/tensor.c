@@ -258,6 +258,9 @@ int tl_tensor_self_overlap(const tl_tensor *t) {
     if (t->shape[k] == 0) return 0;
     if (t->shape[k] == 1) continue;
     if (t->strides[k] == 0) return 1;
+    /* |INT64_MIN| has no int64: such a tensor cannot be addressed anyway (its byte span
+     * overflows), so it is answered conservatively, as one that overlaps. */
+    if (t->strides[k] == INT64_MIN) return 1;
     int64_t s = t->strides[k] < 0 ? -t->strides[k] : t->strides[k];
     /* insertion sort by |stride| */
     int pos = n;

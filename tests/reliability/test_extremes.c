@@ -215,6 +215,14 @@ static void extremes_views_and_access(void) {
       TH_CHECK_OK(tl_tensor_reverse_view(&wide, &view));
       TH_CHECK(tl_tensor_numel(&view) == 0);
       TH_CHECK_OK(tl_tensor_validate(&view, "reversed"));
+      /* A stride of INT64_MIN has no magnitude in int64: self_overlap answers without
+       * negating it (the fuzzer found the negation). */
+      int64_t two[1] = {2}, min_stride[1] = {INT64_MIN};
+      tl_tensor odd = wide;
+      odd.rank = 1;
+      odd.shape[0] = two[0];
+      odd.strides[0] = min_stride[0];
+      TH_CHECK(tl_tensor_self_overlap(&odd) == 1);
       int64_t merged[2] = {3, 0};
       if (!refused(tl_tensor_reshape_view(&empty, 2, merged, &view), "tl_tensor_reshape_view"))
         check_view(&empty, &view, "tl_tensor_reshape_view");
