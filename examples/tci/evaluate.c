@@ -1,6 +1,7 @@
 /* examples/tci/evaluate.c: function values for a patch, in batches of TCI_BATCH points.
- * Every value is checked: NaN or infinity is an error naming the point (grid indices and
- * coordinates), and |f| feeds the patch's scale. */
+ * Every value f returns is checked: NaN or infinity is an error naming the point (grid
+ * indices and coordinates); every value looked up, computed or cached, feeds the patch's
+ * scale. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,40 +9,81 @@
 
 #include "tci_internal.h"
 
-/* Evaluate the `count` full site vectors in ws->full (count <= TCI_BATCH) into out. */
+/* The error for a non-finite value at batch entry e. */
+static int nonfinite(tci_workspace *ws, const tci_problem *problem, int e, double v, char *why) {
+  const tci_grid *grid = problem->grid;
+  int d = grid->dims;
+  uint64_t index[TCI_MAX_DIMS];
+  double x[TCI_MAX_DIMS];
+  tci_grid_point(grid, ws->full + (size_t)e * (size_t)ws->sites, index, x);
+  char at[200];
+  int len = 0;
+  for (int k = 0; k < d; k++)
+    len += snprintf(at + len, sizeof at - (size_t)len, "%s%.17g", k ? ", " : "", x[k]);
+  char idx[200];
+  len = 0;
+  for (int k = 0; k < d; k++)
+    len += snprintf(idx + len, sizeof idx - (size_t)len, "%s%" PRIu64, k ? ", " : "", index[k]);
+  snprintf(why, TCI_WHY, "function '%s' returned %g at x = (%s) (grid index (%s))",
+           problem->function->name, v, at, idx);
+  return TCI_E_NONFINITE;
+}
+
+/* Evaluate the `count` full site vectors in ws->full (count <= TCI_BATCH) into out: values
+ * the patch already computed come from the cache, f is called once on each other point (their
+ * coordinates packed at the front of ws->x, in batch order). */
 static int eval_batch(tci_workspace *ws, const tci_problem *problem, int count, double *out,
                       char *why) {
   const tci_grid *grid = problem->grid;
   const tci_function *f = problem->function;
-  int d = grid->dims;
-  uint64_t index[TCI_MAX_DIMS];
-  for (int e = 0; e < count; e++)
-    tci_grid_point(grid, ws->full + (size_t)e * (size_t)ws->sites, index, ws->x + e * d);
-  int rc = f->fn(ws->x, (size_t)count, d, out, f->arg);
-  ws->evaluations += (uint64_t)count;
-  if (rc) {
-    snprintf(why, TCI_WHY, "function '%s' returned %d on a batch of %d points", f->name, rc, count);
-    return TCI_E_FUNCTION;
+  int d = grid->dims, misses = 0, dups = 0;
+  uint64_t keys[TCI_BATCH][TCI_MAX_DIMS];
+  size_t home[TCI_BATCH];
+  for (int e = 0; e < count; e++) {
+    memset(keys[e], 0, sizeof keys[e]);
+    tci_grid_point(grid, ws->full + (size_t)e * (size_t)ws->sites, keys[e], NULL);
+    home[e] = tci_cache_home(ws, keys[e]);
+    tci_cache_prefetch(ws, home[e]);
   }
   for (int e = 0; e < count; e++) {
-    double v = out[e];
-    if (!isfinite(v)) {
-      tci_grid_point(grid, ws->full + (size_t)e * (size_t)ws->sites, index, NULL);
-      const double *x = ws->x + e * d;
-      char at[200];
-      int len = 0;
-      for (int k = 0; k < d; k++)
-        len += snprintf(at + len, sizeof at - (size_t)len, "%s%.17g", k ? ", " : "", x[k]);
-      char idx[200];
-      len = 0;
-      for (int k = 0; k < d; k++)
-        len += snprintf(idx + len, sizeof idx - (size_t)len, "%s%" PRIu64, k ? ", " : "", index[k]);
-      snprintf(why, TCI_WHY, "function '%s' returned %g at x = (%s) (grid index (%s))", f->name, v,
-               at, idx);
-      return TCI_E_NONFINITE;
+    int found;
+    tci_cache_slot *slot = tci_cache_claim(ws, keys[e], home[e], &found);
+    if (found && slot->pending < 0) {
+      out[e] = slot->value;
+    } else if (found) {
+      ws->dup_at[dups] = e;
+      ws->dup_of[dups++] = slot->pending;
+    } else {
+      if (slot) slot->pending = misses;
+      tci_grid_coords(grid, keys[e], ws->x + misses * d);
+      ws->miss_slot[misses] = slot;
+      ws->miss_at[misses++] = e;
     }
-    if (fabs(v) > ws->max_abs) ws->max_abs = fabs(v);
   }
+  ws->lookups += (uint64_t)count;
+  ws->evaluations += (uint64_t)misses;
+  if (misses) {
+    int rc = f->fn(ws->x, (size_t)misses, d, ws->miss_y, f->arg);
+    if (rc) {
+      snprintf(why, TCI_WHY, "function '%s' returned %d on a batch of %d points", f->name, rc,
+               misses);
+      return TCI_E_FUNCTION;
+    }
+  }
+  for (int m = 0; m < misses; m++) {
+    double v = ws->miss_y[m];
+    if (!isfinite(v)) return nonfinite(ws, problem, ws->miss_at[m], v, why);
+    out[ws->miss_at[m]] = v;
+    /* The slot is still this miss's unless the table was emptied after it was claimed. */
+    tci_cache_slot *slot = ws->miss_slot[m];
+    if (slot && slot->generation == ws->cache_generation && slot->pending == m) {
+      slot->value = v;
+      slot->pending = -1;
+    }
+  }
+  for (int k = 0; k < dups; k++) out[ws->dup_at[k]] = ws->miss_y[ws->dup_of[k]];
+  for (int e = 0; e < count; e++)
+    if (fabs(out[e]) > ws->max_abs) ws->max_abs = fabs(out[e]);
   return TCI_OK;
 }
 

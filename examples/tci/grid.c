@@ -47,9 +47,12 @@ void tci_grid_point(const tci_grid *grid, const uint8_t *sites, uint64_t *index,
       index[v] = (index[v] << 1) | bit;
     }
   }
-  if (!x) return;
-  double points = ldexp(1.0, r);
-  for (int v = 0; v < d; v++)
+  if (x) tci_grid_coords(grid, index, x);
+}
+
+void tci_grid_coords(const tci_grid *grid, const uint64_t *index, double *x) {
+  double points = ldexp(1.0, grid->bits);
+  for (int v = 0; v < grid->dims; v++)
     x[v] = grid->lo[v] + (grid->hi[v] - grid->lo[v]) * ((double)index[v] / points);
 }
 

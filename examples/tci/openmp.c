@@ -67,6 +67,7 @@ static void run_patch(omp_state *run, tci_patch patch) {
   tl_status st = tl_ticket_enter(&run->ticket, task_entry, &ta, &rc);
   pthread_mutex_lock(&run->queue.lock);
   run->queue.stats.evaluations += ta.outcome.evaluations;
+  run->queue.stats.lookups += ta.outcome.lookups;
   run->queue.stats.patches_run++;
   if ((st != TL_OK || rc) && !run->queue.stopped) {
     run->queue.stopped = 1;

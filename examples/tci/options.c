@@ -18,6 +18,7 @@ void tci_usage(FILE *to) {
           "  --max-bond X      maximum bond dimension per patch (default 32)\n"
           "  --max-sweeps N    full sweeps per patch at most (default 20)\n"
           "  --no-patching     one tensor train, no splitting\n"
+          "  --no-cache        call f for every value asked for (no per-patch value cache)\n"
           "  --threads N       lanes of the all-lanes run (default: the CPUs)\n"
           "  --samples N       random points for the error (default 10000)\n"
           "  --seed S          seed of the pivot candidates and the sample points (default 1)\n"
@@ -54,6 +55,8 @@ int tci_parse(int argc, char **argv, tci_program *p) {
       p->help = 1;
     } else if (strcmp(o, "--no-patching") == 0) {
       p->options.patching = 0;
+    } else if (strcmp(o, "--no-cache") == 0) {
+      p->options.value_cache = 0;
     } else if (strcmp(o, "--bench") == 0) {
       p->bench = 1;
     } else if (!v) {

@@ -14,6 +14,7 @@ void tci_options_init(tci_options *options) {
   options->patching = 1;
   options->min_free_sites = 4;
   options->seed = 1;
+  options->value_cache = 1;
 }
 
 /* Greedy local ascent of a probe's error: site by site, the local value at which the piece
@@ -104,7 +105,9 @@ int tci_patch_run(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
                   tci_patch_outcome *out, char *why) {
   memset(out, 0, sizeof *out);
   ws->evaluations = 0;
+  ws->lookups = 0;
   ws->max_abs = 0.0;
+  tci_cache_clear(ws);
   int n = ws->sites - patch->prefix_len;
   const tci_options *o = problem->options;
   int can_split = o->patching && n > o->min_free_sites;
@@ -115,6 +118,7 @@ int tci_patch_run(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
   for (int round = 0;; round++) {
     int rc = tci_sweeps(ws, problem, patch, round == 0, stop, stop_arg, &sweep, why);
     out->evaluations = ws->evaluations;
+    out->lookups = ws->lookups;
     out->max_rank = sweep.max_rank;
     if (rc) return rc;
     if (!sweep.converged && sweep.saturated && can_split) {
@@ -123,6 +127,7 @@ int tci_patch_run(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
     }
     rc = tci_build_piece(exec, ws, problem, patch, &piece, why);
     out->evaluations = ws->evaluations;
+    out->lookups = ws->lookups;
     if (rc) return rc;
     int added = 0;
     double largest = 0.0;
@@ -130,6 +135,7 @@ int tci_patch_run(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
     if (n > 1)
       rc = global_search(ws, problem, patch, piece, round, &remaining, &added, &largest, why);
     out->evaluations = ws->evaluations;
+    out->lookups = ws->lookups;
     if (rc) return rc;
     if (remaining == 0) break;
     /* Points above the tolerance are left. The rounds end when the bonds have no room for

@@ -80,6 +80,7 @@ int tci_queue_finish(tci_queue *q, const tci_patch *patch, const tci_patch_outco
   int rc = TCI_OK;
   pthread_mutex_lock(&q->lock);
   q->stats.evaluations += outcome->evaluations;
+  q->stats.lookups += outcome->lookups;
   q->stats.patches_run++;
   q->finished++;
   if (outcome->split) {

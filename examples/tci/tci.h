@@ -61,6 +61,8 @@ int tci_grid_init(tci_grid *grid, int dims, int bits, tci_layout layout, const d
                   const double *hi, char *why);
 /* The grid indices (dims of them) of a full site vector, and the coordinates (may be NULL). */
 void tci_grid_point(const tci_grid *grid, const uint8_t *sites, uint64_t *index, double *x);
+/* The coordinates (dims of them) of grid indices. */
+void tci_grid_coords(const tci_grid *grid, const uint64_t *index, double *x);
 /* The site vector (grid->sites entries) of grid indices. */
 void tci_grid_sites(const tci_grid *grid, const uint64_t *index, uint8_t *sites);
 /* The volume of one grid cell: the product of (hi - lo) / 2^R. */
@@ -100,6 +102,7 @@ typedef struct tci_options {
   int min_free_sites; /* never split a patch below this many free sites (>= 2) */
   uint64_t seed;      /* for the initial pivot candidates (the result depends on it only) */
   int cancel_after;   /* tests: a lane cancels the run after this many patches (0: never) */
+  int value_cache;    /* 1 (default): a patch computes f once per point (examples/tci/cache.c) */
 } tci_options;
 
 void tci_options_init(tci_options *options);
@@ -158,9 +161,10 @@ typedef struct tci_problem {
 
 /* What one patch's TCI decided. */
 typedef struct tci_patch_outcome {
-  int split;        /* 1: saturated max_bond without converging; the caller splits it */
-  tci_piece *piece; /* the kept result when split == 0 (caller frees) */
-  uint64_t evaluations;
+  int split;            /* 1: saturated max_bond without converging; the caller splits it */
+  tci_piece *piece;     /* the kept result when split == 0 (caller frees) */
+  uint64_t evaluations; /* calls of f, point by point */
+  uint64_t lookups;     /* values the TCI asked for (the cache answered the difference) */
   int max_rank;
 } tci_patch_outcome;
 
@@ -197,6 +201,7 @@ int tci_train_max_rank(const tci_train *train);
 
 typedef struct tci_stats {
   uint64_t evaluations; /* function values computed, every patch (split ones included) */
+  uint64_t lookups;     /* values asked for: the evaluations plus the cache's answers */
   size_t patches_run;   /* patch TCIs run (split ones included) */
   size_t splits;
   double seconds;

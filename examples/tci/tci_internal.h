@@ -10,6 +10,14 @@
 #define TCI_SPLIT_FACTOR 4.0 /* a patch still this far above the tolerance splits */
 #define TCI_GLOBAL_PIVOTS 4  /* the worst points added per round */
 
+/* One entry of the value cache (cache.c): a point's grid indices (unused ones 0) and f there. */
+typedef struct tci_cache_slot {
+  uint64_t key[TCI_MAX_DIMS];
+  double value;
+  uint32_t generation; /* the table's generation that wrote it; 0: never written */
+  int32_t pending;     /* -1: value holds f; else the miss number of the batch computing it */
+} tci_cache_slot;
+
 /* One patch's working memory, laid out once per lane (or per task) in caller memory and
  * reused for every patch: nothing here is allocated per patch. */
 struct tci_workspace {
@@ -31,10 +39,31 @@ struct tci_workspace {
   double *probe_y;      /* their values */
   unsigned char *draft; /* the piece being built, malloc'd per lane, grown geometrically */
   size_t draft_cap;
+  tci_cache_slot *cache; /* cache_slots entries (a power of 2), or none */
+  size_t cache_slots, cache_used;
+  uint32_t cache_generation;
+  double *miss_y; /* TCI_BATCH values: f at the points of a batch the cache did not hold */
+  int *miss_at;   /* TCI_BATCH: where in the batch each of them goes */
+  tci_cache_slot **miss_slot; /* TCI_BATCH: the slot each claimed (NULL: none) */
+  int *dup_at, *dup_of;       /* TCI_BATCH: entries that repeat a miss of the same batch */
   /* per patch */
-  uint64_t evaluations;
-  double max_abs; /* max |f| over every value this patch computed */
+  uint64_t evaluations; /* calls of f, point by point (cache hits are not counted) */
+  uint64_t lookups;     /* values asked for, hits and misses */
+  double max_abs;       /* max |f| over every value this patch computed */
 };
+
+/* The value cache (cache.c). Slots for these options (0 when options->value_cache is 0). */
+size_t tci_cache_slots(const tci_grid *grid, const tci_options *options);
+/* Empty the table (O(1)): at the start of every patch. */
+void tci_cache_clear(tci_workspace *ws);
+/* The slot of the point with grid indices key[TCI_MAX_DIMS]: *found = 1 when it was held
+ * (its value, or the miss that is computing it), else a freshly claimed slot for the caller
+ * to fill (the table is emptied first when it is half full). NULL without a table. */
+tci_cache_slot *tci_cache_claim(tci_workspace *ws, const uint64_t *key, size_t home, int *found);
+/* Where the search for key starts (tci_cache_claim's `home`), and a hint to load that slot
+ * ahead of the claim: a batch hashes every point first, then claims. */
+size_t tci_cache_home(const tci_workspace *ws, const uint64_t *key);
+void tci_cache_prefetch(const tci_workspace *ws, size_t home);
 
 /* Evaluate f on the cross (left pivot a) x (mid sites) x (right pivot b) of a patch: left
  * holds nl pivots of llen sites at stride `sites`, right nr pivots of rlen sites; nmid is 0,

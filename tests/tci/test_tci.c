@@ -314,6 +314,76 @@ static void global_search_finds_a_feature_no_probe_hits(void) {
   tci_train_free(&t);
 }
 
+/* sharp2d on 2^6 x 2^6, recording every point the patches call f on (one lane: no lock
+ * needed). The run's first call, its scale probe on the calling thread, is not a patch's. */
+typedef struct recorder {
+  uint64_t *seen; /* grid indices i * 64 + j */
+  size_t count, cap, calls;
+} recorder;
+
+static int recording_sharp2d(const double *x, size_t n, int dims, double *y, void *arg) {
+  recorder *r = arg;
+  const tci_function *f = tci_builtin("sharp2d");
+  if (r->calls++ == 0) return f->fn(x, n, dims, y, f->arg);
+  for (size_t p = 0; p < n; p++) {
+    if (r->count == r->cap) {
+      r->cap = r->cap ? 2 * r->cap : 4096;
+      uint64_t *grown = realloc(r->seen, r->cap * sizeof *grown);
+      if (!grown) exit(1);
+      r->seen = grown;
+    }
+    uint64_t i = (uint64_t)llround((x[2 * p] - f->lo[0]) / (f->hi[0] - f->lo[0]) * 64.0);
+    uint64_t j = (uint64_t)llround((x[2 * p + 1] - f->lo[1]) / (f->hi[1] - f->lo[1]) * 64.0);
+    r->seen[r->count++] = i * 64 + j;
+  }
+  return f->fn(x, n, dims, y, f->arg);
+}
+
+static int by_value(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The cache changes how often f is called, never the train: one unpatched TCI with and
+ * without it gives the same bits, asks for the same values, and with it calls f once per
+ * point (the grid's 4096 points fit in the table: it is never emptied). */
+static void value_cache_calls_f_once_per_point_and_keeps_the_train(void) {
+  tci_function f = *tci_builtin("sharp2d");
+  tci_grid g;
+  char why[TCI_WHY];
+  CHECK(tci_grid_init(&g, 2, 6, TCI_INTERLEAVED, f.lo, f.hi, why) == 0, "%s", why);
+  tci_options o;
+  tci_options_init(&o);
+  o.max_bond = 24;
+  o.patching = 0;
+  recorder r[2] = {{0}};
+  tci_train t[2];
+  tci_stats s[2];
+  f.fn = recording_sharp2d;
+  for (int cached = 0; cached < 2; cached++) {
+    o.value_cache = cached;
+    f.arg = &r[cached];
+    CHECK(run(1, &g, &f, &o, &t[cached], &s[cached], why) == 0, "cache %d: %s", cached, why);
+  }
+  CHECK(tci_train_identical(&t[0], &t[1]), "the cache changed the train");
+  CHECK(s[1].lookups == s[0].evaluations && s[0].lookups == s[0].evaluations,
+        "values asked for: %llu with the cache, %llu (and %llu calls) without",
+        (unsigned long long)s[1].lookups, (unsigned long long)s[0].lookups,
+        (unsigned long long)s[0].evaluations);
+  CHECK(s[1].evaluations == r[1].count, "%llu evaluations counted, f saw %zu points",
+        (unsigned long long)s[1].evaluations, r[1].count);
+  qsort(r[1].seen, r[1].count, sizeof *r[1].seen, by_value);
+  size_t repeats = 0;
+  for (size_t k = 1; k < r[1].count; k++) repeats += r[1].seen[k] == r[1].seen[k - 1];
+  CHECK(repeats == 0, "f was called %zu times on a point it had already given", repeats);
+  CHECK(s[1].evaluations < s[0].evaluations, "the cache saved nothing: %llu calls, %llu without",
+        (unsigned long long)s[1].evaluations, (unsigned long long)s[0].evaluations);
+  for (int k = 0; k < 2; k++) {
+    free(r[k].seen);
+    tci_train_free(&t[k]);
+  }
+}
+
 int main(int argc, char **argv) {
   struct {
     const char *name;
@@ -331,6 +401,8 @@ int main(int argc, char **argv) {
       {"tci_save_load_round_trip", save_load_round_trip},
       {"tci_global_search_finds_a_feature_no_probe_hits",
        global_search_finds_a_feature_no_probe_hits},
+      {"tci_value_cache_calls_f_once_per_point_and_keeps_the_train",
+       value_cache_calls_f_once_per_point_and_keeps_the_train},
   };
   int ran = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
