@@ -16,7 +16,7 @@
 #include "tci_internal.h"
 
 size_t tci_cache_slots(const tci_grid *grid, const tci_options *options) {
-  if (!options->value_cache) return 0;
+  if (options->value_cache != TCI_CACHE_ON) return 0; /* resolved by the run */
   size_t wide = (size_t)options->max_bond * (size_t)grid->local_dim;
   size_t want = 32 * (wide * wide > TCI_PROBES ? wide * wide : TCI_PROBES);
   size_t slots = (size_t)1 << 12;

@@ -9,13 +9,12 @@
 
 #include "tci_internal.h"
 
-/* The error for a non-finite value at batch entry e. */
-static int nonfinite(tci_workspace *ws, const tci_problem *problem, int e, double v, char *why) {
+/* The error for a non-finite value at grid indices `key`. */
+static int nonfinite(const tci_problem *problem, const uint64_t *key, double v, char *why) {
   const tci_grid *grid = problem->grid;
   int d = grid->dims;
-  uint64_t index[TCI_MAX_DIMS];
   double x[TCI_MAX_DIMS];
-  tci_grid_point(grid, ws->full + (size_t)e * (size_t)ws->sites, index, x);
+  tci_grid_coords(grid, key, x);
   char at[200];
   int len = 0;
   for (int k = 0; k < d; k++)
@@ -23,25 +22,23 @@ static int nonfinite(tci_workspace *ws, const tci_problem *problem, int e, doubl
   char idx[200];
   len = 0;
   for (int k = 0; k < d; k++)
-    len += snprintf(idx + len, sizeof idx - (size_t)len, "%s%" PRIu64, k ? ", " : "", index[k]);
+    len += snprintf(idx + len, sizeof idx - (size_t)len, "%s%" PRIu64, k ? ", " : "", key[k]);
   snprintf(why, TCI_WHY, "function '%s' returned %g at x = (%s) (grid index (%s))",
            problem->function->name, v, at, idx);
   return TCI_E_NONFINITE;
 }
 
-/* Evaluate the `count` full site vectors in ws->full (count <= TCI_BATCH) into out: values
- * the patch already computed come from the cache, f is called once on each other point (their
- * coordinates packed at the front of ws->x, in batch order). */
+/* Evaluate the `count` points whose grid indices are in ws->keys (count <= TCI_BATCH) into
+ * out: values the patch already computed come from the cache, f is called once on each other
+ * point (their coordinates packed at the front of ws->x, in batch order). */
 static int eval_batch(tci_workspace *ws, const tci_problem *problem, int count, double *out,
                       char *why) {
   const tci_grid *grid = problem->grid;
   const tci_function *f = problem->function;
   int d = grid->dims, misses = 0, dups = 0;
-  uint64_t keys[TCI_BATCH][TCI_MAX_DIMS];
-  size_t home[TCI_BATCH];
+  tci_key *keys = ws->keys;
+  size_t *home = ws->home;
   for (int e = 0; e < count; e++) {
-    memset(keys[e], 0, sizeof keys[e]);
-    tci_grid_point(grid, ws->full + (size_t)e * (size_t)ws->sites, keys[e], NULL);
     home[e] = tci_cache_home(ws, keys[e]);
     tci_cache_prefetch(ws, home[e]);
   }
@@ -72,7 +69,7 @@ static int eval_batch(tci_workspace *ws, const tci_problem *problem, int count, 
   }
   for (int m = 0; m < misses; m++) {
     double v = ws->miss_y[m];
-    if (!isfinite(v)) return nonfinite(ws, problem, ws->miss_at[m], v, why);
+    if (!isfinite(v)) return nonfinite(problem, keys[ws->miss_at[m]], v, why);
     out[ws->miss_at[m]] = v;
     /* The slot is still this miss's unless the table was emptied after it was claimed. */
     tci_cache_slot *slot = ws->miss_slot[m];
@@ -87,30 +84,58 @@ static int eval_batch(tci_workspace *ws, const tci_problem *problem, int count, 
   return TCI_OK;
 }
 
+/* The grid indices' bits that `count` site values starting at site `first` carry (the other
+ * bits 0): the indices of a point are the OR of those of disjoint runs of its sites. */
+static void partial_index(const tci_grid *grid, const uint8_t *values, int first, int count,
+                          uint64_t *index) {
+  int d = grid->dims, r = grid->bits;
+  for (int v = 0; v < TCI_MAX_DIMS; v++) index[v] = 0;
+  for (int k = 0; k < count; k++) {
+    int site = first + k;
+    unsigned value = values[k];
+    if (grid->layout == TCI_FUSED) {
+      for (int v = 0; v < d; v++) index[v] |= (uint64_t)((value >> v) & 1u) << (r - 1 - site);
+    } else {
+      index[site % d] |= (uint64_t)(value & 1u) << (r - 1 - site / d);
+    }
+  }
+}
+
 int tci_eval_cross(tci_workspace *ws, const tci_problem *problem, const tci_patch *patch,
                    const uint8_t *left, int nl, int llen, int nmid, const uint8_t *right, int nr,
                    int rlen, double *out, char *why) {
+  const tci_grid *grid = problem->grid;
   int dim = ws->dim, mids = nmid == 0 ? 1 : nmid == 1 ? dim : dim * dim;
-  size_t total = (size_t)nl * (size_t)mids * (size_t)nr;
   int p = patch->prefix_len, stride = ws->sites;
+  /* The indices of each left pivot with the prefix, of each mid value, of each right pivot. */
+  tci_key *lpart = ws->part, *mpart = lpart + nl, *rpart = mpart + mids;
+  uint64_t prefix[TCI_MAX_DIMS], piece[TCI_MAX_DIMS];
+  partial_index(grid, patch->prefix, 0, p, prefix);
+  for (int a = 0; a < nl; a++) {
+    partial_index(grid, left + (size_t)a * (size_t)stride, p, llen, piece);
+    for (int v = 0; v < TCI_MAX_DIMS; v++) lpart[a][v] = prefix[v] | piece[v];
+  }
+  for (int mid = 0; mid < mids; mid++) {
+    uint8_t values[2] = {(uint8_t)(nmid == 2 ? mid / dim : mid), (uint8_t)(mid % dim)};
+    partial_index(grid, values, p + llen, nmid, mpart[mid]);
+  }
+  for (int b = 0; b < nr; b++)
+    partial_index(grid, right + (size_t)b * (size_t)stride, p + llen + nmid, rlen, rpart[b]);
+  size_t total = (size_t)nl * (size_t)mids * (size_t)nr;
   size_t done = 0;
+  int a = 0, mid = 0, b = 0;
   while (done < total) {
     int count = total - done < TCI_BATCH ? (int)(total - done) : TCI_BATCH;
     for (int e = 0; e < count; e++) {
-      size_t entry = done + (size_t)e;
-      int b = (int)(entry % (size_t)nr);
-      size_t rest = entry / (size_t)nr;
-      int mid = (int)(rest % (size_t)mids);
-      int a = (int)(rest / (size_t)mids);
-      uint8_t *full = ws->full + (size_t)e * (size_t)stride;
-      memcpy(full, patch->prefix, (size_t)p);
-      memcpy(full + p, left + (size_t)a * (size_t)stride, (size_t)llen);
-      if (nmid == 1) full[p + llen] = (uint8_t)mid;
-      if (nmid == 2) {
-        full[p + llen] = (uint8_t)(mid / dim);
-        full[p + llen + 1] = (uint8_t)(mid % dim);
+      for (int v = 0; v < TCI_MAX_DIMS; v++)
+        ws->keys[e][v] = lpart[a][v] | mpart[mid][v] | rpart[b][v];
+      if (++b == nr) {
+        b = 0;
+        if (++mid == mids) {
+          mid = 0;
+          a++;
+        }
       }
-      memcpy(full + p + llen + nmid, right + (size_t)b * (size_t)stride, (size_t)rlen);
     }
     int rc = eval_batch(ws, problem, count, out + done, why);
     if (rc) return rc;
@@ -122,12 +147,14 @@ int tci_eval_cross(tci_workspace *ws, const tci_problem *problem, const tci_patc
 int tci_eval_points(tci_workspace *ws, const tci_problem *problem, const tci_patch *patch,
                     const uint8_t *local, int count, double *out, char *why) {
   int p = patch->prefix_len, stride = ws->sites, n = ws->sites - p;
+  uint8_t full[TCI_MAX_SITES];
+  memcpy(full, patch->prefix, (size_t)p);
   for (int done = 0; done < count;) {
     int batch = count - done < TCI_BATCH ? count - done : TCI_BATCH;
     for (int e = 0; e < batch; e++) {
-      uint8_t *full = ws->full + (size_t)e * (size_t)stride;
-      memcpy(full, patch->prefix, (size_t)p);
       memcpy(full + p, local + (size_t)(done + e) * (size_t)stride, (size_t)n);
+      tci_grid_point(problem->grid, full, ws->keys[e], NULL);
+      for (int v = problem->grid->dims; v < TCI_MAX_DIMS; v++) ws->keys[e][v] = 0;
     }
     int rc = eval_batch(ws, problem, batch, out + done, why);
     if (rc) return rc;

@@ -16,6 +16,7 @@
 
 typedef struct run_state {
   tci_problem problem;
+  tci_options options; /* the caller's, with the value cache decided */
   tci_queue queue;
   size_t workspace_bytes;
   tl_status status;
@@ -126,7 +127,9 @@ int tci_run_lanes(tl_session *session, const tci_grid *grid, const tci_function 
   *run = zero;
   run->problem.grid = grid;
   run->problem.function = function;
-  run->problem.options = options;
+  tci_options_resolve(&run->options, options, function);
+  run->problem.options = &run->options;
+  options = &run->options;
   run->workspace_bytes = tci_workspace_bytes(grid, options);
   double t0 = tci_seconds();
   rc = tci_problem_scale(grid, function, options, &run->problem.scale, why);

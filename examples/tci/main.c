@@ -76,10 +76,8 @@ static int report(const tci_program *p, const tci_grid *grid, const tci_train *o
          grid->dims, grid->dims > 1 ? "s" : "", grid->bits,
          grid->layout == TCI_FUSED ? "fused" : "interleaved", grid->sites, grid->local_dim,
          p->options.tol, p->options.max_bond, p->options.patching ? "" : ", no patching");
-  printf(
-      "  function evaluations   %llu (of %llu values asked for; the rest from the patch's "
-      "cache)\n",
-      (unsigned long long)sn->evaluations, (unsigned long long)sn->lookups);
+  printf("  function evaluations   %llu (values asked for: %llu)\n",
+         (unsigned long long)sn->evaluations, (unsigned long long)sn->lookups);
   printf("  patches                %zu kept (%zu TCIs run, %zu split)\n", all->count,
          sn->patches_run, sn->splits);
   printf("  largest bond dimension %d\n", tci_train_max_rank(all));

@@ -24,6 +24,7 @@ int tci_have_openmp(void) {
 
 typedef struct omp_state {
   tci_problem problem;
+  tci_options options; /* the caller's, with the value cache decided */
   tl_ticket ticket;
   int threads;
   tci_queue queue; /* its lock, kept list and stats; the pending stack is unused */
@@ -129,7 +130,9 @@ int tci_run_openmp(tl_session *session, int threads, const tci_grid *grid,
   if (!run) return TCI_E_NOMEM;
   run->problem.grid = grid;
   run->problem.function = function;
-  run->problem.options = options;
+  tci_options_resolve(&run->options, options, function);
+  run->problem.options = &run->options;
+  options = &run->options;
   run->threads = threads < 1 ? 1 : threads;
   double t0 = tci_seconds();
   rc = tci_problem_scale(grid, function, options, &run->problem.scale, why);

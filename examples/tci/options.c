@@ -18,7 +18,7 @@ void tci_usage(FILE *to) {
           "  --max-bond X      maximum bond dimension per patch (default 32)\n"
           "  --max-sweeps N    full sweeps per patch at most (default 20)\n"
           "  --no-patching     one tensor train, no splitting\n"
-          "  --no-cache        call f for every value asked for (no per-patch value cache)\n"
+          "  --cache C         on, off or auto (default: on unless f is a cheap built-in)\n"
           "  --threads N       lanes of the all-lanes run (default: the CPUs)\n"
           "  --samples N       random points for the error (default 10000)\n"
           "  --seed S          seed of the pivot candidates and the sample points (default 1)\n"
@@ -55,8 +55,6 @@ int tci_parse(int argc, char **argv, tci_program *p) {
       p->help = 1;
     } else if (strcmp(o, "--no-patching") == 0) {
       p->options.patching = 0;
-    } else if (strcmp(o, "--no-cache") == 0) {
-      p->options.value_cache = 0;
     } else if (strcmp(o, "--bench") == 0) {
       p->bench = 1;
     } else if (!v) {
@@ -103,6 +101,12 @@ int tci_parse(int argc, char **argv, tci_program *p) {
     } else if (strcmp(o, "--cancel-after") == 0) {
       if (!int_in(v, 1, 1000000, &n)) return bad(o, v, "1..1000000");
       p->options.cancel_after = (int)n;
+      i++;
+    } else if (strcmp(o, "--cache") == 0) {
+      if (strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "auto")) return bad(o, v, "on|off|auto");
+      p->options.value_cache = strcmp(v, "on") == 0    ? TCI_CACHE_ON
+                               : strcmp(v, "off") == 0 ? TCI_CACHE_OFF
+                                                       : TCI_CACHE_AUTO;
       i++;
     } else if (strcmp(o, "--save") == 0) {
       p->save = v;

@@ -14,7 +14,7 @@ void tci_options_init(tci_options *options) {
   options->patching = 1;
   options->min_free_sites = 4;
   options->seed = 1;
-  options->value_cache = 1;
+  options->value_cache = TCI_CACHE_AUTO;
 }
 
 /* Greedy local ascent of a probe's error: site by site, the local value at which the piece
@@ -169,6 +169,12 @@ int tci_patch_run(tl_exec *exec, tci_workspace *ws, const tci_problem *problem,
   return TCI_OK;
 }
 
+void tci_options_resolve(tci_options *out, const tci_options *in, const tci_function *f) {
+  *out = *in;
+  if (out->value_cache == TCI_CACHE_AUTO)
+    out->value_cache = f->cheap ? TCI_CACHE_OFF : TCI_CACHE_ON;
+}
+
 int tci_check_run(const tci_grid *grid, const tci_function *function, const tci_options *o,
                   char *why) {
   if (!grid || !function || !function->fn || !o) {
@@ -188,6 +194,12 @@ int tci_check_run(const tci_grid *grid, const tci_function *function, const tci_
     snprintf(why, TCI_WHY, "max bond %d is outside 1..%d for local dimension %d", o->max_bond,
              TCI_PRRLU_MAX / grid->local_dim < 512 ? TCI_PRRLU_MAX / grid->local_dim : 512,
              grid->local_dim);
+    return TCI_E_ARG;
+  }
+  if (o->value_cache != TCI_CACHE_OFF && o->value_cache != TCI_CACHE_ON &&
+      o->value_cache != TCI_CACHE_AUTO) {
+    snprintf(why, TCI_WHY, "value_cache must be TCI_CACHE_OFF, _ON or _AUTO (0, 1, 2), not %d",
+             o->value_cache);
     return TCI_E_ARG;
   }
   if (o->max_sweeps < 1 || o->max_sweeps > 1000) {

@@ -85,12 +85,15 @@ typedef struct tci_function {
   int bits;         /* the default R (2^R points per variable) */
   int has_integral; /* 1 when `integral` is the exact integral over the box */
   double integral;
+  int cheap; /* 1: a value costs less than a probe of the value cache (TCI_CACHE_AUTO skips it) */
 } tci_function;
 
 size_t tci_builtin_count(void);
 const tci_function *tci_builtin_at(size_t i);
 /* NULL for an unknown name. */
 const tci_function *tci_builtin(const char *name);
+
+enum { TCI_CACHE_OFF = 0, TCI_CACHE_ON = 1, TCI_CACHE_AUTO = 2 };
 
 /* ---- Options ------------------------------------------------------------------------------- */
 
@@ -102,7 +105,8 @@ typedef struct tci_options {
   int min_free_sites; /* never split a patch below this many free sites (>= 2) */
   uint64_t seed;      /* for the initial pivot candidates (the result depends on it only) */
   int cancel_after;   /* tests: a lane cancels the run after this many patches (0: never) */
-  int value_cache;    /* 1 (default): a patch computes f once per point (examples/tci/cache.c) */
+  int value_cache;    /* TCI_CACHE_ON: a patch calls f once per point (cache.c); TCI_CACHE_OFF;
+                         TCI_CACHE_AUTO (default): on unless the function is marked cheap */
 } tci_options;
 
 void tci_options_init(tci_options *options);
@@ -120,11 +124,11 @@ tci_workspace *tci_workspace_place(void *memory, const tci_grid *grid, const tci
 /* Free what a workspace grew on the heap (its draft piece); the workspace may be reused. */
 void tci_workspace_release(tci_workspace *ws);
 
-/* The partial rank-revealing LU of the m x n column-major matrix a (overwritten by its
- * residual): full pivot search, at most max_rank pivots, stopping once the largest residual
- * entry is at most tol_abs (the first pivot is always taken). Pivot rows and columns go to
- * rows[] and cols[] in the order they were chosen; returns the rank. *error gets the largest
- * residual entry left (0 when the matrix is exhausted). Ties go to the first entry in
+/* The partial rank-revealing LU of the m x n column-major matrix a (overwritten: the rows and
+ * columns left unchosen hold the residual): full pivot search, at most max_rank pivots, stopping
+ * once the largest residual entry is at most tol_abs (the first pivot is always taken). Pivot rows
+ * and columns go to rows[] and cols[] in the order they were chosen; returns the rank. *error gets
+ * the largest residual entry left (0 when the matrix is exhausted). Ties go to the first entry in
  * column-major order, so the result depends on the matrix alone. */
 int tci_prrlu(double *a, int m, int n, int max_rank, double tol_abs, int *rows, int *cols,
               double *error);

@@ -10,6 +10,9 @@
 #define TCI_SPLIT_FACTOR 4.0 /* a patch still this far above the tolerance splits */
 #define TCI_GLOBAL_PIVOTS 4  /* the worst points added per round */
 
+/* A point's grid indices, unused ones 0. */
+typedef uint64_t tci_key[TCI_MAX_DIMS];
+
 /* One entry of the value cache (cache.c): a point's grid indices (unused ones 0) and f there. */
 typedef struct tci_cache_slot {
   uint64_t key[TCI_MAX_DIMS];
@@ -34,7 +37,9 @@ struct tci_workspace {
   int *rows, *cols;              /* chi * dim each */
   double *x;                     /* TCI_BATCH points of up to 3 coordinates */
   double *y;                     /* TCI_BATCH values */
-  uint8_t *full;                 /* TCI_BATCH full site vectors */
+  tci_key *keys;                 /* TCI_BATCH points' grid indices */
+  size_t *home;                  /* TCI_BATCH: their cache slots' home */
+  tci_key *part;                 /* 2 chi + dim^2: partial indices of a cross's pieces */
   uint8_t *probe;       /* TCI_PROBES local site vectors: the global pivot search's points */
   double *probe_y;      /* their values */
   unsigned char *draft; /* the piece being built, malloc'd per lane, grown geometrically */
@@ -131,6 +136,9 @@ int tci_queue_finish(tci_queue *q, const tci_patch *patch, const tci_patch_outco
                      int local_dim, char *why);
 /* A lane failed or was stopped (`taken`: while it held a patch): the run stops. */
 void tci_queue_stop(tci_queue *q, int cancelled, int taken, uint64_t evaluations);
+
+/* The options a run uses: `in` with TCI_CACHE_AUTO decided for function f (patch.c). */
+void tci_options_resolve(tci_options *out, const tci_options *in, const tci_function *f);
 
 /* The options' and grid's checks shared by every run (patch.c). */
 int tci_check_run(const tci_grid *grid, const tci_function *function, const tci_options *o,

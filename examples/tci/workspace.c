@@ -29,7 +29,9 @@ static size_t layout(tci_workspace *ws, unsigned char *base, int sites, int chi,
   TAKE(cols, int, wide);
   TAKE(x, double, TCI_BATCH *TCI_MAX_DIMS);
   TAKE(y, double, TCI_BATCH);
-  TAKE(full, uint8_t, (size_t)TCI_BATCH * (size_t)sites);
+  TAKE(keys, tci_key, TCI_BATCH);
+  TAKE(home, size_t, TCI_BATCH);
+  TAKE(part, tci_key, 2 * (size_t)chi + (size_t)dim * (size_t)dim);
   TAKE(probe, uint8_t, (size_t)TCI_PROBES * (size_t)sites);
   TAKE(probe_y, double, TCI_PROBES);
   TAKE(miss_y, double, TCI_BATCH);

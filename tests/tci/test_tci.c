@@ -66,7 +66,8 @@ static double max_error(const tci_train *t, const tci_function *f) {
 
 static void separable_sum_of_k_terms_gives_bond_dimension_k(void) {
   for (int terms = 1; terms <= 4; terms++) {
-    tci_function f = {"expsum", "sum of exponentials", 1, {0.0}, {1.0}, exp_sum, &terms, 20, 0, 0};
+    tci_function f = {"expsum", "sum of exponentials", 1, {0.0}, {1.0}, exp_sum, &terms, 20, 0, 0,
+                      0};
     tci_grid g;
     char why[TCI_WHY];
     CHECK(tci_grid_init(&g, 1, 20, TCI_INTERLEAVED, f.lo, f.hi, why) == 0, "%s", why);
@@ -100,7 +101,7 @@ static int cubic(const double *x, size_t n, int dims, double *y, void *arg) {
 }
 
 static void quantics_polynomial_is_exact_to_rounding(void) {
-  tci_function f = {"cubic", "1+2x-3x^2+x^3/2", 1, {-1.0}, {2.0}, cubic, NULL, 30, 0, 0};
+  tci_function f = {"cubic", "1+2x-3x^2+x^3/2", 1, {-1.0}, {2.0}, cubic, NULL, 30, 0, 0, 0};
   for (int layout = 0; layout < 2; layout++) {
     tci_grid g;
     char why[TCI_WHY];
@@ -132,7 +133,7 @@ static int half_chirp(const double *x, size_t n, int dims, double *y, void *arg)
 }
 
 static void patching_splits_only_where_needed(void) {
-  tci_function f = {"halfchirp", "1+x | chirp", 1, {0.0}, {1.0}, half_chirp, NULL, 12, 0, 0};
+  tci_function f = {"halfchirp", "1+x | chirp", 1, {0.0}, {1.0}, half_chirp, NULL, 12, 0, 0, 0};
   tci_grid g;
   char why[TCI_WHY];
   CHECK(tci_grid_init(&g, 1, 12, TCI_INTERLEAVED, f.lo, f.hi, why) == 0, "%s", why);
@@ -175,7 +176,7 @@ static int nan_band(const double *x, size_t n, int dims, double *y, void *arg) {
 }
 
 static void nan_gives_an_error_naming_the_point(void) {
-  tci_function f = {"nanband", "NaN on [0.25, 0.3)", 1, {0.0}, {1.0}, nan_band, NULL, 10, 0, 0};
+  tci_function f = {"nanband", "NaN on [0.25, 0.3)", 1, {0.0}, {1.0}, nan_band, NULL, 10, 0, 0, 0};
   tci_grid g;
   char why[TCI_WHY] = "";
   CHECK(tci_grid_init(&g, 1, 10, TCI_INTERLEAVED, f.lo, f.hi, why) == 0, "%s", why);
@@ -210,7 +211,7 @@ static void cancel_mid_run_leaves_no_lane_running_and_session_usable(void) {
   CHECK(strstr(why, "cancelled") != NULL, "message: %s", why);
   CHECK(t.count == 0, "a cancelled run keeps nothing");
   /* Every lane joined (the phase returned); the session runs the next phase and routes. */
-  tci_function c = {"cubic", "cubic", 1, {0.0}, {1.0}, cubic, NULL, 12, 0, 0};
+  tci_function c = {"cubic", "cubic", 1, {0.0}, {1.0}, cubic, NULL, 12, 0, 0, 0};
   tci_grid g1;
   CHECK(tci_grid_init(&g1, 1, 12, TCI_INTERLEAVED, c.lo, c.hi, why) == 0, "%s", why);
   tci_options_init(&o);
@@ -289,7 +290,7 @@ static int corner_tail(const double *x, size_t n, int dims, double *y, void *arg
 
 static void global_search_finds_a_feature_no_probe_hits(void) {
   tci_function f = {
-      "corner", "ridge tail in a corner", 2, {-1.0, -1.0}, {-0.5, 0.0}, corner_tail, NULL, 10, 0,
+      "corner", "ridge tail in a corner", 2, {-1.0, -1.0}, {-0.5, 0.0}, corner_tail, NULL, 10, 0, 0,
       0};
   tci_grid g;
   char why[TCI_WHY];
@@ -361,7 +362,7 @@ static void value_cache_calls_f_once_per_point_and_keeps_the_train(void) {
   tci_stats s[2];
   f.fn = recording_sharp2d;
   for (int cached = 0; cached < 2; cached++) {
-    o.value_cache = cached;
+    o.value_cache = cached ? TCI_CACHE_ON : TCI_CACHE_OFF;
     f.arg = &r[cached];
     CHECK(run(1, &g, &f, &o, &t[cached], &s[cached], why) == 0, "cache %d: %s", cached, why);
   }
