@@ -52,8 +52,8 @@ bench-fanout: build
 	$(BUILD)/examples/tenlane-fanout
 
 # The TCI benchmark table (docs/tci.md): lanes vs one lane vs OpenMP tasks vs unpatched.
-# (the patched functions: osc1d at 1e-10 is below its rounding floor and smooth3d at 1e-10 runs
-# for many minutes, docs/tci.md; `tenlane-tci --bench` alone runs every built-in)
+# (the functions that patch: osc1d fits one patch, and smooth3d at 1e-10 runs for many
+# minutes, docs/tci.md; `tenlane-tci --bench` alone runs every built-in)
 bench-tci: build
 	$(BUILD)/examples/tenlane-tci --bench --function gauss2d
 	$(BUILD)/examples/tenlane-tci --bench --function sharp2d

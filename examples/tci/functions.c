@@ -6,14 +6,44 @@
 #include "tci.h"
 
 /* The 1-D oscillating function of Fernandez, Ritter et al. (SciPost Phys. Codebases 2024):
- * cos(x/B) cos(x/(4 sqrt5 B)) exp(-x^2) + 2 exp(-x), B = 2^-30, on [0, ln 20]. */
+ * cos(x/B) cos(x/(4 sqrt5 B)) exp(-x^2) + 2 exp(-x), B = 2^-30, on [0, ln 20].
+ *
+ * Its phases reach 3e9 radians, so a double x (and a double phase) is off by up to 1e-6
+ * radians: computed plainly, the values at the grid points carry rounding noise of a few
+ * 1e-8 relative that no tensor train of small rank follows. So it is evaluated at the point
+ * of the finest grid (2^40 cells on [0, ln 20]) nearest x, which is exact for every grid of
+ * this function (R <= 40; x is within 1e-12 of its cell), with the phases carried as sums of
+ * two doubles and reduced mod 2 pi before the cosines: values correct to about 1e-15.
+ * Its integral is 19/10 up to a term of order exp(-2^58). */
+#define OSC_LN20_HI 0x1.7f7427b73e391p+1 /* ln 20 = HI + LO */
+#define OSC_LN20_LO 0x1.40ee67e188c1ep-53
+#define OSC_C_HI 0x1.c9f25c5bfedd9p-4 /* 1 / (4 sqrt 5) = HI + LO */
+#define OSC_C_LO 0x1.ab294a33804a5p-59
+#define OSC_2PI_HI 0x1.921fb54442d18p+2 /* 2 pi = HI + LO */
+#define OSC_2PI_LO 0x1.1a62633145c07p-52
+
+/* cos(hi + lo) for |hi| < 2^34, |lo| <= ulp(hi): the phase less its whole turns first. */
+static double cos_of_sum(double hi, double lo) {
+  double k = nearbyint(hi / OSC_2PI_HI);
+  double turn = k * OSC_2PI_HI, turn_err = fma(k, OSC_2PI_HI, -turn); /* k 2pi_HI exactly */
+  double r = hi - turn; /* exact: hi and turn are within a factor 2 of each other, or k = 0 */
+  r = ((r - turn_err) + lo) - k * OSC_2PI_LO;
+  return cos(r);
+}
+
 static int osc1d(const double *x, size_t n, int dims, double *y, void *arg) {
   (void)dims;
   (void)arg;
-  const double b = ldexp(1.0, -30), c = 4.0 * sqrt(5.0) * b;
+  const double cells = ldexp(1.0, 40);
   for (size_t i = 0; i < n; i++) {
-    double t = x[i];
-    y[i] = cos(t / b) * cos(t / c) * exp(-t * t) + 2.0 * exp(-t);
+    double t = nearbyint(x[i] / OSC_LN20_HI * cells) / cells; /* x = ln 20 * t, t exact */
+    /* x = p + e + t LO exactly to rounding; x / B = x 2^30 (exact scaling). */
+    double p = OSC_LN20_HI * t, e = fma(OSC_LN20_HI, t, -p) + OSC_LN20_LO * t;
+    double ph1 = ldexp(p, 30), ph1_lo = ldexp(e, 30);
+    double q = ph1 * OSC_C_HI;
+    double q_lo = fma(ph1, OSC_C_HI, -q) + ph1 * OSC_C_LO + ph1_lo * OSC_C_HI;
+    double xv = p + e;
+    y[i] = cos_of_sum(ph1, ph1_lo) * cos_of_sum(q, q_lo) * exp(-xv * xv) + 2.0 * exp(-xv);
   }
   return 0;
 }
@@ -72,8 +102,8 @@ static void builtins_init(void) {
        osc1d,
        NULL,
        40,
-       0,
-       0.0,
+       1,
+       1.9,
        1},
       {"sharp2d",
        "tanh((x-0.3sin(3y))/0.01)+0.5exp(-(x+y+0.4)^2/1e-3) on [-1,1]^2",

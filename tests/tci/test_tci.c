@@ -385,6 +385,49 @@ static void value_cache_calls_f_once_per_point_and_keeps_the_train(void) {
   }
 }
 
+/* osc1d at points of its 2^40 grid against the same formula in long double (64-bit or wider
+ * mantissa: phases right to about 2e-10 rad): a plain double evaluation is off by up to 2e-8
+ * relative there, the built-in must be within 1e-9. */
+static void osc1d_is_accurate_at_grid_points(void) {
+  const tci_function *f = tci_builtin("osc1d");
+  const long double b = ldexpl(1.0L, -30), c = 4.0L * sqrtl(5.0L) * b;
+  uint64_t s = 88172645463325252ull;
+  double worst = 0.0;
+  for (int k = 0; k < 4000; k++) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    uint64_t i = s >> 24; /* below 2^40 */
+    double x = f->lo[0] + (f->hi[0] - f->lo[0]) * ((double)i / ldexp(1.0, 40)), y;
+    CHECK(f->fn(&x, 1, 1, &y, f->arg) == 0, "osc1d failed at %.17g", x);
+    long double xl = logl(20.0L) * ((long double)i / ldexpl(1.0L, 40));
+    long double want = cosl(xl / b) * cosl(xl / c) * expl(-xl * xl) + 2.0L * expl(-xl);
+    double err = (double)fabsl((long double)y - want) / 2.96;
+    if (err > worst) worst = err;
+  }
+  CHECK(worst < 1e-9, "osc1d is off by %.3g relative at a grid point", worst);
+}
+
+/* With exact values, the 1-D function reaches 1e-10 on its 2^40 grid with a small bond. */
+static void osc1d_reaches_1e_10(void) {
+  const tci_function *f = tci_builtin("osc1d");
+  tci_grid g;
+  char why[TCI_WHY];
+  CHECK(tci_grid_init(&g, 1, 40, TCI_INTERLEAVED, f->lo, f->hi, why) == 0, "%s", why);
+  tci_options o;
+  tci_options_init(&o);
+  o.tol = 1e-10;
+  o.max_bond = 64;
+  o.patching = 0;
+  tci_train t;
+  tci_stats st;
+  CHECK(run(2, &g, f, &o, &t, &st, why) == 0, "%s", why);
+  double err = max_error(&t, f);
+  CHECK(err <= 1e-9, "max error %.3g at tolerance 1e-10", err);
+  CHECK(tci_train_max_rank(&t) <= 32, "bond %d", tci_train_max_rank(&t));
+  tci_train_free(&t);
+}
+
 int main(int argc, char **argv) {
   struct {
     const char *name;
@@ -404,6 +447,8 @@ int main(int argc, char **argv) {
        global_search_finds_a_feature_no_probe_hits},
       {"tci_value_cache_calls_f_once_per_point_and_keeps_the_train",
        value_cache_calls_f_once_per_point_and_keeps_the_train},
+      {"tci_osc1d_is_accurate_at_grid_points", osc1d_is_accurate_at_grid_points},
+      {"tci_osc1d_reaches_1e_10", osc1d_reaches_1e_10},
   };
   int ran = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
