@@ -9,6 +9,7 @@ set(TL_HOT_SOURCES
   src/kernels/blis_level1.c
   src/kernels/convert.c
   src/kernels/elementwise_core.c
+  src/kernels/gemm_batch_small.c
   src/kernels/gemm_packed_complex.c
   src/kernels/gemm_small_complex.c
   src/kernels/permute_core.c

@@ -46,3 +46,24 @@ def test_same_bits_on_one_lane_and_two(rng):
         with tenlane.Context(threads=threads) as ctx, ctx.session() as s:
             got.append(s.einsum("bij,bjk->bik", a, b).tobytes())
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("layout", ["c", "entries-f", "fortran"])
+def test_real_stacks_are_single_products_bit_for_bit(rng, dtype, layout):
+    """(N, k, k) stacks of f32/f64, k = 2..16 (the stacked small kernel,
+    src/kernels/gemm_batch_small.c): close to numpy, and each entry bit for bit what s.matmul
+    gives on that entry alone, on one thread and on two."""
+    for k in range(2, 17):
+        a, b = (random_array(rng, (300, k, k), dtype, "c" if layout == "entries-f" else layout)
+                for _ in range(2))
+        if layout == "entries-f":  # each entry column-major, entries one after another
+            a, b = (np.ascontiguousarray(x.transpose(0, 2, 1)).transpose(0, 2, 1) for x in (a, b))
+        want = np.matmul(a, b)
+        for threads in (1, 2):
+            with tenlane.Context(threads=threads) as ctx, ctx.session() as s:
+                got = s.matmul(a, b)
+                close(got, want, dtype)
+                assert s.einsum("bij,bjk->bik", a, b).tobytes() == got.tobytes()
+                for z in (0, 1, 150, 299):
+                    assert s.matmul(a[z], b[z]).tobytes() == got[z].tobytes()

@@ -43,6 +43,7 @@ typedef struct gemm_job {
   int64_t block_len; /* rows or columns per block */
   char *pack;        /* packing scratch, pack_bytes per thread slot (NULL: none) */
   size_t pack_bytes;
+  int small_stack; /* 1: whole entries through gemm_batch_small.c */
 } gemm_job;
 
 static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, int64_t begin,
@@ -80,6 +81,10 @@ static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   const gemm_job *job = arg;
   (void)worker_index;
   const tl__gemm_batch *g = job->g;
+  if (job->small_stack) {
+    tl__gemm_batch_small(-1, g, (int64_t)begin, (int64_t)end);
+    return;
+  }
   void *pack = job->pack ? job->pack + (size_t)(worker_index + 1) * job->pack_bytes : NULL;
   for (size_t item = begin; item < end; item++) {
     int64_t batch = (int64_t)item / job->blocks, block = (int64_t)item % job->blocks;
@@ -115,7 +120,7 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (g->m == 0 || g->n == 0 || g->batches == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
-  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0};
+  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0};
   double flops =
       2.0 * (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) * (double)g->batches;
   const int parallel = team > 1 && flops >= 2.0 * 48 * 48 * 48 * 4;
@@ -153,7 +158,8 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   /* batches * blocks <= batches * max(m, n) elements of C: no overflow. */
   int64_t items = g->batches * job.blocks;
   /* whole GEMMs: runs of consecutive entries per chunk (gemm_batch_runs.c) */
-  size_t run = parallel && job.blocks == 1 ? tl__gemm_batch_run_length(g, team) : 1;
+  size_t run = job.blocks == 1 ? tl__gemm_batch_run_length(g, parallel ? team : 1) : 1;
+  job.small_stack = job.blocks == 1 && g->batches > 1 && tl__gemm_batch_small_takes(g);
   if (items > 1)
     return tl__exec_run_chunks(exec, parallel, (size_t)items, run, gemm_chunk, &job,
                                "computing GEMM blocks");

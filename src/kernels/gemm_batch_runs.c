@@ -9,8 +9,11 @@
  * 1.7-4x the time of runs of entries (0.8-7.7 ms against 0.5-4.0 ms, f64 and c128, one
  * probe run on a shared 2-core machine, where one thread took 0.45-1.8 ms); issue 33 saw
  * 6.3 ms at k = 5 against 0.59 ms at k = 4, which stayed below the split's threshold. A run of
- * entries per chunk makes that cost once per run. Each entry is still one provider call with the
- * entry's own strides, so its bits do not depend on the team or on the run it falls in.
+ * entries per chunk makes that cost once per run. On one thread the runner takes the same runs
+ * (its cancellation check and its chunk call once per run rather than once per entry), and a
+ * run of a stack that gemm_batch_small.c takes is one call of that kernel. Each entry is still
+ * computed with the bits a provider call of its shape and strides gives, so its bits do not
+ * depend on the team or on the run it falls in.
  *
  * Thread rules: no state. */
 #include "kernels.h"
@@ -23,7 +26,8 @@
 
 size_t tl__gemm_batch_run_length(const tl__gemm_batch *g, int team) {
   const int64_t madds = g->m * g->n * (g->k > 0 ? g->k : 1);
-  if (madds >= RUN_MADDS || g->batches <= 1 || team <= 1) return 1;
+  if (madds >= RUN_MADDS || g->batches <= 1) return 1;
+  if (team < 1) team = 1;
   int64_t run = RUN_MADDS / madds;
   const int64_t cap = g->batches / ((int64_t)team * RUNS_PER_THREAD);
   if (run > cap) run = cap;

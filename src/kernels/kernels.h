@@ -278,9 +278,18 @@ int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alp
 struct tl_exec;
 tl_status tl__gemm_batch_run(struct tl_exec *exec, int team, const tl__gemm_batch *g);
 /* gemm_batch_runs.c: the consecutive entries of g one chunk takes when the runner spreads
- * its entries (whole GEMMs) over `team` threads: 1 for large products, more for small ones
- * (about 16k multiply-adds a run), never so many that a thread gets fewer than 4 runs. */
+ * its entries (whole GEMMs) over `team` threads (1: the calling thread alone): 1 for large
+ * products, more for small ones (about 16k multiply-adds a run), never so many that a thread
+ * gets fewer than 4 runs. */
 size_t tl__gemm_batch_run_length(const tl__gemm_batch *g, int team);
+/* gemm_batch_small.c: a stack of small real GEMMs in one call. _takes: 1 when every entry
+ * of g is its (f32/f64, 2 <= m, n <= 16, 1 <= k <= 16, alpha 1, beta 0 or 1, C and the
+ * matching operand with a unit stride on the same side). tl__gemm_batch_small computes
+ * entries [begin, end) of such a g (nothing when g is not its), each with the bits
+ * tl__gemm_serial gives that entry; isa as tl__small_gemm_kernel's (-1: this CPU's best).
+ * Single-threaded; never fails. */
+int tl__gemm_batch_small_takes(const tl__gemm_batch *g);
+void tl__gemm_batch_small(int isa, const tl__gemm_batch *g, int64_t begin, int64_t end);
 /* Make (rows x cols, strides *rs, *cs at *base) acceptable to the provider: tidy extent-1
  * strides, or copy into scratch (then *base, *rs, *cs describe the copy). */
 tl_status tl__gemm_operand(struct tl_exec *exec, const tl_tensor *t, int64_t rows, int64_t cols,

@@ -3,9 +3,14 @@
  * naive reference through tl_einsum_into ("bij,bjk->bik" with transposed and negatively
  * strided operands) and tl_contract_scaled_into (alpha and beta), on one thread and on a
  * team of two; a two-axis batch visited whole, with the same bits on one thread and on a
- * team of two (each entry is one provider call of its shape wherever it runs). */
+ * team of two (each entry is one provider call of its shape wherever it runs); and the stacked
+ * small real kernel (src/kernels/gemm_batch_small.c) at every instruction-set level against a
+ * naive reference and bit for bit against the hand kernel on each entry, over one- and two-axis
+ * batches, column- and row-major C, beta 0 and 1, with the entries outside its range and
+ * the padding of C untouched, and what it declines. */
 #include <complex.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -35,9 +40,9 @@ static void batch_run_length_bounds(void) {
   g.m = 1, g.n = 5, g.k = 5;
   g.batches = 20000;
   size_t run = tl__gemm_batch_run_length(&g, 2);
-  TH_CHECK(run > 1 && run * 25 <= 16 * 1024);      /* a run is a few microseconds of work */
-  TH_CHECK(tl__gemm_batch_run_length(&g, 1) == 1); /* no team: nothing to split */
-  g.batches = 40;                                  /* at least 4 runs per thread */
+  TH_CHECK(run > 1 && run * 25 <= 16 * 1024);        /* a run is a few microseconds of work */
+  TH_CHECK(tl__gemm_batch_run_length(&g, 1) == run); /* one thread: the same runs */
+  g.batches = 40;                                    /* at least 4 runs per thread */
   TH_CHECK(tl__gemm_batch_run_length(&g, 2) == 5);
   g.batches = 6;
   TH_CHECK(tl__gemm_batch_run_length(&g, 2) == 1);
@@ -148,6 +153,198 @@ static void batch_runs_two_axis_batch_same_bits_on_a_team(void) {
   tl_tensor_release(&b);
 }
 
+/* ---- the stacked small real kernel (gemm_batch_small.c) ----------------------------------- */
+
+#define BS_ENTRIES 12 /* entries of a stack: x 3 by y 4 in the two-axis form */
+#define BS_PAD 5      /* spare elements between entries (NaN in C: never read, never written) */
+
+/* A stack over malloc'd buffers: A (m x k), B (k x n), C (m x n) per entry, column- or
+ * row-major per operand, entries BS_PAD elements apart, the batch one axis or two. */
+typedef struct bs_case {
+  tl__gemm_batch g;
+  void *a, *b, *c, *c0;
+  size_t bytes_a, bytes_b, bytes_c;
+} bs_case;
+
+static void bs_fill(tl_dtype dtype, void *buf, int64_t count) {
+  for (int64_t i = 0; i < count; i++) {
+    double v = th_num_uniform(&seed) - 0.5;
+    if (dtype == TL_F64)
+      ((double *)buf)[i] = v;
+    else
+      ((float *)buf)[i] = (float)v;
+  }
+}
+
+static void bs_case_make(bs_case *t, tl_dtype dtype, int64_t m, int64_t n, int64_t k, int row_a,
+                         int row_b, int row_c, int two_axes, double beta) {
+  memset(t, 0, sizeof *t);
+  tl__gemm_batch *g = &t->g;
+  const int64_t es = (int64_t)tl_dtype_size(dtype);
+  const int64_t sa = m * k + BS_PAD, sb = k * n + BS_PAD, sc = m * n + BS_PAD;
+  g->dtype = dtype;
+  g->m = m, g->n = n, g->k = k;
+  g->alpha = tl_scalar_real(1.0);
+  g->beta = tl_scalar_real(beta);
+  g->rsa = row_a ? k : 1, g->csa = row_a ? 1 : m;
+  g->rsb = row_b ? n : 1, g->csb = row_b ? 1 : k;
+  g->rsc = row_c ? n : 1, g->csc = row_c ? 1 : m;
+  g->batches = BS_ENTRIES;
+  if (two_axes) { /* entry = x + 3 y, laid out y-major with x's stride the largest */
+    g->batch_rank = 2;
+    g->batch_shape[0] = 3, g->batch_shape[1] = 4;
+    for (int o = 0; o < 3; o++) {
+      const int64_t s = o == 0 ? sa : o == 1 ? sb : sc;
+      g->batch_strides[o][0] = 4 * s, g->batch_strides[o][1] = s;
+    }
+  } else {
+    g->batch_rank = 1;
+    g->batch_shape[0] = BS_ENTRIES;
+    g->batch_strides[0][0] = sa, g->batch_strides[1][0] = sb, g->batch_strides[2][0] = sc;
+  }
+  t->bytes_a = (size_t)(BS_ENTRIES * sa * es), t->bytes_b = (size_t)(BS_ENTRIES * sb * es);
+  t->bytes_c = (size_t)(BS_ENTRIES * sc * es);
+  t->a = malloc(t->bytes_a), t->b = malloc(t->bytes_b);
+  t->c = malloc(t->bytes_c), t->c0 = malloc(t->bytes_c);
+  TH_CHECK(t->a && t->b && t->c && t->c0);
+  bs_fill(dtype, t->a, t->bytes_a / (size_t)es);
+  bs_fill(dtype, t->b, t->bytes_b / (size_t)es);
+  bs_fill(dtype, t->c0, t->bytes_c / (size_t)es);
+  /* the padding after each entry's C: NaN, so a write there or a read of it shows */
+  for (int64_t e = 0; e < BS_ENTRIES; e++)
+    for (int64_t i = m * n; i < sc; i++) {
+      if (dtype == TL_F64)
+        ((double *)t->c0)[e * sc + i] = NAN;
+      else
+        ((float *)t->c0)[e * sc + i] = NAN;
+    }
+  g->a = t->a, g->b = t->b, g->c = t->c;
+}
+
+static void bs_case_free(bs_case *t) { free(t->a), free(t->b), free(t->c), free(t->c0); }
+
+/* Element offsets of entry e (its multi-index over the batch shape, first axis fastest). */
+static void bs_offsets(const tl__gemm_batch *g, int64_t e, int64_t *oa, int64_t *ob, int64_t *oc) {
+  *oa = *ob = *oc = 0;
+  for (int r = 0; r < g->batch_rank; r++) {
+    const int64_t idx = e % g->batch_shape[r];
+    e /= g->batch_shape[r];
+    *oa += idx * g->batch_strides[0][r], *ob += idx * g->batch_strides[1][r];
+    *oc += idx * g->batch_strides[2][r];
+  }
+}
+
+static double bs_get(tl_dtype dtype, const void *buf, int64_t i) {
+  return dtype == TL_F64 ? ((const double *)buf)[i] : (double)((const float *)buf)[i];
+}
+
+/* Run the kernel at `isa` over entries [begin, end) and check every entry: inside the range,
+ * close to the naive sum and bit for bit the hand kernel's result at the same level on that
+ * entry alone; outside it (and in every padding), C as it was. */
+static void bs_case_check(bs_case *t, int isa, int64_t begin, int64_t end) {
+  tl__gemm_batch *g = &t->g;
+  const tl_dtype dtype = g->dtype;
+  const int64_t es = (int64_t)tl_dtype_size(dtype);
+  const double tol = th_num_tolerance(dtype);
+  memcpy(t->c, t->c0, t->bytes_c);
+  tl__gemm_batch_small(isa, g, begin, end);
+  void *single = malloc(t->bytes_c);
+  TH_CHECK(single != NULL);
+  memcpy(single, t->c0, t->bytes_c);
+  for (int64_t e = 0; e < BS_ENTRIES; e++) {
+    int64_t oa, ob, oc;
+    bs_offsets(g, e, &oa, &ob, &oc);
+    const int inside = e >= begin && e < end;
+    if (inside)
+      tl__small_gemm_kernel(isa, dtype, g->m, g->n, g->k, g->alpha, (const char *)t->a + oa * es,
+                            g->rsa, g->csa, (const char *)t->b + ob * es, g->rsb, g->csb, g->beta,
+                            (char *)single + oc * es, g->rsc, g->csc);
+    for (int64_t i = 0; i < g->m; i++)
+      for (int64_t j = 0; j < g->n; j++) {
+        const int64_t ci = oc + i * g->rsc + j * g->csc;
+        const double got = bs_get(dtype, t->c, ci), before = bs_get(dtype, t->c0, ci);
+        if (!inside) {
+          TH_CHECK(got == before);
+          continue;
+        }
+        double want = 0.0, scale = 0.0;
+        for (int64_t p = 0; p < g->k; p++) {
+          const double x = bs_get(dtype, t->a, oa + i * g->rsa + p * g->csa);
+          const double y = bs_get(dtype, t->b, ob + p * g->rsb + j * g->csb);
+          want += x * y, scale += fabs(x * y);
+        }
+        if (g->beta.re != 0.0) want += before, scale += fabs(before);
+        TH_CHECK(th_num_close_enough(got, want, tol, scale + 1.0));
+      }
+  }
+  /* bit for bit the hand kernel's entries, the padding (NaN) untouched */
+  TH_CHECK(memcmp(t->c, single, t->bytes_c) == 0);
+  free(single);
+}
+
+static const int64_t bs_extents[] = {2, 3, 4, 5, 7, 8, 9, 12, 13, 16};
+static const int64_t bs_depths[] = {1, 2, 3, 5, 8, 16};
+
+/* Every level this CPU has (0 portable, 1 AVX2, 2 AVX-512) over f32 and f64, every m and n
+ * of the list (every row-vector count and column tail of the blocks), the depths of the
+ * list, one- and two-axis batches, C column- and row-major, beta 0 and 1, part of the stack. */
+static void batch_small_kernel_matches_naive_and_hand_kernel_at_every_isa(void) {
+  const tl_dtype dtypes[2] = {TL_F64, TL_F32};
+  const int levels = tl__small_gemm_isa();
+  int cases = 0;
+  for (int d = 0; d < 2; d++)
+    for (size_t mi = 0; mi < sizeof bs_extents / sizeof bs_extents[0]; mi++)
+      for (size_t ni = 0; ni < sizeof bs_extents / sizeof bs_extents[0]; ni++)
+        for (size_t ki = 0; ki < sizeof bs_depths / sizeof bs_depths[0]; ki++) {
+          const int64_t m = bs_extents[mi], n = bs_extents[ni], k = bs_depths[ki];
+          const int variant = (int)(mi + 3 * ni + 7 * ki) % 4;
+          const int row_c = variant & 1, two_axes = (variant >> 1) & 1;
+          /* the operand C's unit stride pairs with must have it too; the other any layout */
+          const int row_a = row_c ? (int)(ki % 2) : 0, row_b = row_c ? 1 : (int)(ki % 2);
+          bs_case t;
+          bs_case_make(&t, dtypes[d], m, n, k, row_a, row_b, row_c, two_axes,
+                       (mi + ni) % 3 == 0 ? 1.0 : 0.0);
+          TH_CHECK(tl__gemm_batch_small_takes(&t.g));
+          for (int isa = 0; isa <= levels; isa++) {
+            bs_case_check(&t, isa, 0, BS_ENTRIES);
+            bs_case_check(&t, isa, 3, 10);
+            cases++;
+          }
+          bs_case_free(&t);
+        }
+  TH_CHECK(cases >= 2 * 10 * 10 * 6);
+}
+
+/* What the kernel is not for: it says so, and a call with it writes nothing. */
+static void batch_small_kernel_declines_what_is_not_its(void) {
+  for (int which = 0; which < 12; which++) {
+    bs_case t;
+    int64_t m = 4, n = 4, k = 4;
+    if (which == 2) m = 1;  /* thin: gemm_thin.c's */
+    if (which == 3) n = 1;  /* thin */
+    if (which == 4) k = 17; /* deeper than 16 */
+    if (which == 5) m = 17; /* taller than 16 */
+    if (which == 6) n = 17; /* wider than 16 */
+    bs_case_make(&t, TL_F64, m, n, k, which == 9, which == 9, which == 9 || which == 10, 0, 0.0);
+    if (which == 0) t.g.dtype = TL_C64; /* the buffers are f64-sized: never read */
+    if (which == 1) t.g.dtype = TL_C128;
+    if (which == 7) t.g.alpha = tl_scalar_real(2.0);
+    if (which == 8) t.g.beta = tl_scalar_real(0.5);
+    if (which == 9) t.g.rsb = 1, t.g.csb = 4; /* C row-major, B's rows not at unit stride */
+    if (which == 10)
+      t.g.rsb = 4, t.g.csb = 1, t.g.rsa = 4, t.g.csa = 1, t.g.rsc = 2,
+      t.g.csc = 8;                             /* neither of C's strides 1 */
+    if (which == 11) t.g.rsa = 2, t.g.csa = 8; /* C column-major, A's columns strided */
+    TH_CHECK(!tl__gemm_batch_small_takes(&t.g));
+    memcpy(t.c, t.c0, t.bytes_c);
+    tl__gemm_batch_small(-1, &t.g, 0, BS_ENTRIES);
+    TH_CHECK(memcmp(t.c, t.c0, t.bytes_c) == 0);
+    bs_case_free(&t);
+  }
+}
+
 TH_TEST_MAIN(TH_CASE(batch_run_length_bounds), TH_CASE(batch_runs_match_naive_in_every_dtype),
              TH_CASE(batch_runs_match_naive_on_a_team),
-             TH_CASE(batch_runs_two_axis_batch_same_bits_on_a_team))
+             TH_CASE(batch_runs_two_axis_batch_same_bits_on_a_team),
+             TH_CASE(batch_small_kernel_matches_naive_and_hand_kernel_at_every_isa),
+             TH_CASE(batch_small_kernel_declines_what_is_not_its))

@@ -1,0 +1,278 @@
+/* src/kernels/gemm_batch_small.c: a stack of small real GEMMs (f32/f64, m and n from 2 to
+ * 16, k from 1 to 16, alpha 1, beta 0 or 1) in one call, for the batched runner (gemm.c).
+ *
+ * Each entry of such a stack used to be one trip through the runner and the provider switch
+ * (batch index decoded by division, thin-GEMM check, provider choice, small-kernel row
+ * switch, write-mode selection), about as long as its arithmetic at 4 x 4. Here the shape,
+ * the layout and the kernel are chosen once per run of entries, the entries' offsets advance
+ * by an odometer, and each entry is one register block per column block, written to C from
+ * the registers.
+ *
+ * Invariant: the bits are those of tl__gemm_serial on the same entry, so a stack gives what
+ * a loop of single products gives, on any thread and in any run. Like the hand kernel
+ * (small_gemm_core.c), every element of C is one FMA chain over p = 0..k-1 in increasing
+ * order from 0 at every vector level, and the plain loop of the portable level (sum += a b
+ * from 0) where the hand kernel runs its plain loop; beta 1 adds C after the chain. The level
+ * is the hand kernel's (tl__small_gemm_isa). AVX-512 is used only for more than 8 rows (f64)
+ * where one 256-bit vector block needs three or four vectors; below that the AVX2 blocks run,
+ * as the hand kernel does. As the hand kernel, C with a unit column stride is computed as
+ * C^T = B^T A^T (the same products, so the same bits).
+ *
+ * Thread rules: no state; pure core (never fails, allocates nothing). */
+#include <stdint.h>
+
+#include "kernels.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
+
+#define BS_MAX_EXTENT 16
+
+/* One run's layout after the C^T choice: C has unit row stride, A' unit row stride. */
+typedef struct bs_layout {
+  int64_t m, n, k;
+  int64_t csa, rsb, csb, csc; /* A' column stride, B' strides, C column stride */
+  int transposed;             /* 1: A' is g->b and B' is g->a */
+  int add;                    /* beta 1: C + the chain */
+} bs_layout;
+
+/* 1 when the layout fits (and fills *lay), 0 otherwise. */
+static int bs_layout_make(const tl__gemm_batch *g, bs_layout *lay) {
+  if (g->dtype != TL_F64 && g->dtype != TL_F32) return 0;
+  if (g->m < 2 || g->n < 2 || g->k < 1) return 0; /* thin products are gemm_thin.c's */
+  if (g->m > BS_MAX_EXTENT || g->n > BS_MAX_EXTENT || g->k > BS_MAX_EXTENT) return 0;
+  if (g->alpha.re != 1.0 || g->alpha.im != 0.0 || g->beta.im != 0.0) return 0;
+  if (g->beta.re != 0.0 && g->beta.re != 1.0) return 0;
+  lay->k = g->k;
+  lay->add = g->beta.re == 1.0;
+  if (g->rsc == 1) {
+    if (g->rsa != 1) return 0;
+    lay->m = g->m, lay->n = g->n, lay->transposed = 0;
+    lay->csa = g->csa, lay->rsb = g->rsb, lay->csb = g->csb, lay->csc = g->csc;
+    return 1;
+  }
+  if (g->csc == 1) {
+    if (g->csb != 1) return 0;
+    lay->m = g->n, lay->n = g->m, lay->transposed = 1;
+    lay->csa = g->rsb, lay->rsb = g->csa, lay->csb = g->rsa, lay->csc = g->rsc;
+    return 1;
+  }
+  return 0;
+}
+
+int tl__gemm_batch_small_takes(const tl__gemm_batch *g) {
+  bs_layout lay;
+  return bs_layout_make(g, &lay);
+}
+
+/* Entry offsets (elements) of A, B, C, advanced one entry at a time over the batch axes. */
+typedef struct bs_cursor {
+  int64_t idx[TL_MAX_RANK];
+  int64_t oa, ob, oc;
+} bs_cursor;
+
+static void bs_cursor_start(const tl__gemm_batch *g, int64_t entry, bs_cursor *cur) {
+  int64_t rem = entry;
+  cur->oa = cur->ob = cur->oc = 0;
+  for (int r = 0; r < g->batch_rank; r++) {
+    cur->idx[r] = rem % g->batch_shape[r];
+    rem /= g->batch_shape[r];
+    cur->oa += cur->idx[r] * g->batch_strides[0][r];
+    cur->ob += cur->idx[r] * g->batch_strides[1][r];
+    cur->oc += cur->idx[r] * g->batch_strides[2][r];
+  }
+}
+
+static inline void bs_cursor_next(const tl__gemm_batch *g, bs_cursor *cur) {
+  for (int r = 0; r < g->batch_rank; r++) {
+    cur->oa += g->batch_strides[0][r];
+    cur->ob += g->batch_strides[1][r];
+    cur->oc += g->batch_strides[2][r];
+    if (++cur->idx[r] < g->batch_shape[r]) return;
+    cur->oa -= g->batch_shape[r] * g->batch_strides[0][r];
+    cur->ob -= g->batch_shape[r] * g->batch_strides[1][r];
+    cur->oc -= g->batch_shape[r] * g->batch_strides[2][r];
+    cur->idx[r] = 0;
+  }
+}
+
+/* The entry's A', B', C from the cursor. */
+#define BS_POINTERS(T)                                                                            \
+  const T *ap = (const T *)(lay->transposed ? g->b : g->a) + (lay->transposed ? cur.ob : cur.oa); \
+  const T *bp = (const T *)(lay->transposed ? g->a : g->b) + (lay->transposed ? cur.oa : cur.ob); \
+  T *cp = (T *)g->c + cur.oc;
+
+/* The portable level: the hand kernel's plain loop (sum += a b from 0, then C + sum for
+ * beta 1), element by element. */
+#define BS_PLAIN(NAME, T)                                                                       \
+  static void NAME(const tl__gemm_batch *g, const bs_layout *lay, int64_t begin, int64_t end) { \
+    bs_cursor cur;                                                                              \
+    bs_cursor_start(g, begin, &cur);                                                            \
+    const int64_t m = lay->m, n = lay->n, k = lay->k, csa = lay->csa, rsb = lay->rsb,           \
+                  csb = lay->csb, csc = lay->csc;                                               \
+    for (int64_t e = begin; e < end; e++, bs_cursor_next(g, &cur)) {                            \
+      BS_POINTERS(T)                                                                            \
+      for (int64_t j = 0; j < n; j++)                                                           \
+        for (int64_t i = 0; i < m; i++) {                                                       \
+          T sum = (T)0;                                                                         \
+          for (int64_t p = 0; p < k; p++) sum += ap[i + p * csa] * bp[p * rsb + j * csb];       \
+          T *cij = cp + i + j * csc;                                                            \
+          *cij = lay->add ? sum + *cij : sum;                                                   \
+        }                                                                                       \
+    }                                                                                           \
+  }
+
+BS_PLAIN(bs_plain_f64, double)
+BS_PLAIN(bs_plain_f32, float)
+
+#if TL_X86_KERNELS
+
+/* One register block: MV vectors of rows (the last one masked to the rows that exist) by NC
+ * columns, over all of k, written to C. MV and NC are constants where it is inlined, so the
+ * loops unroll and the accumulators stay in registers. */
+#define BS_BLOCK(NAME, T, TARGET, VT, LANES, MT, SETZERO, LOADU, MLOAD, STOREU, MSTORE, SET1, FMA, \
+                 ADD)                                                                              \
+  __attribute__((target(TARGET), always_inline)) static inline void NAME##_block(                  \
+      const int MV, const int NC, const T *ap, int64_t csa, const T *bp, int64_t rsb, int64_t csb, \
+      T *cp, int64_t csc, int64_t k, MT mask, int add) {                                           \
+    VT acc[16][4];                                                                                 \
+    _Pragma("GCC unroll 16") for (int q = 0; q < NC; q++)                                          \
+        _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[q][v] = SETZERO();                \
+    for (int64_t p = 0; p < k; p++) {                                                              \
+      VT av[4];                                                                                    \
+      _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) av[v] =                                 \
+          v == MV - 1 ? MLOAD(ap + p * csa + v * (LANES), mask)                                    \
+                      : LOADU(ap + p * csa + v * (LANES));                                         \
+      _Pragma("GCC unroll 16") for (int q = 0; q < NC; q++) {                                      \
+        const VT s = SET1(bp[p * rsb + q * csb]);                                                  \
+        _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[q][v] = FMA(av[v], s, acc[q][v]); \
+      }                                                                                            \
+    }                                                                                              \
+    _Pragma("GCC unroll 16") for (int q = 0; q < NC; q++) {                                        \
+      _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) {                                       \
+        T *cv = cp + q * csc + v * (LANES);                                                        \
+        VT r = acc[q][v];                                                                          \
+        if (v == MV - 1) {                                                                         \
+          if (add) r = ADD(MLOAD(cv, mask), r);                                                    \
+          MSTORE(cv, mask, r);                                                                     \
+        } else {                                                                                   \
+          if (add) r = ADD(LOADU(cv), r);                                                          \
+          STOREU(cv, r);                                                                           \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
+/* The entries [begin, end) with MV vectors of rows: whole blocks of NCMAX columns, then the
+ * rest of the columns in one block (a case at or past NCMAX is never reached, and its block
+ * is compiled away). */
+#define BS_TAIL(NAME, MV, NC, NCMAX)                                                               \
+  case NC:                                                                                         \
+    if ((NC) < (NCMAX))                                                                            \
+      NAME##_block(MV, (NC) < (NCMAX) ? (NC) : 1, ap, csa, bp + j0 * csb, rsb, csb, cp + j0 * csc, \
+                   csc, k, mask, add);                                                             \
+    break;
+#define BS_ROWS(NAME, T, TARGET, LANES, MT, MASK, MV, NCMAX)                                   \
+  __attribute__((target(TARGET), noinline)) static void NAME##_rows##MV(                       \
+      const tl__gemm_batch *g, const bs_layout *lay, int64_t begin, int64_t end) {             \
+    bs_cursor cur;                                                                             \
+    bs_cursor_start(g, begin, &cur);                                                           \
+    const int64_t n = lay->n, k = lay->k, csa = lay->csa, rsb = lay->rsb, csb = lay->csb,      \
+                  csc = lay->csc;                                                              \
+    const int add = lay->add;                                                                  \
+    const MT mask = MASK((int)(lay->m - ((MV)-1) * (LANES)));                                  \
+    for (int64_t e = begin; e < end; e++, bs_cursor_next(g, &cur)) {                           \
+      BS_POINTERS(T)                                                                           \
+      int64_t j0 = 0;                                                                          \
+      for (; j0 + (NCMAX) <= n; j0 += (NCMAX))                                                 \
+        NAME##_block(MV, NCMAX, ap, csa, bp + j0 * csb, rsb, csb, cp + j0 * csc, csc, k, mask, \
+                     add);                                                                     \
+      switch (n - j0) {                                                                        \
+        BS_TAIL(NAME, MV, 1, NCMAX)                                                            \
+        BS_TAIL(NAME, MV, 2, NCMAX)                                                            \
+        BS_TAIL(NAME, MV, 3, NCMAX)                                                            \
+        BS_TAIL(NAME, MV, 4, NCMAX)                                                            \
+        BS_TAIL(NAME, MV, 5, NCMAX)                                                            \
+        BS_TAIL(NAME, MV, 6, NCMAX)                                                            \
+        BS_TAIL(NAME, MV, 7, NCMAX)                                                            \
+        BS_TAIL(NAME, MV, 8, NCMAX)                                                            \
+        BS_TAIL(NAME, MV, 9, NCMAX)                                                            \
+        BS_TAIL(NAME, MV, 10, NCMAX)                                                           \
+        BS_TAIL(NAME, MV, 11, NCMAX)                                                           \
+        default:                                                                               \
+          break;                                                                               \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+/* Masks of the first r lanes (1 <= r <= lanes). */
+#define BS_MASK_PD256(r) _mm256_cmpgt_epi64(_mm256_set1_epi64x(r), _mm256_setr_epi64x(0, 1, 2, 3))
+#define BS_MASK_PS256(r) \
+  _mm256_cmpgt_epi32(_mm256_set1_epi32(r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define BS_MASK_PD512(r) ((__mmask8)((1u << (r)) - 1u))
+#define BS_MLOAD_PD512(p, mask) _mm512_maskz_loadu_pd(mask, p)
+
+/* AVX2 f64: 1 to 4 vectors of 4 rows, at most 12 accumulators (16 registers). */
+BS_BLOCK(bs_d256, double, "avx2,fma", __m256d, 4, __m256i, _mm256_setzero_pd, _mm256_loadu_pd,
+         _mm256_maskload_pd, _mm256_storeu_pd, _mm256_maskstore_pd, _mm256_set1_pd, _mm256_fmadd_pd,
+         _mm256_add_pd)
+BS_ROWS(bs_d256, double, "avx2,fma", 4, __m256i, BS_MASK_PD256, 1, 12)
+BS_ROWS(bs_d256, double, "avx2,fma", 4, __m256i, BS_MASK_PD256, 2, 6)
+BS_ROWS(bs_d256, double, "avx2,fma", 4, __m256i, BS_MASK_PD256, 3, 4)
+BS_ROWS(bs_d256, double, "avx2,fma", 4, __m256i, BS_MASK_PD256, 4, 3)
+/* AVX2 f32: 1 or 2 vectors of 8 rows. */
+BS_BLOCK(bs_s256, float, "avx2,fma", __m256, 8, __m256i, _mm256_setzero_ps, _mm256_loadu_ps,
+         _mm256_maskload_ps, _mm256_storeu_ps, _mm256_maskstore_ps, _mm256_set1_ps, _mm256_fmadd_ps,
+         _mm256_add_ps)
+BS_ROWS(bs_s256, float, "avx2,fma", 8, __m256i, BS_MASK_PS256, 1, 12)
+BS_ROWS(bs_s256, float, "avx2,fma", 8, __m256i, BS_MASK_PS256, 2, 6)
+/* AVX-512 f64 past 8 rows: 2 vectors of 8 rows by up to 8 columns (16 of 32 registers). */
+BS_BLOCK(bs_d512, double, "avx512f", __m512d, 8, __mmask8, _mm512_setzero_pd, _mm512_loadu_pd,
+         BS_MLOAD_PD512, _mm512_storeu_pd, _mm512_mask_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd,
+         _mm512_add_pd)
+BS_ROWS(bs_d512, double, "avx512f", 8, __mmask8, BS_MASK_PD512, 2, 8)
+
+#endif
+
+void tl__gemm_batch_small(int isa, const tl__gemm_batch *g, int64_t begin, int64_t end) {
+  bs_layout lay;
+  if (begin >= end || !bs_layout_make(g, &lay)) return;
+  const int level = tl__small_gemm_isa();
+  if (isa < 0 || isa > level) isa = level;
+#if TL_X86_KERNELS
+  if (g->dtype == TL_F64 && isa == 2 && lay.m > 8) {
+    bs_d512_rows2(g, &lay, begin, end);
+    return;
+  }
+  if (g->dtype == TL_F64 && isa >= 1) {
+    switch ((lay.m + 3) / 4) {
+      case 1:
+        bs_d256_rows1(g, &lay, begin, end);
+        break;
+      case 2:
+        bs_d256_rows2(g, &lay, begin, end);
+        break;
+      case 3:
+        bs_d256_rows3(g, &lay, begin, end);
+        break;
+      default:
+        bs_d256_rows4(g, &lay, begin, end);
+        break;
+    }
+    return;
+  }
+  if (g->dtype == TL_F32 && isa >= 1) {
+    if (lay.m <= 8)
+      bs_s256_rows1(g, &lay, begin, end);
+    else
+      bs_s256_rows2(g, &lay, begin, end);
+    return;
+  }
+#else
+  (void)isa;
+#endif
+  if (g->dtype == TL_F64)
+    bs_plain_f64(g, &lay, begin, end);
+  else
+    bs_plain_f32(g, &lay, begin, end);
+}
