@@ -15,65 +15,31 @@
 
 #include "kernels.h"
 
-/* Accumulators: eight independent partial sums let the compiler keep several vector lanes
- * busy on a contiguous dot; the final sum combines them in a fixed order. */
-#define THIN_LANES 8
-
+/* Strided dots (the contiguous ones are gemm_thin_core.c's): four independent partial sums,
+ * combined in a fixed order. */
 static double dot_f64(int64_t k, const double *x, int64_t sx, const double *y, int64_t sy) {
-  double acc[THIN_LANES] = {0};
+  double acc[4] = {0};
   int64_t i = 0;
-  if (sx == 1 && sy == 1) {
-    for (; i + THIN_LANES <= k; i += THIN_LANES)
-      for (int j = 0; j < THIN_LANES; j++) acc[j] += x[i + j] * y[i + j];
-  } else {
-    for (; i + THIN_LANES <= k; i += THIN_LANES)
-      for (int j = 0; j < THIN_LANES; j++) acc[j] += x[(i + j) * sx] * y[(i + j) * sy];
-  }
-  double s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i + 4 <= k; i += 4)
+    for (int j = 0; j < 4; j++) acc[j] += x[(i + j) * sx] * y[(i + j) * sy];
+  double s = (acc[0] + acc[2]) + (acc[1] + acc[3]);
   for (; i < k; i++) s += x[i * sx] * y[i * sy];
   return s;
 }
 
 static float dot_f32(int64_t k, const float *x, int64_t sx, const float *y, int64_t sy) {
-  float acc[THIN_LANES] = {0};
+  float acc[4] = {0};
   int64_t i = 0;
-  for (; i + THIN_LANES <= k; i += THIN_LANES)
-    for (int j = 0; j < THIN_LANES; j++) acc[j] += x[(i + j) * sx] * y[(i + j) * sy];
-  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i + 4 <= k; i += 4)
+    for (int j = 0; j < 4; j++) acc[j] += x[(i + j) * sx] * y[(i + j) * sy];
+  float s = (acc[0] + acc[2]) + (acc[1] + acc[3]);
   for (; i < k; i++) s += x[i * sx] * y[i * sy];
   return s;
 }
 
 /* Complex dot (no conjugation) of interleaved (re, im) pairs; strides count elements. */
-/* Contiguous complex dot over the 2k doubles: even minus odd products of x and y give the
- * real part, products of x with y's pairs swapped give the imaginary part. */
-static void dot_c128_contiguous(int64_t k, const double *x, const double *y, double *re,
-                                double *im) {
-  double same[THIN_LANES] = {0}, swapped[THIN_LANES] = {0};
-  int64_t n = 2 * k, i = 0;
-  for (; i + THIN_LANES <= n; i += THIN_LANES)
-    for (int j = 0; j < THIN_LANES; j++) {
-      same[j] += x[i + j] * y[i + j];
-      swapped[j] += x[i + j] * y[i + (j ^ 1)];
-    }
-  double sr =
-      ((same[0] + same[4]) + (same[2] + same[6])) - ((same[1] + same[5]) + (same[3] + same[7]));
-  double si = ((swapped[0] + swapped[4]) + (swapped[1] + swapped[5])) +
-              ((swapped[2] + swapped[6]) + (swapped[3] + swapped[7]));
-  for (; i < n; i += 2) {
-    sr += x[i] * y[i] - x[i + 1] * y[i + 1];
-    si += x[i] * y[i + 1] + x[i + 1] * y[i];
-  }
-  *re = sr;
-  *im = si;
-}
-
 static void dot_c128(int64_t k, const double *x, int64_t sx, const double *y, int64_t sy,
                      double *re, double *im) {
-  if (sx == 1 && sy == 1) {
-    dot_c128_contiguous(k, x, y, re, im);
-    return;
-  }
   double rr[4] = {0}, ii[4] = {0}, ri[4] = {0}, ir[4] = {0};
   int64_t i = 0;
   for (; i + 4 <= k; i += 4) {
@@ -156,9 +122,19 @@ static void store_complex(const thin *t, int64_t e, double re, double im) {
 
 static void thin_dots(const thin *t) {
   size_t es = tl_dtype_size(t->dtype);
+  const int contiguous = t->k == 1 || (t->su_k == 1 && t->sv_k == 1);
+  const int isa = tl__gemm_thin_isa();
   for (int64_t e = 0; e < t->count; e++) {
     const char *u = t->u + (size_t)(e * t->su_e) * es;
     double re = 0.0, im = 0.0;
+    if (contiguous) {
+      tl__thin_dot(isa, t->dtype, t->k, u, t->v, &re, &im);
+      if (tl_dtype_is_complex(t->dtype))
+        store_complex(t, e, re, im);
+      else
+        store_real(t, e, re);
+      continue;
+    }
     switch (t->dtype) {
       case TL_F64:
         store_real(t, e, dot_f64(t->k, (const double *)u, t->su_k, (const double *)t->v, t->sv_k));
@@ -178,44 +154,44 @@ static void thin_dots(const thin *t) {
   }
 }
 
-/* Outputs contiguous along the elements of u (su_e == 1, sc == 1): c = beta c, then one
- * axpy pass per k adds (alpha v_k) u_k, so u is read row after row in memory order, as a
- * BLAS gemv does. Each output's sum still runs over k in order. */
+/* Outputs contiguous along the elements of u (su_e == 1, sc == 1): c = beta c, then axpy
+ * passes over k add (alpha v_k) u_k, so u is read row after row in memory order, as a BLAS
+ * gemv does (gemm_thin_core.c, four rows per pass). Each output's sum runs over k in order. */
 static void thin_axpy(const thin *t) {
   int64_t count = t->count;
-  int cplx = tl_dtype_is_complex(t->dtype);
   int beta_zero = t->beta.re == 0.0 && t->beta.im == 0.0;
-  if (t->dtype == TL_F64 || t->dtype == TL_C128) {
-    double *c = (double *)t->c;
-    const double *u = (const double *)t->u, *v = (const double *)t->v;
-    if (!cplx) {
+  switch (t->dtype) {
+    case TL_F64: {
+      double *c = (double *)t->c;
       for (int64_t e = 0; e < count; e++) c[e] = beta_zero ? 0.0 : t->beta.re * c[e];
-      for (int64_t i = 0; i < t->k; i++) {
-        double s = t->alpha.re * v[i * t->sv_k];
-        const double *row = u + i * t->su_k;
-        for (int64_t e = 0; e < count; e++) c[e] += s * row[e];
-      }
-      return;
+      break;
     }
-    for (int64_t e = 0; e < count; e++) {
-      double re = c[2 * e], im = c[2 * e + 1];
-      c[2 * e] = beta_zero ? 0.0 : t->beta.re * re - t->beta.im * im;
-      c[2 * e + 1] = beta_zero ? 0.0 : t->beta.re * im + t->beta.im * re;
+    case TL_F32: {
+      float *c = (float *)t->c;
+      for (int64_t e = 0; e < count; e++) c[e] = beta_zero ? 0.0f : (float)(t->beta.re * c[e]);
+      break;
     }
-    for (int64_t i = 0; i < t->k; i++) {
-      const double *x = v + 2 * i * t->sv_k;
-      double sr = t->alpha.re * x[0] - t->alpha.im * x[1];
-      double si = t->alpha.re * x[1] + t->alpha.im * x[0];
-      const double *row = u + 2 * i * t->su_k;
+    case TL_C128: {
+      double *c = (double *)t->c;
       for (int64_t e = 0; e < count; e++) {
-        double ur = row[2 * e], ui = row[2 * e + 1];
-        c[2 * e] += sr * ur - si * ui;
-        c[2 * e + 1] += sr * ui + si * ur;
+        double re = c[2 * e], im = c[2 * e + 1];
+        c[2 * e] = beta_zero ? 0.0 : t->beta.re * re - t->beta.im * im;
+        c[2 * e + 1] = beta_zero ? 0.0 : t->beta.re * im + t->beta.im * re;
       }
+      break;
     }
-    return;
+    default: {
+      float *c = (float *)t->c;
+      for (int64_t e = 0; e < count; e++) {
+        double re = c[2 * e], im = c[2 * e + 1];
+        c[2 * e] = beta_zero ? 0.0f : (float)(t->beta.re * re - t->beta.im * im);
+        c[2 * e + 1] = beta_zero ? 0.0f : (float)(t->beta.re * im + t->beta.im * re);
+      }
+      break;
+    }
   }
-  thin_dots(t); /* f32 and c64: the dot form */
+  tl__thin_axpy(tl__gemm_thin_isa(), t->dtype, count, t->k, t->alpha, t->u, t->su_k, t->v, t->sv_k,
+                t->c);
 }
 
 int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,

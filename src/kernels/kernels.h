@@ -275,6 +275,17 @@ int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alp
                   int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb, tl_scalar beta,
                   void *c, int64_t rsc, int64_t csc);
 
+/* The thin GEMM's inner loops (gemm_thin_core.c), pure, never failing. isa: TL__ISA_* at
+ * most tl__gemm_thin_isa() (tests run each level). tl__thin_dot: the unconjugated dot of k
+ * contiguous elements of x and y, accumulated in the dtype's precision, into *re (and *im,
+ * 0 for a real dtype). tl__thin_axpy: c[e] += sum over i < k, in order, of
+ * alpha v[i * sv_k] u[i * su_k + e] for e < count, c and each row of u contiguous. */
+int tl__gemm_thin_isa(void);
+void tl__thin_dot(int isa, tl_dtype dtype, int64_t k, const void *x, const void *y, double *re,
+                  double *im);
+void tl__thin_axpy(int isa, tl_dtype dtype, int64_t count, int64_t k, tl_scalar alpha,
+                   const void *u, int64_t su_k, const void *v, int64_t sv_k, void *c);
+
 struct tl_exec;
 tl_status tl__gemm_batch_run(struct tl_exec *exec, int team, const tl__gemm_batch *g);
 /* gemm_batch_runs.c: the consecutive entries of g one chunk takes when the runner spreads

@@ -5,6 +5,7 @@
  * terms that reach it (bi,bi->b, ij,ij->, i,ij->j, ij,j->i) against the same reference. */
 #include <complex.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -84,6 +85,74 @@ static void gemm_thin_kernel_declines_what_is_not_thin(void) {
   TH_CHECK(c[0] == 0.0 && c[3] == 0.0);
 }
 
+/* The cores at every instruction set this CPU has (gemm_thin_core.c): the contiguous dot for
+ * lengths around each vector width and unroll, and the axpy pass over 1..9 rows (whole
+ * four-row sweeps and the rest) of widths around the vector widths, rows padded apart,
+ * against a naive sum; and the axpy of a c cut in two at any point gives the bits of the
+ * uncut call (the thread split's promise). */
+static void gemm_thin_core_matches_naive_at_every_isa(void) {
+  static double x[2 * 200], y[2 * 200], u[2 * 9 * 80], v[2 * 18], c[2 * 80], cut[2 * 80];
+  uint64_t state = 29;
+  for (int i = 0; i < 2 * 200; i++) x[i] = th_num_uniform(&state), y[i] = th_num_uniform(&state);
+  for (int i = 0; i < 2 * 9 * 80; i++) u[i] = th_num_uniform(&state);
+  for (int i = 0; i < 2 * 18; i++) v[i] = th_num_uniform(&state);
+  for (int isa = 0; isa <= tl__gemm_thin_isa(); isa++)
+    for (int di = 0; di < 4; di++) {
+      tl_dtype dt = dtypes[di];
+      int cplx = tl_dtype_is_complex(dt);
+      double tol = th_num_tolerance(dt) * 4;
+      /* the buffers reread in dt: the same bytes as values of that dtype */
+      static char xb[2 * 200 * 8], yb[2 * 200 * 8], ub[2 * 9 * 80 * 8], vb[2 * 18 * 8];
+      for (int i = 0; i < 200; i++) {
+        th_num_store_parts(dt, xb, i, x[2 * i], x[2 * i + 1]);
+        th_num_store_parts(dt, yb, i, y[2 * i], y[2 * i + 1]);
+      }
+      for (int i = 0; i < 9 * 80; i++) th_num_store_parts(dt, ub, i, u[2 * i], u[2 * i + 1]);
+      for (int i = 0; i < 18; i++) th_num_store_parts(dt, vb, i, v[2 * i], v[2 * i + 1]);
+      for (int64_t k = 0; k <= 200; k += (k < 70 ? 1 : 43)) {
+        double re = NAN, im = NAN;
+        tl__thin_dot(isa, dt, k, xb, yb, &re, &im);
+        double complex want = 0;
+        double scale = 1;
+        for (int64_t i = 0; i < k; i++) {
+          want += th_num_load(dt, xb, i) * th_num_load(dt, yb, i);
+          scale += cabs(th_num_load(dt, xb, i) * th_num_load(dt, yb, i));
+        }
+        int ok = th_num_close_enough(re + I * im, want, tol, scale);
+        if (!ok) fprintf(stderr, "dot isa %d %s k %lld\n", isa, tl_dtype_name(dt), (long long)k);
+        TH_CHECK(ok);
+      }
+      static const int64_t counts[] = {1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33, 64, 70};
+      tl_scalar alpha = cplx ? (tl_scalar){0.75, -0.5} : tl_scalar_real(0.75);
+      for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+        for (int64_t k = 1; k <= 9; k++) {
+          int64_t count = counts[ci], su_k = count + 5;
+          size_t bytes = (size_t)count * tl_dtype_size(dt);
+          for (int64_t e = 0; e < count; e++) th_num_store_parts(dt, c, e, 0.25 * (double)e, -0.5);
+          memcpy(cut, c, bytes);
+          tl__thin_axpy(isa, dt, count, k, alpha, ub, su_k, vb, 2, c);
+          for (int64_t e = 0; e < count; e++) {
+            double complex sum = 0.25 * (double)e - (cplx ? 0.5 * I : 0);
+            double complex al = alpha.re + I * alpha.im;
+            for (int64_t i = 0; i < k; i++)
+              sum += al * th_num_load(dt, vb, 2 * i) * th_num_load(dt, ub, i * su_k + e);
+            int ok = th_num_close_enough(th_num_load(dt, c, e), sum, tol, 4);
+            if (!ok)
+              fprintf(stderr, "axpy isa %d %s count %lld k %lld e %lld\n", isa, tl_dtype_name(dt),
+                      (long long)count, (long long)k, (long long)e);
+            TH_CHECK(ok);
+          }
+          int64_t at = count / 3 + 1; /* cut c (and u's rows) at `at` */
+          size_t es = tl_dtype_size(dt);
+          tl__thin_axpy(isa, dt, at, k, alpha, ub, su_k, vb, 2, cut);
+          if (at < count)
+            tl__thin_axpy(isa, dt, count - at, k, alpha, ub + (size_t)at * es, su_k, vb, 2,
+                          (char *)cut + (size_t)at * es);
+          TH_CHECK(memcmp(cut, c, bytes) == 0);
+        }
+    }
+}
+
 /* ops[0] and ops[1] with labels, out with out_labels: the naive einsum value at out index. */
 static double complex naive(const tl_tensor *x, const char *xl, const tl_tensor *y, const char *yl,
                             const char *ol, const int64_t *out_idx, const int64_t *extent) {
@@ -161,4 +230,5 @@ static void gemm_thin_einsum_terms_match_naive(void) {
 
 TH_TEST_MAIN(TH_CASE(gemm_thin_kernel_matches_naive),
              TH_CASE(gemm_thin_kernel_declines_what_is_not_thin),
+             TH_CASE(gemm_thin_core_matches_naive_at_every_isa),
              TH_CASE(gemm_thin_einsum_terms_match_naive))

@@ -1,0 +1,544 @@
+/* src/kernels/gemm_thin_core.c: the inner loops of the thin GEMM (gemm_thin.c) at each
+ * instruction set: the contiguous dot product of every floating dtype, and the axpy pass
+ * that adds s_i u_i to a contiguous c for each row u_i of a matrix (the form a vector-matrix
+ * product takes when c runs along u's rows, as numpy's C-ordered i,ij->j does).
+ *
+ * Memory-bound loops: the axpy pass takes four rows per sweep over c, so c is loaded and
+ * stored once per four rows instead of once per row (a 4096-wide c of doubles is all of L1),
+ * and the AVX2 and AVX-512 paths read whole vectors with masked tails.
+ *
+ * Invariant: the arithmetic of one output depends only on the shape and the instruction
+ * set, never on where a block of c starts: the axpy pass adds the rows in order, one fused
+ * multiply-add per row and element (masked tails do the same operations), and a dot's
+ * partial sums combine in a fixed order. So a GEMM split over a team by blocks of c gives
+ * the bits of the unsplit call. Pure core: never fails, allocates nothing. */
+#include "kernels.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+#endif
+
+/* ---- portable C ---------------------------------------------------------------------- */
+
+#define THIN_LANES 8
+
+static double dot_f64_c(int64_t k, const double *x, const double *y) {
+  double acc[THIN_LANES] = {0};
+  int64_t i = 0;
+  for (; i + THIN_LANES <= k; i += THIN_LANES)
+    for (int j = 0; j < THIN_LANES; j++) acc[j] += x[i + j] * y[i + j];
+  double s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < k; i++) s += x[i] * y[i];
+  return s;
+}
+
+static float dot_f32_c(int64_t k, const float *x, const float *y) {
+  float acc[THIN_LANES] = {0};
+  int64_t i = 0;
+  for (; i + THIN_LANES <= k; i += THIN_LANES)
+    for (int j = 0; j < THIN_LANES; j++) acc[j] += x[i + j] * y[i + j];
+  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < k; i++) s += x[i] * y[i];
+  return s;
+}
+
+/* Complex dot (no conjugation) over interleaved pairs: products of x with y give the real
+ * part (even minus odd), products of x with y's pairs swapped give the imaginary part. */
+static void dot_c128_c(int64_t k, const double *x, const double *y, double *re, double *im) {
+  double same[THIN_LANES] = {0}, swapped[THIN_LANES] = {0};
+  int64_t n = 2 * k, i = 0;
+  for (; i + THIN_LANES <= n; i += THIN_LANES)
+    for (int j = 0; j < THIN_LANES; j++) {
+      same[j] += x[i + j] * y[i + j];
+      swapped[j] += x[i + j] * y[i + (j ^ 1)];
+    }
+  double sr =
+      ((same[0] + same[4]) + (same[2] + same[6])) - ((same[1] + same[5]) + (same[3] + same[7]));
+  double si = ((swapped[0] + swapped[4]) + (swapped[1] + swapped[5])) +
+              ((swapped[2] + swapped[6]) + (swapped[3] + swapped[7]));
+  for (; i < n; i += 2) {
+    sr += x[i] * y[i] - x[i + 1] * y[i + 1];
+    si += x[i] * y[i + 1] + x[i + 1] * y[i];
+  }
+  *re = sr;
+  *im = si;
+}
+
+static void dot_c64_c(int64_t k, const float *x, const float *y, double *re, double *im) {
+  float same[THIN_LANES] = {0}, swapped[THIN_LANES] = {0};
+  int64_t n = 2 * k, i = 0;
+  for (; i + THIN_LANES <= n; i += THIN_LANES)
+    for (int j = 0; j < THIN_LANES; j++) {
+      same[j] += x[i + j] * y[i + j];
+      swapped[j] += x[i + j] * y[i + (j ^ 1)];
+    }
+  float sr =
+      ((same[0] + same[4]) + (same[2] + same[6])) - ((same[1] + same[5]) + (same[3] + same[7]));
+  float si = ((swapped[0] + swapped[4]) + (swapped[1] + swapped[5])) +
+             ((swapped[2] + swapped[6]) + (swapped[3] + swapped[7]));
+  for (; i < n; i += 2) {
+    sr += x[i] * y[i] - x[i + 1] * y[i + 1];
+    si += x[i] * y[i + 1] + x[i + 1] * y[i];
+  }
+  *re = sr;
+  *im = si;
+}
+
+/* c[e] += s u[e] over n reals (a complex vector of count elements is n = 2 count reals
+ * with s complex: c += sr u + si i u). */
+static void axpy_f64_c(int64_t n, double s, const double *u, double *c) {
+  for (int64_t e = 0; e < n; e++) c[e] += s * u[e];
+}
+static void axpy_f32_c(int64_t n, float s, const float *u, float *c) {
+  for (int64_t e = 0; e < n; e++) c[e] += s * u[e];
+}
+static void axpy_c128_c(int64_t n, double sr, double si, const double *u, double *c) {
+  for (int64_t e = 0; e < n; e += 2) {
+    c[e] = c[e] + sr * u[e] - si * u[e + 1];
+    c[e + 1] = c[e + 1] + sr * u[e + 1] + si * u[e];
+  }
+}
+static void axpy_c64_c(int64_t n, float sr, float si, const float *u, float *c) {
+  for (int64_t e = 0; e < n; e += 2) {
+    c[e] = c[e] + sr * u[e] - si * u[e + 1];
+    c[e + 1] = c[e + 1] + sr * u[e + 1] + si * u[e];
+  }
+}
+
+#if TL_X86_KERNELS
+/* ---- AVX-512F ------------------------------------------------------------------------ */
+#define TL_AVX512 __attribute__((target("avx512f")))
+#define TL_AVX2 __attribute__((target("avx2,fma")))
+
+static inline TL_AVX512 __mmask8 mask8(int64_t left) {
+  return (__mmask8)(left >= 8 ? 0xff : (1u << left) - 1u);
+}
+static inline TL_AVX512 __mmask16 mask16(int64_t left) {
+  return (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1u);
+}
+
+/* Sums of x[i] y[i] over n reals into *same and, for complex data (cplx), of x[i] y[i ^ 1]
+ * (y's pairs swapped) into *swapped, in one pass: two vector accumulators each, a masked
+ * tail, combined in a fixed order. */
+static inline TL_AVX512 void dot_pd_512(int64_t n, const double *x, const double *y, int cplx,
+                                        __m512d *same, __m512d *swapped) {
+  __m512d a0 = _mm512_setzero_pd(), a1 = a0, b0 = a0, b1 = a0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512d x0 = _mm512_loadu_pd(x + i), x1 = _mm512_loadu_pd(x + i + 8);
+    __m512d y0 = _mm512_loadu_pd(y + i), y1 = _mm512_loadu_pd(y + i + 8);
+    a0 = _mm512_fmadd_pd(x0, y0, a0);
+    a1 = _mm512_fmadd_pd(x1, y1, a1);
+    if (cplx) {
+      b0 = _mm512_fmadd_pd(x0, _mm512_permute_pd(y0, 0x55), b0);
+      b1 = _mm512_fmadd_pd(x1, _mm512_permute_pd(y1, 0x55), b1);
+    }
+  }
+  for (; i < n; i += 8) {
+    __mmask8 m = mask8(n - i);
+    __m512d x0 = _mm512_maskz_loadu_pd(m, x + i), y0 = _mm512_maskz_loadu_pd(m, y + i);
+    a0 = _mm512_fmadd_pd(x0, y0, a0);
+    if (cplx) b0 = _mm512_fmadd_pd(x0, _mm512_permute_pd(y0, 0x55), b0);
+  }
+  *same = _mm512_add_pd(a0, a1);
+  *swapped = _mm512_add_pd(b0, b1);
+}
+
+static inline TL_AVX512 void dot_ps_512(int64_t n, const float *x, const float *y, int cplx,
+                                        __m512 *same, __m512 *swapped) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+    __m512 y0 = _mm512_loadu_ps(y + i), y1 = _mm512_loadu_ps(y + i + 16);
+    a0 = _mm512_fmadd_ps(x0, y0, a0);
+    a1 = _mm512_fmadd_ps(x1, y1, a1);
+    if (cplx) {
+      b0 = _mm512_fmadd_ps(x0, _mm512_permute_ps(y0, 0xB1), b0);
+      b1 = _mm512_fmadd_ps(x1, _mm512_permute_ps(y1, 0xB1), b1);
+    }
+  }
+  for (; i < n; i += 16) {
+    __mmask16 m = mask16(n - i);
+    __m512 x0 = _mm512_maskz_loadu_ps(m, x + i), y0 = _mm512_maskz_loadu_ps(m, y + i);
+    a0 = _mm512_fmadd_ps(x0, y0, a0);
+    if (cplx) b0 = _mm512_fmadd_ps(x0, _mm512_permute_ps(y0, 0xB1), b0);
+  }
+  *same = _mm512_add_ps(a0, a1);
+  *swapped = _mm512_add_ps(b0, b1);
+}
+
+/* Lanes summed in a fixed order (pairs, then pairs of pairs); for complex sums the even
+ * (real) lanes less the odd ones. */
+static inline TL_AVX512 double hsum_pd_512(__m512d v) {
+  double l[8];
+  _mm512_storeu_pd(l, v);
+  return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+static inline TL_AVX512 double hsum_even_minus_odd_pd_512(__m512d v) {
+  double l[8];
+  _mm512_storeu_pd(l, v);
+  return ((l[0] + l[4]) + (l[2] + l[6])) - ((l[1] + l[5]) + (l[3] + l[7]));
+}
+static inline TL_AVX512 float hsum_ps_512(__m512 v, int even_minus_odd) {
+  float l[16], even = 0.0f, odd = 0.0f;
+  _mm512_storeu_ps(l, v);
+  for (int j = 0; j < 16; j += 2) even += l[j], odd += l[j + 1];
+  return even_minus_odd ? even - odd : even + odd;
+}
+
+/* c[0..n) += sum over `rows` rows r of s[r] u_r, rows at u + r * su apart, in row order;
+ * cplx: n counts reals of interleaved pairs, s[2r], s[2r+1] the row's complex scale. */
+static TL_AVX512 void axpy_rows_pd_512(int64_t n, int rows, const double *s, const double *u,
+                                       int64_t su, double *c, int cplx) {
+  __m512d sr[4], si[4];
+  for (int r = 0; r < rows; r++) {
+    sr[r] = _mm512_set1_pd(cplx ? s[2 * r] : s[r]);
+    /* (re, im) lanes: c_re -= si u_im, c_im += si u_re */
+    si[r] = cplx ? _mm512_set_pd(s[2 * r + 1], -s[2 * r + 1], s[2 * r + 1], -s[2 * r + 1],
+                                 s[2 * r + 1], -s[2 * r + 1], s[2 * r + 1], -s[2 * r + 1])
+                 : _mm512_setzero_pd();
+  }
+  int64_t e = 0;
+  if (rows == 4 && !cplx) { /* the bulk of a real product: whole vectors, two per step */
+    const double *u0 = u, *u1 = u + su, *u2 = u + 2 * su, *u3 = u + 3 * su;
+    for (; e + 16 <= n; e += 16) {
+      __m512d a = _mm512_loadu_pd(c + e), b = _mm512_loadu_pd(c + e + 8);
+      a = _mm512_fmadd_pd(sr[0], _mm512_loadu_pd(u0 + e), a);
+      b = _mm512_fmadd_pd(sr[0], _mm512_loadu_pd(u0 + e + 8), b);
+      a = _mm512_fmadd_pd(sr[1], _mm512_loadu_pd(u1 + e), a);
+      b = _mm512_fmadd_pd(sr[1], _mm512_loadu_pd(u1 + e + 8), b);
+      a = _mm512_fmadd_pd(sr[2], _mm512_loadu_pd(u2 + e), a);
+      b = _mm512_fmadd_pd(sr[2], _mm512_loadu_pd(u2 + e + 8), b);
+      a = _mm512_fmadd_pd(sr[3], _mm512_loadu_pd(u3 + e), a);
+      b = _mm512_fmadd_pd(sr[3], _mm512_loadu_pd(u3 + e + 8), b);
+      _mm512_storeu_pd(c + e, a);
+      _mm512_storeu_pd(c + e + 8, b);
+    }
+  } else if (rows == 4) { /* complex: one vector per step, whole vectors */
+    const double *u0 = u, *u1 = u + su, *u2 = u + 2 * su, *u3 = u + 3 * su;
+    for (; e + 8 <= n; e += 8) {
+      __m512d a = _mm512_loadu_pd(c + e);
+      __m512d v0 = _mm512_loadu_pd(u0 + e), v1 = _mm512_loadu_pd(u1 + e);
+      __m512d v2 = _mm512_loadu_pd(u2 + e), v3 = _mm512_loadu_pd(u3 + e);
+      a = _mm512_fmadd_pd(si[0], _mm512_permute_pd(v0, 0x55), _mm512_fmadd_pd(sr[0], v0, a));
+      a = _mm512_fmadd_pd(si[1], _mm512_permute_pd(v1, 0x55), _mm512_fmadd_pd(sr[1], v1, a));
+      a = _mm512_fmadd_pd(si[2], _mm512_permute_pd(v2, 0x55), _mm512_fmadd_pd(sr[2], v2, a));
+      a = _mm512_fmadd_pd(si[3], _mm512_permute_pd(v3, 0x55), _mm512_fmadd_pd(sr[3], v3, a));
+      _mm512_storeu_pd(c + e, a);
+    }
+  }
+  for (; e < n; e += 8) {
+    __mmask8 m = mask8(n - e);
+    __m512d acc = _mm512_maskz_loadu_pd(m, c + e);
+    for (int r = 0; r < rows; r++) {
+      __m512d uv = _mm512_maskz_loadu_pd(m, u + r * su + e);
+      acc = _mm512_fmadd_pd(sr[r], uv, acc);
+      if (cplx) acc = _mm512_fmadd_pd(si[r], _mm512_permute_pd(uv, 0x55), acc);
+    }
+    _mm512_mask_storeu_pd(c + e, m, acc);
+  }
+}
+
+static TL_AVX512 void axpy_rows_ps_512(int64_t n, int rows, const float *s, const float *u,
+                                       int64_t su, float *c, int cplx) {
+  __m512 sr[4], si[4];
+  for (int r = 0; r < rows; r++) {
+    sr[r] = _mm512_set1_ps(cplx ? s[2 * r] : s[r]);
+    float im = cplx ? s[2 * r + 1] : 0.0f;
+    si[r] = _mm512_set_ps(im, -im, im, -im, im, -im, im, -im, im, -im, im, -im, im, -im, im, -im);
+  }
+  int64_t e = 0;
+  if (rows == 4) { /* the bulk: whole vectors */
+    const float *u0 = u, *u1 = u + su, *u2 = u + 2 * su, *u3 = u + 3 * su;
+    for (; e + 16 <= n; e += 16) {
+      __m512 a = _mm512_loadu_ps(c + e);
+      __m512 v0 = _mm512_loadu_ps(u0 + e), v1 = _mm512_loadu_ps(u1 + e);
+      __m512 v2 = _mm512_loadu_ps(u2 + e), v3 = _mm512_loadu_ps(u3 + e);
+      a = _mm512_fmadd_ps(sr[0], v0, a);
+      if (cplx) a = _mm512_fmadd_ps(si[0], _mm512_permute_ps(v0, 0xB1), a);
+      a = _mm512_fmadd_ps(sr[1], v1, a);
+      if (cplx) a = _mm512_fmadd_ps(si[1], _mm512_permute_ps(v1, 0xB1), a);
+      a = _mm512_fmadd_ps(sr[2], v2, a);
+      if (cplx) a = _mm512_fmadd_ps(si[2], _mm512_permute_ps(v2, 0xB1), a);
+      a = _mm512_fmadd_ps(sr[3], v3, a);
+      if (cplx) a = _mm512_fmadd_ps(si[3], _mm512_permute_ps(v3, 0xB1), a);
+      _mm512_storeu_ps(c + e, a);
+    }
+  }
+  for (; e < n; e += 16) {
+    __mmask16 m = mask16(n - e);
+    __m512 acc = _mm512_maskz_loadu_ps(m, c + e);
+    for (int r = 0; r < rows; r++) {
+      __m512 uv = _mm512_maskz_loadu_ps(m, u + r * su + e);
+      acc = _mm512_fmadd_ps(sr[r], uv, acc);
+      if (cplx) acc = _mm512_fmadd_ps(si[r], _mm512_permute_ps(uv, 0xB1), acc);
+    }
+    _mm512_mask_storeu_ps(c + e, m, acc);
+  }
+}
+
+/* ---- AVX2 + FMA ---------------------------------------------------------------------- */
+
+static inline TL_AVX2 __m256i mask4(int64_t left) {
+  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(left), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+static inline TL_AVX2 __m256i mask8x32(int64_t left) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 8 ? 8 : left)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static inline TL_AVX2 void dot_pd_256(int64_t n, const double *x, const double *y, int cplx,
+                                      __m256d *same, __m256d *swapped) {
+  __m256d a0 = _mm256_setzero_pd(), a1 = a0, b0 = a0, b1 = a0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256d x0 = _mm256_loadu_pd(x + i), x1 = _mm256_loadu_pd(x + i + 4);
+    __m256d y0 = _mm256_loadu_pd(y + i), y1 = _mm256_loadu_pd(y + i + 4);
+    a0 = _mm256_fmadd_pd(x0, y0, a0);
+    a1 = _mm256_fmadd_pd(x1, y1, a1);
+    if (cplx) {
+      b0 = _mm256_fmadd_pd(x0, _mm256_permute_pd(y0, 0x5), b0);
+      b1 = _mm256_fmadd_pd(x1, _mm256_permute_pd(y1, 0x5), b1);
+    }
+  }
+  for (; i < n; i += 4) {
+    __m256i m = mask4(n - i);
+    __m256d x0 = _mm256_maskload_pd(x + i, m), y0 = _mm256_maskload_pd(y + i, m);
+    a0 = _mm256_fmadd_pd(x0, y0, a0);
+    if (cplx) b0 = _mm256_fmadd_pd(x0, _mm256_permute_pd(y0, 0x5), b0);
+  }
+  *same = _mm256_add_pd(a0, a1);
+  *swapped = _mm256_add_pd(b0, b1);
+}
+
+static inline TL_AVX2 void dot_ps_256(int64_t n, const float *x, const float *y, int cplx,
+                                      __m256 *same, __m256 *swapped) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+    __m256 y0 = _mm256_loadu_ps(y + i), y1 = _mm256_loadu_ps(y + i + 8);
+    a0 = _mm256_fmadd_ps(x0, y0, a0);
+    a1 = _mm256_fmadd_ps(x1, y1, a1);
+    if (cplx) {
+      b0 = _mm256_fmadd_ps(x0, _mm256_permute_ps(y0, 0xB1), b0);
+      b1 = _mm256_fmadd_ps(x1, _mm256_permute_ps(y1, 0xB1), b1);
+    }
+  }
+  for (; i < n; i += 8) {
+    __m256i m = mask8x32(n - i);
+    __m256 x0 = _mm256_maskload_ps(x + i, m), y0 = _mm256_maskload_ps(y + i, m);
+    a0 = _mm256_fmadd_ps(x0, y0, a0);
+    if (cplx) b0 = _mm256_fmadd_ps(x0, _mm256_permute_ps(y0, 0xB1), b0);
+  }
+  *same = _mm256_add_ps(a0, a1);
+  *swapped = _mm256_add_ps(b0, b1);
+}
+
+static inline TL_AVX2 double hsum_pd_256(__m256d v, int even_minus_odd) {
+  double l[4];
+  _mm256_storeu_pd(l, v);
+  return even_minus_odd ? (l[0] + l[2]) - (l[1] + l[3]) : (l[0] + l[2]) + (l[1] + l[3]);
+}
+static inline TL_AVX2 float hsum_ps_256(__m256 v, int even_minus_odd) {
+  float l[8];
+  _mm256_storeu_ps(l, v);
+  float even = (l[0] + l[4]) + (l[2] + l[6]), odd = (l[1] + l[5]) + (l[3] + l[7]);
+  return even_minus_odd ? even - odd : even + odd;
+}
+
+static TL_AVX2 void axpy_rows_pd_256(int64_t n, int rows, const double *s, const double *u,
+                                     int64_t su, double *c, int cplx) {
+  __m256d sr[4], si[4];
+  for (int r = 0; r < rows; r++) {
+    sr[r] = _mm256_set1_pd(cplx ? s[2 * r] : s[r]);
+    double im = cplx ? s[2 * r + 1] : 0.0;
+    si[r] = _mm256_set_pd(im, -im, im, -im);
+  }
+  int64_t e = 0;
+  if (rows == 4) { /* the bulk: whole vectors */
+    const double *u0 = u, *u1 = u + su, *u2 = u + 2 * su, *u3 = u + 3 * su;
+    for (; e + 4 <= n; e += 4) {
+      __m256d a = _mm256_loadu_pd(c + e);
+      __m256d v0 = _mm256_loadu_pd(u0 + e), v1 = _mm256_loadu_pd(u1 + e);
+      __m256d v2 = _mm256_loadu_pd(u2 + e), v3 = _mm256_loadu_pd(u3 + e);
+      a = _mm256_fmadd_pd(sr[0], v0, a);
+      if (cplx) a = _mm256_fmadd_pd(si[0], _mm256_permute_pd(v0, 0x5), a);
+      a = _mm256_fmadd_pd(sr[1], v1, a);
+      if (cplx) a = _mm256_fmadd_pd(si[1], _mm256_permute_pd(v1, 0x5), a);
+      a = _mm256_fmadd_pd(sr[2], v2, a);
+      if (cplx) a = _mm256_fmadd_pd(si[2], _mm256_permute_pd(v2, 0x5), a);
+      a = _mm256_fmadd_pd(sr[3], v3, a);
+      if (cplx) a = _mm256_fmadd_pd(si[3], _mm256_permute_pd(v3, 0x5), a);
+      _mm256_storeu_pd(c + e, a);
+    }
+  }
+  for (; e < n; e += 4) {
+    __m256i m = mask4(n - e);
+    __m256d acc = _mm256_maskload_pd(c + e, m);
+    for (int r = 0; r < rows; r++) {
+      __m256d uv = _mm256_maskload_pd(u + r * su + e, m);
+      acc = _mm256_fmadd_pd(sr[r], uv, acc);
+      if (cplx) acc = _mm256_fmadd_pd(si[r], _mm256_permute_pd(uv, 0x5), acc);
+    }
+    _mm256_maskstore_pd(c + e, m, acc);
+  }
+}
+
+static TL_AVX2 void axpy_rows_ps_256(int64_t n, int rows, const float *s, const float *u,
+                                     int64_t su, float *c, int cplx) {
+  __m256 sr[4], si[4];
+  for (int r = 0; r < rows; r++) {
+    sr[r] = _mm256_set1_ps(cplx ? s[2 * r] : s[r]);
+    float im = cplx ? s[2 * r + 1] : 0.0f;
+    si[r] = _mm256_set_ps(im, -im, im, -im, im, -im, im, -im);
+  }
+  int64_t e = 0;
+  if (rows == 4) { /* the bulk: whole vectors */
+    const float *u0 = u, *u1 = u + su, *u2 = u + 2 * su, *u3 = u + 3 * su;
+    for (; e + 8 <= n; e += 8) {
+      __m256 a = _mm256_loadu_ps(c + e);
+      __m256 v0 = _mm256_loadu_ps(u0 + e), v1 = _mm256_loadu_ps(u1 + e);
+      __m256 v2 = _mm256_loadu_ps(u2 + e), v3 = _mm256_loadu_ps(u3 + e);
+      a = _mm256_fmadd_ps(sr[0], v0, a);
+      if (cplx) a = _mm256_fmadd_ps(si[0], _mm256_permute_ps(v0, 0xB1), a);
+      a = _mm256_fmadd_ps(sr[1], v1, a);
+      if (cplx) a = _mm256_fmadd_ps(si[1], _mm256_permute_ps(v1, 0xB1), a);
+      a = _mm256_fmadd_ps(sr[2], v2, a);
+      if (cplx) a = _mm256_fmadd_ps(si[2], _mm256_permute_ps(v2, 0xB1), a);
+      a = _mm256_fmadd_ps(sr[3], v3, a);
+      if (cplx) a = _mm256_fmadd_ps(si[3], _mm256_permute_ps(v3, 0xB1), a);
+      _mm256_storeu_ps(c + e, a);
+    }
+  }
+  for (; e < n; e += 8) {
+    __m256i m = mask8x32(n - e);
+    __m256 acc = _mm256_maskload_ps(c + e, m);
+    for (int r = 0; r < rows; r++) {
+      __m256 uv = _mm256_maskload_ps(u + r * su + e, m);
+      acc = _mm256_fmadd_ps(sr[r], uv, acc);
+      if (cplx) acc = _mm256_fmadd_ps(si[r], _mm256_permute_ps(uv, 0xB1), acc);
+    }
+    _mm256_maskstore_ps(c + e, m, acc);
+  }
+}
+
+static TL_AVX512 void thin_dot_512(tl_dtype dtype, int64_t k, const void *x, const void *y,
+                                   double *re, double *im) {
+  int cplx = tl_dtype_is_complex(dtype);
+  int64_t n = cplx ? 2 * k : k;
+  if (dtype == TL_F64 || dtype == TL_C128) {
+    __m512d same, swapped;
+    dot_pd_512(n, x, y, cplx, &same, &swapped);
+    *re = cplx ? hsum_even_minus_odd_pd_512(same) : hsum_pd_512(same);
+    if (cplx) *im = hsum_pd_512(swapped);
+    return;
+  }
+  __m512 same, swapped;
+  dot_ps_512(n, x, y, cplx, &same, &swapped);
+  *re = hsum_ps_512(same, cplx);
+  if (cplx) *im = hsum_ps_512(swapped, 0);
+}
+
+static TL_AVX2 void thin_dot_256(tl_dtype dtype, int64_t k, const void *x, const void *y,
+                                 double *re, double *im) {
+  int cplx = tl_dtype_is_complex(dtype);
+  int64_t n = cplx ? 2 * k : k;
+  if (dtype == TL_F64 || dtype == TL_C128) {
+    __m256d same, swapped;
+    dot_pd_256(n, x, y, cplx, &same, &swapped);
+    *re = hsum_pd_256(same, cplx);
+    if (cplx) *im = hsum_pd_256(swapped, 0);
+    return;
+  }
+  __m256 same, swapped;
+  dot_ps_256(n, x, y, cplx, &same, &swapped);
+  *re = hsum_ps_256(same, cplx);
+  if (cplx) *im = hsum_ps_256(swapped, 0);
+}
+#endif /* TL_X86_KERNELS */
+
+/* ---- dispatch ------------------------------------------------------------------------ */
+
+int tl__gemm_thin_isa(void) { return TL_X86_KERNELS ? tl__isa_level() : TL__ISA_PORTABLE; }
+
+void tl__thin_dot(int isa, tl_dtype dtype, int64_t k, const void *x, const void *y, double *re,
+                  double *im) {
+  *im = 0.0;
+#if TL_X86_KERNELS
+  if (isa >= TL__ISA_AVX512) {
+    thin_dot_512(dtype, k, x, y, re, im);
+    return;
+  }
+  if (isa >= TL__ISA_AVX2) {
+    thin_dot_256(dtype, k, x, y, re, im);
+    return;
+  }
+#else
+  (void)isa;
+#endif
+  switch (dtype) {
+    case TL_F64:
+      *re = dot_f64_c(k, x, y);
+      return;
+    case TL_F32:
+      *re = dot_f32_c(k, x, y);
+      return;
+    case TL_C128:
+      dot_c128_c(k, x, y, re, im);
+      return;
+    default:
+      dot_c64_c(k, x, y, re, im);
+      return;
+  }
+}
+
+/* Up to four rows at a time: their scales (alpha v_i, complex as pairs) in the dtype. */
+void tl__thin_axpy(int isa, tl_dtype dtype, int64_t count, int64_t k, tl_scalar alpha,
+                   const void *u, int64_t su_k, const void *v, int64_t sv_k, void *c) {
+  const int cplx = tl_dtype_is_complex(dtype);
+  const int single = dtype == TL_F32 || dtype == TL_C64;
+  const int64_t n = cplx ? 2 * count : count, per = cplx ? 2 : 1;
+  for (int64_t i = 0; i < k; i += 4) {
+    int rows = k - i < 4 ? (int)(k - i) : 4;
+    double sd[8];
+    float sf[8];
+    for (int r = 0; r < rows; r++) {
+      int64_t at = (i + r) * sv_k * per;
+      double xr = single ? (double)((const float *)v)[at] : ((const double *)v)[at];
+      double xi = !cplx    ? 0.0
+                  : single ? (double)((const float *)v)[at + 1]
+                           : ((const double *)v)[at + 1];
+      double re = alpha.re * xr - alpha.im * xi, im = alpha.re * xi + alpha.im * xr;
+      sd[per * r] = re;
+      sf[per * r] = (float)re;
+      if (cplx) sd[2 * r + 1] = im, sf[2 * r + 1] = (float)im;
+    }
+    const int64_t row_step = su_k * per; /* reals between rows */
+#if TL_X86_KERNELS
+    if (isa >= TL__ISA_AVX512) {
+      if (single)
+        axpy_rows_ps_512(n, rows, sf, (const float *)u + i * row_step, row_step, c, cplx);
+      else
+        axpy_rows_pd_512(n, rows, sd, (const double *)u + i * row_step, row_step, c, cplx);
+      continue;
+    }
+    if (isa >= TL__ISA_AVX2) {
+      if (single)
+        axpy_rows_ps_256(n, rows, sf, (const float *)u + i * row_step, row_step, c, cplx);
+      else
+        axpy_rows_pd_256(n, rows, sd, (const double *)u + i * row_step, row_step, c, cplx);
+      continue;
+    }
+#else
+    (void)isa;
+#endif
+    for (int r = 0; r < rows; r++) {
+      int64_t at = (i + r) * row_step;
+      if (dtype == TL_F64) axpy_f64_c(n, sd[r], (const double *)u + at, c);
+      if (dtype == TL_F32) axpy_f32_c(n, sf[r], (const float *)u + at, c);
+      if (dtype == TL_C128) axpy_c128_c(n, sd[2 * r], sd[2 * r + 1], (const double *)u + at, c);
+      if (dtype == TL_C64) axpy_c64_c(n, sf[2 * r], sf[2 * r + 1], (const float *)u + at, c);
+    }
+  }
+}
