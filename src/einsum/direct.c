@@ -88,10 +88,19 @@ tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const 
   tl_tensor av, bv;
   view_in_out_axes(a, a_labels, out, out_labels, &av);
   view_in_out_axes(b, b_labels, out, out_labels, &bv);
-  int in_axis = densest_axis(&av), out_axis = densest_axis(out);
-  if (in_axis >= 0 && out_axis >= 0 && in_axis != out_axis &&
-      tl_tensor_numel(out) >= TL__EINSUM_PRODUCT_TILE_MIN) {
-    /* Scratch in a's order: its axes by a's strides, column-major. */
+  /* The input that would be read across its dense axis, if any: a when it varies along the
+   * output's dense axis but is densest along another; else b on the same terms when a is
+   * constant along it (an outer product i,j->ij reads b along the output's rows and a not at
+   * all there: it runs direct, as a two-pass copy would triple its traffic). */
+  int out_axis = densest_axis(out);
+  const tl_tensor *lead = NULL;
+  if (out_axis >= 0 && av.strides[out_axis] != 0) {
+    if (densest_axis(&av) != out_axis) lead = &av;
+  } else if (out_axis >= 0 && bv.strides[out_axis] != 0 && densest_axis(&bv) != out_axis) {
+    lead = &bv;
+  }
+  if (lead != NULL && tl_tensor_numel(out) >= TL__EINSUM_PRODUCT_TILE_MIN) {
+    /* Scratch in lead's order: its axes by lead's strides, column-major. */
     tl_tensor tmp = *out;
     tmp.owned = NULL;
     tmp.offset = 0;
@@ -99,9 +108,9 @@ tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const 
     for (int k = 0; k < out->rank; k++) order[k] = k;
     for (int i = 1; i < out->rank; i++) {
       for (int j = i; j > 0; j--) {
-        int64_t sj = av.strides[order[j]] == 0 ? INT64_MAX : tl__abs64(av.strides[order[j]]);
+        int64_t sj = lead->strides[order[j]] == 0 ? INT64_MAX : tl__abs64(lead->strides[order[j]]);
         int64_t sp =
-            av.strides[order[j - 1]] == 0 ? INT64_MAX : tl__abs64(av.strides[order[j - 1]]);
+            lead->strides[order[j - 1]] == 0 ? INT64_MAX : tl__abs64(lead->strides[order[j - 1]]);
         if (sj >= sp) break;
         int swap = order[j];
         order[j] = order[j - 1];

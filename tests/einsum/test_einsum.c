@@ -320,6 +320,15 @@ static const spec_case spec_table[] = {
     {"ij,ij->ji", "300x250,300x250"}, /* product in the inputs' order, then the tiled copy */
     {"ij,ji->ij", "300x250,250x300"},
     {"i,j->ij", "70,66"},
+    {"i,j->ij", "300,250"}, /* outer products: direct, each input read along its axis */
+    {"j,i->ij", "250,300"},
+    {"i,ji->ij", "300,250x300"},
+    {"j,ji->ij", "250,250x300"}, /* a constant along out's dense axis, b dense across it */
+    {"ji,j->ij", "250x300,250"}, /* a read across its dense axis: the product in a's order */
+    {"i,ij->j", "37,37x70"},     /* the thin GEMM's axpy and dot forms, with tails */
+    {"ij,j->i", "70x37,37"},
+    {"bi,bi->b", "40x37,40x37"},
+    {"ij,ij->", "64x81,64x81"},
     {"ij,j->ij", "64x80,80"},
     {"ij,i->ji", "64x80,64"},
     {"bij,bjk->bik", "8x24x20,8x20x24"},
