@@ -58,7 +58,7 @@ static void print_patches(const tci_train *t) {
     printf("]:%d%s", q->max_rank, q->converged ? "" : "!");
   }
   if (show < t->count) printf("\n    ... and %zu more", t->count - show);
-  printf("\n  ('!' marks a patch that kept max_bond without meeting the tolerance)\n");
+  printf("\n  ('!' marks a patch kept above the tolerance: within 4x of it, or unsplittable)\n");
 }
 
 static int report(const tci_program *p, const tci_grid *grid, const tci_train *one,
