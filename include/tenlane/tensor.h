@@ -16,8 +16,12 @@
  *
  * Invariants every route checks with tl_tensor_validate: 0 <= rank <= TL_MAX_RANK,
  * extents >= 0, data != NULL unless the tensor is empty, and the byte span the strides
- * reach fits in an int64 without overflow. None of these functions takes a surface;
- * they record failure messages on the calling thread (tl_last_message). Any thread. */
+ * reach fits in an int64 without overflow. The span is bounded for an empty tensor too,
+ * each axis of extent 0 counted as extent 1: views of it compute with its strides and
+ * offset. tl_tensor_create* bound the bytes of the nonzero extents in any order (numpy's
+ * "array is too big"), so 2^40 x 2^40 x 0 is refused as 0 x 2^40 x 2^40 is. None of these functions
+ * takes a surface; they record failure messages on the calling thread (tl_last_message). Any
+ * thread. */
 #ifndef TENLANE_TENSOR_H
 #define TENLANE_TENSOR_H
 
@@ -120,7 +124,9 @@ TL_API int tl_tensor_self_overlap(const tl_tensor *t);
 TL_API int tl_tensor_is_col_major(const tl_tensor *t);
 TL_API int tl_tensor_is_row_major(const tl_tensor *t);
 
-/* Pointer to element idx[0..rank-1] (no bounds check; idx may be NULL for rank 0). */
+/* Pointer to element idx[0..rank-1] (no bounds check; idx may be NULL for rank 0). For a
+ * tensor that validates and each idx[k] in [0, shape[k]) the arithmetic stays inside the
+ * validated span; anything else is the caller's undefined behaviour. */
 TL_API void *tl_tensor_element(const tl_tensor *t, const int64_t *idx);
 
 /* Read element index[0..rank-1] of t (index may be NULL for rank 0) into *out, whatever the
@@ -138,6 +144,8 @@ TL_API int tl_strides_col_major(int rank, const int64_t *shape, int64_t *strides
 TL_API int tl_strides_row_major(int rank, const int64_t *shape, int64_t *strides);
 
 /* ---- Views (borrow src's memory; `owned` is NULL) ------------------------------------ */
+/* Each view call validates src and its result (TL_E_SHAPE, with the call's name, when the
+ * result's span would leave int64), so a view is never a tensor that fails validation. */
 
 /* Axis `axis` restricted to start, start+step, ... while < stop (step > 0) or > stop
  * (step < 0). start/stop are clamped like Python slices after negative indices wrap.

@@ -103,6 +103,17 @@ static inline int tl__i64_align_up(int64_t value, int64_t align, int64_t *out) {
   }
   return !__builtin_add_overflow(value, align - rest, out);
 }
+/* Widen the element span [*lo, *hi] by one axis: `extent` elements `stride` apart, an
+ * extent of 0 counting as 1 (its stride is never applied, yet a view may still move along
+ * it or merge it, so the span is bounded as if it were). 0 when a bound leaves int64. Every
+ * tensor's span goes through this one helper (tensor.c: tl_tensor_extent_range and the
+ * validation every view result passes), so no view, offset or stride product can wrap. */
+static inline int tl__span_axis(int64_t extent, int64_t stride, int64_t *lo, int64_t *hi) {
+  int64_t reach;
+  if (extent < 0 || __builtin_mul_overflow(extent > 0 ? extent - 1 : 0, stride, &reach)) return 0;
+  return reach > 0 ? !__builtin_add_overflow(*hi, reach, hi)
+                   : !__builtin_add_overflow(*lo, reach, lo);
+}
 /* ceil(a / b) for b > 0, never overflowing (a + b - 1 may). */
 static inline size_t tl__size_div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
 

@@ -93,13 +93,7 @@ int tl_tensor_extent_range(const tl_tensor *t, int64_t *lo, int64_t *hi) {
     }
   }
   for (int k = 0; k < t->rank; k++) {
-    int64_t reach;
-    if (!tl__i64_mul(t->shape[k] - 1, t->strides[k], &reach)) return 0;
-    if (reach > 0) {
-      if (!tl__i64_add(high, reach, &high)) return 0;
-    } else {
-      if (!tl__i64_add(low, reach, &low)) return 0;
-    }
+    if (!tl__span_axis(t->shape[k], t->strides[k], &low, &high)) return 0;
   }
   *lo = low;
   *hi = high;
@@ -130,16 +124,31 @@ tl_status tl_tensor_validate(const tl_tensor *t, const char *name) {
   int64_t count = tl_tensor_numel(t);
   if (count < 0)
     return tl__fail(TL_E_SHAPE, "%s: the element count of its shape overflows int64", name);
+  /* The span is bounded for an empty tensor too, each axis of extent 0 taken as extent 1:
+   * its strides and offset are never applied to data, but every view of it (select, slice,
+   * reshape, a permutation that puts the empty axis last) computes with them, and each of
+   * those computations stays inside this span. */
+  int64_t lo = t->offset;
+  int64_t hi = lo;
+  int64_t es = (int64_t)tl_dtype_size(t->dtype);
+  int64_t lo_bytes, hi_bytes;
+  for (int k = 0; k < t->rank; k++) {
+    if (!tl__span_axis(t->shape[k], t->strides[k], &lo, &hi))
+      return tl__fail(TL_E_SHAPE,
+                      "%s: its strides reach past int64: axis %d (extent %lld, stride %lld) "
+                      "from offset %lld",
+                      name, k, (long long)t->shape[k], (long long)t->strides[k],
+                      (long long)t->offset);
+  }
+  if (!tl__i64_mul(lo, es, &lo_bytes) || !tl__i64_mul(hi, es, &hi_bytes) ||
+      hi_bytes > INT64_MAX - es)
+    return tl__fail(TL_E_SHAPE,
+                    "%s: the byte span [%lld, %lld] x %lld of its shape, strides and offset "
+                    "overflows int64",
+                    name, (long long)lo, (long long)hi, (long long)es);
   if (count == 0) return TL_OK;
   if (t->data == NULL)
     return tl__fail(TL_E_INVALID, "%s: data is NULL with %lld elements", name, (long long)count);
-  int64_t lo, hi;
-  int64_t es = (int64_t)tl_dtype_size(t->dtype);
-  int64_t lo_bytes, hi_bytes;
-  if (!tl_tensor_extent_range(t, &lo, &hi) || !tl__i64_mul(lo, es, &lo_bytes) ||
-      !tl__i64_mul(hi, es, &hi_bytes) || hi_bytes > INT64_MAX - es)
-    return tl__fail(TL_E_SHAPE, "%s: the byte span of its shape, strides and offset %lld overflows",
-                    name, (long long)t->offset);
   /* The span must also be addressable from data without wrapping the address space. */
   uintptr_t base = (uintptr_t)t->data;
   if (lo_bytes < 0 && (uintptr_t)(-(lo_bytes + 1)) >= base)
@@ -155,24 +164,34 @@ static tl_status create_impl(tl_dtype dtype, int rank, const int64_t *shape, int
   if (out == NULL) return tl__fail(TL_E_INVALID, "out is NULL");
   tl_status status = check_header(dtype, rank, shape, "shape");
   if (status != TL_OK) return status;
-  size_t count = 1, bytes;
+  /* The bytes of the nonzero extents are bounded in any axis order, as numpy does ("array
+   * is too big" for 2^40 x 2^40 x 0 as for 0 x 2^40 x 2^40): the column- and row-major
+   * strides of the result then fit, and so does its span, even when an extent is 0. */
+  size_t reach = 1, count = 1, bytes;
   for (int k = 0; k < rank; k++) {
-    if (!tl__size_mul(count, (size_t)shape[k], &count))
-      return tl__fail(TL_E_SHAPE, "shape: element count overflows at axis %d (extent %lld)", k,
-                      (long long)shape[k]);
+    if (shape[k] == 0) {
+      count = 0;
+      continue;
+    }
+    if (!tl__size_mul(reach, (size_t)shape[k], &reach) ||
+        !tl__size_mul(reach, tl_dtype_size(dtype), &bytes) || bytes > (size_t)INT64_MAX / 2)
+      return tl__fail(TL_E_SHAPE,
+                      "shape: the nonzero extents up to axis %d (extent %lld) overflow the byte "
+                      "size of %s elements (an extent of 0 elsewhere does not lift the bound)",
+                      k, (long long)shape[k], tl_dtype_name(dtype));
   }
-  if (!tl__size_mul(count, tl_dtype_size(dtype), &bytes) || bytes > (size_t)INT64_MAX / 2)
-    return tl__fail(TL_E_SHAPE, "shape: %zu elements of %s overflow the byte size", count,
-                    tl_dtype_name(dtype));
+  if (count != 0) count = reach;
+  bytes = count * tl_dtype_size(dtype); /* count <= reach, whose bytes were checked */
   tl_tensor t;
   memset(&t, 0, sizeof t);
   t.dtype = dtype;
   t.rank = rank;
   for (int k = 0; k < rank; k++) t.shape[k] = shape[k];
+  /* Cannot fail: the product of the nonzero extents was bounded above. */
   if (row_major)
-    tl_strides_row_major(rank, shape, t.strides);
+    (void)tl_strides_row_major(rank, shape, t.strides);
   else
-    tl_strides_col_major(rank, shape, t.strides);
+    (void)tl_strides_col_major(rank, shape, t.strides);
   void *buffer = tl__alloc(bytes == 0 ? 64 : bytes, 64);
   if (buffer == NULL)
     return tl__fail(TL_E_NOMEM, "tensor buffer of %zu bytes could not be allocated", bytes);
@@ -242,11 +261,20 @@ int tl_tensor_overlap(const tl_tensor *a, const tl_tensor *b) {
   int64_t alo, ahi, blo, bhi;
   if (!tl_tensor_extent_range(a, &alo, &ahi) || !tl_tensor_extent_range(b, &blo, &bhi)) return 1;
   if (alo > ahi || blo > bhi) return 0; /* empty */
-  size_t aes = tl_dtype_size(a->dtype), bes = tl_dtype_size(b->dtype);
-  intptr_t a_begin = (intptr_t)a->data + (intptr_t)alo * (intptr_t)aes;
-  intptr_t a_end = (intptr_t)a->data + ((intptr_t)ahi + 1) * (intptr_t)aes;
-  intptr_t b_begin = (intptr_t)b->data + (intptr_t)blo * (intptr_t)bes;
-  intptr_t b_end = (intptr_t)b->data + ((intptr_t)bhi + 1) * (intptr_t)bes;
+  /* Byte bounds as checked products and sums: a tensor whose bounds leave intptr_t cannot
+   * be addressed and is answered conservatively, as overlapping. */
+  int64_t aes = (int64_t)tl_dtype_size(a->dtype), bes = (int64_t)tl_dtype_size(b->dtype);
+  int64_t a_lo, a_hi, b_lo, b_hi;
+  if (!tl__i64_mul(alo, aes, &a_lo) || !tl__i64_add(ahi, 1, &a_hi) ||
+      !tl__i64_mul(a_hi, aes, &a_hi) || !tl__i64_mul(blo, bes, &b_lo) ||
+      !tl__i64_add(bhi, 1, &b_hi) || !tl__i64_mul(b_hi, bes, &b_hi))
+    return 1;
+  intptr_t a_begin, a_end, b_begin, b_end;
+  if (__builtin_add_overflow((intptr_t)a->data, (intptr_t)a_lo, &a_begin) ||
+      __builtin_add_overflow((intptr_t)a->data, (intptr_t)a_hi, &a_end) ||
+      __builtin_add_overflow((intptr_t)b->data, (intptr_t)b_lo, &b_begin) ||
+      __builtin_add_overflow((intptr_t)b->data, (intptr_t)b_hi, &b_end))
+    return 1;
   return a_begin < b_end && b_begin < a_end;
 }
 
@@ -289,7 +317,7 @@ int tl_tensor_is_col_major(const tl_tensor *t) {
   }
   for (int k = 0; k < t->rank; k++) {
     if (t->shape[k] != 1 && t->strides[k] != step) return 0;
-    step *= t->shape[k];
+    if (!tl__i64_mul(step, t->shape[k], &step)) return 0; /* no stride can match further */
   }
   return 1;
 }
@@ -301,7 +329,7 @@ int tl_tensor_is_row_major(const tl_tensor *t) {
   }
   for (int k = t->rank - 1; k >= 0; k--) {
     if (t->shape[k] != 1 && t->strides[k] != step) return 0;
-    step *= t->shape[k];
+    if (!tl__i64_mul(step, t->shape[k], &step)) return 0; /* no stride can match further */
   }
   return 1;
 }
@@ -320,6 +348,17 @@ static tl_status check_src(const tl_tensor *src, tl_tensor *out) {
 }
 
 static void as_view(tl_tensor *t) { t->owned = NULL; }
+
+/* The last step of every view call: the view must validate (span bounded in int64 and in
+ * bytes, empty or not) before it reaches *out. A validated src keeps each view inside its
+ * span, so this refuses nothing a correct view computation produces; it is the one place
+ * that would catch a view computation that a future edit leaves unchecked. */
+static tl_status finish_view(const char *call, const tl_tensor *t, tl_tensor *out) {
+  tl_status status = tl_tensor_validate(t, call);
+  if (status != TL_OK) return status;
+  *out = *t;
+  return TL_OK;
+}
 
 /* Python's slice rules (PySlice_AdjustIndices) for an axis of n >= 0 elements, without
  * one overflowing operation: a negative start/stop counts from the end, then both are
@@ -371,8 +410,7 @@ tl_status tl_tensor_slice(const tl_tensor *src, int axis, int64_t start, int64_t
                       (long long)start, (long long)step, axis, (long long)src->strides[axis]);
     t.strides[axis] = stride;
   }
-  *out = t;
-  return TL_OK;
+  return finish_view("tl_tensor_slice", &t, out);
 }
 
 tl_status tl_tensor_permute_view(const tl_tensor *src, const int *perm, tl_tensor *out) {
@@ -392,8 +430,7 @@ tl_status tl_tensor_permute_view(const tl_tensor *src, const int *perm, tl_tenso
     t.shape[k] = src->shape[perm[k]];
     t.strides[k] = src->strides[perm[k]];
   }
-  *out = t;
-  return TL_OK;
+  return finish_view("tl_tensor_permute_view", &t, out);
 }
 
 tl_status tl_tensor_transpose_view(const tl_tensor *src, int axis0, int axis1, tl_tensor *out) {
@@ -408,8 +445,7 @@ tl_status tl_tensor_transpose_view(const tl_tensor *src, int axis0, int axis1, t
   t.strides[axis0] = src->strides[axis1];
   t.shape[axis1] = src->shape[axis0];
   t.strides[axis1] = src->strides[axis0];
-  *out = t;
-  return TL_OK;
+  return finish_view("tl_tensor_transpose_view", &t, out);
 }
 
 tl_status tl_tensor_reverse_view(const tl_tensor *src, tl_tensor *out) {
@@ -421,8 +457,7 @@ tl_status tl_tensor_reverse_view(const tl_tensor *src, tl_tensor *out) {
     t.shape[k] = src->shape[src->rank - 1 - k];
     t.strides[k] = src->strides[src->rank - 1 - k];
   }
-  *out = t;
-  return TL_OK;
+  return finish_view("tl_tensor_reverse_view", &t, out);
 }
 
 tl_status tl_tensor_select(const tl_tensor *src, int axis, int64_t index, tl_tensor *out) {
@@ -449,8 +484,7 @@ tl_status tl_tensor_select(const tl_tensor *src, int axis, int64_t index, tl_ten
   t.rank = src->rank - 1;
   t.shape[t.rank] = 0;
   t.strides[t.rank] = 0;
-  *out = t;
-  return TL_OK;
+  return finish_view("tl_tensor_select", &t, out);
 }
 
 tl_status tl_tensor_unsqueeze(const tl_tensor *src, int axis, tl_tensor *out) {
@@ -469,8 +503,7 @@ tl_status tl_tensor_unsqueeze(const tl_tensor *src, int axis, tl_tensor *out) {
   t.shape[axis] = 1;
   t.strides[axis] = 0;
   t.rank = src->rank + 1;
-  *out = t;
-  return TL_OK;
+  return finish_view("tl_tensor_unsqueeze", &t, out);
 }
 
 tl_status tl_tensor_broadcast_view(const tl_tensor *src, int rank, const int64_t *shape,
@@ -498,8 +531,7 @@ tl_status tl_tensor_broadcast_view(const tl_tensor *src, int rank, const int64_t
     t.shape[k] = shape[k];
   }
   t.rank = rank;
-  *out = t;
-  return TL_OK;
+  return finish_view("tl_tensor_broadcast_view", &t, out);
 }
 
 tl_status tl_tensor_reshape_view(const tl_tensor *src, int rank, const int64_t *shape,
@@ -520,9 +552,11 @@ tl_status tl_tensor_reshape_view(const tl_tensor *src, int rank, const int64_t *
     return tl__fail(TL_E_SHAPE, "the new shape has %lld elements, src has %lld",
                     (long long)count_new, (long long)count_old);
   if (count_new == 0) {
-    tl_strides_col_major(rank, shape, t.strides);
-    *out = t;
-    return TL_OK;
+    if (!tl_strides_col_major(rank, shape, t.strides))
+      return tl__fail(TL_E_SHAPE,
+                      "tl_tensor_reshape_view: the column-major strides of the empty new shape "
+                      "overflow int64");
+    return finish_view("tl_tensor_reshape_view", &t, out);
   }
   /* Old axes without the extent-1 ones; groups of consecutive old and new axes with equal
    * products must be contiguous (column-major) among themselves. */
@@ -566,6 +600,5 @@ tl_status tl_tensor_reshape_view(const tl_tensor *src, int rank, const int64_t *
     oi = oj;
     ni = nj;
   }
-  *out = t;
-  return TL_OK;
+  return finish_view("tl_tensor_reshape_view", &t, out);
 }

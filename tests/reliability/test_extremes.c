@@ -58,6 +58,22 @@ static const int64_t signed_edges[] = {INT64_MIN,
 
 static int failures;
 
+/* Whether the span of (shape, strides, offset), each extent of 0 taken as 1, fits int64 in
+ * elements and in bytes of `es`: computed in 128 bits, independently of the library. */
+static int span_fits(int rank, const int64_t *shape, const int64_t *strides, int64_t offset,
+                     int64_t es) {
+  __int128 lo = offset, hi = offset;
+  for (int k = 0; k < rank; k++) {
+    __int128 reach = (__int128)(shape[k] > 0 ? shape[k] - 1 : 0) * strides[k];
+    if (reach > 0)
+      hi += reach;
+    else
+      lo += reach;
+    if (lo < INT64_MIN || hi > INT64_MAX) return 0;
+  }
+  return lo * es >= INT64_MIN && (hi + 1) * es <= INT64_MAX;
+}
+
 /* A refusal must carry a message; success is checked by the caller. */
 static int refused(tl_status status, const char *call) {
   if (status == TL_OK) return 0;
@@ -200,7 +216,32 @@ static void extremes_views_and_access(void) {
       int64_t empty_shape[3] = {3, 0, 2};
       int64_t strides[3] = {signed_edges[a], signed_edges[b], signed_edges[(a + b) % NS]};
       tl_tensor empty;
-      TH_CHECK_OK(tl_tensor_wrap(TL_F64, 3, empty_shape, strides, data, signed_edges[b], &empty));
+      /* The span of an empty tensor is bounded as if each extent of 0 were 1: wrap accepts
+       * it exactly when that span, in bytes, fits int64 (it took every stride before). */
+      int fits = span_fits(3, empty_shape, strides, signed_edges[b], 8);
+      tl_status wrapped =
+          tl_tensor_wrap(TL_F64, 3, empty_shape, strides, data, signed_edges[b], &empty);
+      if (refused(wrapped, "tl_tensor_wrap") == fits) {
+        fprintf(stderr,
+                "tl_tensor_wrap of an empty tensor, strides %lld %lld %lld offset %lld: %s\n",
+                (long long)strides[0], (long long)strides[1], (long long)strides[2],
+                (long long)signed_edges[b], tl_status_name(wrapped));
+        failures++;
+      }
+      if (wrapped != TL_OK) continue;
+      for (int axis = 0; axis < 3; axis++) {
+        if (!refused(tl_tensor_select(&empty, axis, 0, &view), "tl_tensor_select"))
+          check_view(&empty, &view, "tl_tensor_select");
+        if (!refused(tl_tensor_slice(&empty, axis, -1, INT64_MIN, -7, &view), "tl_tensor_slice"))
+          check_view(&empty, &view, "tl_tensor_slice");
+      }
+      const int perm[3] = {2, 0, 1};
+      if (!refused(tl_tensor_permute_view(&empty, perm, &view), "tl_tensor_permute_view"))
+        check_view(&empty, &view, "tl_tensor_permute_view");
+      if (!refused(tl_tensor_reverse_view(&empty, &view), "tl_tensor_reverse_view"))
+        check_view(&empty, &view, "tl_tensor_reverse_view");
+      if (!refused(tl_tensor_unsqueeze(&empty, 3, &view), "tl_tensor_unsqueeze"))
+        check_view(&empty, &view, "tl_tensor_unsqueeze");
       for (int64_t index = 0; index < 3; index++) {
         if (!refused(tl_tensor_select(&empty, 0, index, &view), "tl_tensor_select"))
           check_view(&empty, &view, "tl_tensor_select");
@@ -229,6 +270,105 @@ static void extremes_views_and_access(void) {
     }
   }
   TH_CHECK(failures == 0);
+}
+
+/* Empty tensors whose other extents are huge. numpy refuses to make 2^40 x 2^40 x 0 ("array
+ * is too big": the bytes of the nonzero extents are bounded in any order), and tenlane does
+ * the same in both axis orders; it took 0 x 2^40 x 2^40 before, with strides whose span
+ * overflows. What it makes, every consumer takes: views, permute, copy, einsum. */
+static void extremes_empty_with_huge_extents(void) {
+  const int64_t big = (int64_t)1 << 40, mid = (int64_t)1 << 20;
+  const int64_t refused_shapes[][3] = {{big, big, 0}, {0, big, big}, {big, 0, big}};
+  tl_tensor t, view;
+  for (int r = 0; r < 3; r++) {
+    for (int row = 0; row < 2; row++) {
+      tl_status status = row ? tl_tensor_create_row_major(TL_F64, 3, refused_shapes[r], &t)
+                             : tl_tensor_create(TL_F64, 3, refused_shapes[r], &t);
+      TH_CHECK_STATUS(status, TL_E_SHAPE);
+      TH_CHECK(strstr(tl_last_message(), "nonzero extents") != NULL);
+    }
+  }
+  /* 2^20 x 2^20 x 0 of f64 is 2^43 bytes of nonzero extents: made, empty, no data read. */
+  const int64_t shapes[][3] = {{mid, mid, 0}, {0, mid, mid}, {mid, 0, mid}};
+  th_held held;
+  th_held_open(&held, 1);
+  for (int r = 0; r < 3; r++) {
+    for (int row = 0; row < 2; row++) {
+      tl_status status = row ? tl_tensor_create_row_major(TL_F64, 3, shapes[r], &t)
+                             : tl_tensor_create(TL_F64, 3, shapes[r], &t);
+      TH_CHECK_OK(status);
+      TH_CHECK(tl_tensor_numel(&t) == 0);
+      TH_CHECK_OK(tl_tensor_validate(&t, "t"));
+      TH_CHECK_OK(tl_tensor_reverse_view(&t, &view));
+      TH_CHECK(tl_tensor_numel(&view) == 0);
+      const int perm[3] = {2, 0, 1};
+      tl_tensor permuted, copy, summed, moved;
+      TH_CHECK_OK(tl_permute(held.exec, &t, perm, &permuted));
+      TH_CHECK(tl_tensor_numel(&permuted) == 0 && permuted.shape[0] == shapes[r][2]);
+      TH_CHECK_OK(tl_tensor_create(TL_F64, 3, shapes[r], &copy));
+      TH_CHECK_OK(tl_copy_into(held.exec, &t, &copy));
+      const tl_tensor *ops[1] = {&t};
+      TH_CHECK_OK(tl_einsum(held.exec, "ijk->kji", 1, ops, &moved));
+      TH_CHECK(moved.shape[0] == shapes[r][2] && moved.shape[2] == shapes[r][0]);
+      /* Summing out the empty axis gives zeros only where the result is small: here the
+       * empty axis is kept, so the result is empty as well. */
+      int kept = shapes[r][2] == 0 ? 2 : (shapes[r][0] == 0 ? 0 : 1);
+      const char *specs[3] = {"ijk->i", "ijk->j", "ijk->k"};
+      TH_CHECK_OK(tl_einsum(held.exec, specs[kept], 1, ops, &summed));
+      TH_CHECK(summed.rank == 1 && summed.shape[0] == 0);
+      /* A reshape of the empty tensor to a shape whose own strides overflow is refused. */
+      const int64_t wide[3] = {0, big, big};
+      TH_CHECK_STATUS(tl_tensor_reshape_view(&t, 3, wide, &view), TL_E_SHAPE);
+      TH_CHECK(tl_last_message()[0] != '\0');
+      tl_tensor_release(&permuted);
+      tl_tensor_release(&copy);
+      tl_tensor_release(&summed);
+      tl_tensor_release(&moved);
+      tl_tensor_release(&t);
+    }
+  }
+  th_held_close(&held);
+}
+
+/* Queries that take any tensor, validated or not: layout tests and overlap must answer
+ * without overflowing (UBSan) on extents and offsets at the edges. */
+static void extremes_queries_on_unchecked_tensors(void) {
+  static double cell[8];
+  tl_tensor t;
+  memset(&t, 0, sizeof t);
+  t.dtype = TL_C128;
+  t.rank = 3;
+  t.data = cell;
+  const int64_t quarter = (int64_t)1 << 62;
+  /* Column-major up to axis 1, where step * extent leaves int64. */
+  t.shape[0] = quarter;
+  t.shape[1] = 4;
+  t.shape[2] = 2;
+  t.strides[0] = 1;
+  t.strides[1] = quarter;
+  t.strides[2] = 1;
+  TH_CHECK(tl_tensor_is_col_major(&t) == 0);
+  t.strides[2] = quarter;
+  t.strides[1] = 2;
+  t.strides[0] = 1;
+  t.shape[0] = 2;
+  t.shape[1] = 4;
+  t.shape[2] = quarter;
+  TH_CHECK(tl_tensor_is_row_major(&t) == 0);
+  /* Element ranges that fit int64 but whose bytes (16 per element) do not: overlap answers
+   * conservatively instead of overflowing the byte products. */
+  tl_tensor a = t, b = t;
+  a.rank = b.rank = 1;
+  a.shape[0] = b.shape[0] = 2;
+  a.strides[0] = b.strides[0] = 1;
+  a.offset = quarter;
+  b.offset = -quarter;
+  TH_CHECK(tl_tensor_overlap(&a, &b) == 1);
+  TH_CHECK(tl_tensor_overlap(&b, &a) == 1);
+  a.offset = b.offset = 0;
+  TH_CHECK(tl_tensor_overlap(&a, &b) == 1);
+  b.data = cell + 4; /* a covers cell[0..3] (two c128 elements) */
+  TH_CHECK(tl_tensor_overlap(&a, &b) == 0);
 }
 
 /* Routes that take shapes: tl_reshape and tl_einsum_path with extreme extents. */
@@ -398,5 +538,7 @@ static void extremes_linalg_integers(void) {
 }
 
 TH_TEST_MAIN(TH_CASE(extremes_tensor_headers), TH_CASE(extremes_views_and_access),
-             TH_CASE(extremes_routes_with_shapes), TH_CASE(extremes_counts),
-             TH_CASE(extremes_phase_map_counts), TH_CASE(extremes_linalg_integers))
+             TH_CASE(extremes_empty_with_huge_extents),
+             TH_CASE(extremes_queries_on_unchecked_tensors), TH_CASE(extremes_routes_with_shapes),
+             TH_CASE(extremes_counts), TH_CASE(extremes_phase_map_counts),
+             TH_CASE(extremes_linalg_integers))
