@@ -347,7 +347,7 @@ static void direct_gemm_run(void *arg) {
 
 static void blis_gemm_run(void *arg) {
   problem *p = arg;
-  tl__gemm_blis(p->dtype, p->n, p->n, p->n, tl_scalar_real(1.0), p->a.data, 1, p->n, p->b.data, 1,
+  tl__prov_gemm(p->dtype, p->n, p->n, p->n, tl_scalar_real(1.0), p->a.data, 1, p->n, p->b.data, 1,
                 p->n, tl_scalar_real(0.0), p->c.data, 1, p->n);
 }
 

@@ -1,18 +1,34 @@
 # The numerical providers, all single-threaded so that every numerical thread is a pool
-# worker or the caller: Debian's serial BLIS (large GEMM, and the BLAS under LAPACK),
-# LAPACKE over reference LAPACK (factorizations). libxsmm is not a provider of the library
+# worker or the caller: by default Debian's serial BLIS (large GEMM, and the BLAS under
+# LAPACK) and LAPACKE over reference LAPACK (factorizations); TL_PROVIDER (below) chooses
+# another. libxsmm is not a provider of the library
 # (no route calls it); benchmarks, the fan-out example and one test use it as an anchor
 # (tl_xsmm, below), when it is installed.
-# BLIS, reference LAPACK and LAPACKE are all linked from their (PIC) archives, so that
-# LAPACK's own BLAS calls bind, inside libtenlane, to the same BLIS whose context tenlane
-# chooses (src/kernels/provider.c), whatever the system's BLAS/LAPACK alternatives say;
+# The providers are all linked from their (PIC) archives, so that LAPACK's own BLAS calls
+# bind, inside libtenlane, to the same BLAS tenlane set up (for BLIS, the context it chose:
+# src/kernels/provider_blis.c), whatever the system's BLAS/LAPACK alternatives say;
 # their symbols stay hidden (--exclude-libs in CMakeLists.txt).
-set(TL_BLIS_SERIAL_DIR /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/blis-serial)
-set(TL_BLIS_INCLUDE_DIR /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/blis-serial)
-# The static archive: BLIS 0.9 does not recognise every current CPU (Zen 5 runs its generic
-# kernels), and the call that selects a context by architecture (bli_gks_lookup_id) is only
-# reachable in the archive, not exported by the shared library. The archive is PIC, so it
-# links into libtenlane.so as well.
+# The provider is chosen at configure time (TL_PROVIDER): this file is the one place that
+# knows which one is linked. It picks the provider's boundary file (TL_PROVIDER_SOURCES:
+# src/kernels/provider_blis.c or provider_blas.c; every other provider file is left out of
+# the build, CMakeLists.txt), its archives and its compile definitions
+# (for every target: tests and benchmarks build their direct BLIS calls only under
+# TL_PROVIDER_BLIS):
+#   TL_PROVIDER_BLIS=1         the BLIS boundary (typed API), with TL_BLIS_INTERNALS=1 when
+#                              the header has the BLIS 0.9 internals provider_blis.c uses
+#   TL_BLAS_OWN_ENTRIES=1      tenlane's BLAS replacements (src/linalg: gemv.c, gemm_blas.c,
+#                              ger.c, trmm.c) take the Fortran names LAPACK calls. Only with
+#                              BLIS: their fallback is BLIS's typed API. A Fortran BLAS
+#                              provider keeps its own names (the fallback calls them).
+#   TL_PROVIDER_NAME="..."     the Fortran BLAS provider's name, for tl_kernels_provider
+set(TL_PROVIDER auto CACHE STRING "BLAS/LAPACK provider: auto, blis, reference or openblas")
+set_property(CACHE TL_PROVIDER PROPERTY STRINGS auto blis reference openblas)
+if(NOT TL_PROVIDER MATCHES "^(auto|blis|reference|openblas)$")
+  message(FATAL_ERROR "TL_PROVIDER=${TL_PROVIDER}: expected auto, blis, reference or openblas")
+endif()
+set(tl_multiarch_lib /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE})
+set(tl_multiarch_include /usr/include/${CMAKE_LIBRARY_ARCHITECTURE})
+
 # A missing provider stops the configure with the package that brings it.
 function(tl_require var what package)
   if(NOT ${var})
@@ -20,25 +36,108 @@ function(tl_require var what package)
       "`sudo make deps` (or `sudo apt-get install ${package}`); elsewhere set ${var} to its path.")
   endif()
 endfunction()
-find_library(TL_BLIS_ARCHIVE NAMES libblis.a PATHS ${TL_BLIS_SERIAL_DIR} NO_DEFAULT_PATH)
-tl_require(TL_BLIS_ARCHIVE "BLIS's serial static archive (blis-serial/libblis.a)" libblis-serial-dev)
+
+# Each candidate is looked for by name with the distributions' folders as hints (Debian keeps
+# the serial BLIS and OpenBLAS in their own multiarch subfolders); a cache variable set to a
+# path takes precedence. Static archives only: LAPACK's internal BLAS calls must bind inside
+# libtenlane to the provider tenlane set up, whatever the system's libblas.so.3 is.
+# BLIS's serial static archive: BLIS 0.9 does not recognise every current CPU (Zen 5 runs
+# its generic kernels); the call that selects a context by architecture (bli_gks_lookup_id)
+# is reachable in the archive only. The archive is PIC, so it links into libtenlane.so too.
+find_library(TL_BLIS_ARCHIVE NAMES libblis.a
+  HINTS ${tl_multiarch_lib}/blis-serial PATH_SUFFIXES blis-serial)
+find_path(TL_BLIS_INCLUDE_DIR blis.h
+  HINTS ${tl_multiarch_include}/blis-serial PATH_SUFFIXES blis-serial blis)
+# OpenBLAS, serial flavour (no threads of its own; Debian builds it with USE_LOCKING, so
+# concurrent calls from lanes are safe: test_provider_lanes checks it). Its archive carries
+# LAPACK (Debian builds it from the reference sources, with OpenBLAS's own getrf, potrf, ...).
+find_library(TL_OPENBLAS_ARCHIVE NAMES libopenblas.a
+  HINTS ${tl_multiarch_lib}/openblas-serial PATH_SUFFIXES openblas-serial)
+# Reference BLAS (Netlib, Debian's libblas-dev).
+find_library(TL_REFBLAS_ARCHIVE NAMES libblas.a HINTS ${tl_multiarch_lib}/blas PATH_SUFFIXES blas)
+
+set(TL_PROVIDER_USED ${TL_PROVIDER})
+if(TL_PROVIDER STREQUAL "auto")
+  if(TL_BLIS_ARCHIVE AND TL_BLIS_INCLUDE_DIR)
+    set(TL_PROVIDER_USED blis)
+  elseif(TL_OPENBLAS_ARCHIVE)
+    set(TL_PROVIDER_USED openblas)
+  else()
+    set(TL_PROVIDER_USED reference)
+  endif()
+endif()
+message(STATUS "tenlane: BLAS/LAPACK provider ${TL_PROVIDER_USED} (TL_PROVIDER=${TL_PROVIDER})")
+
 find_library(TL_LAPACKE_LIB NAMES liblapacke.a)
 tl_require(TL_LAPACKE_LIB "LAPACKE's static archive (liblapacke.a)" liblapacke-dev)
-# Debian's liblapack-dev ships the reference LAPACK as a PIC archive under this name.
-find_library(TL_LAPACK_LIB NAMES liblapack_pic.a)
-tl_require(TL_LAPACK_LIB "reference LAPACK's PIC archive (liblapack_pic.a)" liblapack-dev)
-# Reference LAPACK is Fortran: its runtime (libgfortran-12-dev gives the link name).
+# Reference LAPACK and OpenBLAS's LAPACK are Fortran: its runtime (libgfortran-12-dev gives
+# the link name).
 find_library(TL_GFORTRAN_LIB NAMES gfortran libgfortran.so.5
   PATHS /usr/lib/gcc/${CMAKE_LIBRARY_ARCHITECTURE}/12)
 tl_require(TL_GFORTRAN_LIB "the Fortran runtime (libgfortran)" libgfortran-12-dev)
 
 add_library(tl_providers INTERFACE)
-target_include_directories(tl_providers INTERFACE ${TL_BLIS_INCLUDE_DIR})
-# BLIS comes after LAPACK so that the archive members LAPACK's BLAS calls need are pulled
-# from BLIS. TL_PROVIDER_ARCHIVES go into libtenlane (the shared library, and the installed
-# static archive's partial link: cmake/StaticArchive.cmake); TL_PROVIDER_RUNTIME is what
-# is left for a static consumer to link.
-set(TL_PROVIDER_ARCHIVES ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_BLIS_ARCHIVE})
+set(TL_PROVIDER_SOURCES "")
+if(TL_PROVIDER_USED STREQUAL "blis")
+  tl_require(TL_BLIS_ARCHIVE "BLIS's serial static archive (blis-serial/libblis.a)" libblis-serial-dev)
+  tl_require(TL_BLIS_INCLUDE_DIR "BLIS's header (blis-serial/blis.h)" libblis-serial-dev)
+  # Debian's liblapack-dev ships the reference LAPACK as a PIC archive under this name.
+  find_library(TL_LAPACK_LIB NAMES liblapack_pic.a)
+  tl_require(TL_LAPACK_LIB "reference LAPACK's PIC archive (liblapack_pic.a)" liblapack-dev)
+  target_include_directories(tl_providers INTERFACE ${TL_BLIS_INCLUDE_DIR})
+  # The internals provider_blis.c reaches (context slots, block sizes, the architecture
+  # table) exist in BLIS 0.9's header; BLIS 1.x reorganised the context (stacks of blocks
+  # and a mutex). Without them, BLIS runs its own detected context (provider_blis.c also
+  # checks the library's version at run time).
+  include(CheckCSourceCompiles)
+  set(CMAKE_REQUIRED_INCLUDES ${TL_BLIS_INCLUDE_DIR})
+  set(CMAKE_REQUIRED_QUIET ON)
+  set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY) # compiled, not linked
+  check_c_source_compiles("
+#include <blis.h>
+extern cntx_t **bli_gks_lookup_id(arch_t id);
+int main(void) {
+  cntx_t c;
+  void *p = c.l1v_kers[BLIS_AXPYV_KER].ptr[BLIS_DCOMPLEX];
+  blksz_t *kc = bli_cntx_get_blksz(BLIS_KC, &c);
+  bli_blksz_set_def(512, BLIS_SCOMPLEX, kc);
+  return p == (void *)bli_gks_lookup_id && c.l1f_kers[BLIS_AXPYF_KER].ptr[0] != 0;
+}" TL_BLIS_HAS_INTERNALS)
+  unset(CMAKE_REQUIRED_INCLUDES)
+  unset(CMAKE_REQUIRED_QUIET)
+  unset(CMAKE_TRY_COMPILE_TARGET_TYPE)
+  add_compile_definitions(TL_PROVIDER_BLIS=1 TL_BLAS_OWN_ENTRIES=1)
+  list(APPEND TL_PROVIDER_SOURCES src/kernels/provider_blis.c)
+  if(TL_BLIS_HAS_INTERNALS)
+    add_compile_definitions(TL_BLIS_INTERNALS=1)
+    list(APPEND TL_PROVIDER_SOURCES src/kernels/blis_level1.c)
+  else()
+    message(STATUS "tenlane: BLIS's header lacks the 0.9 internals: BLIS's own context is used")
+  endif()
+  # BLIS comes after LAPACK so that the archive members LAPACK's BLAS calls need are pulled
+  # from BLIS.
+  set(TL_PROVIDER_ARCHIVES ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_BLIS_ARCHIVE})
+elseif(TL_PROVIDER_USED STREQUAL "openblas")
+  tl_require(TL_OPENBLAS_ARCHIVE "OpenBLAS's serial static archive (openblas-serial/libopenblas.a)"
+    libopenblas-serial-dev)
+  add_compile_definitions(TL_PROVIDER_NAME="openblas" TL_PROVIDER_OPENBLAS=1)
+  list(APPEND TL_PROVIDER_SOURCES src/kernels/provider_blas.c)
+  set(TL_PROVIDER_ARCHIVES ${TL_LAPACKE_LIB} ${TL_OPENBLAS_ARCHIVE})
+else()
+  tl_require(TL_REFBLAS_ARCHIVE "reference BLAS's static archive (blas/libblas.a)" libblas-dev)
+  find_library(TL_LAPACK_LIB NAMES liblapack_pic.a)
+  tl_require(TL_LAPACK_LIB "reference LAPACK's PIC archive (liblapack_pic.a)" liblapack-dev)
+  add_compile_definitions(TL_PROVIDER_NAME="reference")
+  list(APPEND TL_PROVIDER_SOURCES src/kernels/provider_blas.c)
+  set(TL_PROVIDER_ARCHIVES ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_REFBLAS_ARCHIVE})
+endif()
+# Every provider-specific source under src/; CMakeLists.txt compiles those of the provider
+# in use (TL_PROVIDER_SOURCES) and leaves out the rest.
+set(TL_PROVIDER_ALL_SOURCES src/kernels/provider_blis.c src/kernels/blis_level1.c
+  src/kernels/provider_blas.c)
+# TL_PROVIDER_ARCHIVES go into libtenlane (the shared library, and the installed static
+# archive's partial link: cmake/StaticArchive.cmake); TL_PROVIDER_RUNTIME is what is left
+# for a static consumer to link.
 set(TL_PROVIDER_RUNTIME ${TL_GFORTRAN_LIB} m dl rt)
 set(TL_PROVIDER_LINK_FLAGS ${TL_PROVIDER_ARCHIVES} ${TL_PROVIDER_RUNTIME})
 target_link_libraries(tl_providers INTERFACE ${TL_PROVIDER_LINK_FLAGS})

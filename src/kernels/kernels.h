@@ -125,18 +125,18 @@ void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t 
 void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, int64_t ss, char *dst,
                         int64_t ds);
 
-/* ---- Providers (provider.c) ---------------------------------------------------------- */
+/* ---- Providers (provider.c, and the boundary below) -------------------------------------- */
 /* One single-threaded GEMM call: C = alpha * A * B + beta * C with general element strides
  * (rs = row stride, cs = column stride). Tiny complex shapes run gemm_small_complex.c,
  * larger complex ones gemm_packed_complex.c when the choice has it and `pack` is given,
- * small f64/f32 shapes the hand kernel (small_gemm.c), the rest BLIS (best kernel for the
- * CPU). beta 0 does not read C. */
+ * small f64/f32 shapes the hand kernel (small_gemm.c), the rest the provider
+ * (tl__prov_gemm). beta 0 does not read C. */
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc, void *pack);
 /* The scratch tl__gemm_serial can use for this call: the bytes `pack` should have (64-byte
  * aligned, one call at a time) for it to run the packed complex kernel, or 0 when the call
- * would not run it (then pack may be NULL). With pack NULL such a call goes to BLIS. */
+ * would not run it (then pack may be NULL). With pack NULL such a call goes to the provider. */
 size_t tl__gemm_serial_pack_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
 /* The scratch that covers every call of tl__gemm_serial whose m, n, k are at most these (for
  * a caller that makes many, such as a recursive factorisation): 0 when none of them could
@@ -183,37 +183,9 @@ int tl__gemm_packed_complex(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_
                             const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                             int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc,
                             void *pack);
-/* BLIS's typed gemv for LAPACK's BLAS calls (linalg/gemv.c): y = beta y + alpha op(A) x,
- * op by trans (0 'N', 1 'T', 2 'C'), A column-major with leading dimension lda, x and y
- * from their first elements (a negative increment walks back from there); alpha and beta
- * point at one element of the dtype. Arguments checked by the caller; m, n > 0. */
-void tl__gemv_blis(tl_dtype dtype, int trans, int64_t m, int64_t n, const void *alpha,
-                   const void *a, int64_t lda, const void *x, int64_t incx, const void *beta,
-                   void *y, int64_t incy);
-/* BLIS's typed gemm for LAPACK's BLAS calls (linalg/gemm_blas.c): C = alpha op(A) op(B) +
- * beta C, op by ta and tb (0 'N', 1 'T', 2 'C'), every matrix column-major with its leading
- * dimension, alpha and beta pointing at one element of the dtype; the process-wide context,
- * as BLIS's own BLAS layer would call it. Arguments checked by the caller; m, n > 0. */
-void tl__gemm_blas_blis(tl_dtype dtype, int ta, int tb, int64_t m, int64_t n, int64_t k,
-                        const void *alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
-                        const void *beta, void *c, int64_t ldc);
-/* BLIS's typed ger for LAPACK's BLAS calls (linalg/ger.c): A += alpha x op(y)^T, op conj
- * when conj_y, A column-major with leading dimension lda, x and y from their first elements;
- * the process-wide context. Arguments checked by the caller; m, n > 0. */
-void tl__ger_blis(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *alpha,
-                  const void *x, int64_t incx, const void *y, int64_t incy, void *a, int64_t lda);
-/* BLIS's typed trmm for LAPACK's BLAS calls (linalg/trmm.c): B = alpha op(A) B (right 0) or
- * alpha B op(A) (right 1), A triangular (upper or lower, unit diagonal not read when
- * unit_diag), op by trans (0 'N', 1 'T', 2 'C'), column-major with leading dimensions; the
- * process-wide context. Arguments checked by the caller; m, n > 0, alpha != 0. */
-void tl__trmm_blis(tl_dtype dtype, int right, int upper, int trans, int unit_diag, int64_t m,
-                   int64_t n, const void *alpha, const void *a, int64_t lda, void *b, int64_t ldb);
-/* The same, forcing BLIS (used by the benchmark's direct-provider anchor). */
-void tl__gemm_blis(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
-                   int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
-                   tl_scalar beta, void *c, int64_t rsc, int64_t csc);
 /* Initialise providers once (thread-safe; cheap after the first call). Every route that
- * reaches BLIS or LAPACK calls it first (it also sets the context LAPACK's BLAS calls get). */
+ * reaches the provider or LAPACK calls it first (with BLIS it also sets the context LAPACK's
+ * BLAS calls get). */
 void tl__providers_init(void);
 
 /* The CPU features the provider choice looks at (a description, so tests can feed any). */
@@ -250,6 +222,53 @@ tl__provider_choice tl__provider_choose(const tl__cpu_features *features, int bl
 int tl__provider_blis_saw(void);
 /* The choice made for this process (after falling back where a context is missing). */
 tl__provider_choice tl__provider_current(void);
+
+/* ---- The provider boundary (provider_blis.c or provider_blas.c: the build has exactly
+ * one, chosen by TL_PROVIDER in cmake/Providers.cmake). Every call single-threaded, any
+ * thread, never failing (arguments were checked by the caller). ---- */
+/* Start the provider (once, before any other tl__prov_ call; tl__providers_init) and say
+ * what BLIS's own CPU detection saw (TL__BLIS_SAW_*); a provider other than BLIS answers
+ * TL__BLIS_SAW_OTHER, so the choice keeps no BLIS context of tenlane's. */
+int tl__prov_start(void);
+/* Set the provider up for `features` and `choice` (tl__provider_choose's), lowering in
+ * `choice` what it cannot give (a missing context: TL__BLIS_DETECTED, no 1m), and write its
+ * part of the provider string ("blis:skx(1m)", "reference", "openblas:Haswell") into name.
+ * Once, after tl__prov_start. */
+void tl__prov_setup(const tl__cpu_features *features, tl__provider_choice *choice, char *name,
+                    size_t size);
+/* Per-thread set-up, on each thread's first tl__providers_init. */
+void tl__prov_thread(const tl__provider_choice *choice);
+/* The provider's gemv for LAPACK's BLAS calls (linalg/gemv.c): y = beta y + alpha op(A) x,
+ * op by trans (0 'N', 1 'T', 2 'C'), A column-major with leading dimension lda, x and y
+ * from their first elements (a negative increment walks back from there); alpha and beta
+ * point at one element of the dtype. Arguments checked by the caller; m, n > 0. */
+void tl__prov_gemv(tl_dtype dtype, int trans, int64_t m, int64_t n, const void *alpha,
+                   const void *a, int64_t lda, const void *x, int64_t incx, const void *beta,
+                   void *y, int64_t incy);
+/* The provider's gemm for LAPACK's BLAS calls (linalg/gemm_blas.c): C = alpha op(A) op(B) +
+ * beta C, op by ta and tb (0 'N', 1 'T', 2 'C'), every matrix column-major with its leading
+ * dimension, alpha and beta pointing at one element of the dtype (BLIS: the process-wide
+ * context, as BLIS's own BLAS layer would call it). Arguments checked by the caller; m, n > 0. */
+void tl__prov_gemm_blas(tl_dtype dtype, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                        const void *alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                        const void *beta, void *c, int64_t ldc);
+/* The provider's ger for LAPACK's BLAS calls (linalg/ger.c): A += alpha x op(y)^T, op conj
+ * when conj_y, A column-major with leading dimension lda, x and y from their first elements.
+ * Arguments checked by the caller; m, n > 0. */
+void tl__prov_ger(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *alpha,
+                  const void *x, int64_t incx, const void *y, int64_t incy, void *a, int64_t lda);
+/* The provider's trmm for LAPACK's BLAS calls (linalg/trmm.c): B = alpha op(A) B (right 0) or
+ * alpha B op(A) (right 1), A triangular (upper or lower, unit diagonal not read when
+ * unit_diag), op by trans (0 'N', 1 'T', 2 'C'), column-major with leading dimensions.
+ * Arguments checked by the caller; m, n > 0, alpha != 0. */
+void tl__prov_trmm(tl_dtype dtype, int right, int upper, int trans, int unit_diag, int64_t m,
+                   int64_t n, const void *alpha, const void *a, int64_t lda, void *b, int64_t ldb);
+/* One GEMM on the provider alone, with general element strides as tl__gemm_serial takes
+ * them (strides a route accepted: gemm.c). tl__gemm_serial's last resort; the benchmark's
+ * direct-provider anchor calls it too. */
+void tl__prov_gemm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,
+                   int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb,
+                   tl_scalar beta, void *c, int64_t rsc, int64_t csc);
 
 /* ---- Batched GEMM over a surface (gemm.c) --------------------------------------------
  * batches GEMMs C_i = alpha A_i B_i + beta C_i, batch i's element offsets given by its

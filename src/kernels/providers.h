@@ -1,9 +1,14 @@
-/* src/kernels/providers.h: the provider's header (BLIS) behind the warning
- * exceptions they need (they are not warning-clean under tenlane's flags, and they are not
- * tenlane's code), and the BLIS context and one-thread runtime tenlane chose at first use.
- * For src/kernels and the benchmarks that compare against direct provider calls. */
+/* src/kernels/providers.h: BLIS's header behind the warning exceptions it needs (it is not
+ * warning-clean under tenlane's flags, and it is not tenlane's code), and the BLIS context
+ * and one-thread runtime tenlane chose at first use (provider_blis.c). BLIS builds only
+ * (TL_PROVIDER_BLIS, cmake/Providers.cmake): for provider_blis.c, blis_level1.c and the
+ * tests, benchmarks and examples that compare against direct BLIS calls, which include it
+ * only under TL_PROVIDER_BLIS. */
 #ifndef TL_KERNELS_PROVIDERS_H
 #define TL_KERNELS_PROVIDERS_H
+#if !TL_PROVIDER_BLIS
+#error "kernels/providers.h is BLIS only (TL_PROVIDER=blis)"
+#endif
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
@@ -19,6 +24,7 @@
 cntx_t *tl__blis_context(void);
 /* The context for complex dtypes: the same, or its induced-method (1m) form. Any thread. */
 cntx_t *tl__blis_context_complex(void);
+#if TL_BLIS_INTERNALS
 /* Put tenlane's complex-double level-1 kernels (blis_level1.c: axpyv, dotxv, scalv, scal2v,
  * dotxf, axpyf) into `cntx`, a context of architecture `arch`, in each slot that holds
  * BLIS's reference kernel for that architecture (BLIS 0.9's x86 contexts have only those for
@@ -36,6 +42,7 @@ typedef struct tl__blis_level1_kernels {
   zaxpyf_ker_ft axpyf;
 } tl__blis_level1_kernels;
 tl__blis_level1_kernels tl__blis_level1(int avx512);
+#endif
 /* A copy of the one-thread BLIS runtime tenlane passes with it. */
 rntm_t tl__blis_runtime(void);
 

@@ -74,12 +74,12 @@ TL__GEMM_SCALE(scale_z, double complex)
 /* Where each type's products run, arguments checked, alpha != 0, m, n, k > 0. */
 static void run_s(int ta, int tb, int m, int n, int k, const float *alpha, const float *a, int lda,
                   const float *b, int ldb, const float *beta, float *c, int ldc) {
-  tl__gemm_blas_blis(TL_F32, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  tl__prov_gemm_blas(TL_F32, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 static void run_c(int ta, int tb, int m, int n, int k, const float complex *alpha,
                   const float complex *a, int lda, const float complex *b, int ldb,
                   const float complex *beta, float complex *c, int ldc) {
-  tl__gemm_blas_blis(TL_C64, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  tl__prov_gemm_blas(TL_C64, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 static void run_d(int ta, int tb, int m, int n, int k, const double *alpha, const double *a,
                   int lda, const double *b, int ldb, const double *beta, double *c, int ldc) {
@@ -88,7 +88,7 @@ static void run_d(int ta, int tb, int m, int n, int k, const double *alpha, cons
   if (narrow(ra, rb, m, n, k, 8))
     tl__gemm_narrow_d(ra, rb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
   else
-    tl__gemm_blas_blis(TL_F64, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    tl__prov_gemm_blas(TL_F64, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 static void run_z(int ta, int tb, int m, int n, int k, const double complex *alpha,
                   const double complex *a, int lda, const double complex *b, int ldb,
@@ -97,15 +97,15 @@ static void run_z(int ta, int tb, int m, int n, int k, const double complex *alp
     tl__gemm_narrow_z(ta, tb, m, n, k, (const double *)alpha, (const double *)a, lda,
                       (const double *)b, ldb, (const double *)beta, (double *)c, ldc);
   else
-    tl__gemm_blas_blis(TL_C128, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    tl__prov_gemm_blas(TL_C128, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* One type's entry: the checks and quick returns, then RUN. */
 #define TL__GEMM_ENTRY(NAME, NAME_UPPER, T, SCALE, RUN)                                            \
-  void NAME(const char *transa, const char *transb, const int *m, const int *n, const int *k,      \
+  void TL__BLAS_ENTRY(NAME)(const char *transa, const char *transb, const int *m, const int *n, const int *k,      \
             const T *alpha, const T *a, const int *lda, const T *b, const int *ldb, const T *beta, \
             T *c, const int *ldc, size_t transa_length, size_t transb_length);                     \
-  void NAME(const char *transa, const char *transb, const int *m, const int *n, const int *k,      \
+  void TL__BLAS_ENTRY(NAME)(const char *transa, const char *transb, const int *m, const int *n, const int *k,      \
             const T *alpha, const T *a, const int *lda, const T *b, const int *ldb, const T *beta, \
             T *c, const int *ldc, size_t transa_length, size_t transb_length) {                    \
     (void)transa_length, (void)transb_length;                                                      \

@@ -365,10 +365,10 @@ static int check(int trans, int m, int n, int lda, int incx, int incy) {
 /* One type's entry: the reference BLAS's checks and quick returns, then `body` with tr
  * (0/1/2), x0 and y0 (each vector from its first element). */
 #define TL__GEMV_ENTRY(NAME, NAME_UPPER, T, BODY)                                              \
-  void NAME(const char *trans, const int *m, const int *n, const T *alpha, const T *a,         \
+  void TL__BLAS_ENTRY(NAME)(const char *trans, const int *m, const int *n, const T *alpha, const T *a,         \
             const int *lda, const T *x, const int *incx, const T *beta, T *y, const int *incy, \
             size_t trans_length);                                                              \
-  void NAME(const char *trans, const int *m, const int *n, const T *alpha, const T *a,         \
+  void TL__BLAS_ENTRY(NAME)(const char *trans, const int *m, const int *n, const T *alpha, const T *a,         \
             const int *lda, const T *x, const int *incx, const T *beta, T *y, const int *incy, \
             size_t trans_length) {                                                             \
     (void)trans_length;                                                                        \
@@ -391,7 +391,7 @@ static int check(int trans, int m, int n, int lda, int incx, int incy) {
 
 /* BLIS's typed gemv (the process-wide context, as BLIS's BLAS layer would call it). */
 #define TL__GEMV_BLIS(DTYPE) \
-  tl__gemv_blis(DTYPE, tr, *m, *n, alpha, a, *lda, x0, *incx, beta, y0, *incy)
+  tl__prov_gemv(DTYPE, tr, *m, *n, alpha, a, *lda, x0, *incx, beta, y0, *incy)
 #if TL_X86_KERNELS
 /* tenlane's kernels where tl__blas_own_kernels() says so, BLIS's otherwise. */
 #define TL__GEMV_OWN(KERNELS, DTYPE)                                   \

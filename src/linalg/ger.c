@@ -195,9 +195,9 @@ static int check(int m, int n, int incx, int incy, int lda) {
 /* One routine: checks, quick returns, then tenlane's kernels (OWN, or 0 for none) or
  * BLIS's typed ger, x0 and y0 each vector's first element. */
 #define TL__GER_ENTRY(NAME, NAME_UPPER, T, DTYPE, CONJ, OWN)                                      \
-  void NAME(const int *m, const int *n, const T *alpha, const T *x, const int *incx, const T *y,  \
+  void TL__BLAS_ENTRY(NAME)(const int *m, const int *n, const T *alpha, const T *x, const int *incx, const T *y,  \
             const int *incy, T *a, const int *lda);                                               \
-  void NAME(const int *m, const int *n, const T *alpha, const T *x, const int *incx, const T *y,  \
+  void TL__BLAS_ENTRY(NAME)(const int *m, const int *n, const T *alpha, const T *x, const int *incx, const T *y,  \
             const int *incy, T *a, const int *lda) {                                              \
     const int bad = check(*m, *n, *incx, *incy, *lda);                                            \
     if (bad != 0) {                                                                               \
@@ -211,7 +211,7 @@ static int check(int m, int n, int incx, int incy, int lda) {
     if (own != NULL && tl__blas_own_kernels())                                                    \
       own(*m, *n, *alpha, x0, *incx, y0, *incy, a, *lda, CONJ);                                   \
     else                                                                                          \
-      tl__ger_blis(DTYPE, CONJ, *m, *n, alpha, x0, *incx, y0, *incy, a, *lda);                    \
+      tl__prov_ger(DTYPE, CONJ, *m, *n, alpha, x0, *incx, y0, *incy, a, *lda);                    \
   }
 
 TL__GER_ENTRY(sger_, "SGER  ", float, TL_F32, 0, NULL)

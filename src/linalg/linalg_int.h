@@ -199,6 +199,18 @@ int tl__xerbla_take(char routine[16], int *argument);
 int tl__nrm2_linked(void);
 /* ---- The BLAS entries tenlane defines for LAPACK (gemv.c, gemm_blas.c, ger.c, trmm.c) ---- */
 
+/* The name of one of those entries. With BLIS (TL_BLAS_OWN_ENTRIES, cmake/Providers.cmake)
+ * it is the Fortran name itself, so that LAPACK's calls reach tenlane's kernels and the rest
+ * goes to BLIS's typed API. With a Fortran BLAS provider (reference, OpenBLAS) the entry is
+ * tl__own_<name>: LAPACK calls the provider's routine, and the entry's fallback
+ * (tl__prov_gemv, ...) calls it too, which under the Fortran name would call itself. The
+ * entries stay built either way, so their tests run with every provider. */
+#if TL_BLAS_OWN_ENTRIES
+#define TL__BLAS_ENTRY(name) name
+#else
+#define TL__BLAS_ENTRY(name) tl__own_##name
+#endif
+
 /* A BLAS or LAPACK character argument as LSAME reads it: its first letter, upper case. */
 static inline char tl__blas_letter(const char *c) {
   return (char)(c[0] >= 'a' && c[0] <= 'z' ? c[0] - 'a' + 'A' : c[0]);

@@ -140,11 +140,11 @@ static double conj_d(double v) { return v; }
 TL__TRMM_RIGHT(blocks_d, double, conj_d, narrow_d)
 TL__TRMM_RIGHT(blocks_z, double complex, conj, narrow_z)
 
-void dgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
+void TL__BLAS_ENTRY(dgemm_)(const char *transa, const char *transb, const int *m, const int *n, const int *k,
             const double *alpha, const double *a, const int *lda, const double *b, const int *ldb,
             const double *beta, double *c, const int *ldc, size_t transa_length,
             size_t transb_length);
-void zgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
+void TL__BLAS_ENTRY(zgemm_)(const char *transa, const char *transb, const int *m, const int *n, const int *k,
             const double complex *alpha, const double complex *a, const int *lda,
             const double complex *b, const int *ldb, const double complex *beta, double complex *c,
             const int *ldc, size_t transa_length, size_t transb_length);
@@ -181,8 +181,8 @@ void zgemm_(const char *transa, const char *transb, const int *m, const int *n, 
     }                                                                                          \
   }
 
-TL__TRMM_SPLIT(right_d, double, blocks_d, dgemm_)
-TL__TRMM_SPLIT(right_z, double complex, blocks_z, zgemm_)
+TL__TRMM_SPLIT(right_d, double, blocks_d, TL__BLAS_ENTRY(dgemm_))
+TL__TRMM_SPLIT(right_z, double complex, blocks_z, TL__BLAS_ENTRY(zgemm_))
 
 /* tenlane's path where it applies: f64 or c128, side 'R', a triangle of at most TRMM_MAX_N,
  * AVX-512F present and not capped. */
@@ -190,11 +190,11 @@ static int own(int left, int n) { return left == 0 && n <= TRMM_MAX_N && tl__bla
 
 /* One type's entry: checks, quick returns, then RIGHT (or NULL for none) or BLIS's trmm. */
 #define TL__TRMM_ENTRY(NAME, NAME_UPPER, T, DTYPE, ZERO, RIGHT, IS_REAL)                  \
-  void NAME(const char *side, const char *uplo, const char *transa, const char *diag,     \
+  void TL__BLAS_ENTRY(NAME)(const char *side, const char *uplo, const char *transa, const char *diag,     \
             const int *m, const int *n, const T *alpha, const T *a, const int *lda, T *b, \
             const int *ldb, size_t side_length, size_t uplo_length, size_t transa_length, \
             size_t diag_length);                                                          \
-  void NAME(const char *side, const char *uplo, const char *transa, const char *diag,     \
+  void TL__BLAS_ENTRY(NAME)(const char *side, const char *uplo, const char *transa, const char *diag,     \
             const int *m, const int *n, const T *alpha, const T *a, const int *lda, T *b, \
             const int *ldb, size_t side_length, size_t uplo_length, size_t transa_length, \
             size_t diag_length) {                                                         \
@@ -217,7 +217,7 @@ static int own(int left, int n) { return left == 0 && n <= TRMM_MAX_N && tl__bla
     if (right != NULL && own(left, *n))                                                   \
       right(upper, trans, unit, *m, *n, *alpha, a, *lda, b, *ldb);                        \
     else                                                                                  \
-      tl__trmm_blis(DTYPE, !left, upper, trans, unit, *m, *n, alpha, a, *lda, b, *ldb);   \
+      tl__prov_trmm(DTYPE, !left, upper, trans, unit, *m, *n, alpha, a, *lda, b, *ldb);   \
   }
 
 TL__TRMM_ENTRY(strmm_, "STRMM ", float, TL_F32, zero_s, NULL, 1)

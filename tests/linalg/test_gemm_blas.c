@@ -19,6 +19,12 @@
 #include "th_numeric.h"
 #include "th_test.h"
 
+/* tenlane's entries, under the name this provider gives them (linalg_int.h). */
+#define sgemm_ TL__BLAS_ENTRY(sgemm_)
+#define dgemm_ TL__BLAS_ENTRY(dgemm_)
+#define cgemm_ TL__BLAS_ENTRY(cgemm_)
+#define zgemm_ TL__BLAS_ENTRY(zgemm_)
+
 void sgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k,
             const float *alpha, const float *a, const int *lda, const float *b, const int *ldb,
             const float *beta, float *c, const int *ldc, size_t la, size_t lb);

@@ -16,6 +16,12 @@
 #include "th_numeric.h"
 #include "th_test.h"
 
+/* tenlane's entries, under the name this provider gives them (linalg_int.h). */
+#define sgemv_ TL__BLAS_ENTRY(sgemv_)
+#define dgemv_ TL__BLAS_ENTRY(dgemv_)
+#define cgemv_ TL__BLAS_ENTRY(cgemv_)
+#define zgemv_ TL__BLAS_ENTRY(zgemv_)
+
 void sgemv_(const char *trans, const int *m, const int *n, const float *alpha, const float *a,
             const int *lda, const float *x, const int *incx, const float *beta, float *y,
             const int *incy, size_t trans_length);

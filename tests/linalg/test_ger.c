@@ -16,6 +16,14 @@
 #include "th_numeric.h"
 #include "th_test.h"
 
+/* tenlane's entries, under the name this provider gives them (linalg_int.h). */
+#define sger_ TL__BLAS_ENTRY(sger_)
+#define dger_ TL__BLAS_ENTRY(dger_)
+#define cgeru_ TL__BLAS_ENTRY(cgeru_)
+#define cgerc_ TL__BLAS_ENTRY(cgerc_)
+#define zgeru_ TL__BLAS_ENTRY(zgeru_)
+#define zgerc_ TL__BLAS_ENTRY(zgerc_)
+
 void sger_(const int *m, const int *n, const float *alpha, const float *x, const int *incx,
            const float *y, const int *incy, float *a, const int *lda);
 void dger_(const int *m, const int *n, const double *alpha, const double *x, const int *incx,

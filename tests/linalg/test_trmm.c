@@ -18,6 +18,12 @@
 #include "th_numeric.h"
 #include "th_test.h"
 
+/* tenlane's entries, under the name this provider gives them (linalg_int.h). */
+#define strmm_ TL__BLAS_ENTRY(strmm_)
+#define dtrmm_ TL__BLAS_ENTRY(dtrmm_)
+#define ctrmm_ TL__BLAS_ENTRY(ctrmm_)
+#define ztrmm_ TL__BLAS_ENTRY(ztrmm_)
+
 #define TRMM_ARGS(T)                                                                             \
   const char *side, const char *uplo, const char *ta, const char *diag, const int *m,            \
       const int *n, const T *alpha, const T *a, const int *lda, T *b, const int *ldb, size_t l1, \
