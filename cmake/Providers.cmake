@@ -117,6 +117,10 @@ int main(void) {
   # BLIS comes after LAPACK so that the archive members LAPACK's BLAS calls need are pulled
   # from BLIS.
   set(TL_PROVIDER_ARCHIVES ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_BLIS_ARCHIVE})
+else()
+  set(TL_BLIS_INCLUDE_DIR "") # BLIS's header is for BLIS builds only
+endif()
+if(TL_PROVIDER_USED STREQUAL "blis")
 elseif(TL_PROVIDER_USED STREQUAL "openblas")
   tl_require(TL_OPENBLAS_ARCHIVE "OpenBLAS's serial static archive (openblas-serial/libopenblas.a)"
     libopenblas-serial-dev)

@@ -2,7 +2,28 @@
  * through libxsmm or BLIS with the context tenlane selected, trsm and the column norm
  * through BLIS's BLAS interface. Apart from direct.c because BLIS's header and LAPACKE's
  * declare some of the same Fortran symbols differently. Nothing here allocates. */
+#if TL_PROVIDER_BLIS
 #include "kernels/providers.h"
+#else
+#include <complex.h>
+#include <stddef.h>
+
+#include "kernels/kernels.h"
+/* The Fortran BLAS routines used here (gfortran's interface: hidden lengths last). */
+typedef int f77_int;
+typedef double complex dcomplex;
+void dtrsm_(const char *side, const char *uplo, const char *trans, const char *diag,
+            const f77_int *m, const f77_int *n, const double *alpha, const void *a,
+            const f77_int *lda, void *b, const f77_int *ldb, size_t, size_t, size_t, size_t);
+void ztrsm_(const char *side, const char *uplo, const char *trans, const char *diag,
+            const f77_int *m, const f77_int *n, const dcomplex *alpha, const void *a,
+            const f77_int *lda, void *b, const f77_int *ldb, size_t, size_t, size_t, size_t);
+double dnrm2_(const f77_int *n, const double *x, const f77_int *incx);
+#define TL_FORTRAN_LENGTHS , 1, 1, 1, 1
+#endif
+#ifndef TL_FORTRAN_LENGTHS
+#define TL_FORTRAN_LENGTHS
+#endif
 /* libxsmm (an anchor here, never a provider of the library): its header is not warning-clean. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
@@ -16,17 +37,23 @@
 
 void fan_direct_init(void) {
   libxsmm_init();
+#if TL_PROVIDER_BLIS
   (void)tl__blis_context();
+#else
+  tl__providers_init();
+#endif
 }
 
 /* BLIS keeps its enabled induced methods per thread: a thread that computes in complex
  * with the 1m context tenlane chose enables 1m for itself (LAPACK's complex BLAS calls
  * then take it too), as tenlane's own threads do. */
 void fan_direct_thread_init(void) {
+#if TL_PROVIDER_BLIS
   if (tl__blis_context_complex() != tl__blis_context()) {
     bli_ind_enable_dt(BLIS_1M, BLIS_SCOMPLEX);
     bli_ind_enable_dt(BLIS_1M, BLIS_DCOMPLEX);
   }
+#endif
 }
 
 /* ---- GEMM ------------------------------------------------------------------------------ */
@@ -46,6 +73,11 @@ int fan_direct_gemm(fan_call *call, int m, int n, int k, const void *a, int lda,
       return 0;
     }
   }
+#if !TL_PROVIDER_BLIS
+  /* Another provider: its GEMM through tenlane's boundary. */
+  tl__prov_gemm(call->dtype == FAN_F64 ? TL_F64 : TL_C128, m, n, k, tl_scalar_real(1.0), a, 1, lda,
+                b, 1, ldb, tl_scalar_real(0.0), c, 1, ldc);
+#else
   rntm_t rntm = tl__blis_runtime();
   if (call->dtype == FAN_F64) {
     cntx_t *cntx = tl__blis_context();
@@ -58,6 +90,7 @@ int fan_direct_gemm(fan_call *call, int m, int n, int k, const void *a, int lda,
     bli_zgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, (dcomplex *)a, 1, lda,
                  (dcomplex *)b, 1, ldb, &beta, (dcomplex *)c, 1, ldc, cntx, &rntm);
   }
+#endif
   return 0;
 }
 
@@ -69,10 +102,14 @@ void fan_direct_trsm_right(fan_dtype dtype, int lower, int unit, int m, int n, c
   const f77_int lm = m, ln = n, lt = ldt, lx = ldx;
   if (dtype == FAN_F64) {
     const double one = 1.0;
-    dtrsm_(&side, &uplo, &trans, &diag, &lm, &ln, &one, t, &lt, x, &lx);
+    dtrsm_(&side, &uplo, &trans, &diag, &lm, &ln, &one, t, &lt, x, &lx TL_FORTRAN_LENGTHS);
   } else {
+#if TL_PROVIDER_BLIS
     const dcomplex one = {1.0, 0.0};
-    ztrsm_(&side, &uplo, &trans, &diag, &lm, &ln, &one, t, &lt, x, &lx);
+#else
+    const dcomplex one = 1.0;
+#endif
+    ztrsm_(&side, &uplo, &trans, &diag, &lm, &ln, &one, t, &lt, x, &lx TL_FORTRAN_LENGTHS);
   }
 }
 

@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#if TL_PROVIDER_BLIS
 #include "kernels/providers.h"
+#endif
 /* libxsmm (an anchor here, never a provider of the library): its header is not warning-clean.
  * Where it is not installed (aarch64) the no-code check below counts on the library never
  * linking it (cmake/Providers.cmake) instead of on its registry. */
