@@ -13,7 +13,7 @@ CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 PHONY_TCI := bench-fanout bench-tci
 .PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-einsum bench-plot scale-out install format format-check lint clean python \
-	fuzz soak valgrind test-aarch64
+	fuzz soak valgrind test-aarch64 test-reference test-openblas
 
 all: build
 
@@ -60,6 +60,16 @@ bench-tci: build
 
 test: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)
+
+# The suite on another provider (cmake/Providers.cmake, docs/platforms.md), each in its own
+# tree: `test-reference` on Netlib's reference BLAS and LAPACK (build-reference),
+# `test-openblas` on OpenBLAS's serial build (build-openblas; libopenblas-serial-dev).
+# PROVIDER_CTEST_ARGS narrows the run (CI: -L 'kernels|linalg').
+PROVIDER_CTEST_ARGS ?=
+test-reference test-openblas: check-deps
+	cmake -S . -B build-$(@:test-%=%) -G Ninja -DTL_PROVIDER=$(@:test-%=%) $(DEV_FLAGS) $(CMAKE_FLAGS)
+	cmake --build build-$(@:test-%=%) -j$(JOBS)
+	cd build-$(@:test-%=%) && ctest $(CTEST_FLAGS) $(PROVIDER_CTEST_ARGS)
 
 # The library and its tests cross-built for aarch64 (Debian's gcc-aarch64-linux-gnu, the arm64
 # providers through multiarch), the suite run under qemu-user. Needs
@@ -149,4 +159,4 @@ format:
 	find include src tests benches examples python -type f \( -name '*.c' -o -name '*.h' \) -not -path '*/fixtures/*' | xargs clang-format -i
 
 clean:
-	rm -rf build build-clang build-release build-release-clang build-asan build-tsan build-lint build-fuzz build-valgrind
+	rm -rf build build-clang build-release build-release-clang build-reference build-openblas build-asan build-tsan build-lint build-fuzz build-valgrind

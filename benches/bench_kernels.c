@@ -464,8 +464,8 @@ static int wanted(const char *group) {
 int main(int argc, char **argv) {
   tl_bench_env env;
   if (tl_bench_env_init(argc, argv, &env) != 0) return 2;
-  /* The anchors call BLIS with the same context and one-thread runtime tenlane uses (with
-   * another provider, its GEMM through the boundary; the rows still say "blis"). */
+    /* The anchors call BLIS with the same context and one-thread runtime tenlane uses (with
+     * another provider, its GEMM through the boundary; the rows still say "blis"). */
 #if TL_PROVIDER_BLIS
   blis_cntx = tl__blis_context();
   blis_rntm = tl__blis_runtime();

@@ -30,23 +30,23 @@
 #endif
 
 /* ---- The Fortran BLAS routines used (gfortran's calling convention) ---- */
-#define TL__FGEMM(NAME, T)                                                                      \
-  void NAME(const char *ta, const char *tb, const int *m, const int *n, const int *k,           \
+#define TL__FGEMM(NAME, T)                                                                         \
+  void NAME(const char *ta, const char *tb, const int *m, const int *n, const int *k,              \
             const T *alpha, const T *a, const int *lda, const T *b, const int *ldb, const T *beta, \
             T *c, const int *ldc, size_t ta_len, size_t tb_len);
 TL__FGEMM(sgemm_, float)
 TL__FGEMM(dgemm_, double)
 TL__FGEMM(cgemm_, float complex)
 TL__FGEMM(zgemm_, double complex)
-#define TL__FGEMV(NAME, T)                                                                      \
-  void NAME(const char *trans, const int *m, const int *n, const T *alpha, const T *a,          \
+#define TL__FGEMV(NAME, T)                                                                     \
+  void NAME(const char *trans, const int *m, const int *n, const T *alpha, const T *a,         \
             const int *lda, const T *x, const int *incx, const T *beta, T *y, const int *incy, \
             size_t trans_len);
 TL__FGEMV(sgemv_, float)
 TL__FGEMV(dgemv_, double)
 TL__FGEMV(cgemv_, float complex)
 TL__FGEMV(zgemv_, double complex)
-#define TL__FGER(NAME, T)                                                                       \
+#define TL__FGER(NAME, T)                                                                        \
   void NAME(const int *m, const int *n, const T *alpha, const T *x, const int *incx, const T *y, \
             const int *incy, T *a, const int *lda);
 TL__FGER(sger_, float)
@@ -55,9 +55,9 @@ TL__FGER(cgeru_, float complex)
 TL__FGER(cgerc_, float complex)
 TL__FGER(zgeru_, double complex)
 TL__FGER(zgerc_, double complex)
-#define TL__FTRMM(NAME, T)                                                                      \
-  void NAME(const char *side, const char *uplo, const char *transa, const char *diag,           \
-            const int *m, const int *n, const T *alpha, const T *a, const int *lda, T *b,       \
+#define TL__FTRMM(NAME, T)                                                                \
+  void NAME(const char *side, const char *uplo, const char *transa, const char *diag,     \
+            const int *m, const int *n, const T *alpha, const T *a, const int *lda, T *b, \
             const int *ldb, size_t side_len, size_t uplo_len, size_t transa_len, size_t diag_len);
 TL__FTRMM(strmm_, float)
 TL__FTRMM(dtrmm_, double)
@@ -213,17 +213,16 @@ static int fortran_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, fo
 
 /* C = alpha A B + beta C element by element (beta 0 does not read C): layouts the Fortran
  * interface cannot take. */
-#define TL__GEMM_LOOP(NAME, T)                                                                  \
-  static void NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa,           \
-                   int64_t csa, const T *b, int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc, \
-                   int64_t csc) {                                                               \
-    for (int64_t j = 0; j < n; j++)                                                             \
-      for (int64_t i = 0; i < m; i++) {                                                         \
-        T sum = 0;                                                                              \
-        for (int64_t p = 0; p < k; p++) sum += a[i * rsa + p * csa] * b[p * rsb + j * csb];     \
-        T *cij = c + i * rsc + j * csc;                                                         \
-        *cij = beta == 0 ? alpha * sum : alpha * sum + beta * *cij;                             \
-      }                                                                                         \
+#define TL__GEMM_LOOP(NAME, T)                                                                     \
+  static void NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa, int64_t csa, \
+                   const T *b, int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc, int64_t csc) { \
+    for (int64_t j = 0; j < n; j++)                                                                \
+      for (int64_t i = 0; i < m; i++) {                                                            \
+        T sum = 0;                                                                                 \
+        for (int64_t p = 0; p < k; p++) sum += a[i * rsa + p * csa] * b[p * rsb + j * csb];        \
+        T *cij = c + i * rsc + j * csc;                                                            \
+        *cij = beta == 0 ? alpha * sum : alpha * sum + beta * *cij;                                \
+      }                                                                                            \
   }
 TL__GEMM_LOOP(loop_s, float)
 TL__GEMM_LOOP(loop_d, double)

@@ -125,7 +125,8 @@ void tl__prov_setup(const tl__cpu_features *features, tl__provider_choice *choic
     /* another BLIS: its own context, untouched (below) */
   } else if (choice->blis == TL__BLIS_SKX && (chosen = lookup_arch(BLIS_ARCH_SKX)) != NULL) {
     arch = "skx";
-  } else if (choice->blis == TL__BLIS_HASWELL && (chosen = lookup_arch(BLIS_ARCH_HASWELL)) != NULL) {
+  } else if (choice->blis == TL__BLIS_HASWELL &&
+             (chosen = lookup_arch(BLIS_ARCH_HASWELL)) != NULL) {
     arch = "haswell";
     choice->complex_1m = 0;
   }

@@ -101,30 +101,32 @@ static void run_z(int ta, int tb, int m, int n, int k, const double complex *alp
 }
 
 /* One type's entry: the checks and quick returns, then RUN. */
-#define TL__GEMM_ENTRY(NAME, NAME_UPPER, T, SCALE, RUN)                                            \
-  void TL__BLAS_ENTRY(NAME)(const char *transa, const char *transb, const int *m, const int *n, const int *k,      \
-            const T *alpha, const T *a, const int *lda, const T *b, const int *ldb, const T *beta, \
-            T *c, const int *ldc, size_t transa_length, size_t transb_length);                     \
-  void TL__BLAS_ENTRY(NAME)(const char *transa, const char *transb, const int *m, const int *n, const int *k,      \
-            const T *alpha, const T *a, const int *lda, const T *b, const int *ldb, const T *beta, \
-            T *c, const int *ldc, size_t transa_length, size_t transb_length) {                    \
-    (void)transa_length, (void)transb_length;                                                      \
-    const int ta = tl__blas_trans(transa), tb = tl__blas_trans(transb);                            \
-    const int bad = check(ta, tb, *m, *n, *k, *lda, *ldb, *ldc);                                   \
-    if (bad != 0) {                                                                                \
-      xerbla_(NAME_UPPER, &bad, 6);                                                                \
-      return;                                                                                      \
-    }                                                                                              \
-    if (*m == 0 || *n == 0 || ((*alpha == 0 || *k == 0) && *beta == 1)) return;                    \
-    if (*alpha == 0 || *k == 0) {                                                                  \
-      SCALE(*m, *n, *beta, c, *ldc);                                                               \
-      return;                                                                                      \
-    }                                                                                              \
-    if (tl__exec_current_cancelled()) { /* C = 0: LAPACK ends fast, the route reports it */        \
-      SCALE(*m, *n, 0, c, *ldc);                                                                   \
-      return;                                                                                      \
-    }                                                                                              \
-    RUN(ta, tb, *m, *n, *k, alpha, a, *lda, b, *ldb, beta, c, *ldc);                               \
+#define TL__GEMM_ENTRY(NAME, NAME_UPPER, T, SCALE, RUN)                                           \
+  void TL__BLAS_ENTRY(NAME)(const char *transa, const char *transb, const int *m, const int *n,   \
+                            const int *k, const T *alpha, const T *a, const int *lda, const T *b, \
+                            const int *ldb, const T *beta, T *c, const int *ldc,                  \
+                            size_t transa_length, size_t transb_length);                          \
+  void TL__BLAS_ENTRY(NAME)(const char *transa, const char *transb, const int *m, const int *n,   \
+                            const int *k, const T *alpha, const T *a, const int *lda, const T *b, \
+                            const int *ldb, const T *beta, T *c, const int *ldc,                  \
+                            size_t transa_length, size_t transb_length) {                         \
+    (void)transa_length, (void)transb_length;                                                     \
+    const int ta = tl__blas_trans(transa), tb = tl__blas_trans(transb);                           \
+    const int bad = check(ta, tb, *m, *n, *k, *lda, *ldb, *ldc);                                  \
+    if (bad != 0) {                                                                               \
+      xerbla_(NAME_UPPER, &bad, 6);                                                               \
+      return;                                                                                     \
+    }                                                                                             \
+    if (*m == 0 || *n == 0 || ((*alpha == 0 || *k == 0) && *beta == 1)) return;                   \
+    if (*alpha == 0 || *k == 0) {                                                                 \
+      SCALE(*m, *n, *beta, c, *ldc);                                                              \
+      return;                                                                                     \
+    }                                                                                             \
+    if (tl__exec_current_cancelled()) { /* C = 0: LAPACK ends fast, the route reports it */       \
+      SCALE(*m, *n, 0, c, *ldc);                                                                  \
+      return;                                                                                     \
+    }                                                                                             \
+    RUN(ta, tb, *m, *n, *k, alpha, a, *lda, b, *ldb, beta, c, *ldc);                              \
   }
 
 TL__GEMM_ENTRY(sgemm_, "SGEMM ", float, scale_s, run_s)

@@ -364,29 +364,29 @@ static int check(int trans, int m, int n, int lda, int incx, int incy) {
 
 /* One type's entry: the reference BLAS's checks and quick returns, then `body` with tr
  * (0/1/2), x0 and y0 (each vector from its first element). */
-#define TL__GEMV_ENTRY(NAME, NAME_UPPER, T, BODY)                                              \
-  void TL__BLAS_ENTRY(NAME)(const char *trans, const int *m, const int *n, const T *alpha, const T *a,         \
-            const int *lda, const T *x, const int *incx, const T *beta, T *y, const int *incy, \
-            size_t trans_length);                                                              \
-  void TL__BLAS_ENTRY(NAME)(const char *trans, const int *m, const int *n, const T *alpha, const T *a,         \
-            const int *lda, const T *x, const int *incx, const T *beta, T *y, const int *incy, \
-            size_t trans_length) {                                                             \
-    (void)trans_length;                                                                        \
-    const int tr = tl__blas_trans(trans);                                                      \
-    const int bad = check(tr, *m, *n, *lda, *incx, *incy);                                     \
-    if (bad != 0) {                                                                            \
-      xerbla_(NAME_UPPER, &bad, 6);                                                            \
-      return;                                                                                  \
-    }                                                                                          \
-    if (*m == 0 || *n == 0 || (*alpha == 0 && *beta == 1)) return;                             \
-    const int64_t len_x = tr == 0 ? *n : *m, len_y = tr == 0 ? *m : *n;                        \
-    const T *x0 = TL__BLAS_FIRST(x, len_x, *incx);                                             \
-    T *y0 = TL__BLAS_FIRST(y, len_y, *incy);                                                   \
-    if (tl__exec_current_cancelled()) { /* y = 0: LAPACK ends fast, the route reports it */    \
-      for (int64_t i = 0; i < len_y; i++) y0[i * *incy] = 0;                                   \
-      return;                                                                                  \
-    }                                                                                          \
-    BODY;                                                                                      \
+#define TL__GEMV_ENTRY(NAME, NAME_UPPER, T, BODY)                                           \
+  void TL__BLAS_ENTRY(NAME)(const char *trans, const int *m, const int *n, const T *alpha,  \
+                            const T *a, const int *lda, const T *x, const int *incx,        \
+                            const T *beta, T *y, const int *incy, size_t trans_length);     \
+  void TL__BLAS_ENTRY(NAME)(const char *trans, const int *m, const int *n, const T *alpha,  \
+                            const T *a, const int *lda, const T *x, const int *incx,        \
+                            const T *beta, T *y, const int *incy, size_t trans_length) {    \
+    (void)trans_length;                                                                     \
+    const int tr = tl__blas_trans(trans);                                                   \
+    const int bad = check(tr, *m, *n, *lda, *incx, *incy);                                  \
+    if (bad != 0) {                                                                         \
+      xerbla_(NAME_UPPER, &bad, 6);                                                         \
+      return;                                                                               \
+    }                                                                                       \
+    if (*m == 0 || *n == 0 || (*alpha == 0 && *beta == 1)) return;                          \
+    const int64_t len_x = tr == 0 ? *n : *m, len_y = tr == 0 ? *m : *n;                     \
+    const T *x0 = TL__BLAS_FIRST(x, len_x, *incx);                                          \
+    T *y0 = TL__BLAS_FIRST(y, len_y, *incy);                                                \
+    if (tl__exec_current_cancelled()) { /* y = 0: LAPACK ends fast, the route reports it */ \
+      for (int64_t i = 0; i < len_y; i++) y0[i * *incy] = 0;                                \
+      return;                                                                               \
+    }                                                                                       \
+    BODY;                                                                                   \
   }
 
 /* BLIS's typed gemv (the process-wide context, as BLIS's BLAS layer would call it). */

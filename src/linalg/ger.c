@@ -195,10 +195,10 @@ static int check(int m, int n, int incx, int incy, int lda) {
 /* One routine: checks, quick returns, then tenlane's kernels (OWN, or 0 for none) or
  * BLIS's typed ger, x0 and y0 each vector's first element. */
 #define TL__GER_ENTRY(NAME, NAME_UPPER, T, DTYPE, CONJ, OWN)                                      \
-  void TL__BLAS_ENTRY(NAME)(const int *m, const int *n, const T *alpha, const T *x, const int *incx, const T *y,  \
-            const int *incy, T *a, const int *lda);                                               \
-  void TL__BLAS_ENTRY(NAME)(const int *m, const int *n, const T *alpha, const T *x, const int *incx, const T *y,  \
-            const int *incy, T *a, const int *lda) {                                              \
+  void TL__BLAS_ENTRY(NAME)(const int *m, const int *n, const T *alpha, const T *x,               \
+                            const int *incx, const T *y, const int *incy, T *a, const int *lda);  \
+  void TL__BLAS_ENTRY(NAME)(const int *m, const int *n, const T *alpha, const T *x,               \
+                            const int *incx, const T *y, const int *incy, T *a, const int *lda) { \
     const int bad = check(*m, *n, *incx, *incy, *lda);                                            \
     if (bad != 0) {                                                                               \
       xerbla_(NAME_UPPER, &bad, 6);                                                               \

@@ -140,14 +140,15 @@ static double conj_d(double v) { return v; }
 TL__TRMM_RIGHT(blocks_d, double, conj_d, narrow_d)
 TL__TRMM_RIGHT(blocks_z, double complex, conj, narrow_z)
 
-void TL__BLAS_ENTRY(dgemm_)(const char *transa, const char *transb, const int *m, const int *n, const int *k,
-            const double *alpha, const double *a, const int *lda, const double *b, const int *ldb,
-            const double *beta, double *c, const int *ldc, size_t transa_length,
-            size_t transb_length);
-void TL__BLAS_ENTRY(zgemm_)(const char *transa, const char *transb, const int *m, const int *n, const int *k,
-            const double complex *alpha, const double complex *a, const int *lda,
-            const double complex *b, const int *ldb, const double complex *beta, double complex *c,
-            const int *ldc, size_t transa_length, size_t transb_length);
+void TL__BLAS_ENTRY(dgemm_)(const char *transa, const char *transb, const int *m, const int *n,
+                            const int *k, const double *alpha, const double *a, const int *lda,
+                            const double *b, const int *ldb, const double *beta, double *c,
+                            const int *ldc, size_t transa_length, size_t transb_length);
+void TL__BLAS_ENTRY(zgemm_)(const char *transa, const char *transb, const int *m, const int *n,
+                            const int *k, const double complex *alpha, const double complex *a,
+                            const int *lda, const double complex *b, const int *ldb,
+                            const double complex *beta, double complex *c, const int *ldc,
+                            size_t transa_length, size_t transb_length);
 
 /* Larger triangles split in two (n1 a multiple of the block width, n2 the rest): with op(A)
  * upper, B2 := B2 U22, then B2 += alpha B1 U12 (one product through gemm_blas.c), then
@@ -189,35 +190,35 @@ TL__TRMM_SPLIT(right_z, double complex, blocks_z, TL__BLAS_ENTRY(zgemm_))
 static int own(int left, int n) { return left == 0 && n <= TRMM_MAX_N && tl__blas_own_kernels(); }
 
 /* One type's entry: checks, quick returns, then RIGHT (or NULL for none) or BLIS's trmm. */
-#define TL__TRMM_ENTRY(NAME, NAME_UPPER, T, DTYPE, ZERO, RIGHT, IS_REAL)                  \
-  void TL__BLAS_ENTRY(NAME)(const char *side, const char *uplo, const char *transa, const char *diag,     \
-            const int *m, const int *n, const T *alpha, const T *a, const int *lda, T *b, \
-            const int *ldb, size_t side_length, size_t uplo_length, size_t transa_length, \
-            size_t diag_length);                                                          \
-  void TL__BLAS_ENTRY(NAME)(const char *side, const char *uplo, const char *transa, const char *diag,     \
-            const int *m, const int *n, const T *alpha, const T *a, const int *lda, T *b, \
-            const int *ldb, size_t side_length, size_t uplo_length, size_t transa_length, \
-            size_t diag_length) {                                                         \
-    (void)side_length, (void)uplo_length, (void)transa_length, (void)diag_length;         \
-    const int left = flag_of(side, 'L', 'R'), upper = flag_of(uplo, 'U', 'L');            \
-    const int unit = flag_of(diag, 'U', 'N');                                             \
-    int trans = tl__blas_trans(transa);                                                   \
-    const int bad = check(left, upper, trans, unit, *m, *n, *lda, *ldb);                  \
-    if (bad != 0) {                                                                       \
-      xerbla_(NAME_UPPER, &bad, 6);                                                       \
-      return;                                                                             \
-    }                                                                                     \
-    if (*m == 0 || *n == 0) return;                                                       \
-    if (*alpha == 0) {                                                                    \
-      ZERO(*m, *n, b, *ldb);                                                              \
-      return;                                                                             \
-    }                                                                                     \
-    if (IS_REAL && trans == 2) trans = 1;                                                 \
-    void (*right)(int, int, int, int, int, T, const T *, int, T *, int) = RIGHT;          \
-    if (right != NULL && own(left, *n))                                                   \
-      right(upper, trans, unit, *m, *n, *alpha, a, *lda, b, *ldb);                        \
-    else                                                                                  \
-      tl__prov_trmm(DTYPE, !left, upper, trans, unit, *m, *n, alpha, a, *lda, b, *ldb);   \
+#define TL__TRMM_ENTRY(NAME, NAME_UPPER, T, DTYPE, ZERO, RIGHT, IS_REAL)                          \
+  void TL__BLAS_ENTRY(NAME)(const char *side, const char *uplo, const char *transa,               \
+                            const char *diag, const int *m, const int *n, const T *alpha,         \
+                            const T *a, const int *lda, T *b, const int *ldb, size_t side_length, \
+                            size_t uplo_length, size_t transa_length, size_t diag_length);        \
+  void TL__BLAS_ENTRY(NAME)(const char *side, const char *uplo, const char *transa,               \
+                            const char *diag, const int *m, const int *n, const T *alpha,         \
+                            const T *a, const int *lda, T *b, const int *ldb, size_t side_length, \
+                            size_t uplo_length, size_t transa_length, size_t diag_length) {       \
+    (void)side_length, (void)uplo_length, (void)transa_length, (void)diag_length;                 \
+    const int left = flag_of(side, 'L', 'R'), upper = flag_of(uplo, 'U', 'L');                    \
+    const int unit = flag_of(diag, 'U', 'N');                                                     \
+    int trans = tl__blas_trans(transa);                                                           \
+    const int bad = check(left, upper, trans, unit, *m, *n, *lda, *ldb);                          \
+    if (bad != 0) {                                                                               \
+      xerbla_(NAME_UPPER, &bad, 6);                                                               \
+      return;                                                                                     \
+    }                                                                                             \
+    if (*m == 0 || *n == 0) return;                                                               \
+    if (*alpha == 0) {                                                                            \
+      ZERO(*m, *n, b, *ldb);                                                                      \
+      return;                                                                                     \
+    }                                                                                             \
+    if (IS_REAL && trans == 2) trans = 1;                                                         \
+    void (*right)(int, int, int, int, int, T, const T *, int, T *, int) = RIGHT;                  \
+    if (right != NULL && own(left, *n))                                                           \
+      right(upper, trans, unit, *m, *n, *alpha, a, *lda, b, *ldb);                                \
+    else                                                                                          \
+      tl__prov_trmm(DTYPE, !left, upper, trans, unit, *m, *n, alpha, a, *lda, b, *ldb);           \
   }
 
 TL__TRMM_ENTRY(strmm_, "STRMM ", float, TL_F32, zero_s, NULL, 1)

@@ -686,7 +686,9 @@ static void blis_level1_kernels_installed_in_contexts(void) {
 #else
 /* Another provider, or a BLIS without the 0.9 internals: tenlane puts no kernels into it. */
 static void blis_only(void) {
-  th_test_skip("tenlane's level-1 kernels go into BLIS 0.9's contexts; the provider here is " TL_PROVIDER_DESC);
+  th_test_skip(
+      "tenlane's level-1 kernels go into BLIS 0.9's contexts; the provider here "
+      "is " TL_PROVIDER_DESC);
 }
 static void blis_complex_axpyv_matches_naive(void) { blis_only(); }
 static void blis_level1v_kernels_match_naive(void) { blis_only(); }
