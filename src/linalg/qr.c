@@ -220,8 +220,8 @@ static double dropped_weight(tl_dtype dtype, const void *a, lapack_int lda, int6
  * the full work. On return *steps columns are factored: their rows of R are final (the
  * blocked step updates the whole trailing block, those rows included), tau[0..steps) and
  * jpvt (1-based, every column) are set. */
-static tl_status qrcp_until_cut(tl_exec *exec, tl_dtype dtype, int64_t m, int64_t n, void *a,
-                                lapack_int lda, lapack_int *jpvt, void *tau,
+static tl_status qrcp_until_cut(tl_exec *exec, const char *route, tl_dtype dtype, int64_t m,
+                                int64_t n, void *a, lapack_int lda, lapack_int *jpvt, void *tau,
                                 const tl_truncation *truncation, int64_t cap, int64_t *steps) {
   size_t esize = tl_dtype_size(dtype), rsize = tl_dtype_size(tl_dtype_real(dtype));
   int64_t k = m < n ? m : n;
@@ -244,6 +244,10 @@ static tl_status qrcp_until_cut(tl_exec *exec, tl_dtype dtype, int64_t m, int64_
    * than the update. */
   int unblocked = n <= TL__QRCP_UNBLOCKED_MAX;
   while (done < k && done < cap) {
+    /* Cooperative cancellation between steps (tl_exec_cancel): a step is O(m n) work, the
+     * whole loop up to O(m n k); once the flag is up the steps done are dropped. */
+    if ((status = tl__la_cancelled(exec, route, "the pivoted QR steps (laqps)")) != TL_OK)
+      return status;
     if (unblocked) {
       tl__lapack_qp_step(dtype, (lapack_int)m, (lapack_int)n, (lapack_int)done, a, lda, jpvt, tau,
                          vn1, vn2, f);
@@ -330,7 +334,8 @@ static tl_status qrcp_impl(tl_exec *exec, const char *route, const tl_tensor *a,
       dtype == TL_F32 || dtype == TL_F64 || (dtype == TL_C128 && n <= TL__QRCP_UNBLOCKED_MAX);
   if (k > 0 && truncation != NULL && until_cut) {
     int64_t steps = 0;
-    status = qrcp_until_cut(exec, dtype, m, n, work_a, lda, jpvt, tau, truncation, cap, &steps);
+    status =
+        qrcp_until_cut(exec, route, dtype, m, n, work_a, lda, jpvt, tau, truncation, cap, &steps);
     if (status != TL_OK) return status;
     r_diagonal(dtype, work_a, lda, steps, diag);
     rank = tl__la_truncate(real, diag, steps, truncation);

@@ -107,6 +107,24 @@ static tl_status call_qr(tl_exec *exec, tl_tensor *in) {
   return status;
 }
 
+/* Pivoted QR through its own loop of steps (a truncation that drops nothing: every step
+ * runs), which checks the flag between steps. */
+static tl_status call_qrcp(tl_exec *exec, tl_tensor *in) {
+  tl_truncation truncation;
+  tl_truncation_init(&truncation);
+  tl_tensor q, r;
+  int64_t rank = 0;
+  int64_t *perm = malloc(sizeof(int64_t) * (size_t)in[0].shape[1]);
+  TH_CHECK(perm != NULL);
+  tl_status status = tl_qrcp(exec, &truncation, &in[0], &q, &r, perm, &rank);
+  if (status == TL_OK) {
+    tl_tensor_release(&q);
+    tl_tensor_release(&r);
+  }
+  free(perm);
+  return status;
+}
+
 static tl_status call_lu(tl_exec *exec, tl_tensor *in) {
   tl_tensor lu;
   int64_t *pivots = malloc(sizeof(int64_t) * (size_t)in[0].shape[0]);
@@ -194,6 +212,8 @@ static const long_call gemm_call = {"tl_gemm", "GEMM blocks", prepare_pair, call
 static const long_call einsum_call = {"tl_einsum", "cancel", prepare_pair, call_einsum, 2};
 static const long_call svd_call = {"tl_svd", "results were dropped", prepare_one, call_svd, 1};
 static const long_call qr_call = {"tl_qr", "results were dropped", prepare_one, call_qr, 1};
+/* Seen inside the step loop, not only after ungqr (the message names the steps). */
+static const long_call qrcp_call = {"tl_qrcp", "pivoted QR steps", prepare_one, call_qrcp, 1};
 static const long_call lu_call = {"tl_lu", "results were dropped", prepare_one, call_lu, 1};
 
 static void cancel_gemm_on_a_pool(void) { cancel_while_running(2, &gemm_call, 1536); }
@@ -201,6 +221,7 @@ static void cancel_gemm_on_one_thread(void) { cancel_while_running(1, &gemm_call
 static void cancel_einsum_on_a_pool(void) { cancel_while_running(2, &einsum_call, 1024); }
 static void cancel_svd_on_a_pool(void) { cancel_while_running(2, &svd_call, 768); }
 static void cancel_qr_on_one_thread(void) { cancel_while_running(1, &qr_call, 1536); }
+static void cancel_qrcp_on_one_thread(void) { cancel_while_running(1, &qrcp_call, 1536); }
 static void cancel_lu_on_one_thread(void) { cancel_while_running(1, &lu_call, 2048); }
 
 /* The rules with no call in progress: NULL, raising twice, lowering a lowered flag. */
@@ -222,4 +243,4 @@ static void cancel_flag_rules(void) {
 TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
              TH_CASE(cancel_gemm_on_one_thread), TH_CASE(cancel_einsum_on_a_pool),
              TH_CASE(cancel_svd_on_a_pool), TH_CASE(cancel_qr_on_one_thread),
-             TH_CASE(cancel_lu_on_one_thread))
+             TH_CASE(cancel_qrcp_on_one_thread), TH_CASE(cancel_lu_on_one_thread))
