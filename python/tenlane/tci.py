@@ -123,7 +123,8 @@ class PatchedTensorTrain:
     @classmethod
     def load(cls, path: str) -> "PatchedTensorTrain":
         """Load a file written by ``tenlane-tci --save`` or :meth:`save`."""
-        raw = open(path, "rb").read()
+        with open(path, "rb") as f:
+            raw = f.read()
         if raw[:8] != _MAGIC:
             raise TCIError("%r is not a tci file (magic %r)" % (path, raw[:8]))
         at = 8
