@@ -1,9 +1,11 @@
 /* examples/tci/bench.c: `tenlane-tci --bench`, one table in one run: for every built-in
  * function at tolerances 1e-6 and 1e-10, the patched TCI on all lanes and on one lane, the
  * same algorithm as an OpenMP task loop with per-task workspaces (when built with OpenMP),
- * and the plain unpatched TCI on one thread (max bond 4x, no splitting). Figures are for a
+ * and the plain unpatched TCI on one thread (max bond 4x, no splitting). Each row is run
+ * --repeat times (default 5) on a fresh context and reports the median time. Figures are for a
  * quiet machine; the command is in docs/tci.md. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,21 +18,42 @@ typedef struct row_ctx {
   const tci_train *reference; /* the one-lane train, for the identity column */
 } row_ctx;
 
+static int by_time(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
 static void row(const row_ctx *c, const char *variant, int threads, const tci_options *o,
                 int openmp, tci_train *keep) {
-  tl_context *ctx;
-  tl_session *session;
-  if (tci_open(openmp ? 1 : threads, &ctx, &session)) return;
   tci_train train;
   tci_stats s;
   char why[TCI_WHY];
-  int rc = openmp ? tci_run_openmp(session, threads, c->grid, c->f, o, &train, &s, why)
-                  : tci_run_lanes(session, c->grid, c->f, o, &train, &s, why);
-  tci_close(ctx, session);
-  if (rc) {
-    printf("%-9s %-6.0e %-14s %3d  failed: %s\n", c->f->name, o->tol, variant, threads, why);
-    return;
+  double times[TCI_BENCH_MAX_REPEAT];
+  int reps = c->p->repeat > 0 ? c->p->repeat : 1;
+  for (int r = 0; r < reps; r++) {
+    tl_context *ctx;
+    tl_session *session;
+    if (tci_open(openmp ? 1 : threads, &ctx, &session)) return;
+    tci_train again;
+    int rc = openmp ? tci_run_openmp(session, threads, c->grid, c->f, o, &again, &s, why)
+                    : tci_run_lanes(session, c->grid, c->f, o, &again, &s, why);
+    tci_close(ctx, session);
+    if (rc) {
+      if (r) tci_train_free(&train);
+      printf("%-9s %-6.0e %-14s %3d  failed: %s\n", c->f->name, o->tol, variant, threads, why);
+      return;
+    }
+    times[r] = s.seconds;
+    if (r == 0) {
+      train = again;
+    } else {
+      if (!tci_train_identical(&train, &again))
+        printf("# %s: run %d differs from run 1\n", variant, r + 1);
+      tci_train_free(&again);
+    }
   }
+  qsort(times, (size_t)reps, sizeof times[0], by_time);
+  s.seconds = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
   tci_accuracy acc;
   memset(&acc, 0, sizeof acc);
   if (tci_accuracy_check(&train, c->f, 10000, 99, &acc, why)) acc.max_error = -1.0;
@@ -50,8 +73,8 @@ int tci_bench(const tci_program *p) {
   int threads = p->threads > 0 ? p->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (threads < 1) threads = 1;
   static const double tols[2] = {1e-6, 1e-10};
-  printf("# tenlane-tci --bench: max bond %d, %d lanes, layout %s\n", p->options.max_bond, threads,
-         p->layout == TCI_FUSED ? "fused" : "interleaved");
+  printf("# tenlane-tci --bench: max bond %d, %d lanes, layout %s, seconds: median of %d runs\n",
+         p->options.max_bond, threads, p->layout == TCI_FUSED ? "fused" : "interleaved", p->repeat);
   printf("%-9s %-6s %-14s %3s %9s %12s %7s %5s %10s  %s\n", "function", "tol", "variant", "thr",
          "seconds", "evaluations", "patches", "bond", "max_err", "same_bits_as_1_lane");
   for (size_t i = 0; i < tci_builtin_count(); i++) {

@@ -25,6 +25,7 @@ void tci_usage(FILE *to) {
           "  --save FILE       save the patched tensor train (format: docs/tci.md)\n"
           "  --cancel-after N  cancel the run after N patches (to show cancellation)\n"
           "  --bench           print the benchmark table (docs/tci.md) and exit\n"
+          "  --repeat N        --bench: runs per row, the median printed (default 5)\n"
           "  --help            this text\n");
 }
 
@@ -48,6 +49,7 @@ int tci_parse(int argc, char **argv, tci_program *p) {
   p->function = tci_builtin("sharp2d");
   p->layout = TCI_INTERLEAVED;
   p->samples = 10000;
+  p->repeat = 5;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long n;
@@ -101,6 +103,10 @@ int tci_parse(int argc, char **argv, tci_program *p) {
     } else if (strcmp(o, "--cancel-after") == 0) {
       if (!int_in(v, 1, 1000000, &n)) return bad(o, v, "1..1000000");
       p->options.cancel_after = (int)n;
+      i++;
+    } else if (strcmp(o, "--repeat") == 0) {
+      if (!int_in(v, 1, TCI_BENCH_MAX_REPEAT, &n)) return bad(o, v, "1..99");
+      p->repeat = (int)n;
       i++;
     } else if (strcmp(o, "--cache") == 0) {
       if (strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "auto")) return bad(o, v, "on|off|auto");

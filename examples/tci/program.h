@@ -17,8 +17,11 @@ typedef struct tci_program {
   size_t samples;
   const char *save;
   int bench;
+  int repeat; /* --bench: runs per row, the median reported (1..TCI_BENCH_MAX_REPEAT) */
   int help;
 } tci_program;
+
+#define TCI_BENCH_MAX_REPEAT 99
 
 void tci_usage(FILE *to);
 /* 0, or 2 after printing the usage for a bad option. */
