@@ -38,9 +38,11 @@ static int eval_batch(tci_workspace *ws, const tci_problem *problem, int count, 
   int d = grid->dims, misses = 0, dups = 0;
   tci_key *keys = ws->keys;
   size_t *home = ws->home;
-  for (int e = 0; e < count; e++) {
-    home[e] = tci_cache_home(ws, keys[e]);
-    tci_cache_prefetch(ws, home[e]);
+  if (ws->cache_slots) { /* without a table every point is a miss: nothing to hash */
+    for (int e = 0; e < count; e++) {
+      home[e] = tci_cache_home(ws, keys[e]);
+      tci_cache_prefetch(ws, home[e]);
+    }
   }
   for (int e = 0; e < count; e++) {
     int found;
