@@ -30,7 +30,8 @@ static int nonfinite(const tci_problem *problem, const uint64_t *key, double v, 
 
 /* Evaluate the `count` points whose grid indices are in ws->keys (count <= TCI_BATCH) into
  * out: values the patch already computed come from the cache, f is called once on each other
- * point (their coordinates packed at the front of ws->x, in batch order). */
+ * point (their coordinates packed at the front of ws->x, or for an index function their
+ * grid indices at the front of ws->xi, in batch order). */
 static int eval_batch(tci_workspace *ws, const tci_problem *problem, int count, double *out,
                       char *why) {
   const tci_grid *grid = problem->grid;
@@ -54,7 +55,10 @@ static int eval_batch(tci_workspace *ws, const tci_problem *problem, int count, 
       ws->dup_of[dups++] = slot->pending;
     } else {
       if (slot) slot->pending = misses;
-      tci_grid_coords(grid, keys[e], ws->x + misses * d);
+      if (f->index_fn)
+        memcpy(ws->xi + misses * d, keys[e], sizeof(uint64_t) * (size_t)d);
+      else
+        tci_grid_coords(grid, keys[e], ws->x + misses * d);
       ws->miss_slot[misses] = slot;
       ws->miss_at[misses++] = e;
     }
@@ -62,7 +66,7 @@ static int eval_batch(tci_workspace *ws, const tci_problem *problem, int count, 
   ws->lookups += (uint64_t)count;
   ws->evaluations += (uint64_t)misses;
   if (misses) {
-    int rc = f->fn(ws->x, (size_t)misses, d, ws->miss_y, f->arg);
+    int rc = tci_function_call(f, ws->xi, ws->x, (size_t)misses, ws->miss_y);
     if (rc) {
       snprintf(why, TCI_WHY, "function '%s' returned %d on a batch of %d points", f->name, rc,
                misses);

@@ -104,7 +104,8 @@ static void builtins_init(void) {
        40,
        1,
        1.9,
-       1},
+       1,
+       NULL},
       {"sharp2d",
        "tanh((x-0.3sin(3y))/0.01)+0.5exp(-(x+y+0.4)^2/1e-3) on [-1,1]^2",
        2,
@@ -115,7 +116,8 @@ static void builtins_init(void) {
        10,
        0,
        0.0,
-       1},
+       1,
+       NULL},
       {"smooth3d",
        "cos(x+y^2+z)/(1+x^2+y^2+z^2) on [-1,1]^3",
        3,
@@ -126,7 +128,8 @@ static void builtins_init(void) {
        10,
        0,
        0.0,
-       1},
+       1,
+       NULL},
       {"gauss2d",
        "exp(-((x-.5)^2+(y-.5)^2)/0.08^2) on [0,1]^2, integral (0.08 sqrt(pi))^2",
        2,
@@ -137,9 +140,15 @@ static void builtins_init(void) {
        16,
        1,
        g * g,
-       1},
+       1,
+       NULL},
   };
   memcpy(builtins, table, sizeof table);
+}
+
+int tci_function_call(const tci_function *f, const uint64_t *index, const double *x, size_t n,
+                      double *y) {
+  return f->index_fn ? f->index_fn(index, n, f->dims, y, f->arg) : f->fn(x, n, f->dims, y, f->arg);
 }
 
 size_t tci_builtin_count(void) { return sizeof builtins / sizeof builtins[0]; }

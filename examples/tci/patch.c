@@ -177,7 +177,7 @@ void tci_options_resolve(tci_options *out, const tci_options *in, const tci_func
 
 int tci_check_run(const tci_grid *grid, const tci_function *function, const tci_options *o,
                   char *why) {
-  if (!grid || !function || !function->fn || !o) {
+  if (!grid || !function || !(function->fn || function->index_fn) || !o) {
     snprintf(why, TCI_WHY, "a run needs a grid, a function and options (one is NULL)");
     return TCI_E_ARG;
   }
@@ -226,7 +226,7 @@ int tci_problem_scale(const tci_grid *grid, const tci_function *function,
       sites[s] = e == 0 ? 0 : (uint8_t)(tci_rng_next(&state) % (uint64_t)grid->local_dim);
     tci_grid_point(grid, sites, index + e * grid->dims, x + e * grid->dims);
   }
-  int rc = function->fn(x, SAMPLES, grid->dims, y, function->arg);
+  int rc = tci_function_call(function, index, x, SAMPLES, y);
   if (rc) {
     snprintf(why, TCI_WHY, "function '%s' returned %d on its first batch", function->name, rc);
     return TCI_E_FUNCTION;

@@ -12,10 +12,12 @@ int tci_accuracy_check(const tci_train *train, const tci_function *function, siz
   const tci_grid *g = &train->grid;
   int d = g->dims;
   double *x = calloc(samples * (size_t)d, sizeof(double));
+  uint64_t *ix = calloc(samples * (size_t)d, sizeof(uint64_t));
   double *y = malloc(sizeof(double) * samples);
   double *t = malloc(sizeof(double) * samples);
-  if (!x || !y || !t) {
+  if (!x || !ix || !y || !t) {
     free(x);
+    free(ix);
     free(y);
     free(t);
     snprintf(why, TCI_WHY, "no memory for %zu sample points", samples);
@@ -28,9 +30,10 @@ int tci_accuracy_check(const tci_train *train, const tci_function *function, siz
     for (int v = 0; v < d; v++) index[v] = tci_rng_next(&state) & mask;
     tci_grid_sites(g, index, sites);
     tci_grid_point(g, sites, index, x + e * (size_t)d);
+    memcpy(ix + e * (size_t)d, index, sizeof(uint64_t) * (size_t)d);
     t[e] = tci_train_eval_sites(train, sites);
   }
-  int rc = function->fn(x, samples, d, y, function->arg);
+  int rc = tci_function_call(function, ix, x, samples, y);
   double top = 0.0, worst = 0.0, sum = 0.0;
   for (size_t e = 0; e < samples && rc == 0; e++) {
     if (!isfinite(y[e])) {
@@ -62,6 +65,7 @@ int tci_accuracy_check(const tci_train *train, const tci_function *function, siz
     rc = TCI_E_FUNCTION;
   }
   free(x);
+  free(ix);
   free(y);
   free(t);
   return rc;

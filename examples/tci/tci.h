@@ -74,6 +74,9 @@ double tci_grid_cell(const tci_grid *grid);
  * x[p*dims .. p*dims+dims-1]); write the n values to y. Return 0, or non-zero to fail the run
  * (TCI_E_FUNCTION). Called from any lane thread, concurrently: it must be thread-safe. */
 typedef int (*tci_batch_fn)(const double *x, size_t n, int dims, double *y, void *arg);
+/* The same over grid indices: index holds n points of `dims` indices each (0 .. 2^R - 1), the
+ * form a caller with its own grid bookkeeping (the Python binding) wants. Same rules. */
+typedef int (*tci_index_fn)(const uint64_t *index, size_t n, int dims, double *y, void *arg);
 
 typedef struct tci_function {
   const char *name;  /* what --function selects */
@@ -86,7 +89,13 @@ typedef struct tci_function {
   int has_integral; /* 1 when `integral` is the exact integral over the box */
   double integral;
   int cheap; /* 1: a value costs less than a probe of the value cache (TCI_CACHE_AUTO skips it) */
+  tci_index_fn index_fn; /* when set, called instead of fn (which may then be NULL) */
 } tci_function;
+
+/* f at n points, given both as grid indices and as coordinates (either may be NULL when the
+ * function does not take that form): 0 or the function's non-zero return. */
+int tci_function_call(const tci_function *f, const uint64_t *index, const double *x, size_t n,
+                      double *y);
 
 size_t tci_builtin_count(void);
 const tci_function *tci_builtin_at(size_t i);

@@ -36,10 +36,11 @@ struct tci_workspace {
   double *p;                     /* a pivot matrix, chi * chi */
   int *rows, *cols;              /* chi * dim each */
   double *x;                     /* TCI_BATCH points of up to 3 coordinates */
-  double *y;                     /* TCI_BATCH values */
-  tci_key *keys;                 /* TCI_BATCH points' grid indices */
-  size_t *home;                  /* TCI_BATCH: their cache slots' home */
-  tci_key *part;                 /* 2 chi + dim^2: partial indices of a cross's pieces */
+  uint64_t *xi;         /* TCI_BATCH points of up to 3 grid indices (for an index function) */
+  double *y;            /* TCI_BATCH values */
+  tci_key *keys;        /* TCI_BATCH points' grid indices */
+  size_t *home;         /* TCI_BATCH: their cache slots' home */
+  tci_key *part;        /* 2 chi + dim^2: partial indices of a cross's pieces */
   uint8_t *probe;       /* TCI_PROBES local site vectors: the global pivot search's points */
   double *probe_y;      /* their values */
   unsigned char *draft; /* the piece being built, malloc'd per lane, grown geometrically */

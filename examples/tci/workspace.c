@@ -28,6 +28,7 @@ static size_t layout(tci_workspace *ws, unsigned char *base, int sites, int chi,
   TAKE(rows, int, wide);
   TAKE(cols, int, wide);
   TAKE(x, double, TCI_BATCH *TCI_MAX_DIMS);
+  TAKE(xi, uint64_t, TCI_BATCH * TCI_MAX_DIMS);
   TAKE(y, double, TCI_BATCH);
   TAKE(keys, tci_key, TCI_BATCH);
   TAKE(home, size_t, TCI_BATCH);

@@ -88,6 +88,9 @@ static PyMethodDef module_methods[] = {
      "from_dlpack(x) -> ndarray: a numpy array over the memory x exports through "
      "__dlpack__ (DLPack 0.6, CPU, float32/64 or complex64/128), without a copy. The array "
      "keeps x's tensor alive. Any thread."},
+    {"_tci_run", tlpy_tci_run, METH_VARARGS,
+     "_tci_run(session, f, dims, bits, fused, lo, hi, tol, max_bond, max_sweeps, patching, "
+     "min_free_sites, seed): tenlane.tci.crossinterpolate's engine (use that)."},
     {"provider", module_provider, METH_NOARGS,
      "provider() -> str: the kernels tenlane picked (e.g. 'blis:skx(1m)+tl-complex')."},
     {NULL, NULL, 0, NULL}};

@@ -331,6 +331,11 @@ void tlpy_reuse_install(void);
 size_t tlpy_reuse_release(void);
 size_t tlpy_reuse_kept(void);
 
+/* ---- tci.c: tenlane.tci's engine (examples/tci on the session's lanes) ------------------ */
+
+/* tenlane._core._tci_run: see tci.c. */
+PyObject *tlpy_tci_run(PyObject *module, PyObject *args);
+
 /* ---- default.c: the module-level calls on the default context ------------------------ */
 
 /* Add tenlane.einsum, svd, ... (Session's methods on the calling thread's default session),

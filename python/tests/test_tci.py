@@ -46,7 +46,7 @@ def test_nan_names_the_index():
         v[(index[:, 0] >= 256) & (index[:, 0] < 300)] = np.nan
         return v
 
-    with pytest.raises(tci.TCIError, match=r"f returned nan at grid index \(2[5-9][0-9],\)"):
+    with pytest.raises(tci.TCIError, match=r"returned nan at x = .* \(grid index \(2[5-9][0-9]\)\)"):
         tci.crossinterpolate(f, bits=10)
 
 
@@ -78,3 +78,85 @@ def test_the_c_programs_saved_train_loads_and_agrees():
     x = t.points(pts)
     exact = np.exp(-((x[:, 0] - 0.5) ** 2 + (x[:, 1] - 0.5) ** 2) / s**2)
     assert np.max(np.abs(t(pts) - exact)) < 1e-6
+
+
+def _ridge(index):
+    x = index[:, 0] / 256.0
+    y = index[:, 1] / 256.0
+    return np.tanh((x - 0.5 - 0.2 * np.sin(3 * y)) / 0.05)
+
+
+def test_lanes_give_the_same_bits_as_one_lane():
+    trains = []
+    for threads in (1, 2):
+        with tenlane.Context(threads=threads).session() as s:
+            t = tci.crossinterpolate(_ridge, dims=2, bits=8, tol=1e-8, max_bond=12, session=s)
+        assert t.stats["lanes"] == threads
+        trains.append(t)
+    a, b = trains
+    assert len(a.pieces) > 1
+    assert [p for p, _ in a.pieces] == [p for p, _ in b.pieces]
+    for (_, ca), (_, cb) in zip(a.pieces, b.pieces):
+        assert all(np.array_equal(x, y) for x, y in zip(ca, cb))
+    assert a.stats["evaluations"] == b.stats["evaluations"]
+
+
+def test_f_runs_on_lane_threads_and_its_own_exception_comes_back():
+    class Boom(RuntimeError):
+        pass
+
+    calls = []
+
+    def f(index):
+        calls.append(index.shape)
+        if len(calls) == 5:
+            raise Boom("fifth batch")
+        return _ridge(index)
+
+    with tenlane.Context(threads=2).session() as s:
+        with pytest.raises(Boom, match="fifth batch"):
+            tci.crossinterpolate(f, dims=2, bits=8, tol=1e-8, max_bond=12, session=s)
+        # the session is usable afterwards
+        t = tci.crossinterpolate(_ridge, dims=2, bits=6, tol=1e-6, max_bond=12, session=s)
+        assert t.max_bond <= 12
+
+
+def test_bad_values_from_f_are_clear_errors():
+    with pytest.raises(ValueError, match=r"returned 1 values for a batch of \d+ indices"):
+        tci.crossinterpolate(lambda i: np.zeros(1), bits=8)
+    with pytest.raises(TypeError, match="real numbers"):
+        tci.crossinterpolate(lambda i: np.ones(i.shape[0], complex), bits=8)
+    with pytest.raises(tci.TCIError, match="tolerance"):
+        tci.crossinterpolate(lambda i: np.ones(i.shape[0]), bits=8, tol=0.0)
+    with pytest.raises(tci.TCIError, match="bits"):
+        tci.crossinterpolate(lambda i: np.ones(i.shape[0]), bits=41)
+
+
+def test_ctrl_c_stops_the_lanes_and_leaves_the_session_usable():
+    import signal
+    import threading
+    import time
+
+    def slow(index):
+        time.sleep(0.01)
+        return _ridge(index)
+
+    sent = []
+
+    def fire():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    with tenlane.Context(threads=2).session() as s:
+        timer = threading.Timer(0.3, fire)
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                tci.crossinterpolate(slow, dims=2, bits=10, tol=1e-10, max_bond=24, session=s)
+            caught = time.monotonic()
+        finally:
+            timer.cancel()
+            timer.join()
+        assert sent and caught - sent[0] < 2.0, "KeyboardInterrupt came late"
+        t = tci.crossinterpolate(_ridge, dims=2, bits=6, tol=1e-6, max_bond=12, session=s)
+        assert len(t.pieces) >= 1

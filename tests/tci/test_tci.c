@@ -66,8 +66,8 @@ static double max_error(const tci_train *t, const tci_function *f) {
 
 static void separable_sum_of_k_terms_gives_bond_dimension_k(void) {
   for (int terms = 1; terms <= 4; terms++) {
-    tci_function f = {"expsum", "sum of exponentials", 1, {0.0}, {1.0}, exp_sum, &terms, 20, 0, 0,
-                      0};
+    tci_function f = {
+        "expsum", "sum of exponentials", 1, {0.0}, {1.0}, exp_sum, &terms, 20, 0, 0, 0, NULL};
     tci_grid g;
     char why[TCI_WHY];
     CHECK(tci_grid_init(&g, 1, 20, TCI_INTERLEAVED, f.lo, f.hi, why) == 0, "%s", why);
@@ -101,7 +101,7 @@ static int cubic(const double *x, size_t n, int dims, double *y, void *arg) {
 }
 
 static void quantics_polynomial_is_exact_to_rounding(void) {
-  tci_function f = {"cubic", "1+2x-3x^2+x^3/2", 1, {-1.0}, {2.0}, cubic, NULL, 30, 0, 0, 0};
+  tci_function f = {"cubic", "1+2x-3x^2+x^3/2", 1, {-1.0}, {2.0}, cubic, NULL, 30, 0, 0, 0, NULL};
   for (int layout = 0; layout < 2; layout++) {
     tci_grid g;
     char why[TCI_WHY];
@@ -133,7 +133,8 @@ static int half_chirp(const double *x, size_t n, int dims, double *y, void *arg)
 }
 
 static void patching_splits_only_where_needed(void) {
-  tci_function f = {"halfchirp", "1+x | chirp", 1, {0.0}, {1.0}, half_chirp, NULL, 12, 0, 0, 0};
+  tci_function f = {"halfchirp", "1+x | chirp", 1, {0.0}, {1.0}, half_chirp, NULL, 12, 0, 0,
+                    0,           NULL};
   tci_grid g;
   char why[TCI_WHY];
   CHECK(tci_grid_init(&g, 1, 12, TCI_INTERLEAVED, f.lo, f.hi, why) == 0, "%s", why);
@@ -176,7 +177,8 @@ static int nan_band(const double *x, size_t n, int dims, double *y, void *arg) {
 }
 
 static void nan_gives_an_error_naming_the_point(void) {
-  tci_function f = {"nanband", "NaN on [0.25, 0.3)", 1, {0.0}, {1.0}, nan_band, NULL, 10, 0, 0, 0};
+  tci_function f = {"nanband", "NaN on [0.25, 0.3)", 1, {0.0}, {1.0}, nan_band, NULL, 10, 0, 0, 0,
+                    NULL};
   tci_grid g;
   char why[TCI_WHY] = "";
   CHECK(tci_grid_init(&g, 1, 10, TCI_INTERLEAVED, f.lo, f.hi, why) == 0, "%s", why);
@@ -211,7 +213,7 @@ static void cancel_mid_run_leaves_no_lane_running_and_session_usable(void) {
   CHECK(strstr(why, "cancelled") != NULL, "message: %s", why);
   CHECK(t.count == 0, "a cancelled run keeps nothing");
   /* Every lane joined (the phase returned); the session runs the next phase and routes. */
-  tci_function c = {"cubic", "cubic", 1, {0.0}, {1.0}, cubic, NULL, 12, 0, 0, 0};
+  tci_function c = {"cubic", "cubic", 1, {0.0}, {1.0}, cubic, NULL, 12, 0, 0, 0, NULL};
   tci_grid g1;
   CHECK(tci_grid_init(&g1, 1, 12, TCI_INTERLEAVED, c.lo, c.hi, why) == 0, "%s", why);
   tci_options_init(&o);
@@ -289,9 +291,12 @@ static int corner_tail(const double *x, size_t n, int dims, double *y, void *arg
 }
 
 static void global_search_finds_a_feature_no_probe_hits(void) {
-  tci_function f = {
-      "corner", "ridge tail in a corner", 2, {-1.0, -1.0}, {-0.5, 0.0}, corner_tail, NULL, 10, 0, 0,
-      0};
+  tci_function f = {"corner",    "ridge tail in a corner",
+                    2,           {-1.0, -1.0},
+                    {-0.5, 0.0}, corner_tail,
+                    NULL,        10,
+                    0,           0,
+                    0,           NULL};
   tci_grid g;
   char why[TCI_WHY];
   CHECK(tci_grid_init(&g, 2, 10, TCI_INTERLEAVED, f.lo, f.hi, why) == 0, "%s", why);
@@ -428,6 +433,49 @@ static void osc1d_reaches_1e_10(void) {
   tci_train_free(&t);
 }
 
+/* sharp2d through grid indices: the same values as the built-in, by way of the same coords. */
+static int sharp2d_by_index(const uint64_t *index, size_t n, int dims, double *y, void *arg) {
+  const tci_grid *g = arg;
+  const tci_function *f = tci_builtin("sharp2d");
+  for (size_t i = 0; i < n; i++) {
+    double x[TCI_MAX_DIMS];
+    tci_grid_coords(g, index + i * (size_t)dims, x);
+    if (f->fn(x, 1, dims, y + i, NULL)) return 1;
+  }
+  return 0;
+}
+
+static void index_function_gives_the_coordinate_functions_train(void) {
+  const tci_function *builtin = tci_builtin("sharp2d");
+  char why[TCI_WHY];
+  tci_grid g;
+  CHECK(tci_grid_init(&g, 2, 8, TCI_INTERLEAVED, builtin->lo, builtin->hi, why) == 0, "%s", why);
+  tci_function f = *builtin;
+  f.fn = NULL;
+  f.index_fn = sharp2d_by_index;
+  f.arg = &g;
+  tci_options o;
+  tci_options_init(&o);
+  o.tol = 1e-6;
+  o.max_bond = 12;
+  tci_train a, b;
+  tci_stats sa, sb;
+  int rc = run(2, &g, builtin, &o, &a, &sa, why);
+  CHECK(rc == 0, "%s", why);
+  int rc2 = run(2, &g, &f, &o, &b, &sb, why);
+  CHECK(rc2 == 0, "%s", why);
+  if (rc || rc2) return;
+  CHECK(a.count > 1, "the case should patch: %zu pieces", a.count);
+  CHECK(tci_train_identical(&a, &b), "trains differ (%zu and %zu pieces)", a.count, b.count);
+  CHECK(sa.evaluations == sb.evaluations, "%llu and %llu evaluations",
+        (unsigned long long)sa.evaluations, (unsigned long long)sb.evaluations);
+  tci_accuracy acc;
+  CHECK(tci_accuracy_check(&b, &f, 500, 3, &acc, why) == 0, "%s", why);
+  CHECK(acc.max_error < 1e-5, "index function train error %g", acc.max_error);
+  tci_train_free(&a);
+  tci_train_free(&b);
+}
+
 int main(int argc, char **argv) {
   struct {
     const char *name;
@@ -449,6 +497,8 @@ int main(int argc, char **argv) {
        value_cache_calls_f_once_per_point_and_keeps_the_train},
       {"tci_osc1d_is_accurate_at_grid_points", osc1d_is_accurate_at_grid_points},
       {"tci_osc1d_reaches_1e_10", osc1d_reaches_1e_10},
+      {"tci_index_function_gives_the_coordinate_functions_train",
+       index_function_gives_the_coordinate_functions_train},
   };
   int ran = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
