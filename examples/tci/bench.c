@@ -23,12 +23,18 @@ static int by_time(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* The median of n values (sorts them). */
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof v[0], by_time);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static void row(const row_ctx *c, const char *variant, int threads, const tci_options *o,
                 int openmp, tci_train *keep) {
   tci_train train;
   tci_stats s;
   char why[TCI_WHY];
-  double times[TCI_BENCH_MAX_REPEAT];
+  double times[TCI_BENCH_MAX_REPEAT], busy[TCI_BENCH_MAX_REPEAT], chain[TCI_BENCH_MAX_REPEAT];
   int reps = c->p->repeat > 0 ? c->p->repeat : 1;
   for (int r = 0; r < reps; r++) {
     tl_context *ctx;
@@ -44,6 +50,8 @@ static void row(const row_ctx *c, const char *variant, int threads, const tci_op
       return;
     }
     times[r] = s.seconds;
+    busy[r] = s.seconds > 0 ? 100.0 * s.busy_seconds / (threads * s.seconds) : 0.0;
+    chain[r] = s.chain_seconds;
     if (r == 0) {
       train = again;
     } else {
@@ -52,16 +60,16 @@ static void row(const row_ctx *c, const char *variant, int threads, const tci_op
       tci_train_free(&again);
     }
   }
-  qsort(times, (size_t)reps, sizeof times[0], by_time);
-  s.seconds = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+  double busy_median = median(busy, reps), chain_median = median(chain, reps);
+  s.seconds = median(times, reps);
   tci_accuracy acc;
   memset(&acc, 0, sizeof acc);
   if (tci_accuracy_check(&train, c->f, 10000, 99, &acc, why)) acc.max_error = -1.0;
   const char *same =
       c->reference ? (tci_train_identical(c->reference, &train) ? "yes" : "no") : "-";
-  printf("%-9s %-6.0e %-14s %3d %9.3f %12llu %7zu %5d %10.2e  %s\n", c->f->name, o->tol, variant,
-         threads, s.seconds, (unsigned long long)s.evaluations, train.count,
-         tci_train_max_rank(&train), acc.max_error, same);
+  printf("%-9s %-6.0e %-14s %3d %9.3f %12llu %7zu %5d %10.2e %5.0f %8.3f  %s\n", c->f->name, o->tol,
+         variant, threads, s.seconds, (unsigned long long)s.evaluations, train.count,
+         tci_train_max_rank(&train), acc.max_error, busy_median, chain_median, same);
   fflush(stdout);
   if (keep)
     *keep = train;
@@ -75,8 +83,9 @@ int tci_bench(const tci_program *p) {
   static const double tols[2] = {1e-6, 1e-10};
   printf("# tenlane-tci --bench: max bond %d, %d lanes, layout %s, seconds: median of %d runs\n",
          p->options.max_bond, threads, p->layout == TCI_FUSED ? "fused" : "interleaved", p->repeat);
-  printf("%-9s %-6s %-14s %3s %9s %12s %7s %5s %10s  %s\n", "function", "tol", "variant", "thr",
-         "seconds", "evaluations", "patches", "bond", "max_err", "same_bits_as_1_lane");
+  printf("%-9s %-6s %-14s %3s %9s %12s %7s %5s %10s %5s %8s  %s\n", "function", "tol", "variant",
+         "thr", "seconds", "evaluations", "patches", "bond", "max_err", "busy%", "chain_s",
+         "same_bits_as_1_lane");
   for (size_t i = 0; i < tci_builtin_count(); i++) {
     const tci_function *f = tci_builtin_at(i);
     if (p->function_given && p->function != f) continue;

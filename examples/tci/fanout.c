@@ -67,6 +67,7 @@ static int lane_loop(tl_lane *lane, run_state *run, tl_exec *exec, tci_workspace
   char why[TCI_WHY];
   while (tci_queue_take(&run->queue, &patch, lane_stopped, lane)) {
     tci_patch_outcome outcome;
+    double started = tci_seconds();
     int rc = tci_patch_run(exec, ws, &run->problem, &patch, lane_stopped, lane, &outcome, why);
     if (rc == TCI_E_CANCELLED || (rc == TCI_OK && tl_lane_cancelled(lane))) {
       if (rc == TCI_OK) tci_piece_free(outcome.piece);
@@ -77,7 +78,8 @@ static int lane_loop(tl_lane *lane, run_state *run, tl_exec *exec, tci_workspace
       tci_queue_stop(&run->queue, 0, 1, outcome.evaluations);
       return fail_lane(lane, run, &patch, rc, why);
     }
-    rc = tci_queue_finish(&run->queue, &patch, &outcome, run->problem.grid->local_dim, why);
+    rc = tci_queue_finish(&run->queue, &patch, &outcome, tci_seconds() - started,
+                          run->problem.grid->local_dim, why);
     if (rc) return fail_lane(lane, run, &patch, rc, why);
     int after = run->problem.options->cancel_after;
     if (after > 0) {

@@ -95,6 +95,10 @@ static int report(const tci_program *p, const tci_grid *grid, const tci_train *o
     printf("  integral               %.15g (grid sum times cell; no known value)\n", integral);
   printf("  time                   1 lane %.3f s, %d lanes %.3f s (%.2fx)\n", s1->seconds, threads,
          sn->seconds, sn->seconds > 0 ? s1->seconds / sn->seconds : 0.0);
+  printf(
+      "  lanes                  busy %.0f%% of %d x %.3f s; longest chain of patch TCIs %.3f s\n",
+      sn->seconds > 0 ? 100.0 * sn->busy_seconds / (threads * sn->seconds) : 0.0, threads,
+      sn->seconds, sn->chain_seconds);
   printf("  bit-identical across lane counts (1 and %d): %s\n", threads, same ? "yes" : "no");
   if (p->save) {
     if (tci_save(all, p->save, why)) {

@@ -65,8 +65,11 @@ static void run_patch(omp_state *run, tci_patch patch) {
   int stopped = run->queue.stopped;
   pthread_mutex_unlock(&run->queue.lock);
   if (stopped) return;
+  double started = tci_seconds();
   tl_status st = tl_ticket_enter(&run->ticket, task_entry, &ta, &rc);
+  double seconds = tci_seconds() - started;
   pthread_mutex_lock(&run->queue.lock);
+  double chain = tci_queue_timing(&run->queue, &patch, seconds);
   run->queue.stats.evaluations += ta.outcome.evaluations;
   run->queue.stats.lookups += ta.outcome.lookups;
   run->queue.stats.patches_run++;
@@ -97,6 +100,7 @@ static void run_patch(omp_state *run, tci_patch patch) {
     tci_patch child = patch;
     child.prefix[patch.prefix_len] = (uint8_t)s;
     child.prefix_len = patch.prefix_len + 1;
+    child.chain = chain;
 #ifdef _OPENMP
 #pragma omp task firstprivate(child)
 #endif
@@ -108,6 +112,7 @@ static void *region(void *arg) {
   omp_state *run = arg;
   tci_patch root;
   root.prefix_len = 0;
+  root.chain = 0.0;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(run->threads)
 #pragma omp single

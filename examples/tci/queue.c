@@ -26,6 +26,7 @@ int tci_queue_init(tci_queue *q, size_t capacity, char *why) {
   pthread_mutex_init(&q->lock, NULL);
   pthread_cond_init(&q->wake, NULL);
   q->pending[0].prefix_len = 0; /* the root: the whole grid */
+  q->pending[0].chain = 0.0;
   q->pending_count = 1;
   return TCI_OK;
 }
@@ -75,10 +76,18 @@ static int grow(void **array, size_t *cap, size_t need, size_t item) {
   return 0;
 }
 
+double tci_queue_timing(tci_queue *q, const tci_patch *patch, double seconds) {
+  double chain = patch->chain + seconds;
+  q->stats.busy_seconds += seconds;
+  if (chain > q->stats.chain_seconds) q->stats.chain_seconds = chain;
+  return chain;
+}
+
 int tci_queue_finish(tci_queue *q, const tci_patch *patch, const tci_patch_outcome *outcome,
-                     int local_dim, char *why) {
+                     double seconds, int local_dim, char *why) {
   int rc = TCI_OK;
   pthread_mutex_lock(&q->lock);
+  double chain = tci_queue_timing(q, patch, seconds);
   q->stats.evaluations += outcome->evaluations;
   q->stats.lookups += outcome->lookups;
   q->stats.patches_run++;
@@ -95,6 +104,7 @@ int tci_queue_finish(tci_queue *q, const tci_patch *patch, const tci_patch_outco
         *child = *patch;
         child->prefix[patch->prefix_len] = (uint8_t)s;
         child->prefix_len = patch->prefix_len + 1;
+        child->chain = chain;
       }
     }
   } else if (grow((void **)&q->kept, &q->kept_cap, q->kept_count + 1, sizeof(tci_piece *))) {

@@ -146,6 +146,7 @@ int tci_prrlu(double *a, int m, int n, int max_rank, double tol_abs, int *rows, 
 typedef struct tci_patch {
   int prefix_len;
   uint8_t prefix[TCI_MAX_SITES];
+  double chain; /* seconds its ancestors' TCIs took, one after another (timing only) */
 } tci_patch;
 
 /* One kept patch of the result: its prefix and the tensor train over its free sites.
@@ -219,6 +220,9 @@ typedef struct tci_stats {
   size_t splits;
   double seconds;
   int lanes;
+  double busy_seconds;  /* time the lanes spent inside patch TCIs, summed over lanes */
+  double chain_seconds; /* the longest root-to-leaf chain of patch TCIs: each waits for its
+                           parent, so no number of lanes finishes the patches sooner */
 } tci_stats;
 
 /* The run's reference scale: max |f| over the root's initial pivot candidates. */

@@ -131,10 +131,13 @@ void tci_queue_destroy(tci_queue *q); /* frees kept pieces still held */
  * being worked on, or the run stopped). Waits in short timed slices while peers work, and
  * returns 0 once cancelled(arg) says so. */
 int tci_queue_take(tci_queue *q, tci_patch *out, int (*cancelled)(void *), void *arg);
-/* Finish a taken patch: its outcome's piece is kept, or its children (split on the next
- * site: one per local value) are queued. Returns TCI_E_NOMEM (the run stops) or 0. */
+/* Finish a taken patch whose TCI took `seconds`: its outcome's piece is kept, or its children
+ * (split on the next site: one per local value) are queued. Returns TCI_E_NOMEM (the run
+ * stops) or 0. */
 int tci_queue_finish(tci_queue *q, const tci_patch *patch, const tci_patch_outcome *outcome,
-                     int local_dim, char *why);
+                     double seconds, int local_dim, char *why);
+/* Account one patch TCI of `seconds` in the stats (lock held); the chain its children carry. */
+double tci_queue_timing(tci_queue *q, const tci_patch *patch, double seconds);
 /* A lane failed or was stopped (`taken`: while it held a patch): the run stops. */
 void tci_queue_stop(tci_queue *q, int cancelled, int taken, uint64_t evaluations);
 

@@ -214,9 +214,10 @@ PyObject *tlpy_tci_run(PyObject *module, PyObject *args) {
   PyObject *pieces = pieces_of(&train);
   tci_train_free(&train);
   if (!pieces) return NULL;
-  return Py_BuildValue("(isN{s:K,s:K,s:n,s:n,s:d,s:i})", 0, "", pieces, "evaluations",
+  return Py_BuildValue("(isN{s:K,s:K,s:n,s:n,s:d,s:i,s:d,s:d})", 0, "", pieces, "evaluations",
                        (unsigned long long)stats.evaluations, "lookups",
                        (unsigned long long)stats.lookups, "patches_run",
                        (Py_ssize_t)stats.patches_run, "splits", (Py_ssize_t)stats.splits, "seconds",
-                       stats.seconds, "lanes", stats.lanes);
+                       stats.seconds, "lanes", stats.lanes, "busy_seconds", stats.busy_seconds,
+                       "chain_seconds", stats.chain_seconds);
 }

@@ -192,8 +192,8 @@ def crossinterpolate(f: Callable[[np.ndarray], np.ndarray], dims: int = 1, bits:
     makes a context of ``tenlane.get_threads()`` threads for its length. Raises TCIError for
     bad arguments and for NaN or infinity from f (the message names the grid index), f's own
     exception unchanged if f raises, and KeyboardInterrupt on Ctrl-C (every lane stopped and
-    joined). The result's ``stats`` holds the run's counts (evaluations, patches_run, splits,
-    seconds, lanes).
+    joined). The result's ``stats`` holds the run's counts (evaluations, lookups, patches_run,
+    splits, seconds, lanes, busy_seconds, chain_seconds: docs/tci.md).
     """
     if not 1 <= dims <= 3:
         raise TCIError("dims must be 1..3, not %r" % (dims,))

@@ -99,6 +99,7 @@ def test_lanes_give_the_same_bits_as_one_lane():
     for (_, ca), (_, cb) in zip(a.pieces, b.pieces):
         assert all(np.array_equal(x, y) for x, y in zip(ca, cb))
     assert a.stats["evaluations"] == b.stats["evaluations"]
+    assert 0 < b.stats["chain_seconds"] <= b.stats["busy_seconds"] + 1e-9
 
 
 def test_f_runs_on_lane_threads_and_its_own_exception_comes_back():

@@ -248,6 +248,14 @@ static void result_is_bit_identical_for_any_number_of_lanes(void) {
     CHECK(tci_train_identical(&one, &other), "%d lanes differ from one lane", lanes);
     CHECK(s.evaluations == s1.evaluations, "%d lanes: %llu evaluations, one lane %llu", lanes,
           (unsigned long long)s.evaluations, (unsigned long long)s1.evaluations);
+    /* The timing figures are consistent: a chain is part of the busy time, which the lanes
+     * spent within the run (1 ms of slack for the clock reads around it). */
+    CHECK(s.chain_seconds > 0.0 && s.chain_seconds <= s.busy_seconds + 1e-9,
+          "chain %g s, busy %g s", s.chain_seconds, s.busy_seconds);
+    CHECK(s.busy_seconds <= lanes * s.seconds + 1e-3, "busy %g s over %d lanes x %g s",
+          s.busy_seconds, lanes, s.seconds);
+    CHECK(s.chain_seconds <= s.seconds + 1e-3, "chain %g s longer than the run's %g s",
+          s.chain_seconds, s.seconds);
     tci_train_free(&other);
   }
   tci_train_free(&one);
