@@ -2,8 +2,8 @@
  * the kept pieces. The malloc family is replaced by counting wrappers that forward to
  * glibc's own entry points (sanitizer builds, with their own allocator, leave this binary
  * out). A run on a warm session (its lanes' arenas grown by a first run) is counted: its
- * allocations, less one per kept piece, must stay a small constant while it runs well over
- * a hundred patch TCIs. */
+ * allocations, less one per kept piece, must stay well below one per patch TCI while it runs
+ * well over a hundred of them. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -88,7 +88,10 @@ int main(int argc, char **argv) {
   uint64_t overhead = made - t.count;
   printf("%llu allocations for %zu patch TCIs (%zu kept pieces): %llu besides the pieces\n",
          (unsigned long long)made, s.patches_run, t.count, (unsigned long long)overhead);
-  int ok = s.patches_run >= 100 && made >= t.count && overhead <= 40;
+  /* A per-patch allocation would add at least one per patch TCI run. The constant part is
+   * 12-14 on a quiet machine; with six copies of this test at once on 2 cores it once read
+   * 43 (lanes meeting their arenas in another order), so the bound is a quarter per patch. */
+  int ok = s.patches_run >= 100 && made >= t.count && overhead * 4 < s.patches_run;
   if (!ok) fprintf(stderr, "the steady state allocates per patch (or the run is too small)\n");
   tci_train_free(&t);
   tl_session_close(session);
