@@ -44,7 +44,6 @@ class PatchedTensorTrain:
         self.local_dim = 2 ** self.dims if layout == "fused" else 2
         self.sites = self.bits if layout == "fused" else self.bits * self.dims
         self.pieces = sorted(pieces, key=lambda p: p[0])
-        self._prefixes = {p[0]: p for p in self.pieces}
         self.evaluations = 0
         self.stats: Dict[str, Any] = {}  # the run's counts, for a train crossinterpolate made
 
@@ -67,22 +66,60 @@ class PatchedTensorTrain:
     def __call__(self, index: np.ndarray) -> np.ndarray:
         """The interpolant at grid indices, shape (n, dims) (or one tuple)."""
         sites = self.sites_of(index)
-        out = np.empty(sites.shape[0])
-        for row, s in enumerate(sites):
-            out[row] = self._value(s)
+        n = sites.shape[0]
+        owner = self._owners(sites)
+        out = np.empty(n)
+        order = np.argsort(owner, kind="stable")
+        bounds = np.searchsorted(owner[order], np.arange(len(self.pieces) + 1))
+        for p, (prefix, cores) in enumerate(self.pieces):
+            rows = order[bounds[p]:bounds[p + 1]]
+            if rows.size == 0:
+                continue
+            plen = len(prefix)
+            # Every row of the piece at once: v (rows, bond) through core k's slices.
+            v = np.ones((rows.size, 1))
+            for k, core in enumerate(cores):
+                local = sites[rows, plen + k]
+                nxt = np.empty((rows.size, core.shape[2]))
+                for value in range(self.local_dim):
+                    pick = local == value
+                    if pick.any():
+                        nxt[pick] = v[pick] @ core[:, value, :]
+                v = nxt
+            out[rows] = v[:, 0]
         return out
 
-    evaluate = __call__
+    def _owners(self, sites: np.ndarray) -> np.ndarray:
+        """The piece covering each site vector (its index in self.pieces)."""
+        n = sites.shape[0]
+        owner = np.full(n, -1, dtype=np.int64)
+        by_length: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+        for p, (prefix, _) in enumerate(self.pieces):
+            by_length.setdefault(len(prefix), ([], []))
+            code = 0
+            for v in prefix:
+                code = code * self.local_dim + int(v)
+            by_length[len(prefix)][0].append(code)
+            by_length[len(prefix)][1].append(p)
+        code = np.zeros(n, dtype=np.int64)
+        for plen in range(0, max(by_length, default=0) + 1):
+            if plen:
+                code = code * self.local_dim + sites[:, plen - 1]
+            if plen not in by_length:
+                continue
+            codes = np.asarray(by_length[plen][0], dtype=np.int64)
+            pieces = np.asarray(by_length[plen][1], dtype=np.int64)
+            sort = np.argsort(codes)
+            codes, pieces = codes[sort], pieces[sort]
+            at = np.minimum(np.searchsorted(codes, code), codes.size - 1)
+            hit = (codes[at] == code) & (owner < 0)
+            owner[hit] = pieces[at[hit]]
+        if (owner < 0).any():
+            missing = int(np.argmax(owner < 0))
+            raise TCIError("no piece covers site vector %s" % list(sites[missing]))
+        return owner
 
-    def _value(self, s: np.ndarray) -> float:
-        for plen in range(self.sites):
-            piece = self._prefixes.get(tuple(int(v) for v in s[:plen]))
-            if piece is not None:
-                v = np.ones(1)
-                for k, core in enumerate(piece[1]):
-                    v = v @ core[:, int(s[plen + k]), :]
-                return float(v[0])
-        raise TCIError("no piece covers site vector %s" % list(s))
+    evaluate = __call__
 
     def sum(self) -> float:
         """The sum over every grid point."""
