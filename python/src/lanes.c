@@ -53,6 +53,8 @@ typedef struct lane_stash {
   int64_t seen_shapes[TL_EINSUM_MAX_OPERANDS][TL_MAX_RANK];
   int seen_out_rank;
   int64_t seen_out[TL_MAX_RANK];
+  void *stack; /* a uniform run's results (uniform.c), stack_bytes long */
+  size_t stack_bytes;
 } lane_stash;
 
 /* The item a run of items stopped at, and why (noted on its lane, raised by run_map). */
@@ -85,6 +87,7 @@ typedef struct lanes_job {
   size_t runs;              /* tl_map items: runs of run_items (the last may be shorter) */
   tlpy_run_fail **run_fail; /* per run: its failing item, or NULL (run_items > 1) */
   tlpy_watch watch;         /* SIGINT since the map began */
+  tlpy_uniform *uniform;    /* einsum: the items' shared layout (uniform.c), or NULL */
   unsigned char *done;      /* per item: 1 once it ran to its result (kept across a resume) */
   /* JOB_PYTHON */
   PyObject *fn, *results;
@@ -249,12 +252,72 @@ static int run_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   return code;
 }
 
+/* 1 when `obj` (operand j of `item`) is a numpy array of the same type, byte order, shape
+ * and strides as `first` (item 0's, which tlpy_uniform_plan read as u->first[j]) that lies
+ * `item` steps on: then it reads as item 0's operand does. Its fields only, no Python call. */
+static int same_layout(PyObject *first, PyObject *obj, const tlpy_uniform *u, int j, size_t item) {
+  if (!PyArray_Check(obj)) return 0;
+  PyArrayObject *a = (PyArrayObject *)first, *b = (PyArrayObject *)obj;
+  int nd = PyArray_NDIM(a);
+  if (PyArray_NDIM(b) != nd || PyArray_TYPE(b) != PyArray_TYPE(a) || !PyArray_ISNOTSWAPPED(b) ||
+      memcmp(PyArray_DIMS(a), PyArray_DIMS(b), (size_t)nd * sizeof(npy_intp)) != 0 ||
+      memcmp(PyArray_STRIDES(a), PyArray_STRIDES(b), (size_t)nd * sizeof(npy_intp)) != 0)
+    return 0;
+  const size_t es = tl_dtype_size(u->first[j].dtype);
+  return (const char *)PyArray_DATA(b) ==
+         (const char *)u->first[j].data + (size_t)u->step[j] * es * item;
+}
+
+/* The items [first, end) as one einsum (uniform.c) when each is a member of the map's
+ * layout, each result copied into a kept block of its own. Items it could not finish are
+ * left undone (not `done`): the caller runs them one by one, which says which item failed
+ * and why, as a single call would. */
+static void uniform_items(tl_exec *exec, lanes_job *job, size_t first, size_t end, int lane) {
+  const tlpy_uniform *u = job->uniform;
+  PyObject *first_ops = PyTuple_GET_ITEM(job->inputs, 0);
+  if (end - first < 2 || lane < 0 || lane >= job->stashes) return;
+  if (tlpy_watch_fired(&job->watch)) return;
+  for (size_t item = first; item < end; item++) {
+    PyObject *ops = PyTuple_GET_ITEM(job->inputs, (Py_ssize_t)item);
+    if (job->done[item] || PyTuple_GET_SIZE(ops) != u->n) return;
+    for (int j = 0; j < u->n; j++)
+      if (!same_layout(PyTuple_GET_ITEM(first_ops, j), PyTuple_GET_ITEM(ops, j), u, j, item))
+        return;
+  }
+  lane_stash *st = &job->stash[lane];
+  size_t need = (end - first) * u->out_bytes;
+  if (st->stack_bytes < need) {
+    void *grown = PyMem_RawRealloc(st->stack, need);
+    if (!grown) return;
+    st->stack = grown;
+    st->stack_bytes = need;
+  }
+  tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR);
+  if (tlpy_uniform_run(exec, u, first, end - first, st->stack) != TL_OK) return;
+  for (size_t item = first; item < end; item++) {
+    void *block = stash_take(job, lane, u->out_bytes);
+    tl_tensor out;
+    if (!block) return;
+    memcpy(block, (char *)st->stack + (item - first) * u->out_bytes, u->out_bytes);
+    if (tl_tensor_wrap_row_major(u->first[0].dtype, u->out_rank, u->out_shape, block, &out) !=
+        TL_OK) {
+      tlpy_block_give(block, u->out_bytes);
+      return;
+    }
+    job->einsum_out[item] = out;
+    job->blocks[item] = block;
+    job->block_bytes[item] = u->out_bytes;
+    job->done[item] = 1;
+  }
+}
+
 /* One run of consecutive items (run_items > 1): in order, stopping at the first failure,
  * which is kept for run_map (tl_map's own message would name the run, not the item). */
 static int run_of_items(tl_exec *exec, size_t run, int lane_index, void *arg) {
   lanes_job *job = arg;
   size_t first = run * job->run_items;
   size_t end = job->mapped - first < job->run_items ? job->mapped : first + job->run_items;
+  if (job->uniform) uniform_items(exec, job, first, end, lane_index);
   for (size_t item = first; item < end; item++) {
     int code = run_item(exec, item, lane_index, job);
     if (code == 0) continue;
@@ -282,6 +345,38 @@ static size_t run_length(size_t items, int lanes) {
   return per < 1 ? 1 : per > RUN_MAX ? RUN_MAX : per;
 }
 
+/* Items per run when the items share one layout (uniform.c; job->uniform set), else 0:
+ * runs of up to UNIFORM_RUN_MAX items (at most UNIFORM_RUN_BYTES of results each), at least
+ * 8 runs per lane so the lanes stay balanced. Reads items 0 and 1 only: every other item is
+ * checked on its lane before its run is taken as one einsum. */
+#define UNIFORM_RUN_MAX 1024
+#define UNIFORM_RUN_BYTES ((size_t)1 << 20)
+static size_t uniform_layout(lanes_job *job, size_t items, int lanes) {
+  if (items < 16 || job->stashes <= 0) return 0;
+  PyObject *first = PyTuple_GET_ITEM(job->inputs, 0), *second = PyTuple_GET_ITEM(job->inputs, 1);
+  Py_ssize_t n = PyTuple_GET_SIZE(first);
+  if (n < 2 || n > TL_EINSUM_MAX_OPERANDS || PyTuple_GET_SIZE(second) != n) return 0;
+  tl_tensor a[TL_EINSUM_MAX_OPERANDS], b[TL_EINSUM_MAX_OPERANDS];
+  tlpy_fail fail;
+  for (Py_ssize_t j = 0; j < n; j++)
+    if (tlpy_ndarray_tensor(PyTuple_GET_ITEM(first, j), 0, job->where, "operand", &a[j], &fail) !=
+            TL_OK ||
+        tlpy_ndarray_tensor(PyTuple_GET_ITEM(second, j), 0, job->where, "operand", &b[j], &fail) !=
+            TL_OK)
+      return 0;
+  tlpy_uniform *u = PyMem_Malloc(sizeof *u);
+  if (!u) return 0;
+  if (!tlpy_uniform_plan(job->spec, (int)n, a, b, u)) {
+    PyMem_Free(u);
+    return 0;
+  }
+  job->uniform = u;
+  size_t per = items / ((size_t)lanes * 8), cap = UNIFORM_RUN_BYTES / u->out_bytes;
+  if (per > UNIFORM_RUN_MAX) per = UNIFORM_RUN_MAX;
+  if (per > cap) per = cap;
+  return per < 2 ? 0 : per;
+}
+
 static void job_free(lanes_job *job) {
   /* Every result published: the arrays own what the slots held (a slot over a kept block
    * borrows it and owns nothing), so there is nothing per item to free. */
@@ -305,8 +400,11 @@ static void job_free(lanes_job *job) {
     }
     if (job->blocks) tlpy_block_give_held(job->blocks[i], job->block_bytes[i]); /* unpublished */
   }
-  for (int l = 0; l < job->stashes; l++)
+  for (int l = 0; l < job->stashes; l++) {
     tlpy_block_give_many(job->stash[l].bytes, job->stash[l].block, job->stash[l].count);
+    PyMem_RawFree(job->stash[l].stack);
+  }
+  PyMem_Free(job->uniform);
   PyMem_Free(job->stash);
   PyMem_Free(job->blocks);
   PyMem_Free(job->block_bytes);
@@ -502,6 +600,8 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
     int lanes = self->context->threads > 0 ? self->context->threads : 1;
     if (job->max_lanes > 0 && job->max_lanes < lanes) lanes = job->max_lanes;
     job->run_items = run_length(bad, lanes);
+    size_t runs = uniform_layout(job, bad, lanes);
+    if (runs > 1) job->run_items = runs;
   }
   job->runs = (bad + job->run_items - 1) / job->run_items;
   tlpy_watch_begin(&job->watch);

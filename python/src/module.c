@@ -1,6 +1,6 @@
 /* python/src/module.c: the extension module tenlane._core: its table and initialisation.
  * The package python/tenlane re-exports the public names; the test hooks (_allocation_count,
- * _live_buffers, _time_c_einsum) reach users only through tenlane._testing. */
+ * _live_buffers, _time_c_einsum, _uniform_items) reach users only through tenlane._testing. */
 #define TLPY_IMPORT_ARRAY
 #include "tlpy.h"
 
@@ -47,6 +47,12 @@ static PyObject *module_live_buffers(PyObject *module, PyObject *unused) {
   return PyLong_FromSsize_t(tlpy_live_buffers());
 }
 
+static PyObject *module_uniform_items(PyObject *module, PyObject *unused) {
+  (void)module;
+  (void)unused;
+  return PyLong_FromSize_t(tlpy_uniform_items());
+}
+
 static PyObject *module_release_cached_memory(PyObject *module, PyObject *unused) {
   (void)module;
   (void)unused;
@@ -82,6 +88,9 @@ static PyMethodDef module_methods[] = {
      "tensor_info(x) -> dict: the tensor tenlane sees for x, read the way every call reads its "
      "operands: data (the address of element 0), dtype, shape and strides (in elements). For "
      "checks that nothing is copied. Any thread."},
+    {"_uniform_items", module_uniform_items, METH_NOARGS,
+     "_uniform_items() -> int: map_einsum items run so far as part of a uniform run (one einsum "
+     "over many items, uniform.c), for tests that the path was taken. Any thread."},
     {"_allocation_count", module_allocation_count, METH_NOARGS,
      "_allocation_count() -> int: heap allocations tenlane made so far (tl_allocation_count)."},
     {"from_dlpack", module_from_dlpack, METH_O,

@@ -336,6 +336,31 @@ size_t tlpy_reuse_kept(void);
 /* tenlane._core._tci_run: see tci.c. */
 PyObject *tlpy_tci_run(PyObject *module, PyObject *args);
 
+/* ---- uniform.c: a run of map_einsum items of one layout as one einsum ------------------ */
+
+typedef struct tlpy_uniform {
+  int n;                                   /* operands per item */
+  int steps;                               /* n - 1 */
+  int linear[2 * TL_EINSUM_MAX_OPERANDS];  /* a single call's path, in linear form */
+  char spec[TL_EINSUM_SPEC_MAX + 1];       /* the spec with the item axis in front */
+  tl_tensor first[TL_EINSUM_MAX_OPERANDS]; /* item 0's operands (borrowed) */
+  int64_t step[TL_EINSUM_MAX_OPERANDS];    /* elements from an item's operand j to the next's */
+  int out_rank;
+  int64_t out_shape[TL_MAX_RANK]; /* one item's result */
+  size_t out_bytes;
+} tlpy_uniform;
+/* 1 when items whose operands lie as item 0's (first) and item 1's (second) do may run as one
+ * einsum with the bits of single calls (fills *u); 0 otherwise (run them one by one). */
+int tlpy_uniform_plan(const char *spec, int n, const tl_tensor *first, const tl_tensor *second,
+                      tlpy_uniform *u);
+/* The results of items [begin, begin + count), all members, into out: count results in item
+ * order, each row-major (u->out_bytes apart). No GIL needed. Errors: tl_einsum_with_path_into's
+ * (the caller then runs the items one by one, which says which item failed and why). */
+tl_status tlpy_uniform_run(tl_exec *exec, const tlpy_uniform *u, size_t begin, size_t count,
+                           void *out);
+/* Items whose results came from tlpy_uniform_run so far (a test hook). Any thread. */
+size_t tlpy_uniform_items(void);
+
 /* ---- default.c: the module-level calls on the default context ------------------------ */
 
 /* Add tenlane.einsum, svd, ... (Session's methods on the calling thread's default session),

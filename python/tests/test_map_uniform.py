@@ -1,0 +1,141 @@
+"""map_einsum over items that share one layout (items cut from stacks: every operand of item
+z lies a fixed step after item 0's) runs a run of items as one einsum (python/src/uniform.c).
+Its results must be those of single calls bit for bit, in every dtype and layout it takes;
+the forms it declines (and items that break the layout) must run item by item, with the
+same bits and the same errors. tenlane._testing.uniform_items() tells whether the one-einsum
+path ran, so a test of the path cannot pass without it."""
+
+import numpy as np
+import pytest
+
+import tenlane
+from tenlane import _testing
+
+from conftest import DTYPES
+
+COUNT = 200  # enough items for runs of several items on each of 2 lanes
+
+
+def fill(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def check_bits(s, spec, items, expect_uniform, max_lanes=0):
+    before = _testing.uniform_items()
+    got = s.map_einsum(spec, items, max_lanes=max_lanes)
+    ran = _testing.uniform_items() - before
+    if expect_uniform:
+        assert ran > 0, "the one-einsum path did not run"
+    else:
+        assert ran == 0, "the one-einsum path ran on a form it must decline"
+    assert len(got) == len(items)
+    for z, ops in enumerate(items):
+        want = s.einsum(spec, *ops)
+        assert got[z].dtype == want.dtype and got[z].shape == want.shape
+        assert got[z].tobytes() == want.tobytes(), "item %d differs from a single call" % z
+
+
+@pytest.fixture
+def s():
+    with tenlane.Context(threads=2) as ctx, ctx.session() as session:
+        yield session
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 8, 9, 16, 17])
+def test_chain_of_matrices(s, rng, dtype, k):
+    stacks = [fill(rng, (COUNT, k, k), dtype) for _ in range(6)]
+    items = [tuple(m[z] for m in stacks) for z in range(COUNT)]
+    # k = 1: every pair costs the same, and a path that pairs two unrelated matrices (a step
+    # that sums nothing) is one the path declines
+    check_bits(s, "ab,bc,cd,de,ef,fg->ag", items, k > 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "spec,shapes",
+    [
+        ("ab,bc->ac", [(3, 5), (5, 2)]),
+        ("ij,kj->ik", [(4, 6), (3, 6)]),  # a transposed operand
+        ("ab,b->a", [(7, 5), (5,)]),  # matrix-vector: the thin route
+        ("a,ab->b", [(5,), (5, 7)]),
+        ("a,a->", [(9,), (9,)]),  # a scalar per item
+        ("abc,bcd->ad", [(3, 4, 2), (4, 2, 5)]),
+        ("ai,ai->a", [(4, 6), (4, 6)]),  # a label kept by both inputs and the output
+        ("ab,bsc,sd->acd", [(3, 4), (4, 2, 5), (2, 6)]),
+        ("ea,asc,bse->cb", [(4, 3), (3, 2, 5), (6, 2, 4)]),  # an MPS environment update
+    ],
+)
+def test_forms(s, rng, dtype, spec, shapes):
+    stacks = [fill(rng, (COUNT,) + shape, dtype) for shape in shapes]
+    items = [tuple(m[z] for m in stacks) for z in range(COUNT)]
+    check_bits(s, spec, items, True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_non_contiguous_items(s, rng, dtype):
+    k = 5
+    big = [fill(rng, (2 * COUNT, k, 2 * k), dtype) for _ in range(4)]
+    # every other item, every other column, one operand transposed
+    stacks = [b[::2, :, ::2] for b in big[:3]] + [big[3][::2, :, :k].transpose(0, 2, 1)]
+    items = [tuple(m[z] for m in stacks) for z in range(COUNT)]
+    check_bits(s, "ab,bc,cd,ed->ae", items, True)
+    check_bits(s, "ab,bc,cd,ed->ae", items, True, max_lanes=1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_declined_forms_match_single_calls(s, rng, dtype):
+    k = 4
+    stacks = [fill(rng, (COUNT, k, k), dtype) for _ in range(3)]
+    items = [tuple(m[z] for m in stacks) for z in range(COUNT)]
+    # a Hadamard step (sums nothing), a diagonal, a label summed alone, the implicit form
+    check_bits(s, "ab,ab,bc->ac", items, False)
+    check_bits(s, "aa,ab,bc->c", items, False)
+    check_bits(s, "ab,bc,cd->a", items, False)
+    check_bits(s, "ab,bc,cd", items, False)
+    # items interleaved in memory (the item axis fastest): not the slowest axis
+    inter = [fill(rng, (k, k, COUNT), dtype) for _ in range(3)]
+    items = [tuple(m[:, :, z] for m in inter) for z in range(COUNT)]
+    check_bits(s, "ab,bc,cd->ad", items, False)
+    # separate arrays: no fixed step
+    items = [tuple(fill(rng, (k, k), dtype) for _ in range(3)) for _ in range(COUNT)]
+    check_bits(s, "ab,bc,cd->ad", items, False)
+
+
+def test_an_item_off_the_layout_runs_alone(s, rng):
+    k = 3
+    stacks = [fill(rng, (COUNT, k, k), np.complex128) for _ in range(4)]
+    items = [tuple(m[z] for m in stacks) for z in range(COUNT)]
+    items[37] = tuple(np.array(a) for a in items[37])  # copies: elsewhere in memory
+    items[150] = (items[150][0].T,) + items[150][1:]  # other strides
+    check_bits(s, "ab,bc,cd,de->ae", items, True)
+
+
+def test_lowest_failing_item_is_raised(s, rng):
+    k = 3
+    stacks = [fill(rng, (COUNT, k, k), np.float64) for _ in range(3)]
+    items = [tuple(m[z] for m in stacks) for z in range(COUNT)]
+    items[120] = (items[120][0], np.ones((k + 1, k)), items[120][2])
+    items[170] = (items[170][0], np.ones((2, 2)), items[170][2])
+    with pytest.raises(tenlane.ShapeError) as info:
+        s.map_einsum("ab,bc,cd->ad", items)
+    assert info.value.item == 120
+    items[60] = (items[60][0], items[60][1].astype(np.float32), items[60][2])
+    with pytest.raises(tenlane.Error) as info:
+        s.map_einsum("ab,bc,cd->ad", items)
+    assert info.value.item == 60
+
+
+def test_results_are_separate_arrays(s, rng):
+    stacks = [fill(rng, (COUNT, 2, 2), np.float64) for _ in range(2)]
+    items = [tuple(m[z] for m in stacks) for z in range(COUNT)]
+    before = _testing.uniform_items()
+    out = s.map_einsum("ab,bc->ac", items)
+    assert _testing.uniform_items() > before
+    out[0][...] = 7.0
+    assert not np.shares_memory(out[0], out[1])
+    assert np.allclose(out[1], stacks[0][1] @ stacks[1][1], rtol=1e-12, atol=1e-12)
+    assert out[0].flags.c_contiguous and out[0].flags.writeable
