@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "program.h"
@@ -23,6 +24,14 @@ static int by_time(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* CPU seconds the whole process has used (every thread, user and system). */
+static double process_cpu(void) {
+  struct rusage r;
+  if (getrusage(RUSAGE_SELF, &r)) return 0.0;
+  return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+         1e-6 * (double)(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+}
+
 /* The median of n values (sorts them). */
 static double median(double *v, int n) {
   qsort(v, (size_t)n, sizeof v[0], by_time);
@@ -34,15 +43,18 @@ static void row(const row_ctx *c, const char *variant, int threads, const tci_op
   tci_train train;
   tci_stats s;
   char why[TCI_WHY];
-  double times[TCI_BENCH_MAX_REPEAT], busy[TCI_BENCH_MAX_REPEAT], chain[TCI_BENCH_MAX_REPEAT];
+  double times[TCI_BENCH_MAX_REPEAT], busy[TCI_BENCH_MAX_REPEAT], chain[TCI_BENCH_MAX_REPEAT],
+      cpu[TCI_BENCH_MAX_REPEAT];
   int reps = c->p->repeat > 0 ? c->p->repeat : 1;
   for (int r = 0; r < reps; r++) {
     tl_context *ctx;
     tl_session *session;
     if (tci_open(openmp ? 1 : threads, &ctx, &session)) return;
     tci_train again;
+    double cpu0 = process_cpu();
     int rc = openmp ? tci_run_openmp(session, threads, c->grid, c->f, o, &again, &s, why)
                     : tci_run_lanes(session, c->grid, c->f, o, &again, &s, why);
+    cpu[r] = process_cpu() - cpu0;
     tci_close(ctx, session);
     if (rc) {
       if (r) tci_train_free(&train);
@@ -60,16 +72,17 @@ static void row(const row_ctx *c, const char *variant, int threads, const tci_op
       tci_train_free(&again);
     }
   }
-  double busy_median = median(busy, reps), chain_median = median(chain, reps);
+  double busy_median = median(busy, reps), chain_median = median(chain, reps),
+         cpu_median = median(cpu, reps);
   s.seconds = median(times, reps);
   tci_accuracy acc;
   memset(&acc, 0, sizeof acc);
   if (tci_accuracy_check(&train, c->f, 10000, 99, &acc, why)) acc.max_error = -1.0;
   const char *same =
       c->reference ? (tci_train_identical(c->reference, &train) ? "yes" : "no") : "-";
-  printf("%-9s %-6.0e %-14s %3d %9.3f %12llu %7zu %5d %10.2e %5.0f %8.3f  %s\n", c->f->name, o->tol,
-         variant, threads, s.seconds, (unsigned long long)s.evaluations, train.count,
-         tci_train_max_rank(&train), acc.max_error, busy_median, chain_median, same);
+  printf("%-9s %-6.0e %-14s %3d %9.3f %12llu %7zu %5d %10.2e %5.0f %8.3f %7.3f  %s\n", c->f->name,
+         o->tol, variant, threads, s.seconds, (unsigned long long)s.evaluations, train.count,
+         tci_train_max_rank(&train), acc.max_error, busy_median, chain_median, cpu_median, same);
   fflush(stdout);
   if (keep)
     *keep = train;
@@ -83,9 +96,9 @@ int tci_bench(const tci_program *p) {
   static const double tols[2] = {1e-6, 1e-10};
   printf("# tenlane-tci --bench: max bond %d, %d lanes, layout %s, seconds: median of %d runs\n",
          p->options.max_bond, threads, p->layout == TCI_FUSED ? "fused" : "interleaved", p->repeat);
-  printf("%-9s %-6s %-14s %3s %9s %12s %7s %5s %10s %5s %8s  %s\n", "function", "tol", "variant",
-         "thr", "seconds", "evaluations", "patches", "bond", "max_err", "busy%", "chain_s",
-         "same_bits_as_1_lane");
+  printf("%-9s %-6s %-14s %3s %9s %12s %7s %5s %10s %5s %8s %7s  %s\n", "function", "tol",
+         "variant", "thr", "seconds", "evaluations", "patches", "bond", "max_err", "busy%",
+         "chain_s", "cpu_s", "same_bits_as_1_lane");
   for (size_t i = 0; i < tci_builtin_count(); i++) {
     const tci_function *f = tci_builtin_at(i);
     if (p->function_given && p->function != f) continue;
