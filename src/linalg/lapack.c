@@ -430,43 +430,6 @@ lapack_int tl__lapack_getrs(tl_dtype dtype, char trans, lapack_int n, lapack_int
   return -1;
 }
 
-static lapack_int heevd_call(tl_dtype dtype, char jobz, char uplo, lapack_int n, void *a,
-                             lapack_int lda, void *w, void *work, lapack_int lwork, void *rwork,
-                             lapack_int lrwork, lapack_int *iwork, lapack_int liwork) {
-  switch (dtype) {
-    case TL_F32:
-      return checked(LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork,
-                                         iwork, liwork));
-    case TL_F64:
-      return checked(LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork,
-                                         iwork, liwork));
-    case TL_C64:
-      return checked(LAPACKE_cheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork,
-                                         rwork, lrwork, iwork, liwork));
-    case TL_C128:
-      return checked(LAPACKE_zheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork,
-                                         rwork, lrwork, iwork, liwork));
-  }
-  return -1;
-}
-
-lapack_int tl__lapack_heevd(tl_dtype dtype, char jobz, char uplo, lapack_int n, void *a,
-                            lapack_int lda, void *w, void *work, lapack_int lwork, void *rwork,
-                            lapack_int lrwork, lapack_int *iwork, lapack_int liwork) {
-  return heevd_call(dtype, jobz, uplo, n, a, fault_ld(lda), w, work, lwork, rwork, lrwork, iwork,
-                    liwork);
-}
-
-lapack_int tl__lapack_heevd_query(tl_dtype dtype, char jobz, char uplo, lapack_int n,
-                                  tl__la_work *sizes) {
-  double complex q = 0;
-  double rq = 0;
-  lapack_int iq = 0, lda = tl__la_ld(n), info = 0;
-  info = heevd_call(dtype, jobz, uplo, n, NULL, lda, NULL, &q, -1, &rq, -1, &iq, -1);
-  return queried(sizes, size_from(dtype, &q),
-                 tl_dtype_is_complex(dtype) ? size_from(dtype, &rq) : 0, isize_from(iq), info);
-}
-
 void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, lapack_int m,
                    lapack_int n, const void *a, lapack_int lda, void *b, lapack_int ldb) {
   if ((side == 'L' ? m : n) <= TL__TRSM_SMALL_MAX) {
@@ -495,4 +458,165 @@ void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, 
       break;
     }
   }
+}
+
+/* ---- The pieces of syevd / heevd that tl_eigh drives itself (eigh.c), lower triangle
+ * only: the tridiagonal reduction one panel at a time (latrd + a rank-2k update, what
+ * sytrd / hetrd loop over), the tridiagonal solvers (sterf, stedc) and the back-
+ * transformation (ormtr / unmtr). latrd has no LAPACKE entry: it is called under its
+ * Fortran name (hidden string lengths last), as are BLAS syr2k / her2k. */
+
+extern void slatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb, float *a,
+                    const lapack_int *lda, float *e, float *tau, float *w, const lapack_int *ldw,
+                    size_t uplo_len);
+extern void dlatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb, double *a,
+                    const lapack_int *lda, double *e, double *tau, double *w,
+                    const lapack_int *ldw, size_t uplo_len);
+extern void clatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb,
+                    float complex *a, const lapack_int *lda, float *e, float complex *tau,
+                    float complex *w, const lapack_int *ldw, size_t uplo_len);
+extern void zlatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb,
+                    double complex *a, const lapack_int *lda, double *e, double complex *tau,
+                    double complex *w, const lapack_int *ldw, size_t uplo_len);
+extern void ssyr2k_(const char *uplo, const char *trans, const lapack_int *n, const lapack_int *k,
+                    const float *alpha, const float *a, const lapack_int *lda, const float *b,
+                    const lapack_int *ldb, const float *beta, float *c, const lapack_int *ldc,
+                    size_t uplo_len, size_t trans_len);
+extern void dsyr2k_(const char *uplo, const char *trans, const lapack_int *n, const lapack_int *k,
+                    const double *alpha, const double *a, const lapack_int *lda,
+                    const double *b, const lapack_int *ldb, const double *beta, double *c,
+                    const lapack_int *ldc, size_t uplo_len, size_t trans_len);
+extern void cher2k_(const char *uplo, const char *trans, const lapack_int *n, const lapack_int *k,
+                    const float complex *alpha, const float complex *a, const lapack_int *lda,
+                    const float complex *b, const lapack_int *ldb, const float *beta,
+                    float complex *c, const lapack_int *ldc, size_t uplo_len, size_t trans_len);
+extern void zher2k_(const char *uplo, const char *trans, const lapack_int *n, const lapack_int *k,
+                    const double complex *alpha, const double complex *a, const lapack_int *lda,
+                    const double complex *b, const lapack_int *ldb, const double *beta,
+                    double complex *c, const lapack_int *ldc, size_t uplo_len,
+                    size_t trans_len);
+
+void tl__lapack_latrd_lower(tl_dtype dtype, lapack_int n, lapack_int nb, void *a, lapack_int lda,
+                            void *e, void *tau, void *w, lapack_int ldw) {
+  switch (dtype) {
+    case TL_F32:
+      slatrd_("L", &n, &nb, a, &lda, e, tau, w, &ldw, 1);
+      break;
+    case TL_F64:
+      dlatrd_("L", &n, &nb, a, &lda, e, tau, w, &ldw, 1);
+      break;
+    case TL_C64:
+      clatrd_("L", &n, &nb, a, &lda, e, tau, w, &ldw, 1);
+      break;
+    case TL_C128:
+      zlatrd_("L", &n, &nb, a, &lda, e, tau, w, &ldw, 1);
+      break;
+  }
+}
+
+void tl__blas_rank2k_lower(tl_dtype dtype, lapack_int n, lapack_int k, const void *a,
+                           lapack_int lda, const void *b, lapack_int ldb, void *c,
+                           lapack_int ldc) {
+  switch (dtype) {
+    case TL_F32: {
+      const float minus = -1.0f, one = 1.0f;
+      ssyr2k_("L", "N", &n, &k, &minus, a, &lda, b, &ldb, &one, c, &ldc, 1, 1);
+      break;
+    }
+    case TL_F64: {
+      const double minus = -1.0, one = 1.0;
+      dsyr2k_("L", "N", &n, &k, &minus, a, &lda, b, &ldb, &one, c, &ldc, 1, 1);
+      break;
+    }
+    case TL_C64: {
+      const float complex minus = -1.0f;
+      const float one = 1.0f;
+      cher2k_("L", "N", &n, &k, &minus, a, &lda, b, &ldb, &one, c, &ldc, 1, 1);
+      break;
+    }
+    case TL_C128: {
+      const double complex minus = -1.0;
+      const double one = 1.0;
+      zher2k_("L", "N", &n, &k, &minus, a, &lda, b, &ldb, &one, c, &ldc, 1, 1);
+      break;
+    }
+  }
+}
+
+lapack_int tl__lapack_sytrd_lower(tl_dtype dtype, lapack_int n, void *a, lapack_int lda, void *d,
+                                  void *e, void *tau, void *work, lapack_int lwork) {
+  lda = fault_ld(lda);
+  switch (dtype) {
+    case TL_F32:
+      return checked(LAPACKE_ssytrd_work(LAPACK_COL_MAJOR, 'L', n, a, lda, d, e, tau, work, lwork));
+    case TL_F64:
+      return checked(LAPACKE_dsytrd_work(LAPACK_COL_MAJOR, 'L', n, a, lda, d, e, tau, work, lwork));
+    case TL_C64:
+      return checked(LAPACKE_chetrd_work(LAPACK_COL_MAJOR, 'L', n, a, lda, d, e, tau, work, lwork));
+    case TL_C128:
+      return checked(LAPACKE_zhetrd_work(LAPACK_COL_MAJOR, 'L', n, a, lda, d, e, tau, work, lwork));
+  }
+  return -1;
+}
+
+lapack_int tl__lapack_sterf(tl_dtype real, lapack_int n, void *d, void *e) {
+  if (real == TL_F32) return checked(LAPACKE_ssterf_work(n, d, e));
+  return checked(LAPACKE_dsterf_work(n, d, e));
+}
+
+static lapack_int stedc_call(tl_dtype real, lapack_int n, void *d, void *e, void *z,
+                             lapack_int ldz, void *work, lapack_int lwork, lapack_int *iwork,
+                             lapack_int liwork) {
+  if (real == TL_F32)
+    return checked(
+        LAPACKE_sstedc_work(LAPACK_COL_MAJOR, 'I', n, d, e, z, ldz, work, lwork, iwork, liwork));
+  return checked(
+      LAPACKE_dstedc_work(LAPACK_COL_MAJOR, 'I', n, d, e, z, ldz, work, lwork, iwork, liwork));
+}
+
+lapack_int tl__lapack_stedc(tl_dtype real, lapack_int n, void *d, void *e, void *z,
+                            lapack_int ldz, void *work, lapack_int lwork, lapack_int *iwork,
+                            lapack_int liwork) {
+  return stedc_call(real, n, d, e, z, ldz, work, lwork, iwork, liwork);
+}
+
+lapack_int tl__lapack_stedc_query(tl_dtype real, lapack_int n, tl__la_work *sizes) {
+  double q = 0;
+  lapack_int iq = 0;
+  lapack_int info = stedc_call(real, n, NULL, NULL, NULL, tl__la_ld(n), &q, -1, &iq, -1);
+  return queried(sizes, size_from(real, &q), 0, isize_from(iq), info);
+}
+
+static lapack_int ormtr_call(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
+                             lapack_int lda, const void *tau, void *c, lapack_int ldc, void *work,
+                             lapack_int lwork) {
+  switch (dtype) {
+    case TL_F32:
+      return checked(LAPACKE_sormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c,
+                                         ldc, work, lwork));
+    case TL_F64:
+      return checked(LAPACKE_dormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c,
+                                         ldc, work, lwork));
+    case TL_C64:
+      return checked(LAPACKE_cunmtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c,
+                                         ldc, work, lwork));
+    case TL_C128:
+      return checked(LAPACKE_zunmtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c,
+                                         ldc, work, lwork));
+  }
+  return -1;
+}
+
+lapack_int tl__lapack_ormtr_lower(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
+                                  lapack_int lda, const void *tau, void *c, lapack_int ldc,
+                                  void *work, lapack_int lwork) {
+  return ormtr_call(dtype, m, n, a, lda, tau, c, ldc, work, lwork);
+}
+
+lapack_int tl__lapack_ormtr_lower_query(tl_dtype dtype, lapack_int m, lapack_int n,
+                                        tl__la_work *sizes) {
+  double complex q = 0;
+  lapack_int ld = tl__la_ld(m);
+  lapack_int info = ormtr_call(dtype, m, n, NULL, ld, NULL, NULL, ld, &q, -1);
+  return queried(sizes, size_from(dtype, &q), 0, 0, info);
 }

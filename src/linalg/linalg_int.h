@@ -68,12 +68,32 @@ lapack_int tl__lapack_getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a,
 lapack_int tl__lapack_getrs(tl_dtype dtype, char trans, lapack_int n, lapack_int nrhs,
                             const void *a, lapack_int lda, const lapack_int *ipiv, void *b,
                             lapack_int ldb);
-/* syevd / heevd; jobz 'V' or 'N', uplo 'U' or 'L'. */
-lapack_int tl__lapack_heevd_query(tl_dtype dtype, char jobz, char uplo, lapack_int n,
-                                  tl__la_work *sizes);
-lapack_int tl__lapack_heevd(tl_dtype dtype, char jobz, char uplo, lapack_int n, void *a,
-                            lapack_int lda, void *w, void *work, lapack_int lwork, void *rwork,
-                            lapack_int lrwork, lapack_int *iwork, lapack_int liwork);
+/* The pieces of syevd / heevd that tl_eigh drives itself, so that it can stop between
+ * panels (tl_exec_cancel); every one works on the lower triangle of a (n x n, lda).
+ * latrd: one panel of nb columns of the tridiagonal reduction (sytrd / hetrd's step): e and
+ * tau (real e) get the panel's entries, w (ldw x nb) the update factor; the trailing block is
+ * not updated. rank2k: c -= a b^H + b a^H on the lower triangle of c (n x n; a and b n x k),
+ * BLAS syr2k / her2k. sytrd: the whole reduction (sytrd / hetrd): d, e real. sterf: the
+ * eigenvalues of the tridiagonal (d, e), ascending in d. stedc: the eigenvalues and the
+ * eigenvectors of the tridiagonal into z (compz 'I'), on the real dtype. ormtr: c (m x n)
+ * = Q c, Q from sytrd's reflectors (ormtr / unmtr, side 'L', trans 'N'). */
+void tl__lapack_latrd_lower(tl_dtype dtype, lapack_int n, lapack_int nb, void *a, lapack_int lda,
+                            void *e, void *tau, void *w, lapack_int ldw);
+void tl__blas_rank2k_lower(tl_dtype dtype, lapack_int n, lapack_int k, const void *a,
+                           lapack_int lda, const void *b, lapack_int ldb, void *c,
+                           lapack_int ldc);
+lapack_int tl__lapack_sytrd_lower(tl_dtype dtype, lapack_int n, void *a, lapack_int lda, void *d,
+                                  void *e, void *tau, void *work, lapack_int lwork);
+lapack_int tl__lapack_sterf(tl_dtype real, lapack_int n, void *d, void *e);
+lapack_int tl__lapack_stedc_query(tl_dtype real, lapack_int n, tl__la_work *sizes);
+lapack_int tl__lapack_stedc(tl_dtype real, lapack_int n, void *d, void *e, void *z,
+                            lapack_int ldz, void *work, lapack_int lwork, lapack_int *iwork,
+                            lapack_int liwork);
+lapack_int tl__lapack_ormtr_lower_query(tl_dtype dtype, lapack_int m, lapack_int n,
+                                        tl__la_work *sizes);
+lapack_int tl__lapack_ormtr_lower(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
+                                  lapack_int lda, const void *tau, void *c, lapack_int ldc,
+                                  void *work, lapack_int lwork);
 /* b = inv(op(a)) b (side 'L') or b inv(op(a)) (side 'R'), BLAS trsm with alpha 1; b is
  * m x n. Never fails. */
 void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, lapack_int m,

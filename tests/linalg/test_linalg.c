@@ -5,6 +5,7 @@
  * malformed calls that must each fail with a typed status and a message and write nothing,
  * and the steady-state allocation count. */
 #include <complex.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -659,7 +660,9 @@ static void linalg_eigh_reconstructs_hermitian_matrices(void) {
   th_held h;
   th_held_open(&h, 1);
   int failures = 0;
-  static const int64_t sizes[] = {0, 1, 2, 5, 24};
+  /* 100 and 150 pass through tenlane's panel loop (latrd panels of 32 columns while more
+   * than 64 remain) and, at 150, two back-transformation calls of up to 128 columns. */
+  static const int64_t sizes[] = {0, 1, 2, 5, 24, 100, 150};
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
       for (int layout = 0; layout < LAYOUTS; layout++) {
@@ -717,6 +720,60 @@ static void linalg_eigh_reconstructs_hermitian_matrices(void) {
       }
     }
   }
+  TH_CHECK(failures == 0);
+  th_held_close(&h);
+}
+
+/* Entries near the ends of the double range (the route scales such a triangle into range
+ * before the reduction, as syevd does, and the eigenvalues back): the same matrix at scale 1
+ * gives the reference, which every scale must match relatively, and the vectors stay
+ * orthonormal. Checked 2026-12-04: these scales pass with the scaling switched off too
+ * (LAPACK's pieces cope), so this guards the results at the edges, not the scaling itself. */
+static void linalg_eigh_scales_tiny_and_huge_input(void) {
+  th_held h;
+  th_held_open(&h, 1);
+  int failures = 0;
+  const int64_t n = 90; /* two panels of the reduction */
+  double scales[] = {1e-306, 1e-300, 1e-160, 1e160, 1e300, 0.0};
+  mat base;
+  mat_make(&base, TL_F64, 2, n, n, COL);
+  mat_random(&base.view);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < i; j++) set(&base.view, j, i, get(&base.view, i, j));
+  tl_tensor w_ref, v_ref;
+  TH_CHECK_OK(tl_eigh(h.exec, TL_LOWER, &base.view, &w_ref, &v_ref));
+  double largest = fabs(creal(get(&w_ref, 0, 0))) > fabs(creal(get(&w_ref, n - 1, 0)))
+                       ? fabs(creal(get(&w_ref, 0, 0)))
+                       : fabs(creal(get(&w_ref, n - 1, 0)));
+  /* The last: the largest eigenvalue at half the largest double (a rank-2 update of the
+   * unscaled triangle overflows there). */
+  scales[5] = 0.5 * DBL_MAX / largest;
+  for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+    for (int u = 0; u < 2; u++) {
+      mat a;
+      mat_make(&a, TL_F64, 2, n, n, COL);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) set(&a.view, i, j, get(&base.view, i, j) * scales[k]);
+      tl_tensor w, v;
+      TH_CHECK_OK(tl_eigh(h.exec, u ? TL_UPPER : TL_LOWER, &a.view, &w, NULL));
+      double worst = 0;
+      for (int64_t q = 0; q < n; q++) {
+        double d = fabs(creal(get(&w, q, 0)) / scales[k] - creal(get(&w_ref, q, 0))) / largest;
+        if (d > worst) worst = d;
+      }
+      failures += !report(worst <= 1e-12, "eigh scaled values", TL_F64, n, (int64_t)k, u, worst);
+      tl_tensor_release(&w);
+      TH_CHECK_OK(tl_eigh(h.exec, u ? TL_UPPER : TL_LOWER, &a.view, &w, &v));
+      failures += !report(orthonormality(&v, n) <= 1e-12, "eigh scaled orthonormality", TL_F64, n,
+                          (int64_t)k, u, orthonormality(&v, n));
+      tl_tensor_release(&w);
+      tl_tensor_release(&v);
+      mat_free(&a);
+    }
+  }
+  tl_tensor_release(&w_ref);
+  tl_tensor_release(&v_ref);
+  mat_free(&base);
   TH_CHECK(failures == 0);
   th_held_close(&h);
 }
@@ -1003,6 +1060,7 @@ TH_TEST_MAIN(TH_CASE(linalg_qr_reconstructs_with_orthonormal_q),
              TH_CASE(linalg_lu_reconstructs_and_solves),
              TH_CASE(linalg_triangular_solve_reads_one_triangle),
              TH_CASE(linalg_eigh_reconstructs_hermitian_matrices),
+             TH_CASE(linalg_eigh_scales_tiny_and_huge_input),
              TH_CASE(linalg_repeated_into_makes_no_heap_allocation),
              TH_CASE(linalg_bad_input_table_fails_typed_and_writes_nothing),
              TH_CASE(linalg_wider_team_on_one_thread_is_unavailable))

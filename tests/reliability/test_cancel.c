@@ -125,6 +125,17 @@ static tl_status call_qrcp(tl_exec *exec, tl_tensor *in) {
   return status;
 }
 
+/* A symmetric input for eigh (the lower triangle of a random matrix is read). */
+static tl_status call_eigh(tl_exec *exec, tl_tensor *in) {
+  tl_tensor w, v;
+  tl_status status = tl_eigh(exec, TL_LOWER, &in[0], &w, &v);
+  if (status == TL_OK) {
+    tl_tensor_release(&w);
+    tl_tensor_release(&v);
+  }
+  return status;
+}
+
 static tl_status call_lu(tl_exec *exec, tl_tensor *in) {
   tl_tensor lu;
   int64_t *pivots = malloc(sizeof(int64_t) * (size_t)in[0].shape[0]);
@@ -214,6 +225,9 @@ static const long_call svd_call = {"tl_svd", "results were dropped", prepare_one
 static const long_call qr_call = {"tl_qr", "results were dropped", prepare_one, call_qr, 1};
 /* Seen inside the step loop, not only after ungqr (the message names the steps). */
 static const long_call qrcp_call = {"tl_qrcp", "pivoted QR steps", prepare_one, call_qrcp, 1};
+/* Seen between the panels of the tridiagonal reduction or the back-transformation blocks,
+ * not only once LAPACK's whole eigensolver has ended. */
+static const long_call eigh_call = {"tl_eigh", "cancelled while the ", prepare_one, call_eigh, 1};
 static const long_call lu_call = {"tl_lu", "results were dropped", prepare_one, call_lu, 1};
 
 static void cancel_gemm_on_a_pool(void) { cancel_while_running(2, &gemm_call, 1536); }
@@ -222,6 +236,7 @@ static void cancel_einsum_on_a_pool(void) { cancel_while_running(2, &einsum_call
 static void cancel_svd_on_a_pool(void) { cancel_while_running(2, &svd_call, 768); }
 static void cancel_qr_on_one_thread(void) { cancel_while_running(1, &qr_call, 1536); }
 static void cancel_qrcp_on_one_thread(void) { cancel_while_running(1, &qrcp_call, 1536); }
+static void cancel_eigh_on_one_thread(void) { cancel_while_running(1, &eigh_call, 1536); }
 static void cancel_lu_on_one_thread(void) { cancel_while_running(1, &lu_call, 2048); }
 
 /* The rules with no call in progress: NULL, raising twice, lowering a lowered flag. */
@@ -243,4 +258,5 @@ static void cancel_flag_rules(void) {
 TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
              TH_CASE(cancel_gemm_on_one_thread), TH_CASE(cancel_einsum_on_a_pool),
              TH_CASE(cancel_svd_on_a_pool), TH_CASE(cancel_qr_on_one_thread),
-             TH_CASE(cancel_qrcp_on_one_thread), TH_CASE(cancel_lu_on_one_thread))
+             TH_CASE(cancel_qrcp_on_one_thread), TH_CASE(cancel_eigh_on_one_thread),
+             TH_CASE(cancel_lu_on_one_thread))
