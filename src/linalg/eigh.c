@@ -132,8 +132,8 @@ static tl_status reduce(tl_exec *exec, const char *route, tl_dtype dtype, int64_
         TL_OK)
       return status;
     const int64_t nb = TL__EIGH_PANEL;
-    tl__lapack_latrd_lower(dtype, (lapack_int)(n - i), (lapack_int)nb, at(a, esize, lda, i, i),
-                           lda, e + (size_t)i * rsize, tau + (size_t)i * esize, panel, lda);
+    tl__lapack_latrd_lower(dtype, (lapack_int)(n - i), (lapack_int)nb, at(a, esize, lda, i, i), lda,
+                           e + (size_t)i * rsize, tau + (size_t)i * esize, panel, lda);
     tl__blas_rank2k_lower(dtype, (lapack_int)(n - i - nb), (lapack_int)nb,
                           at(a, esize, lda, i + nb, i), lda, panel + (size_t)nb * esize, lda,
                           at(a, esize, lda, i + nb, i + nb), lda);
@@ -147,9 +147,9 @@ static tl_status reduce(tl_exec *exec, const char *route, tl_dtype dtype, int64_
   }
   if ((status = tl__la_cancelled(exec, route, "the tridiagonal reduction (latrd panels)")) != TL_OK)
     return status;
-  lapack_int info = tl__lapack_sytrd_lower(
-      dtype, (lapack_int)(n - i), at(a, esize, lda, i, i), lda, d + (size_t)i * rsize,
-      e + (size_t)i * rsize, tau + (size_t)i * esize, panel, lda * TL__EIGH_PANEL);
+  lapack_int info = tl__lapack_sytrd_lower(dtype, (lapack_int)(n - i), at(a, esize, lda, i, i), lda,
+                                           d + (size_t)i * rsize, e + (size_t)i * rsize,
+                                           tau + (size_t)i * esize, panel, lda * TL__EIGH_PANEL);
   if (info != 0) return tl__la_provider_fail(route, "sytrd", info);
   return TL_OK;
 }
@@ -210,8 +210,7 @@ static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a,
                              : (apply.work * (int64_t)esize + (int64_t)rsize - 1) / (int64_t)rsize;
     if ((status = tl__la_scratch(exec, (int64_t)lda * n, rsize, (void **)&z)) != TL_OK ||
         (status = tl__la_scratch(exec, work_elems, rsize, (void **)&work)) != TL_OK ||
-        (status = tl__la_scratch(exec, solve.iwork, sizeof(lapack_int), (void **)&iwork)) !=
-            TL_OK)
+        (status = tl__la_scratch(exec, solve.iwork, sizeof(lapack_int), (void **)&iwork)) != TL_OK)
       return status;
     if (complex_dtype &&
         (status = tl__la_scratch(exec, (int64_t)lda * n, esize, (void **)&zc)) != TL_OK)

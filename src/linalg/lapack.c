@@ -470,22 +470,22 @@ extern void slatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb,
                     const lapack_int *lda, float *e, float *tau, float *w, const lapack_int *ldw,
                     size_t uplo_len);
 extern void dlatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb, double *a,
-                    const lapack_int *lda, double *e, double *tau, double *w,
+                    const lapack_int *lda, double *e, double *tau, double *w, const lapack_int *ldw,
+                    size_t uplo_len);
+extern void clatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb, float complex *a,
+                    const lapack_int *lda, float *e, float complex *tau, float complex *w,
                     const lapack_int *ldw, size_t uplo_len);
-extern void clatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb,
-                    float complex *a, const lapack_int *lda, float *e, float complex *tau,
-                    float complex *w, const lapack_int *ldw, size_t uplo_len);
-extern void zlatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb,
-                    double complex *a, const lapack_int *lda, double *e, double complex *tau,
-                    double complex *w, const lapack_int *ldw, size_t uplo_len);
+extern void zlatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb, double complex *a,
+                    const lapack_int *lda, double *e, double complex *tau, double complex *w,
+                    const lapack_int *ldw, size_t uplo_len);
 extern void ssyr2k_(const char *uplo, const char *trans, const lapack_int *n, const lapack_int *k,
                     const float *alpha, const float *a, const lapack_int *lda, const float *b,
                     const lapack_int *ldb, const float *beta, float *c, const lapack_int *ldc,
                     size_t uplo_len, size_t trans_len);
 extern void dsyr2k_(const char *uplo, const char *trans, const lapack_int *n, const lapack_int *k,
-                    const double *alpha, const double *a, const lapack_int *lda,
-                    const double *b, const lapack_int *ldb, const double *beta, double *c,
-                    const lapack_int *ldc, size_t uplo_len, size_t trans_len);
+                    const double *alpha, const double *a, const lapack_int *lda, const double *b,
+                    const lapack_int *ldb, const double *beta, double *c, const lapack_int *ldc,
+                    size_t uplo_len, size_t trans_len);
 extern void cher2k_(const char *uplo, const char *trans, const lapack_int *n, const lapack_int *k,
                     const float complex *alpha, const float complex *a, const lapack_int *lda,
                     const float complex *b, const lapack_int *ldb, const float *beta,
@@ -493,8 +493,7 @@ extern void cher2k_(const char *uplo, const char *trans, const lapack_int *n, co
 extern void zher2k_(const char *uplo, const char *trans, const lapack_int *n, const lapack_int *k,
                     const double complex *alpha, const double complex *a, const lapack_int *lda,
                     const double complex *b, const lapack_int *ldb, const double *beta,
-                    double complex *c, const lapack_int *ldc, size_t uplo_len,
-                    size_t trans_len);
+                    double complex *c, const lapack_int *ldc, size_t uplo_len, size_t trans_len);
 
 void tl__lapack_latrd_lower(tl_dtype dtype, lapack_int n, lapack_int nb, void *a, lapack_int lda,
                             void *e, void *tau, void *w, lapack_int ldw) {
@@ -515,8 +514,7 @@ void tl__lapack_latrd_lower(tl_dtype dtype, lapack_int n, lapack_int nb, void *a
 }
 
 void tl__blas_rank2k_lower(tl_dtype dtype, lapack_int n, lapack_int k, const void *a,
-                           lapack_int lda, const void *b, lapack_int ldb, void *c,
-                           lapack_int ldc) {
+                           lapack_int lda, const void *b, lapack_int ldb, void *c, lapack_int ldc) {
   switch (dtype) {
     case TL_F32: {
       const float minus = -1.0f, one = 1.0f;
@@ -564,9 +562,8 @@ lapack_int tl__lapack_sterf(tl_dtype real, lapack_int n, void *d, void *e) {
   return checked(LAPACKE_dsterf_work(n, d, e));
 }
 
-static lapack_int stedc_call(tl_dtype real, lapack_int n, void *d, void *e, void *z,
-                             lapack_int ldz, void *work, lapack_int lwork, lapack_int *iwork,
-                             lapack_int liwork) {
+static lapack_int stedc_call(tl_dtype real, lapack_int n, void *d, void *e, void *z, lapack_int ldz,
+                             void *work, lapack_int lwork, lapack_int *iwork, lapack_int liwork) {
   if (real == TL_F32)
     return checked(
         LAPACKE_sstedc_work(LAPACK_COL_MAJOR, 'I', n, d, e, z, ldz, work, lwork, iwork, liwork));
@@ -574,9 +571,8 @@ static lapack_int stedc_call(tl_dtype real, lapack_int n, void *d, void *e, void
       LAPACKE_dstedc_work(LAPACK_COL_MAJOR, 'I', n, d, e, z, ldz, work, lwork, iwork, liwork));
 }
 
-lapack_int tl__lapack_stedc(tl_dtype real, lapack_int n, void *d, void *e, void *z,
-                            lapack_int ldz, void *work, lapack_int lwork, lapack_int *iwork,
-                            lapack_int liwork) {
+lapack_int tl__lapack_stedc(tl_dtype real, lapack_int n, void *d, void *e, void *z, lapack_int ldz,
+                            void *work, lapack_int lwork, lapack_int *iwork, lapack_int liwork) {
   return stedc_call(real, n, d, e, z, ldz, work, lwork, iwork, liwork);
 }
 
@@ -592,17 +588,17 @@ static lapack_int ormtr_call(tl_dtype dtype, lapack_int m, lapack_int n, const v
                              lapack_int lwork) {
   switch (dtype) {
     case TL_F32:
-      return checked(LAPACKE_sormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c,
-                                         ldc, work, lwork));
+      return checked(LAPACKE_sormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c, ldc,
+                                         work, lwork));
     case TL_F64:
-      return checked(LAPACKE_dormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c,
-                                         ldc, work, lwork));
+      return checked(LAPACKE_dormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c, ldc,
+                                         work, lwork));
     case TL_C64:
-      return checked(LAPACKE_cunmtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c,
-                                         ldc, work, lwork));
+      return checked(LAPACKE_cunmtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c, ldc,
+                                         work, lwork));
     case TL_C128:
-      return checked(LAPACKE_zunmtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c,
-                                         ldc, work, lwork));
+      return checked(LAPACKE_zunmtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c, ldc,
+                                         work, lwork));
   }
   return -1;
 }

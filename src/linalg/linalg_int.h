@@ -80,15 +80,13 @@ lapack_int tl__lapack_getrs(tl_dtype dtype, char trans, lapack_int n, lapack_int
 void tl__lapack_latrd_lower(tl_dtype dtype, lapack_int n, lapack_int nb, void *a, lapack_int lda,
                             void *e, void *tau, void *w, lapack_int ldw);
 void tl__blas_rank2k_lower(tl_dtype dtype, lapack_int n, lapack_int k, const void *a,
-                           lapack_int lda, const void *b, lapack_int ldb, void *c,
-                           lapack_int ldc);
+                           lapack_int lda, const void *b, lapack_int ldb, void *c, lapack_int ldc);
 lapack_int tl__lapack_sytrd_lower(tl_dtype dtype, lapack_int n, void *a, lapack_int lda, void *d,
                                   void *e, void *tau, void *work, lapack_int lwork);
 lapack_int tl__lapack_sterf(tl_dtype real, lapack_int n, void *d, void *e);
 lapack_int tl__lapack_stedc_query(tl_dtype real, lapack_int n, tl__la_work *sizes);
-lapack_int tl__lapack_stedc(tl_dtype real, lapack_int n, void *d, void *e, void *z,
-                            lapack_int ldz, void *work, lapack_int lwork, lapack_int *iwork,
-                            lapack_int liwork);
+lapack_int tl__lapack_stedc(tl_dtype real, lapack_int n, void *d, void *e, void *z, lapack_int ldz,
+                            void *work, lapack_int lwork, lapack_int *iwork, lapack_int liwork);
 lapack_int tl__lapack_ormtr_lower_query(tl_dtype dtype, lapack_int m, lapack_int n,
                                         tl__la_work *sizes);
 lapack_int tl__lapack_ormtr_lower(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
