@@ -46,8 +46,9 @@ static int fail_lane(tl_lane *lane, run_state *run, const tci_patch *patch, int 
 static int lane_loop(tl_lane *lane, run_state *run, tl_exec *exec, tci_workspace *ws);
 
 static int tci_lane(tl_lane *lane, int lane_index, void *arg) {
-  (void)lane_index;
   run_state *run = arg;
+  int most = run->options.max_lanes;
+  if (most > 0 && lane_index >= most) return 0; /* not one of the lanes asked for */
   tl_exec *exec = tl_lane_exec(lane);
   void *memory;
   if (tl_exec_scratch(exec, run->workspace_bytes, TL_SCRATCH_LANE, &memory) != TL_OK) {
@@ -163,6 +164,8 @@ int tci_run_lanes(tl_session *session, const tci_grid *grid, const tci_function 
     *stats = run->queue.stats;
     stats->seconds = tci_seconds() - t0;
     stats->lanes = run->outcome.lanes_entered;
+    if (options->max_lanes > 0 && stats->lanes > options->max_lanes)
+      stats->lanes = options->max_lanes;
   }
   if (rc == TCI_OK) take_train(&run->queue, grid, out);
   tci_queue_destroy(&run->queue);

@@ -206,6 +206,10 @@ int tci_check_run(const tci_grid *grid, const tci_function *function, const tci_
     snprintf(why, TCI_WHY, "max sweeps must be 1..1000, not %d", o->max_sweeps);
     return TCI_E_ARG;
   }
+  if (o->max_lanes < 0) {
+    snprintf(why, TCI_WHY, "max_lanes must be 0 (all) or more, not %d", o->max_lanes);
+    return TCI_E_ARG;
+  }
   if (o->min_free_sites < 2) {
     snprintf(why, TCI_WHY, "patches keep at least 2 free sites, not %d", o->min_free_sites);
     return TCI_E_ARG;

@@ -114,6 +114,8 @@ typedef struct tci_options {
   int min_free_sites; /* never split a patch below this many free sites (>= 2) */
   uint64_t seed;      /* for the initial pivot candidates (the result depends on it only) */
   int cancel_after;   /* tests: a lane cancels the run after this many patches (0: never) */
+  int max_lanes;      /* tci_run_lanes: at most this many of the session's lanes take patches
+                         (0: all); the train is the same bits for any number */
   int value_cache;    /* TCI_CACHE_ON: a patch calls f once per point (cache.c); TCI_CACHE_OFF;
                          TCI_CACHE_AUTO (default): on unless the function is marked cheap */
 } tci_options;

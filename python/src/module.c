@@ -99,7 +99,7 @@ static PyMethodDef module_methods[] = {
      "keeps x's tensor alive. Any thread."},
     {"_tci_run", tlpy_tci_run, METH_VARARGS,
      "_tci_run(session, f, dims, bits, fused, lo, hi, tol, max_bond, max_sweeps, patching, "
-     "min_free_sites, seed): tenlane.tci.crossinterpolate's engine (use that)."},
+     "min_free_sites, seed, max_lanes): tenlane.tci.crossinterpolate's engine (use that)."},
     {"provider", module_provider, METH_NOARGS,
      "provider() -> str: the kernels tenlane picked (e.g. 'blis:skx(1m)+tl-complex')."},
     {NULL, NULL, 0, NULL}};

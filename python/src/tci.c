@@ -142,18 +142,19 @@ static int read_box(PyObject *seq, int dims, double *out, const char *name) {
   return 0;
 }
 
-/* _tci_run(session, f, dims, bits, layout, lo, hi, tol, max_bond, max_sweeps, patching,
- *          min_free_sites, seed) -> (0, "", pieces, stats) or (code, message, None, None). */
+/* _tci_run(session, f, dims, bits, fused, lo, hi, tol, max_bond, max_sweeps, patching,
+ *          min_free_sites, seed, max_lanes) -> (0, "", pieces, stats) or (code, message, None,
+ *          None). */
 PyObject *tlpy_tci_run(PyObject *module, PyObject *args) {
   (void)module;
   static const char *where = "tenlane.tci.crossinterpolate";
   PyObject *session_obj, *f, *lo_obj, *hi_obj;
-  int dims, bits, fused, max_bond, max_sweeps, patching, min_free_sites;
+  int dims, bits, fused, max_bond, max_sweeps, patching, min_free_sites, max_lanes;
   double tol;
   unsigned long long seed;
-  if (!PyArg_ParseTuple(args, "O!OiipOOdiipiK:_tci_run", &tlpy_session_type, &session_obj, &f,
+  if (!PyArg_ParseTuple(args, "O!OiipOOdiipiKi:_tci_run", &tlpy_session_type, &session_obj, &f,
                         &dims, &bits, &fused, &lo_obj, &hi_obj, &tol, &max_bond, &max_sweeps,
-                        &patching, &min_free_sites, &seed))
+                        &patching, &min_free_sites, &seed, &max_lanes))
     return NULL;
   tlpy_session *s = (tlpy_session *)session_obj;
   if (!tlpy_session_exec(s, where)) return NULL;
@@ -183,6 +184,7 @@ PyObject *tlpy_tci_run(PyObject *module, PyObject *args) {
   options.patching = patching;
   options.min_free_sites = min_free_sites;
   options.seed = seed;
+  options.max_lanes = max_lanes;
   tci_train train;
   tci_stats stats;
   tlpy_watch_begin(&call.watch);

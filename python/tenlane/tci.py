@@ -218,7 +218,7 @@ def crossinterpolate(f: Callable[[np.ndarray], np.ndarray], dims: int = 1, bits:
                      lo: Optional[Sequence[float]] = None, hi: Optional[Sequence[float]] = None,
                      layout: str = "interleaved", tol: float = 1e-8, max_bond: int = 32,
                      max_sweeps: int = 20, patching: bool = True, min_free_sites: int = 4,
-                     seed: int = 1, session=None) -> PatchedTensorTrain:
+                     seed: int = 1, session=None, max_lanes: int = 0) -> PatchedTensorTrain:
     """Interpolate f on a quantics grid of 2^bits points per variable.
 
     f(index) gets an int64 array (n, dims) of grid indices and returns n real values; it is
@@ -226,7 +226,8 @@ def crossinterpolate(f: Callable[[np.ndarray], np.ndarray], dims: int = 1, bits:
     may use any Python state but must not rely on running on the calling thread. lo and hi
     (default 0 and 1 per variable) set the box the result's points() and integral() use.
     ``session``: a held ``tenlane.Session`` whose lanes run the patches; without one the run
-    makes a context of ``tenlane.get_threads()`` threads for its length. Raises TCIError for
+    makes a context of ``tenlane.get_threads()`` threads for its length. ``max_lanes`` (0: all)
+    caps the lanes that take patches; the result is the same bits for any number. Raises TCIError for
     bad arguments and for NaN or infinity from f (the message names the grid index), f's own
     exception unchanged if f raises, and KeyboardInterrupt on Ctrl-C (every lane stopped and
     joined). The result's ``stats`` holds the run's counts (evaluations, lookups, patches_run,
@@ -245,18 +246,19 @@ def crossinterpolate(f: Callable[[np.ndarray], np.ndarray], dims: int = 1, bits:
         from . import Context, get_threads
         with Context(threads=get_threads()).session() as own:
             return _run(own, f, dims, bits, layout, lo, hi, tol, max_bond, max_sweeps,
-                        patching, min_free_sites, seed)
+                        patching, min_free_sites, seed, max_lanes)
     return _run(session, f, dims, bits, layout, lo, hi, tol, max_bond, max_sweeps, patching,
-                min_free_sites, seed)
+                min_free_sites, seed, max_lanes)
 
 
 def _run(session, f, dims, bits, layout, lo, hi, tol, max_bond, max_sweeps, patching,
-         min_free_sites, seed) -> PatchedTensorTrain:
+         min_free_sites, seed, max_lanes) -> PatchedTensorTrain:
     from . import _core
     try:
         code, why, pieces, stats = _core._tci_run(
             session, f, int(dims), int(bits), layout == "fused", lo, hi, float(tol),
-            int(max_bond), int(max_sweeps), bool(patching), int(min_free_sites), int(seed))
+            int(max_bond), int(max_sweeps), bool(patching), int(min_free_sites), int(seed),
+            int(max_lanes))
     except OverflowError as e:
         raise TCIError("an argument is out of range: %s" % (e,)) from None
     if code:

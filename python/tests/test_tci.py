@@ -93,7 +93,13 @@ def test_lanes_give_the_same_bits_as_one_lane():
             t = tci.crossinterpolate(_ridge, dims=2, bits=8, tol=1e-8, max_bond=12, session=s)
         assert t.stats["lanes"] == threads
         trains.append(t)
+    with tenlane.Context(threads=2).session() as s:
+        one = tci.crossinterpolate(_ridge, dims=2, bits=8, tol=1e-8, max_bond=12, session=s,
+                                   max_lanes=1)
+    assert one.stats["lanes"] == 1
     a, b = trains
+    for (pa, ca), (po, co) in zip(a.pieces, one.pieces):
+        assert pa == po and all(np.array_equal(x, y) for x, y in zip(ca, co))
     assert len(a.pieces) > 1
     assert [p for p, _ in a.pieces] == [p for p, _ in b.pieces]
     for (_, ca), (_, cb) in zip(a.pieces, b.pieces):
@@ -129,6 +135,8 @@ def test_bad_values_from_f_are_clear_errors():
         tci.crossinterpolate(lambda i: np.ones(i.shape[0], complex), bits=8)
     with pytest.raises(tci.TCIError, match="tolerance"):
         tci.crossinterpolate(lambda i: np.ones(i.shape[0]), bits=8, tol=0.0)
+    with pytest.raises(tci.TCIError, match="max_lanes"):
+        tci.crossinterpolate(lambda i: np.ones(i.shape[0]), bits=8, max_lanes=-1)
     with pytest.raises(tci.TCIError, match="bits"):
         tci.crossinterpolate(lambda i: np.ones(i.shape[0]), bits=41)
 
