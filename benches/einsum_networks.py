@@ -5,7 +5,8 @@ the same path, in one run.
 
 Categories: language model (batched HMM likelihood), graphical model (a grid of pairwise
 factors summed out), MPS (an inner product), MERA (a norm of a binary tree with
-disentanglers), matrix chain, tensor-network permutation (rank-19 intermediates), and the
+disentanglers), matrix chain, tensor-network permutation (rank-19 intermediates), two
+networks above 10^9 flops (a large matrix chain, a language model of hidden size 512), and the
 diagnostic binary terms (ij,ij->ij; ij,ij->ji; i,j->ij; bij,bjk->bik; the batched dot bi,bi->b;
 the full contraction ij,ij->; the vector-matrix product i,ij->j).
 
@@ -109,6 +110,9 @@ NETWORKS = [
     ("mera_norm_chi8", *mera_norm(8)),
     ("matrix_chain_10", *matrix_chain([120, 300, 80, 250, 150, 400, 90, 200, 160, 310, 140])),
     ("permutation_rank19", *permutation_network(18)),
+    # Two networks above 10^9 flops, where 2 threads should take at most 0.6x of one.
+    ("matrix_chain_large", *matrix_chain([800, 1200, 600, 1000, 700])),
+    ("language_model_b512_h512_t8", *language_model(8, 512, 512)),
     ("hadamard_ij,ij->ij_2048", [[0, 1], [0, 1]], [0, 1], {0: 2048, 1: 2048}),
     ("hadamard_ij,ij->ji_1024", [[0, 1], [0, 1]], [1, 0], {0: 1024, 1: 1024}),
     ("outer_i,j->ij_4096", [[0], [1]], [0, 1], {0: 4096, 1: 4096}),
