@@ -67,3 +67,28 @@ def test_real_stacks_are_single_products_bit_for_bit(rng, dtype, layout):
                 assert s.einsum("bij,bjk->bik", a, b).tobytes() == got.tobytes()
                 for z in (0, 1, 150, 299):
                     assert s.matmul(a[z], b[z]).tobytes() == got[z].tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_vector_stacks_are_single_products_bit_for_bit(rng, dtype):
+    """(N, 1, k) @ (N, k, k) stacks, k = 2..16 (row vectors through the stacked small kernel,
+    which must give what the thin kernel gives a single row-vector product): close to numpy,
+    each entry bit for bit s.matmul on that entry alone, on one thread and on two; also with a
+    strided row and through einsum."""
+    for k in range(2, 17):
+        row = random_array(rng, (300, 1, k), dtype)
+        a = random_array(rng, (300, k, k), dtype)
+        strided = random_array(rng, (300, 1, 2 * k), dtype)[:, :, ::2]
+        want = np.matmul(row, a)
+        for threads in (1, 2):
+            with tenlane.Context(threads=threads) as ctx, ctx.session() as s:
+                got = s.matmul(row, a)
+                close(got, want, dtype)
+                assert s.einsum("bij,bjk->bik", row, a).tobytes() == got.tobytes()
+                for z in (0, 1, 150, 299):
+                    assert s.matmul(row[z], a[z]).tobytes() == got[z].tobytes()
+                    assert np.array_equal(s.matmul(row[z, 0], a[z]), got[z, 0])
+                got = s.matmul(strided, a)
+                close(got, np.matmul(strided, a), dtype)
+                for z in (0, 299):
+                    assert s.matmul(strided[z], a[z]).tobytes() == got[z].tobytes()

@@ -1,5 +1,6 @@
 /* src/kernels/gemm_batch_small.c: a stack of small real GEMMs (f32/f64, m and n from 2 to
- * 16, k from 1 to 16, alpha 1, beta 0 or 1) in one call, for the batched runner (gemm.c).
+ * 16, k from 1 to 16, alpha 1, beta 0 or 1; and row vectors times matrices, m 1, beta 0) in
+ * one call, for the batched runner (gemm.c).
  *
  * Each entry of such a stack used to be one trip through the runner and the provider switch
  * (batch index decoded by division, thin-GEMM check, provider choice, small-kernel row
@@ -8,15 +9,18 @@
  * by an odometer, and each entry is one register block per column block, written to C from
  * the registers.
  *
- * Invariant: the bits are those of tl__gemm_serial on the same entry, so a stack gives what
- * a loop of single products gives, on any thread and in any run. Like the hand kernel
+ * Invariant: the bits are those of tl__gemm_serial on the same entry (of gemm_thin.c for a
+ * row vector), so a stack gives what a loop of single products gives, on any thread and in
+ * any run. Like the hand kernel
  * (small_gemm_core.c), every element of C is one FMA chain over p = 0..k-1 in increasing
  * order from 0 at every vector level, and the plain loop of the portable level (sum += a b
  * from 0) where the hand kernel runs its plain loop; beta 1 adds C after the chain. The level
- * is the hand kernel's (tl__small_gemm_isa). AVX-512 is used only for more than 8 rows (f64)
- * where one 256-bit vector block needs three or four vectors; below that the AVX2 blocks run,
- * as the hand kernel does. As the hand kernel, C with a unit column stride is computed as
- * C^T = B^T A^T (the same products, so the same bits).
+ * is the hand kernel's (tl__small_gemm_isa). AVX-512 is used only for more than 12 rows (f64)
+ * where one 256-bit vector block needs four vectors; below that the AVX2 blocks run (the
+ * hand kernel takes AVX-512 from 9 rows; the chains, so the bits, are the same either way,
+ * and at 9 to 12 rows three 256-bit vectors waste fewer masked lanes than two 512-bit ones). As the
+ * hand kernel, C with a unit column stride is computed as C^T = B^T A^T (the same products, so the
+ * same bits).
  *
  * Thread rules: no state; pure core (never fails, allocates nothing). */
 #include <stdint.h>
@@ -36,15 +40,30 @@ typedef struct bs_layout {
   int add;                    /* beta 1: C + the chain */
 } bs_layout;
 
+/* 1 for a row vector times a matrix (m 1, n 2..16, beta 0, C and B's rows at unit stride,
+ * B's rows apart): the entries gemm_thin.c computes by its axpy passes, where C starts at 0
+ * and each row of B adds one fused multiply-add per element, in row order. That is the FMA
+ * chain over p from 0 of the blocks below (C^T = B^T A^T, one column), so the same bits, at
+ * the vector levels of both (the portable levels' plain loops may be contracted differently
+ * by the compiler, so a portable run calls gemm_thin.c itself). */
+static int bs_row_vector(const tl__gemm_batch *g) {
+  return g->m == 1 && g->n >= 2 && g->beta.re == 0.0 && g->csb == 1 && g->csc == 1 && g->rsb != 1;
+}
+
 /* 1 when the layout fits (and fills *lay), 0 otherwise. */
 static int bs_layout_make(const tl__gemm_batch *g, bs_layout *lay) {
   if (g->dtype != TL_F64 && g->dtype != TL_F32) return 0;
-  if (g->m < 2 || g->n < 2 || g->k < 1) return 0; /* thin products are gemm_thin.c's */
-  if (g->m > BS_MAX_EXTENT || g->n > BS_MAX_EXTENT || g->k > BS_MAX_EXTENT) return 0;
+  if (g->k < 1 || g->m > BS_MAX_EXTENT || g->n > BS_MAX_EXTENT || g->k > BS_MAX_EXTENT) return 0;
   if (g->alpha.re != 1.0 || g->alpha.im != 0.0 || g->beta.im != 0.0) return 0;
   if (g->beta.re != 0.0 && g->beta.re != 1.0) return 0;
   lay->k = g->k;
   lay->add = g->beta.re == 1.0;
+  if (bs_row_vector(g)) {
+    lay->m = g->n, lay->n = 1, lay->transposed = 1;
+    lay->csa = g->rsb, lay->rsb = g->csa, lay->csb = 1, lay->csc = 1;
+    return 1;
+  }
+  if (g->m < 2 || g->n < 2) return 0; /* other thin products are gemm_thin.c's */
   if (g->rsc == 1) {
     if (g->rsa != 1) return 0;
     lay->m = g->m, lay->n = g->n, lay->transposed = 0;
@@ -62,7 +81,9 @@ static int bs_layout_make(const tl__gemm_batch *g, bs_layout *lay) {
 
 int tl__gemm_batch_small_takes(const tl__gemm_batch *g) {
   bs_layout lay;
-  return bs_layout_make(g, &lay);
+  if (!bs_layout_make(g, &lay)) return 0;
+  /* a row vector: only where both kernels have their vector levels */
+  return !bs_row_vector(g) || (tl__small_gemm_isa() >= 1 && tl__gemm_thin_isa() >= 1);
 }
 
 /* Entry offsets (elements) of A, B, C, advanced one entry at a time over the batch axes. */
@@ -226,7 +247,7 @@ BS_BLOCK(bs_s256, float, "avx2,fma", __m256, 8, __m256i, _mm256_setzero_ps, _mm2
          _mm256_add_ps)
 BS_ROWS(bs_s256, float, "avx2,fma", 8, __m256i, BS_MASK_PS256, 1, 12)
 BS_ROWS(bs_s256, float, "avx2,fma", 8, __m256i, BS_MASK_PS256, 2, 6)
-/* AVX-512 f64 past 8 rows: 2 vectors of 8 rows by up to 8 columns (16 of 32 registers). */
+/* AVX-512 f64 past 12 rows: 2 vectors of 8 rows by up to 8 columns (16 of 32 registers). */
 BS_BLOCK(bs_d512, double, "avx512f", __m512d, 8, __mmask8, _mm512_setzero_pd, _mm512_loadu_pd,
          BS_MLOAD_PD512, _mm512_storeu_pd, _mm512_mask_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd,
          _mm512_add_pd)
@@ -234,13 +255,30 @@ BS_ROWS(bs_d512, double, "avx512f", 8, __mmask8, BS_MASK_PD512, 2, 8)
 
 #endif
 
+/* Row-vector entries through gemm_thin.c itself (the portable level). */
+static void bs_thin_entries(const tl__gemm_batch *g, int64_t begin, int64_t end) {
+  const int64_t es = (int64_t)tl_dtype_size(g->dtype);
+  bs_cursor cur;
+  bs_cursor_start(g, begin, &cur);
+  for (int64_t e = begin; e < end; e++, bs_cursor_next(g, &cur))
+    (void)tl__gemm_thin(g->dtype, g->m, g->n, g->k, g->alpha, g->a + cur.oa * es, g->rsa, g->csa,
+                        g->b + cur.ob * es, g->rsb, g->csb, g->beta, g->c + cur.oc * es, g->rsc,
+                        g->csc);
+}
+
 void tl__gemm_batch_small(int isa, const tl__gemm_batch *g, int64_t begin, int64_t end) {
   bs_layout lay;
   if (begin >= end || !bs_layout_make(g, &lay)) return;
   const int level = tl__small_gemm_isa();
   if (isa < 0 || isa > level) isa = level;
+  if (isa == 0 && bs_row_vector(g)) {
+    bs_thin_entries(g, begin, end);
+    return;
+  }
 #if TL_X86_KERNELS
-  if (g->dtype == TL_F64 && isa == 2 && lay.m > 8) {
+  /* AVX-512 from 13 rows: at 9 to 12 three AVX2 vectors hold the rows with less masked
+   * waste (same FMA chains, so the same bits) */
+  if (g->dtype == TL_F64 && isa == 2 && lay.m > 12) {
     bs_d512_rows2(g, &lay, begin, end);
     return;
   }

@@ -7,7 +7,8 @@
  * small real kernel (src/kernels/gemm_batch_small.c) at every instruction-set level against a
  * naive reference and bit for bit against the hand kernel on each entry, over one- and two-axis
  * batches, column- and row-major C, beta 0 and 1, with the entries outside its range and
- * the padding of C untouched, and what it declines. */
+ * the padding of C untouched, and what it declines; row vectors times matrices bit for bit
+ * against the thin kernel (src/kernels/gemm_thin.c) on each entry. */
 #include <complex.h>
 #include <math.h>
 #include <stdlib.h>
@@ -343,8 +344,74 @@ static void batch_small_kernel_declines_what_is_not_its(void) {
   }
 }
 
+/* Row vectors times matrices (m 1: the (N, 1, k) @ (N, k, k) stacks): bit for bit what
+ * gemm_thin.c gives each entry alone, at every level (the portable one calls it), for every
+ * n and depth of the lists plus 4, 6, 11 and 15, A's row strided or not, C's row apart or
+ * not, one- and two-axis batches, part of the stack; taken only where both kernels have a
+ * vector level, and not with beta 1 or B's columns strided. */
+static void batch_small_kernel_row_vectors_match_the_thin_kernel(void) {
+  const tl_dtype dtypes[2] = {TL_F64, TL_F32};
+  const int64_t widths[] = {2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16};
+  const int levels = tl__small_gemm_isa();
+  const int vector_levels = levels >= 1 && tl__gemm_thin_isa() >= 1;
+  int cases = 0;
+  for (int d = 0; d < 2; d++)
+    for (size_t ni = 0; ni < sizeof widths / sizeof widths[0]; ni++)
+      for (int64_t k = 1; k <= 16; k++) {
+        const int64_t n = widths[ni];
+        const int variant = (int)(ni + (size_t)k) % 4;
+        bs_case t;
+        bs_case_make(&t, dtypes[d], 1, n, k, 1, 1, 1, variant >> 1, 0.0);
+        if (variant & 1) t.g.csa = 1 + (k > 1); /* A's row strided (inside its entry's span) */
+        if (variant & 1 && k > 1) {
+          const int64_t sa = 2 * k + BS_PAD; /* re-space A's entries for the stride */
+          free(t.a);
+          t.bytes_a = (size_t)(BS_ENTRIES * sa) * tl_dtype_size(dtypes[d]);
+          t.a = malloc(t.bytes_a);
+          TH_CHECK(t.a != NULL);
+          bs_fill(dtypes[d], t.a, BS_ENTRIES * sa);
+          t.g.a = t.a;
+          if (t.g.batch_rank == 1)
+            t.g.batch_strides[0][0] = sa;
+          else
+            t.g.batch_strides[0][0] = 4 * sa, t.g.batch_strides[0][1] = sa;
+        }
+        TH_CHECK(tl__gemm_batch_small_takes(&t.g) == vector_levels);
+        const int64_t es = (int64_t)tl_dtype_size(dtypes[d]);
+        void *single = malloc(t.bytes_c);
+        TH_CHECK(single != NULL);
+        for (int isa = 0; isa <= levels; isa++)
+          for (int part = 0; part < 2; part++) {
+            const int64_t begin = part ? 3 : 0, end = part ? 10 : BS_ENTRIES;
+            memcpy(t.c, t.c0, t.bytes_c);
+            tl__gemm_batch_small(isa, &t.g, begin, end);
+            memcpy(single, t.c0, t.bytes_c);
+            for (int64_t e = begin; e < end; e++) {
+              int64_t oa, ob, oc;
+              bs_offsets(&t.g, e, &oa, &ob, &oc);
+              TH_CHECK(tl__gemm_thin(dtypes[d], 1, n, k, t.g.alpha, (const char *)t.a + oa * es,
+                                     t.g.rsa, t.g.csa, (const char *)t.b + ob * es, t.g.rsb,
+                                     t.g.csb, t.g.beta, (char *)single + oc * es, t.g.rsc,
+                                     t.g.csc));
+            }
+            TH_CHECK(memcmp(t.c, single, t.bytes_c) == 0);
+            cases++;
+          }
+        free(single);
+        /* beta 1 and B's columns strided are not the thin kernel's axpy form: declined */
+        t.g.beta = tl_scalar_real(1.0);
+        TH_CHECK(!tl__gemm_batch_small_takes(&t.g));
+        t.g.beta = tl_scalar_real(0.0);
+        t.g.rsb = 1, t.g.csb = k;
+        TH_CHECK(!tl__gemm_batch_small_takes(&t.g));
+        bs_case_free(&t);
+      }
+  TH_CHECK(cases >= 2 * 13 * 16 * 2);
+}
+
 TH_TEST_MAIN(TH_CASE(batch_run_length_bounds), TH_CASE(batch_runs_match_naive_in_every_dtype),
              TH_CASE(batch_runs_match_naive_on_a_team),
              TH_CASE(batch_runs_two_axis_batch_same_bits_on_a_team),
              TH_CASE(batch_small_kernel_matches_naive_and_hand_kernel_at_every_isa),
-             TH_CASE(batch_small_kernel_declines_what_is_not_its))
+             TH_CASE(batch_small_kernel_declines_what_is_not_its),
+             TH_CASE(batch_small_kernel_row_vectors_match_the_thin_kernel))
