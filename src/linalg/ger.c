@@ -18,7 +18,9 @@
  * every store, and the c128 update took 1.2-1.3x the time of the same loop without those
  * loads (17 x 7 to 256 x 31 panels; 0.53-0.96x OpenBLAS's zgerc after, in one probe).
  * A strided x is gathered a chunk at a time onto the stack. f32, c64 and CPUs without
- * AVX-512 (or tl__blas_isa_cap 0) go to BLIS's typed ger with the context tenlane chose.
+ * AVX-512 (or tl__blas_isa_cap 0) go to the provider's ger (tl__prov_ger; with BLIS, its
+ * typed ger with the context tenlane chose), called on the runs of columns whose y element
+ * is not 0 so that every provider keeps the contract below.
  *
  * Contract: the reference BLAS's. An illegal argument calls xerbla_ with its position
  * (1 m, 2 n, 5 incx, 7 incy, 9 lda) and returns; m or n 0, or alpha 0, return at once; a
@@ -192,8 +194,46 @@ static int check(int m, int n, int incx, int incy, int lda) {
   return 0;
 }
 
-/* One routine: checks, quick returns, then tenlane's kernels (OWN, or 0 for none) or
- * BLIS's typed ger, x0 and y0 each vector's first element. */
+/* 1 when the element at p (of dtype dt) is 0 (both parts for a complex dtype). */
+static int is_zero(tl_dtype dt, const char *p) {
+  switch (dt) {
+    case TL_F32:
+      return *(const float *)p == 0;
+    case TL_F64:
+      return *(const double *)p == 0;
+    case TL_C64:
+      return ((const float *)p)[0] == 0 && ((const float *)p)[1] == 0;
+    default:
+      return ((const double *)p)[0] == 0 && ((const double *)p)[1] == 0;
+  }
+}
+
+/* The provider's ger over the columns whose y element is not 0, one call per run of such
+ * columns (a y without zeros: one call). The contract above leaves a zero y element's
+ * column as it is, NaN or Inf in x notwithstanding, as the reference BLAS's loops do; not
+ * every provider does (OpenBLAS 0.3.21's ger multiplies through, turning those columns
+ * NaN), so the zeros are skipped here rather than left to the provider. x0, y0 as
+ * tl__prov_ger takes them (each vector's first element). */
+static void prov_ger_nonzero(tl_dtype dt, int conj_y, int64_t m, int64_t n, const void *alpha,
+                             const void *x0, int64_t incx, const void *y0, int64_t incy, void *a,
+                             int64_t lda) {
+  const int64_t es = (int64_t)tl_dtype_size(dt);
+  const char *y = y0;
+  char *col = a;
+  int64_t j = 0;
+  while (j < n) {
+    while (j < n && is_zero(dt, y + j * incy * es)) j++;
+    const int64_t start = j;
+    while (j < n && !is_zero(dt, y + j * incy * es)) j++;
+    if (j > start)
+      tl__prov_ger(dt, conj_y, m, j - start, alpha, x0, incx, y + start * incy * es, incy,
+                   col + start * lda * es, lda);
+  }
+}
+
+/* One routine: checks, quick returns, then tenlane's kernels (OWN, or 0 for none) or the
+ * provider's ger over the nonzero y elements' columns, x0 and y0 each vector's first
+ * element. */
 #define TL__GER_ENTRY(NAME, NAME_UPPER, T, DTYPE, CONJ, OWN)                                      \
   void TL__BLAS_ENTRY(NAME)(const int *m, const int *n, const T *alpha, const T *x,               \
                             const int *incx, const T *y, const int *incy, T *a, const int *lda);  \
@@ -211,7 +251,7 @@ static int check(int m, int n, int incx, int incy, int lda) {
     if (own != NULL && tl__blas_own_kernels())                                                    \
       own(*m, *n, *alpha, x0, *incx, y0, *incy, a, *lda, CONJ);                                   \
     else                                                                                          \
-      tl__prov_ger(DTYPE, CONJ, *m, *n, alpha, x0, *incx, y0, *incy, a, *lda);                    \
+      prov_ger_nonzero(DTYPE, CONJ, *m, *n, alpha, x0, *incx, y0, *incy, a, *lda);                \
   }
 
 TL__GER_ENTRY(sger_, "SGER  ", float, TL_F32, 0, NULL)
