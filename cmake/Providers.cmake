@@ -8,7 +8,8 @@
 # bind, inside libtenlane, to the same BLAS tenlane set up (for BLIS, the context it chose:
 # src/kernels/provider_blis.c), whatever the system's BLAS/LAPACK alternatives say;
 # their symbols stay hidden (--exclude-libs in CMakeLists.txt).
-# The provider is chosen at configure time (TL_PROVIDER): this file is the one place that
+# The provider is chosen at configure time (TL_PROVIDER, or CMake's BLA_VENDOR; archives by
+# path, Debian's folders, then find_package(BLAS) and pkg-config): this file is the one place that
 # knows which one is linked. It picks the provider's boundary file (TL_PROVIDER_SOURCES:
 # src/kernels/provider_blis.c or provider_blas.c; every other provider file is left out of
 # the build, CMakeLists.txt), its archives and its compile definitions
@@ -37,6 +38,71 @@ function(tl_require var what package)
   endif()
 endfunction()
 
+# The standard ways to find a BLAS archive, after an explicit path and the distributions'
+# folders: CMake's FindBLAS for `vendor` (its BLA_VENDOR name; static archives only,
+# BLA_STATIC) and then pkg-config's modules `pc_modules` (the archive `archive` in the
+# module's library folder). Sets the cache variable `var` to the archive and
+# TL_FOUND_BY_<var> to how it was found; leaves a `var` already set as it is.
+function(tl_find_standard var vendor pc_modules archive)
+  if(${var})
+    return()
+  endif()
+  set(BLA_VENDOR ${vendor})
+  set(BLA_STATIC ON)
+  # FindBLAS links a test program against the archive: a Fortran BLAS needs its runtime.
+  set(CMAKE_REQUIRED_LIBRARIES gfortran m pthread)
+  set(CMAKE_REQUIRED_QUIET ON)
+  find_package(BLAS QUIET)
+  foreach(lib IN LISTS BLAS_LIBRARIES)
+    get_filename_component(name "${lib}" NAME)
+    if(name STREQUAL archive)
+      set(${var} "${lib}" CACHE FILEPATH "${archive}, found by find_package(BLAS)" FORCE)
+      set(TL_FOUND_BY_${var} "find_package(BLAS), BLA_VENDOR=${vendor}" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  find_package(PkgConfig QUIET)
+  if(PKG_CONFIG_FOUND)
+    foreach(module IN LISTS pc_modules)
+      pkg_check_modules(TL_PC_${module} QUIET ${module})
+      if(TL_PC_${module}_FOUND)
+        find_library(${var} NAMES ${archive} NO_DEFAULT_PATH
+          PATHS ${TL_PC_${module}_LIBDIR} ${TL_PC_${module}_LIBRARY_DIRS})
+        if(${var})
+          set(TL_FOUND_BY_${var} "pkg-config ${module}" PARENT_SCOPE)
+          return()
+        endif()
+        unset(${var} CACHE)
+      endif()
+    endforeach()
+  endif()
+endfunction()
+
+# BLA_VENDOR (CMake's name for a BLAS vendor) given to the configure picks the provider when
+# TL_PROVIDER is auto, and its archive is then looked for the standard way first.
+set(tl_bla_vendor_provider "")
+if(DEFINED BLA_VENDOR AND NOT BLA_VENDOR STREQUAL "All")
+  if(BLA_VENDOR STREQUAL "OpenBLAS")
+    set(tl_bla_vendor_provider openblas)
+  elseif(BLA_VENDOR STREQUAL "FLAME")
+    set(tl_bla_vendor_provider blis)
+  elseif(BLA_VENDOR STREQUAL "Generic")
+    set(tl_bla_vendor_provider reference)
+  else()
+    message(FATAL_ERROR "BLA_VENDOR=${BLA_VENDOR}: tenlane links OpenBLAS, FLAME (BLIS) or "
+      "Generic (reference BLAS); MKL, Accelerate and the others are not supported yet")
+  endif()
+  if(NOT TL_PROVIDER STREQUAL "auto" AND NOT TL_PROVIDER STREQUAL tl_bla_vendor_provider)
+    message(FATAL_ERROR "BLA_VENDOR=${BLA_VENDOR} names ${tl_bla_vendor_provider}, "
+      "TL_PROVIDER=${TL_PROVIDER} another provider: give one of them")
+  endif()
+  if(tl_bla_vendor_provider STREQUAL "openblas")
+    tl_find_standard(TL_OPENBLAS_ARCHIVE OpenBLAS "openblas" libopenblas.a)
+  elseif(tl_bla_vendor_provider STREQUAL "reference")
+    tl_find_standard(TL_REFBLAS_ARCHIVE Generic "blas-netlib;blas" libblas.a)
+  endif() # BLIS's header comes with its archive: Debian's folders or TL_BLIS_* below
+endif()
+
 # Each candidate is looked for by name with the distributions' folders as hints (Debian keeps
 # the serial BLIS and OpenBLAS in their own multiarch subfolders); a cache variable set to a
 # path takes precedence. Static archives only: LAPACK's internal BLAS calls must bind inside
@@ -55,9 +121,14 @@ find_library(TL_OPENBLAS_ARCHIVE NAMES libopenblas.a
   HINTS ${tl_multiarch_lib}/openblas-serial PATH_SUFFIXES openblas-serial)
 # Reference BLAS (Netlib, Debian's libblas-dev).
 find_library(TL_REFBLAS_ARCHIVE NAMES libblas.a HINTS ${tl_multiarch_lib}/blas PATH_SUFFIXES blas)
+# Not in those folders: the standard ways (FindBLAS, pkg-config).
+tl_find_standard(TL_OPENBLAS_ARCHIVE OpenBLAS "openblas" libopenblas.a)
+tl_find_standard(TL_REFBLAS_ARCHIVE Generic "blas-netlib;blas" libblas.a)
 
 set(TL_PROVIDER_USED ${TL_PROVIDER})
-if(TL_PROVIDER STREQUAL "auto")
+if(TL_PROVIDER STREQUAL "auto" AND tl_bla_vendor_provider)
+  set(TL_PROVIDER_USED ${tl_bla_vendor_provider})
+elseif(TL_PROVIDER STREQUAL "auto")
   if(TL_BLIS_ARCHIVE AND TL_BLIS_INCLUDE_DIR)
     set(TL_PROVIDER_USED blis)
   elseif(TL_OPENBLAS_ARCHIVE)
@@ -124,6 +195,13 @@ if(TL_PROVIDER_USED STREQUAL "blis")
 elseif(TL_PROVIDER_USED STREQUAL "openblas")
   tl_require(TL_OPENBLAS_ARCHIVE "OpenBLAS's serial static archive (openblas-serial/libopenblas.a)"
     libopenblas-serial-dev)
+  # Every provider call must be single-threaded: a threaded flavour (an archive found the
+  # standard way follows the system's libopenblas.a choice) would start threads of its own.
+  get_filename_component(tl_openblas_real "${TL_OPENBLAS_ARCHIVE}" REALPATH)
+  if(tl_openblas_real MATCHES "openblas-(pthread|openmp)")
+    message(WARNING "${TL_OPENBLAS_ARCHIVE} is a threaded OpenBLAS (${tl_openblas_real}); "
+      "tenlane expects the serial build (libopenblas-serial-dev): set TL_OPENBLAS_ARCHIVE")
+  endif()
   add_compile_definitions(TL_PROVIDER_NAME="openblas" TL_PROVIDER_OPENBLAS=1)
   list(APPEND TL_PROVIDER_SOURCES src/kernels/provider_blas.c)
   set(TL_PROVIDER_ARCHIVES ${TL_LAPACKE_LIB} ${TL_OPENBLAS_ARCHIVE})
@@ -135,6 +213,11 @@ else()
   list(APPEND TL_PROVIDER_SOURCES src/kernels/provider_blas.c)
   set(TL_PROVIDER_ARCHIVES ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_REFBLAS_ARCHIVE})
 endif()
+foreach(tl_var TL_OPENBLAS_ARCHIVE TL_REFBLAS_ARCHIVE)
+  if(TL_FOUND_BY_${tl_var})
+    message(STATUS "tenlane: ${tl_var} ${${tl_var}} (found by ${TL_FOUND_BY_${tl_var}})")
+  endif()
+endforeach()
 # Every provider-specific source under src/; CMakeLists.txt compiles those of the provider
 # in use (TL_PROVIDER_SOURCES) and leaves out the rest.
 set(TL_PROVIDER_ALL_SOURCES src/kernels/provider_blis.c src/kernels/blis_level1.c
