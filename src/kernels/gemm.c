@@ -96,21 +96,22 @@ static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
 }
 
 /* Cancellation (tl_exec_cancel, a lane's run) is seen between blocks only, inside none: a
- * long product is cut into blocks of at most about GEMM_CANCEL_FLOPS so that a request is
- * seen within one block's time (tens of milliseconds on one idle core). A block keeps at
- * least GEMM_CANCEL_MIN_LEN rows or columns, where packing the shared operand once more per
- * block costs under one percent of the block's arithmetic. */
-#define GEMM_CANCEL_FLOPS ((double)(1LL << 30))
-#define GEMM_CANCEL_MIN_LEN 128
-
+ * long product is cut into blocks of at most the provider's bound (tl__prov_gemm_block:
+ * 2^30 flops on an optimized provider, fewer on reference BLAS) so that a request is seen
+ * within one block's time (tens of milliseconds on one idle core). A block keeps at least
+ * the provider's minimum of rows or columns (128 for a packing provider, where packing the
+ * shared operand once more per block costs under one percent of the block's arithmetic). */
 static void cap_block_for_cancel(gemm_job *job, const tl__gemm_batch *g) {
+  double max_flops;
+  int64_t min_len;
+  tl__prov_gemm_block(&max_flops, &min_len);
   const int64_t dim = job->split_rows ? g->m : g->n, other = job->split_rows ? g->n : g->m;
   const double per_line = 2.0 * (double)other * (double)(g->k > 0 ? g->k : 1);
-  if (per_line * (double)job->block_len <= GEMM_CANCEL_FLOPS) return;
-  double fit = GEMM_CANCEL_FLOPS / per_line; /* lines per block within the bound */
+  if (per_line * (double)job->block_len <= max_flops) return;
+  double fit = max_flops / per_line; /* lines per block within the bound */
   int64_t len = fit >= (double)dim ? dim : (int64_t)fit;
   len = len / 16 * 16;
-  if (len < GEMM_CANCEL_MIN_LEN) len = GEMM_CANCEL_MIN_LEN;
+  if (len < min_len) len = min_len;
   if (len >= job->block_len) return;
   job->block_len = len;
   job->blocks = (dim + len - 1) / len;

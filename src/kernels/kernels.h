@@ -263,6 +263,13 @@ void tl__prov_ger(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *
  * Arguments checked by the caller; m, n > 0, alpha != 0. */
 void tl__prov_trmm(tl_dtype dtype, int right, int upper, int trans, int unit_diag, int64_t m,
                    int64_t n, const void *alpha, const void *a, int64_t lda, void *b, int64_t ldb);
+/* How large a cancellable block of a route's GEMM may be on this provider (gemm.c): at
+ * most *flops floating-point operations, but at least *min_len rows or columns of C. A
+ * cancellation request is seen between blocks only, so the bound follows the provider's
+ * speed: an optimized provider runs 2^30 flops in tens of milliseconds, and packs the
+ * shared operand again per block (hence a minimum length); reference BLAS runs some 30 times
+ * slower and packs nothing. Any thread. */
+void tl__prov_gemm_block(double *flops, int64_t *min_len);
 /* One GEMM on the provider alone, with general element strides as tl__gemm_serial takes
  * them (strides a route accepted: gemm.c). tl__gemm_serial's last resort; the benchmark's
  * direct-provider anchor calls it too. */

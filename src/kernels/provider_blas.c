@@ -185,6 +185,23 @@ void tl__prov_trmm(tl_dtype dtype, int right, int upper, int trans, int unit_dia
   }
 }
 
+/* ---- Block sizes for cancellation (gemm.c) ---- */
+
+void tl__prov_gemm_block(double *flops, int64_t *min_len) {
+#if TL_PROVIDER_OPENBLAS
+  /* As fast as BLIS, and it packs per call as BLIS does. */
+  *flops = (double)(1LL << 30);
+  *min_len = 128;
+#else
+  /* Reference BLAS's dgemm runs its loops at about 1 Gflop/s on one core (less when the
+   * core is shared): 2^26 flops keep a block under about a tenth of a second, where 2^30
+   * took seconds and a Ctrl-C on a large einsum came 4.4 s late. It packs nothing, so short
+   * blocks cost only the calls. */
+  *flops = (double)(1LL << 26);
+  *min_len = 16;
+#endif
+}
+
 /* ---- GEMM with general strides (tl__gemm_serial's last resort) ---- */
 
 /* One operand of rows x cols with strides (rs, cs) as the Fortran interface takes it: 'N'
