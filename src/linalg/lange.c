@@ -20,7 +20,9 @@
  * the reference's bits; in c128 within an ulp or so of them (a square root of a sum of
  * squares in place of hypot). An unknown NORM gives 0 (the reference leaves it unset).
  *
- * Linking: as gemv.c's; tl__lange_linked is called by tl__la_begin so that a static link
+ * Linking: as gemv.c's (with BLIS the Fortran names; with a Fortran BLAS provider, whose LAPACK
+ * keeps its own dlange_ and zlange_, tl__own_dlange_ and tl__own_zlange_, TL__BLAS_ENTRY,
+ * which the tests call); tl__lange_linked is called by tl__la_begin so that a static link
  * takes this object in before LAPACK's archive is searched (LAPACK's dlange.o and zlange.o
  * define one routine each). Pure, no allocation, thread-safe. */
 #include <complex.h>
@@ -112,10 +114,10 @@ static double largest_square(const double *x, int64_t count) {
 TL__LANGE_OTHERS(others_d, double, fabs, dlassq_)
 TL__LANGE_OTHERS(others_z, double complex, cabs, zlassq_)
 
-double dlange_(const char *norm, const int *m, const int *n, const double *a, const int *lda,
-               double *work, size_t norm_length);
-double dlange_(const char *norm, const int *m, const int *n, const double *a, const int *lda,
-               double *work, size_t norm_length) {
+double TL__BLAS_ENTRY(dlange_)(const char *norm, const int *m, const int *n, const double *a,
+                               const int *lda, double *work, size_t norm_length);
+double TL__BLAS_ENTRY(dlange_)(const char *norm, const int *m, const int *n, const double *a,
+                               const int *lda, double *work, size_t norm_length) {
   (void)norm_length;
   const int rows = *m, cols = *n;
   const int64_t ld = *lda;
@@ -131,10 +133,12 @@ double dlange_(const char *norm, const int *m, const int *n, const double *a, co
   return nan ? NAN : value;
 }
 
-double zlange_(const char *norm, const int *m, const int *n, const double complex *a,
-               const int *lda, double *work, size_t norm_length);
-double zlange_(const char *norm, const int *m, const int *n, const double complex *a,
-               const int *lda, double *work, size_t norm_length) {
+double TL__BLAS_ENTRY(zlange_)(const char *norm, const int *m, const int *n,
+                               const double complex *a, const int *lda, double *work,
+                               size_t norm_length);
+double TL__BLAS_ENTRY(zlange_)(const char *norm, const int *m, const int *n,
+                               const double complex *a, const int *lda, double *work,
+                               size_t norm_length) {
   (void)norm_length;
   const int rows = *m, cols = *n;
   const int64_t ld = *lda;

@@ -145,8 +145,8 @@ extern void slaqps_(const lapack_int *m, const lapack_int *n, const lapack_int *
                     const lapack_int *nb, lapack_int *kb, float *a, const lapack_int *lda,
                     lapack_int *jpvt, float *tau, float *vn1, float *vn2, float *auxv, float *f,
                     const lapack_int *ldf);
-extern double dnrm2_(const lapack_int *n, const double *x, const lapack_int *incx);
-extern float snrm2_(const lapack_int *n, const float *x, const lapack_int *incx);
+extern double TL__BLAS_ENTRY(dnrm2_)(const lapack_int *n, const double *x, const lapack_int *incx);
+extern float TL__BLAS_ENTRY(snrm2_)(const lapack_int *n, const float *x, const lapack_int *incx);
 
 lapack_int tl__lapack_laqps(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int offset,
                             lapack_int nb, void *a, lapack_int lda, lapack_int *jpvt, void *tau,
@@ -221,10 +221,11 @@ static void larf_s(const lapack_int *m, const lapack_int *n, const float *v, con
     }                                                                                 \
   }
 
-TL__QP_STEP(qp_step_d, double, LAPACK_dlarfg, larf_d, dnrm2_, DBL_EPSILON * 0.5)
-TL__QP_STEP(qp_step_s, float, LAPACK_slarfg, larf_s, snrm2_, FLT_EPSILON * 0.5f)
+TL__QP_STEP(qp_step_d, double, LAPACK_dlarfg, larf_d, TL__BLAS_ENTRY(dnrm2_), DBL_EPSILON * 0.5)
+TL__QP_STEP(qp_step_s, float, LAPACK_slarfg, larf_s, TL__BLAS_ENTRY(snrm2_), FLT_EPSILON * 0.5f)
 
-extern double dznrm2_(const lapack_int *n, const double complex *x, const lapack_int *incx);
+extern double TL__BLAS_ENTRY(dznrm2_)(const lapack_int *n, const double complex *x,
+                                      const lapack_int *incx);
 
 /* The same step for c128 (zlaqp2's): the reflector is applied as H^H (conj(tau)); the
  * norms are real. */
@@ -266,7 +267,8 @@ static void qp_step_z(lapack_int m, lapack_int n, lapack_int i, double complex *
     double scale = vn1[j] / vn2[j];
     if (temp * scale * scale <= tol3z) {
       lapack_int below = m - i - 1;
-      vn1[j] = below > 0 ? dznrm2_(&below, a + i + 1 + (int64_t)lda * j, &one) : 0.0;
+      vn1[j] =
+          below > 0 ? TL__BLAS_ENTRY(dznrm2_)(&below, a + i + 1 + (int64_t)lda * j, &one) : 0.0;
       vn2[j] = vn1[j];
     } else {
       vn1[j] *= sqrt(temp);
@@ -312,9 +314,10 @@ void tl__lapack_column_norms(tl_dtype dtype, lapack_int m, lapack_int n, const v
       const double *x = (const double *)a + (int64_t)j * lda * parts;
       lapack_int reals = m * parts;
       double sum = sum_squares(x, reals);
-      ((double *)norms)[j] = sum > 1e-280 && sum < 1e280 ? sqrt(sum) : dnrm2_(&reals, x, &one);
+      ((double *)norms)[j] =
+          sum > 1e-280 && sum < 1e280 ? sqrt(sum) : TL__BLAS_ENTRY(dnrm2_)(&reals, x, &one);
     } else {
-      ((float *)norms)[j] = snrm2_(&m, (const float *)a + (int64_t)j * lda, &one);
+      ((float *)norms)[j] = TL__BLAS_ENTRY(snrm2_)(&m, (const float *)a + (int64_t)j * lda, &one);
     }
   }
 }

@@ -14,11 +14,14 @@
  * again. An infinite element gives +inf, a NaN gives NaN (the routes refuse non-finite input
  * before LAPACK anyway). Single precision sums in double, where neither can happen.
  *
- * Linking: LAPACK is linked into libtenlane from its archive and its nrm2 calls bind to these
- * definitions, which BLIS's archive member (it defines the four and nothing else) then never
- * joins. They are hidden like every internal symbol, so another BLAS in the same process is
- * not affected. tl__nrm2_linked is referenced by the LAPACK wrappers so that a program linking
- * the static libtenlane.a pulls this file in before LAPACK's archive is searched.
+ * Linking: with BLIS (TL_BLAS_OWN_ENTRIES), LAPACK is linked into libtenlane from its archive
+ * and its nrm2 calls bind to these definitions, which BLIS's archive member (it defines the
+ * four and nothing else) then never joins. With a Fortran BLAS provider (reference, OpenBLAS:
+ * they have nrm2 of their own) the entries are tl__own_snrm2_, ... (TL__BLAS_ENTRY,
+ * linalg_int.h): LAPACK calls the provider's, tenlane's truncated pivoted QR (lapack.c) and
+ * the tests call these. They are hidden like every internal symbol, so another BLAS in the same
+ * process is not affected. tl__nrm2_linked is referenced by the LAPACK wrappers so that a program
+ * linking the static libtenlane.a pulls this file in before LAPACK's archive is searched.
  *
  * Fortran interface (gfortran): arguments by reference, a REAL function returns a float.
  * Pure, no allocation, thread-safe. */
@@ -32,10 +35,10 @@
 #include <immintrin.h>
 #endif
 
-float snrm2_(const int *n, const float *x, const int *incx);
-double dnrm2_(const int *n, const double *x, const int *incx);
-float scnrm2_(const int *n, const float *x, const int *incx);
-double dznrm2_(const int *n, const double *x, const int *incx);
+float TL__BLAS_ENTRY(snrm2_)(const int *n, const float *x, const int *incx);
+double TL__BLAS_ENTRY(dnrm2_)(const int *n, const double *x, const int *incx);
+float TL__BLAS_ENTRY(scnrm2_)(const int *n, const float *x, const int *incx);
+double TL__BLAS_ENTRY(dznrm2_)(const int *n, const double *x, const int *incx);
 
 /* Below this the plain sum of squares may have lost digits to underflow: recompute scaled. */
 #define SMALL_SUM 0x1p-900
@@ -117,11 +120,11 @@ static double norm_fortran(int n, const double *x, int inc, int width) {
   return norm(n, width, x, step * width);
 }
 
-double dnrm2_(const int *n, const double *x, const int *incx) {
+double TL__BLAS_ENTRY(dnrm2_)(const int *n, const double *x, const int *incx) {
   return norm_fortran(*n, x, *incx, 1);
 }
 
-double dznrm2_(const int *n, const double *x, const int *incx) {
+double TL__BLAS_ENTRY(dznrm2_)(const int *n, const double *x, const int *incx) {
   return norm_fortran(*n, x, *incx, 2);
 }
 
@@ -141,6 +144,10 @@ static float norm_float(int n, const float *x, int inc, int width) {
   return (float)sqrt(sum);
 }
 
-float snrm2_(const int *n, const float *x, const int *incx) { return norm_float(*n, x, *incx, 1); }
+float TL__BLAS_ENTRY(snrm2_)(const int *n, const float *x, const int *incx) {
+  return norm_float(*n, x, *incx, 1);
+}
 
-float scnrm2_(const int *n, const float *x, const int *incx) { return norm_float(*n, x, *incx, 2); }
+float TL__BLAS_ENTRY(scnrm2_)(const int *n, const float *x, const int *incx) {
+  return norm_float(*n, x, *incx, 2);
+}

@@ -9,7 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "linalg/linalg_int.h"
 #include "th_test.h"
+
+/* tenlane's norms, under the name this provider gives them (linalg_int.h). */
+#define dlange_ TL__BLAS_ENTRY(dlange_)
+#define zlange_ TL__BLAS_ENTRY(zlange_)
 
 double dlange_(const char *norm, const int *m, const int *n, const double *a, const int *lda,
                double *work, size_t norm_length);

@@ -10,6 +10,12 @@
 #include "linalg/linalg_int.h"
 #include "th_test.h"
 
+/* tenlane's norms, under the name this provider gives them (linalg_int.h). */
+#define snrm2_ TL__BLAS_ENTRY(snrm2_)
+#define dnrm2_ TL__BLAS_ENTRY(dnrm2_)
+#define scnrm2_ TL__BLAS_ENTRY(scnrm2_)
+#define dznrm2_ TL__BLAS_ENTRY(dznrm2_)
+
 float snrm2_(const int *n, const float *x, const int *incx);
 double dnrm2_(const int *n, const double *x, const int *incx);
 float scnrm2_(const int *n, const float *x, const int *incx);
@@ -109,9 +115,11 @@ static void nrm2_propagates_inf_and_nan(void) {
   TH_CHECK(isfinite(got) && fabs(got - sqrt(40.0) * (DBL_MAX / 8)) <= 1e-14 * got);
 }
 
-/* dlarfg_ (LAPACK, from the archive libtenlane links) takes its norm from dnrm2_, which in
- * this static link can only be nrm2.c's (BLIS's object defining the same four names would
- * collide): a vector of 1e200s must give beta = -sqrt(n) 1e200, with no overflow. */
+/* dlarfg_ (LAPACK, from the archive libtenlane links) takes its norm from dnrm2_: with BLIS,
+ * nrm2.c's, which in this static link takes the Fortran name (BLIS's object defining the same
+ * four names would collide); with another provider, the provider's own (nrm2.c's entries are
+ * then tl__own_*). Either way a vector of 1e200s must give beta = -sqrt(n) 1e200, with no
+ * overflow. */
 static void lapack_reflector_of_huge_entries_is_exact(void) {
   double x[9];
   for (int i = 0; i < 9; i++) x[i] = 1e200;
