@@ -77,6 +77,23 @@ static tl_bench_options sized(const tl_bench_options *opt, void (*run)(void *), 
 
 /* ---- GEMM --------------------------------------------------------------------------- */
 static int g_quick; /* --quick: small shapes only */
+/* The linked provider's name (tl_kernels_provider up to its first ':', '+' or ' ':
+ * "blis", "openblas", "reference"), for the anchor rows; and their names made with it. */
+static char prov_label[32];
+static char fmt_direct1[96], fmt_direct2[96], label_direct1[64], label_direct2[64];
+
+static void set_provider_label(void) {
+  const char *p = tl_kernels_provider();
+  size_t n = strcspn(p, ":+ ");
+  if (n >= sizeof prov_label) n = sizeof prov_label - 1;
+  memcpy(prov_label, p, n);
+  prov_label[n] = 0;
+  snprintf(fmt_direct1, sizeof fmt_direct1, "gemm f64 n=%%lld %%lldt direct %s", prov_label);
+  snprintf(fmt_direct2, sizeof fmt_direct2, "gemm f64 n=%%lld %%lldt direct %s (omp halves)",
+           prov_label);
+  snprintf(label_direct1, sizeof label_direct1, "%s direct", prov_label);
+  snprintf(label_direct2, sizeof label_direct2, "%s direct x2 (omp)", prov_label);
+}
 #if TL_PROVIDER_BLIS
 static cntx_t *blis_cntx;
 static rntm_t blis_rntm;
@@ -184,18 +201,18 @@ static void bench_gemm(tl_bench_table *table, const tl_bench_options *opt, int t
     if (tl_bench_alternate(c, threads == 1 ? 2 : 3, &local) != 0) exit(1);
     int one_better = threads > 1 && c[2].stats.median_ns < c[0].stats.median_ns;
     if (one_better) c[0].stats = c[2].stats;
-    const char *anchor = name_of(threads == 1 ? (g.xsmm ? "gemm f64 n=%lld %lldt direct libxsmm"
-                                                        : "gemm f64 n=%lld %lldt direct blis")
-                                 : one_better ? "gemm f64 n=%lld best direct (1t beat 2t)"
-                                              : "gemm f64 n=%lld %lldt direct blis (omp halves)",
-                                 (long long)g.n, threads);
+    const char *anchor =
+        name_of(threads == 1 ? (g.xsmm ? "gemm f64 n=%lld %lldt direct libxsmm" : fmt_direct1)
+                : one_better ? "gemm f64 n=%lld best direct (1t beat 2t)"
+                             : fmt_direct2,
+                (long long)g.n, threads);
     const char *mine = name_of("gemm f64 n=%lld %lldt tl_gemm_into", (long long)g.n, threads);
     tl_bench_table_add(table, anchor, c[0].stats, NULL, NULL);
     tl_bench_table_add(table, mine, c[1].stats, anchor, &c[0].stats);
     double flops = 2.0 * (double)g.n * (double)g.n * (double)g.n;
     rate_line(mine, flops / c[1].stats.median_ns, "GFLOP/s", flops / c[0].stats.median_ns,
-              threads == 1 ? (g.xsmm ? "libxsmm direct" : "blis direct")
-                           : (one_better ? "best direct (1 thread)" : "blis direct x2 (omp)"));
+              threads == 1 ? (g.xsmm ? "libxsmm direct" : label_direct1)
+                           : (one_better ? "best direct (1 thread)" : label_direct2));
     tl_tensor_release(&g.a), tl_tensor_release(&g.b), tl_tensor_release(&g.c);
   }
   tl_bench_held_close(&h);
@@ -465,7 +482,7 @@ int main(int argc, char **argv) {
   tl_bench_env env;
   if (tl_bench_env_init(argc, argv, &env) != 0) return 2;
     /* The anchors call BLIS with the same context and one-thread runtime tenlane uses (with
-     * another provider, its GEMM through the boundary; the rows still say "blis"). */
+     * another provider, its GEMM through the boundary); their rows name the provider. */
 #if TL_PROVIDER_BLIS
   blis_cntx = tl__blis_context();
   blis_rntm = tl__blis_runtime();
@@ -473,6 +490,7 @@ int main(int argc, char **argv) {
   /* --quick: small shapes, a smoke run */
   int quick = env.opt.rounds <= 2 && env.opt.per_round <= 200;
   g_quick = quick;
+  set_provider_label();
 
   tl_bench_table table;
   tl_bench_table_init(&table, "kernels (provider: see below)", env.round_trip, &env.opt);
