@@ -17,11 +17,11 @@
  * Invariants every route checks with tl_tensor_validate: 0 <= rank <= TL_MAX_RANK,
  * extents >= 0, data != NULL unless the tensor is empty, and the byte span the strides
  * reach fits in an int64 without overflow. The span is bounded for an empty tensor too,
- * each axis of extent 0 counted as extent 1: views of it compute with its strides and
- * offset. tl_tensor_create* bound the bytes of the nonzero extents in any order (numpy's
- * "array is too big"), so 2^40 x 2^40 x 0 is refused as 0 x 2^40 x 2^40 is. None of these functions
- * takes a surface; they record failure messages on the calling thread (tl_last_message). Any
- * thread. */
+ * each axis of extent 0 counted as extent 2 (one step of its stride must fit): views of it
+ * compute with its strides and offset. tl_tensor_create* bound the bytes of the nonzero extents in
+ * any order (numpy's "array is too big"), so 2^40 x 2^40 x 0 is refused as 0 x 2^40 x 2^40 is. None
+ * of these functions takes a surface; they record failure messages on the calling thread
+ * (tl_last_message). Any thread. */
 #ifndef TENLANE_TENSOR_H
 #define TENLANE_TENSOR_H
 

@@ -104,13 +104,16 @@ static inline int tl__i64_align_up(int64_t value, int64_t align, int64_t *out) {
   return !__builtin_add_overflow(value, align - rest, out);
 }
 /* Widen the element span [*lo, *hi] by one axis: `extent` elements `stride` apart, an
- * extent of 0 counting as 1 (its stride is never applied, yet a view may still move along
- * it or merge it, so the span is bounded as if it were). 0 when a bound leaves int64. Every
- * tensor's span goes through this one helper (tensor.c: tl_tensor_extent_range and the
- * validation every view result passes), so no view, offset or stride product can wrap. */
+ * extent of 0 counting as 2 (decided 2026-12-04, issue 28: its stride is never applied to
+ * data, yet views and kernels still compute with it: moving along it, merging it, turning
+ * it into bytes; as extent 2 it is bounded like the stride of any axis that has a step, so
+ * no empty tensor carries a stride larger than a real one could). 0 when a bound leaves
+ * int64. Every tensor's span goes through this one helper (tensor.c: tl_tensor_extent_range
+ * and the validation every view result passes), so no view, offset or stride product can
+ * wrap. */
 static inline int tl__span_axis(int64_t extent, int64_t stride, int64_t *lo, int64_t *hi) {
   int64_t reach;
-  if (extent < 0 || __builtin_mul_overflow(extent > 0 ? extent - 1 : 0, stride, &reach)) return 0;
+  if (extent < 0 || __builtin_mul_overflow(extent > 0 ? extent - 1 : 1, stride, &reach)) return 0;
   return reach > 0 ? !__builtin_add_overflow(*hi, reach, hi)
                    : !__builtin_add_overflow(*lo, reach, lo);
 }

@@ -124,7 +124,7 @@ tl_status tl_tensor_validate(const tl_tensor *t, const char *name) {
   int64_t count = tl_tensor_numel(t);
   if (count < 0)
     return tl__fail(TL_E_SHAPE, "%s: the element count of its shape overflows int64", name);
-  /* The span is bounded for an empty tensor too, each axis of extent 0 taken as extent 1:
+  /* The span is bounded for an empty tensor too, each axis of extent 0 taken as extent 2:
    * its strides and offset are never applied to data, but every view of it (select, slice,
    * reshape, a permutation that puts the empty axis last) computes with them, and each of
    * those computations stays inside this span. */

@@ -64,7 +64,7 @@ static int span_fits(int rank, const int64_t *shape, const int64_t *strides, int
                      int64_t es) {
   __int128 lo = offset, hi = offset;
   for (int k = 0; k < rank; k++) {
-    __int128 reach = (__int128)(shape[k] > 0 ? shape[k] - 1 : 0) * strides[k];
+    __int128 reach = (__int128)(shape[k] > 0 ? shape[k] - 1 : 1) * strides[k];
     if (reach > 0)
       hi += reach;
     else
@@ -216,8 +216,9 @@ static void extremes_views_and_access(void) {
       int64_t empty_shape[3] = {3, 0, 2};
       int64_t strides[3] = {signed_edges[a], signed_edges[b], signed_edges[(a + b) % NS]};
       tl_tensor empty;
-      /* The span of an empty tensor is bounded as if each extent of 0 were 1: wrap accepts
-       * it exactly when that span, in bytes, fits int64 (it took every stride before). */
+      /* The span of an empty tensor is bounded as if each extent of 0 were 2: wrap accepts
+       * it exactly when that span, in bytes, fits int64 (it took every stride before issue
+       * 28; until 2026-12-04 the stride of the empty axis itself was not bounded). */
       int fits = span_fits(3, empty_shape, strides, signed_edges[b], 8);
       tl_status wrapped =
           tl_tensor_wrap(TL_F64, 3, empty_shape, strides, data, signed_edges[b], &empty);
