@@ -93,6 +93,14 @@ static inline int tl__i64_sub(int64_t a, int64_t b, int64_t *out) {
 static inline int tl__i64_mul(int64_t a, int64_t b, int64_t *out) {
   return !__builtin_mul_overflow(a, b, out);
 }
+/* a x b x c for extents (>= 0), saturated at INT64_MAX: for size tests against a bound
+ * (a GEMM's m n k), where broadcast (stride 0) operands let the product exceed every
+ * buffer while each extent is valid. */
+static inline int64_t tl__i64_mul3_sat(int64_t a, int64_t b, int64_t c) {
+  int64_t ab, abc;
+  if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc)) return INT64_MAX;
+  return abc;
+}
 /* `value` (>= 0) rounded up to a multiple of `align` (> 0). */
 static inline int tl__i64_align_up(int64_t value, int64_t align, int64_t *out) {
   if (value < 0 || align <= 0) return 0;

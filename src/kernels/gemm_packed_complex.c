@@ -39,6 +39,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "kernels.h"
 #if TL_X86_KERNELS
 #include <immintrin.h>
@@ -76,7 +77,7 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
   if (!enabled || (dtype != TL_C64 && dtype != TL_C128)) return 0;
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   /* The tiny kernel has no packing to pay for; it stays the better one in its reach. */
-  if (m * n * k <= TL__SMALL_COMPLEX_MNK) return 0;
+  if (tl__i64_mul3_sat(m, n, k) <= TL__SMALL_COMPLEX_MNK) return 0;
   /* c128 with a short k and a C wide both ways ran 4-16% faster on BLIS (k 8-64, m = n
    * 200-2000, Zen 4); a narrow C, or k from 96 on, ran faster here. */
   return !(dtype == TL_C128 && k < 96 && m > 160 && n > 160);

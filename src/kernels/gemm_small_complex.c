@@ -19,6 +19,7 @@
  * Pure: no allocation, no shared state, never fails (a 0 return means "not taken"). */
 #include <stdint.h>
 
+#include "base/base.h"
 #include "kernels.h"
 #if TL_X86_KERNELS
 #include <immintrin.h>
@@ -306,7 +307,7 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
                            int64_t csc) {
   if (dtype != TL_C64 && dtype != TL_C128) return 0;
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  if (m * n * k > TL__SMALL_COMPLEX_MNK) return 0;
+  if (tl__i64_mul3_sat(m, n, k) > TL__SMALL_COMPLEX_MNK) return 0;
 #if TL_X86_KERNELS
   if (kernel == TL__SMALL_COMPLEX_AVX2 || kernel == TL__SMALL_COMPLEX_AVX512) {
     /* Extent-1 dimensions: their stride is never used to step, so any unit stride fits. */
@@ -321,7 +322,7 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
 #else
   (void)kernel; /* always TL__SMALL_COMPLEX_PORTABLE here */
 #endif
-  if (m * n * k > SMALL_PORTABLE_MNK) return 0;
+  if (m * n * k > SMALL_PORTABLE_MNK) return 0; /* <= TL__SMALL_COMPLEX_MNK here */
   if (dtype == TL_C128)
     portable_c128(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
   else

@@ -27,7 +27,7 @@
 int tl__small_gemm_fits(tl_dtype dtype, int64_t m, int64_t n, int64_t k) {
   if (dtype != TL_F64 && dtype != TL_F32) return 0;
   if (m > SMALL_MAX_EXTENT || n > SMALL_MAX_EXTENT || k > TL__SMALL_GEMM_MAX_K) return 0;
-  return m * n * k <= SMALL_MAX_MNK;
+  return m * n * k <= SMALL_MAX_MNK; /* each bounded above: no overflow */
 }
 
 int tl__small_gemm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha, const void *a,

@@ -96,6 +96,11 @@ static int map_lane(tl_lane *lane, int lane_index, void *arg) {
     size_t want =
         tl__map_chunk_bound(state->count, atomic_load_explicit(&state->next, memory_order_relaxed),
                             state->lanes, chunk);
+    /* Bounded (issue 28's audit): want <= TL__MAP_CHUNK_MAX, and a lane adds at most once
+     * more after next reached count (then it leaves), so next stays below count + lanes x
+     * TL__MAP_CHUNK_MAX (lanes <= TL_THREADS_MAX);
+     * it could wrap only for a count within 2^24 of SIZE_MAX and after about 2^64 items
+     * ran. first + want is taken only when it does not pass count. */
     size_t first = atomic_fetch_add_explicit(&state->next, want, memory_order_relaxed);
     if (first >= state->count) break;
     size_t end = state->count - first < want ? state->count : first + want;

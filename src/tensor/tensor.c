@@ -140,12 +140,21 @@ tl_status tl_tensor_validate(const tl_tensor *t, const char *name) {
                       name, k, (long long)t->shape[k], (long long)t->strides[k],
                       (long long)t->offset);
   }
+  int64_t width;
   if (!tl__i64_mul(lo, es, &lo_bytes) || !tl__i64_mul(hi, es, &hi_bytes) ||
       hi_bytes > INT64_MAX - es)
     return tl__fail(TL_E_SHAPE,
                     "%s: the byte span [%lld, %lld] x %lld of its shape, strides and offset "
                     "overflows int64",
                     name, (long long)lo, (long long)hi, (long long)es);
+  /* The width too (issue 28's audit): kernels step from the lowest or the first element by
+   * byte offsets relative to it, each a partial sum of index x stride x element size; all of
+   * them lie within [0, width], so none can wrap once the width fits. */
+  if (!tl__i64_sub(hi_bytes, lo_bytes, &width) || width > INT64_MAX - es)
+    return tl__fail(TL_E_SHAPE,
+                    "%s: the byte span [%lld, %lld] of its shape, strides and offset is wider "
+                    "than int64",
+                    name, (long long)lo_bytes, (long long)hi_bytes);
   if (count == 0) return TL_OK;
   if (t->data == NULL)
     return tl__fail(TL_E_INVALID, "%s: data is NULL with %lld elements", name, (long long)count);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "kernels/kernels.h"
 #if TL_PROVIDER_BLIS
 #include "kernels/providers.h"
@@ -267,6 +268,17 @@ static void small_complex_kernels_match_naive(void) {
                                   1, 1, x, 1, 1, tl_scalar_real(0), x, 1, 1) == 0);
   TH_CHECK(tl__gemm_small_complex(TL__SMALL_COMPLEX_AVX2, TL_C128, 81, 80, 80, tl_scalar_real(1), x,
                                   1, 81, x, 1, 80, tl_scalar_real(0), x, 1, 81) == 0);
+  /* Issue 28's audit: m n k past int64 (broadcast operands make it reachable with every
+   * extent valid) is over the reach, not a wrapped small product: 4 x 4 x 2^60 wrapped to 0
+   * and ran the kernel on k = 2^60 (a crash here); UBSan saw the overflow. */
+  const int64_t huge = (int64_t)1 << 60;
+  for (int kernel = TL__SMALL_COMPLEX_PORTABLE; kernel <= TL__SMALL_COMPLEX_AVX512; kernel++)
+    TH_CHECK(tl__gemm_small_complex(kernel, TL_C128, 4, 4, huge, tl_scalar_real(1), x, 1, 4, x, 0,
+                                    0, tl_scalar_real(0), x, 1, 4) == 0);
+  TH_CHECK(tl__gemm_packed_complex_takes(1, TL_C128, 4, 4, huge));
+  TH_CHECK(tl__gemm_packed_complex_takes(1, TL_C64, INT64_MAX, INT64_MAX, INT64_MAX));
+  TH_CHECK(!tl__small_gemm_fits(TL_F64, 4, 4, huge));
+  TH_CHECK(tl__i64_mul3_sat(4, 4, huge) == INT64_MAX && tl__i64_mul3_sat(0, INT64_MAX, 7) == 0);
 }
 
 #if TL_BLIS_INTERNALS

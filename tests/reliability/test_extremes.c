@@ -71,7 +71,7 @@ static int span_fits(int rank, const int64_t *shape, const int64_t *strides, int
       lo += reach;
     if (lo < INT64_MIN || hi > INT64_MAX) return 0;
   }
-  return lo * es >= INT64_MIN && (hi + 1) * es <= INT64_MAX;
+  return lo * es >= INT64_MIN && (hi + 1) * es <= INT64_MAX && (hi - lo + 1) * es <= INT64_MAX;
 }
 
 /* A refusal must carry a message; success is checked by the caller. */
@@ -122,6 +122,19 @@ static void capped_free(void *ptr, void *user) {
  * strides and offsets (rank 1 and 2). Created tensors are released. */
 static void extremes_tensor_headers(void) {
   static double data[64];
+  /* A span whose two ends each fit int64 in bytes, 2^63 + 8 bytes apart (a fake base of 2^62
+   * keeps both ends inside the address space): refused, since kernels step through byte
+   * offsets relative to one end. Before the width check, wrap took it. */
+  {
+    int64_t two[1] = {2}, wide[1] = {((int64_t)1 << 60) + 1};
+    void *fake = (void *)((uintptr_t)1 << 62);
+    tl_tensor t;
+    TH_CHECK_STATUS(tl_tensor_wrap(TL_F64, 1, two, wide, fake, -((int64_t)1 << 59), &t),
+                    TL_E_SHAPE);
+    TH_CHECK(strstr(tl_last_message(), "wider than int64") != NULL);
+    wide[0] = (int64_t)1 << 59; /* 2^62 bytes apart: taken */
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, two, wide, fake, -((int64_t)1 << 59), &t));
+  }
   const tl_allocator capped = {capped_alloc, capped_free, NULL};
   tl_allocator_set(&capped);
   failures = 0;
