@@ -346,11 +346,11 @@ static size_t run_length(size_t items, int lanes) {
 }
 
 /* Items per run when the items share one layout (uniform.c; job->uniform set), else 0:
- * runs of up to UNIFORM_RUN_MAX items (at most UNIFORM_RUN_BYTES of results each), at least
- * 8 runs per lane so the lanes stay balanced. Reads items 0 and 1 only: every other item is
- * checked on its lane before its run is taken as one einsum. */
+ * runs of up to UNIFORM_RUN_MAX items (at most UNIFORM_RUN_BYTES of results and scratch
+ * each), at least 8 runs per lane so the lanes stay balanced. Reads items 0 and 1 only: every other
+ * item is checked on its lane before its run is taken as one einsum. */
 #define UNIFORM_RUN_MAX 1024
-#define UNIFORM_RUN_BYTES ((size_t)1 << 20)
+#define UNIFORM_RUN_BYTES ((size_t)4 << 20)
 static size_t uniform_layout(lanes_job *job, size_t items, int lanes) {
   if (items < 16 || job->stashes <= 0) return 0;
   PyObject *first = PyTuple_GET_ITEM(job->inputs, 0), *second = PyTuple_GET_ITEM(job->inputs, 1);
@@ -370,11 +370,15 @@ static size_t uniform_layout(lanes_job *job, size_t items, int lanes) {
     PyMem_Free(u);
     return 0;
   }
-  job->uniform = u;
-  size_t per = items / ((size_t)lanes * 8), cap = UNIFORM_RUN_BYTES / u->out_bytes;
+  size_t per = items / ((size_t)lanes * 8), cap = UNIFORM_RUN_BYTES / u->item_bytes;
   if (per > UNIFORM_RUN_MAX) per = UNIFORM_RUN_MAX;
   if (per > cap) per = cap;
-  return per < 2 ? 0 : per;
+  if (per < 2) { /* too few items per lane, or items too large for a run of two */
+    PyMem_Free(u);
+    return 0;
+  }
+  job->uniform = u;
+  return per;
 }
 
 static void job_free(lanes_job *job) {

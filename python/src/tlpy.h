@@ -348,6 +348,7 @@ typedef struct tlpy_uniform {
   int out_rank;
   int64_t out_shape[TL_MAX_RANK]; /* one item's result */
   size_t out_bytes;
+  size_t item_bytes; /* result and scratch per item, at most */
 } tlpy_uniform;
 /* 1 when items whose operands lie as item 0's (first) and item 1's (second) do may run as one
  * einsum with the bits of single calls (fills *u); 0 otherwise (run them one by one). */

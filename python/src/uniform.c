@@ -173,6 +173,11 @@ int tlpy_uniform_plan(const char *spec, int n, const tl_tensor *first, const tl_
   size_t bytes = es;
   for (int k = 0; k < u->out_rank; k++) bytes *= (size_t)u->out_shape[k];
   if (bytes == 0 || bytes > TLPY_BLOCK_MAX) return 0;
+  /* what a run takes per item: its result and, at most, every step's intermediate at the
+   * largest one's size (a run's scratch grows with its items) */
+  double scratch = info.largest_intermediate * (double)es * (double)info.n_steps + (double)bytes;
+  if (!(scratch < (double)((size_t)1 << 40))) return 0;
+  u->item_bytes = (size_t)scratch;
   /* the item axis: a letter no term has */
   char z = 0;
   for (const char *c = "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA"; *c && !z; c++)

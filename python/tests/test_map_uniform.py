@@ -139,3 +139,12 @@ def test_results_are_separate_arrays(s, rng):
     assert not np.shares_memory(out[0], out[1])
     assert np.allclose(out[1], stacks[0][1] @ stacks[1][1], rtol=1e-12, atol=1e-12)
     assert out[0].flags.c_contiguous and out[0].flags.writeable
+
+
+def test_runs_are_bounded_by_their_scratch(s, rng):
+    # the trace of a product: a scalar per item, intermediates of k x k per step
+    for k, count, uniform in ((64, 64, True), (400, 32, False)):
+        stacks = [fill(rng, (count, k, k), np.float64) for _ in range(3)]
+        items = [tuple(m[z] for m in stacks) for z in range(count)]
+        # 400: two items' intermediates pass a run's 4 MiB, so the items run one by one
+        check_bits(s, "ab,bc,ca->", items, uniform)
