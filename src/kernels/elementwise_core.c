@@ -79,7 +79,22 @@ static inline tl__c128 scal_c128(tl_scalar s) { return make_c128(s.re, s.im); }
 TL__BINARY_ALL(f32, float)
 TL__BINARY_ALL(f64, double)
 TL__BINARY_ALL(c64, tl__c64)
-TL__BINARY_ALL(c128, tl__c128)
+TL__BINARY(add_c128, tl__c128, x + y)
+TL__BINARY(sub_c128, tl__c128, x - y)
+TL__BINARY(mul_k_c128_any, tl__c128, mul_c128(x, y))
+TL__BINARY(div_c128, tl__c128, x / y)
+
+/* Complex double products of contiguous rows (either input possibly broadcast) take the
+ * vector kernels of elementwise_complex.c, which give mul_c128's bits. */
+static void mul_k_c128(int64_t n, char *const *p, const int64_t *s, const void *params) {
+  const int64_t sa = s[1], sb = s[2];
+  if (s[0] == 1 && n >= 4 && (sa == 1 || sb == 1) && (sa | sb) == 1) {
+    tl__mul_c128_rows(tl__isa_level(), n, (double *)p[0], (const double *)p[1], sa,
+                      (const double *)p[2], sb);
+    return;
+  }
+  mul_k_c128_any(n, p, s, params);
+}
 
 tl__row_fn tl__ew_binary_kernel(tl_binary_op op, tl_dtype dtype) {
   static const tl__row_fn table[4][TL_DTYPE_COUNT] = {

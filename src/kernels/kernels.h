@@ -306,6 +306,12 @@ int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alp
  * contiguous elements of x and y, accumulated in the dtype's precision, into *re (and *im,
  * 0 for a real dtype). tl__thin_axpy: c[e] += sum over i < k, in order, of
  * alpha v[i * sv_k] u[i * su_k + e] for e < count, c and each row of u contiguous. */
+/* elementwise_complex.c: o[i] = a[i * sa] * b[i * sb] for i < n, complex double as
+ * interleaved pairs, o contiguous, sa and sb each 0 or 1, with the bits of the written-out
+ * product (two rounded products, one rounded sum per part); isa: TL__ISA_* at most
+ * tl__isa_level(). Pure, never fails. */
+void tl__mul_c128_rows(int isa, int64_t n, double *o, const double *a, int64_t sa, const double *b,
+                       int64_t sb);
 int tl__gemm_thin_isa(void);
 void tl__thin_dot(int isa, tl_dtype dtype, int64_t k, const void *x, const void *y, double *re,
                   double *im);
