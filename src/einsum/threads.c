@@ -1,13 +1,18 @@
 /* src/einsum/threads.c: whether one einsum step should split over the surface's team.
  *
  * A step's one-thread time is estimated from its floating-point operations and the bytes it
- * moves (TL__EINSUM_FLOP_RATE, TL__EINSUM_BYTE_RATE per thread: deliberately optimistic,
- * so a doubtful step stays on one thread). Splitting it over `team` threads saves
- * t * (1 - 1/team) and costs one split of the pool: the split pays when the saving is at
- * least TL__EINSUM_SPLIT_MARGIN splits. The cost of a split is measured once per process
- * on the first surface with a team (the median of a few empty parallel loops over the
- * team), not assumed: it is a few microseconds with spinning workers and tens when they
- * sleep.
+ * moves (TL__EINSUM_FLOP_RATE, TL__EINSUM_BYTE_RATE per thread: rates a fast core reaches,
+ * so the estimate is short and a doubtful step stays on one thread). Splitting it over
+ * `team` threads saves t * (1 - 1/team) and costs one split of the pool plus what a split
+ * step loses (a GEMM cut into blocks of C packs its shared operand once per block, and each
+ * block runs at a smaller block's rate): the split pays when the saving is at least
+ * TL__EINSUM_SPLIT_MARGIN splits and at least TL__EINSUM_MIN_SAVING, and the step has
+ * at least TL__EINSUM_MIN_PARTS independent parts per thread (a one-element contraction
+ * cannot be cut). The cost of a split is measured once per process on the first surface
+ * with a team (the median of a few empty parallel loops over the team), not assumed: it is
+ * a few microseconds with spinning workers and tens when they sleep.
+ *
+ * This is the one place that decides; the Python module's einsum goes through it.
  *
  * Invariant: the choice is a pure function of the step's shape and the measured overhead,
  * and it never changes results' bits by itself: the routes split GEMMs by blocks of C and
@@ -20,9 +25,17 @@
 #include "einsum_int.h"
 #include "exec/exec.h"
 
-#define TL__EINSUM_FLOP_RATE 2.0e10 /* real flops per second per thread */
-#define TL__EINSUM_BYTE_RATE 1.0e10 /* bytes per second per thread */
+/* One AVX-512 core ran the matrix chain's and the language models' GEMM steps at 63-93
+ * real GFlop/s and a 2048^2 Hadamard product at 39 GB/s (benches/results, 2026-12-04);
+ * an older or narrower core is slower, which only keeps more steps on one thread. */
+#define TL__EINSUM_FLOP_RATE 8.0e10 /* real flops per second per thread */
+#define TL__EINSUM_BYTE_RATE 3.0e10 /* bytes per second per thread */
 #define TL__EINSUM_SPLIT_MARGIN 3.0
+/* Seconds a split must save whatever the measured split cost: the f64 matrix chain's
+ * GEMMs (120 x 80..400 x 80..400, 75-180 us on one thread) ran 1.36x slower split in two
+ * (quiet window, 2026-12-04), its c128 GEMMs (225-700 us) 0.82x. */
+#define TL__EINSUM_MIN_SAVING 1.0e-4
+#define TL__EINSUM_MIN_PARTS 16.0
 #define TL__EINSUM_SPLIT_SAMPLES 7
 
 /* Nanoseconds one split costs; 0 until measured. */
@@ -60,11 +73,12 @@ static double measured_split_seconds(tl_exec *exec, int team) {
   return (double)ns * 1e-9;
 }
 
-int tl__einsum_step_team(tl_exec *exec, int team, double flops, double bytes) {
+int tl__einsum_step_team(tl_exec *exec, int team, double flops, double bytes, double parts) {
   if (team <= 1) return 1;
+  if (parts < TL__EINSUM_MIN_PARTS * (double)team) return 1;
   double serial = flops / TL__EINSUM_FLOP_RATE + bytes / TL__EINSUM_BYTE_RATE;
-  /* Far below any split's cost: decide without measuring. */
-  if (serial < 2e-6) return 1;
   double saving = serial * (1.0 - 1.0 / (double)team);
+  /* Below the least saving that pays: decide without measuring. */
+  if (saving < TL__EINSUM_MIN_SAVING) return 1;
   return saving >= TL__EINSUM_SPLIT_MARGIN * measured_split_seconds(exec, team) ? team : 1;
 }

@@ -1,11 +1,14 @@
 /* tests/einsum/test_einsum_threads.c: a context of two threads gives the same bits as one
  * for every einsum route the docs promise it of (docs/design/einsum.md, "Threads"): the
  * elementwise product, the blocked copy, contractions (split by blocks of C, never along
- * the summed index). The shapes are large enough that the cost model splits them. */
+ * the summed index). The shapes are large enough that the cost model splits them in every
+ * dtype (f32's elementwise steps are the smallest: about 7 MB moved); the cost model's
+ * decisions on steps of known size are checked too. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "einsum/einsum_int.h"
 #include "tenlane/context.h"
 #include "tenlane/einsum.h"
 #include "tenlane/ops.h"
@@ -22,15 +25,15 @@ typedef struct bit_case {
 } bit_case;
 
 static const bit_case bit_cases[] = {
-    {"ij,ij->ij", 2, {2, 2}, {{700, 600}, {700, 600}}},
-    {"ij,ji->ij", 2, {2, 2}, {{700, 600}, {600, 700}}},
-    {"ij,ij->ji", 2, {2, 2}, {{700, 600}, {700, 600}}},
-    {"i,j->ij", 2, {1, 1}, {{900}, {800}}},
-    {"ij,j->ij", 2, {2, 1}, {{700, 600}, {600}}},
-    {"ij->ji", 1, {2}, {{700, 600}}},
+    {"ij,ij->ij", 2, {2, 2}, {{1000, 900}, {1000, 900}}},
+    {"ij,ji->ij", 2, {2, 2}, {{1000, 900}, {900, 1000}}},
+    {"ij,ij->ji", 2, {2, 2}, {{1000, 900}, {1000, 900}}},
+    {"i,j->ij", 2, {1, 1}, {{1500}, {1200}}},
+    {"ij,j->ij", 2, {2, 1}, {{1000, 900}, {900}}},
+    {"ij->ji", 1, {2}, {{1000, 900}}},
     {"ij,jk->ik", 2, {2, 2}, {{300, 280}, {280, 260}}},
-    {"bij,bjk->bik", 2, {3, 3}, {{8, 96, 80}, {8, 80, 96}}},
-    {"ij,jk,kl->il", 3, {2, 2, 2}, {{200, 150}, {150, 220}, {220, 90}}},
+    {"bij,bjk->bik", 2, {3, 3}, {{16, 96, 80}, {16, 80, 96}}},
+    {"ij,jk,kl->il", 3, {2, 2, 2}, {{400, 300}, {300, 440}, {440, 180}}},
 };
 
 static void run(tl_exec *exec, const bit_case *c, tl_dtype dtype, tl_tensor *out) {
@@ -71,4 +74,26 @@ static void einsum_two_threads_give_the_bits_of_one(void) {
   th_held_close(&two);
 }
 
-TH_TEST_MAIN(TH_CASE(einsum_two_threads_give_the_bits_of_one))
+/* The cost model (src/einsum/threads.c): a step splits only when it is large and can be
+ * cut. (Whether the bit cases above split depends on the measured cost of a split, which a
+ * loaded machine or a sanitizer raises; on an idle one they do.) */
+static void einsum_cost_model_splits_only_steps_that_pay(void) {
+  th_held two;
+  th_held_open(&two, 2);
+  /* a 1000^3 GEMM and a 4096^2 product split under any plausible split cost */
+  double gemm = 2.0e9, gemm_bytes = 8.0 * 3e6;
+  TH_CHECK(tl__einsum_step_team(two.exec, 2, gemm, gemm_bytes, 1e6) == 2);
+  double outer = 4096.0 * 4096;
+  TH_CHECK(tl__einsum_step_team(two.exec, 2, outer, 8.0 * (outer + 8192), outer) == 2);
+  /* the f64 matrix chain's GEMMs (120x300x80: about 90 us on one core) stay on one thread */
+  double chain = 2.0 * 120 * 300 * 80, chain_bytes = 8.0 * (120 * 300 + 300 * 80 + 120 * 80);
+  TH_CHECK(tl__einsum_step_team(two.exec, 2, chain, chain_bytes, 120.0 * 80) == 1);
+  /* a full contraction ij,ij-> has one output element: nothing to cut, however large */
+  TH_CHECK(tl__einsum_step_team(two.exec, 2, 2.0 * 4096 * 4096, 8.0 * 2 * 4096 * 4096, 1.0) == 1);
+  /* a team of one never splits */
+  TH_CHECK(tl__einsum_step_team(two.exec, 1, 1e12, 1e12, 1e9) == 1);
+  th_held_close(&two);
+}
+
+TH_TEST_MAIN(TH_CASE(einsum_two_threads_give_the_bits_of_one),
+             TH_CASE(einsum_cost_model_splits_only_steps_that_pay))
