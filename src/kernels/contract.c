@@ -223,6 +223,273 @@ static tl_status scratch_c(tl_exec *exec, const contraction *x, tl_tensor *c_tmp
   return tl__exec_scratch(exec, bytes ? bytes : 64, 64, &c_tmp->data);
 }
 
+/* ---- large operands packed block by block ------------------------------------------------
+ * When a's rows (M) are not contiguous in c's order (a transposing contraction such as the
+ * last step of a tensor-network permutation, whose 2^18 rows of a land bit-reversed in c),
+ * a was permuted whole into scratch and then multiplied: a read, written and read again
+ * besides c's write. For a large a the rows are instead taken block by block: a block spans
+ * c's first M labels (the c-fast rows: one strided run of c) and, when a's k elements are
+ * one contiguous run, the M labels that continue that run in a (the a-fast labels, up to
+ * BLOCK_RUN_BYTES: whole cache lines of a), so both a's reads and c's writes stay dense (a
+ * blocked transpose). Each block is gathered into a small scratch slot, k fastest, and each
+ * a-fast index is one GEMM of the c-fast rows straight into c. a is read once and c written
+ * once, and the packed block stays in cache. Blocks are independent, so a team shares them
+ * out; each block's GEMMs are the same calls on any thread, so the bits do not depend on
+ * the team. */
+#define BLOCK_MIN_BYTES ((int64_t)2 << 20) /* a's size from which packing goes by blocks */
+#define BLOCK_BYTES ((int64_t)256 << 10)   /* a's share of one block */
+#define BLOCK_RUN_BYTES ((int64_t)1024)    /* a's contiguous run per gathered c-fast row */
+
+typedef struct blocked_job {
+  tl__gemm_batch g; /* one GEMM: m = the c-fast rows; a and c set per call */
+  tl_tensor src;    /* the general gather (row_at NULL): a's block (K, then c-fast labels) */
+  tl_tensor dst;    /* and its packed form (data set per slot) */
+  int n_outer;
+  int64_t outer_shape[TL_MAX_RANK], outer_a[TL_MAX_RANK], outer_c[TL_MAX_RANK];
+  int64_t runs;          /* GEMMs per block: the a-fast labels' product */
+  const int64_t *row_at; /* per c-fast row, a's byte offset, when k is one run; else NULL */
+  const int64_t *run_c;  /* per a-fast index, c's element offset */
+  int64_t row_words;     /* 8-byte words of one row of a (its k elements), with row_at */
+  char *slots;
+  size_t slot_bytes, pack_offset, pack_bytes;
+} blocked_job;
+
+#define GATHER_AHEAD 8
+
+/* The block's rows of a into dst, row (i, r) at dst row r * rows + i: for each c-fast row
+ * i, `runs` consecutive rows of a (its a-fast run) of `words` 8-byte words each. */
+static void gather_rows(int64_t rows, int64_t runs, const int64_t *row_at, int64_t words,
+                        const char *a, char *dst) {
+  const int64_t row_bytes = 8 * words, run_bytes = runs * row_bytes;
+  for (int64_t i = 0; i < rows; i++) {
+    /* The runs are scattered over a (bit-reversed rows: a new page each), too far apart for
+     * the hardware prefetchers: ask for the one GATHER_AHEAD rows on. */
+    if (i + GATHER_AHEAD < rows) {
+      const char *ahead = a + row_at[i + GATHER_AHEAD];
+      for (int64_t at = 0; at < run_bytes; at += 64) __builtin_prefetch(ahead + at);
+    }
+    const char *in = a + row_at[i];
+    for (int64_t r = 0; r < runs; r++) {
+      char *out = dst + (r * rows + i) * row_bytes;
+      for (int64_t w = 0; w < words; w++) {
+        uint64_t v; /* word copies: a's rows need not be 8-byte aligned */
+        memcpy(&v, in + 8 * w, 8);
+        memcpy(out + 8 * w, &v, 8);
+      }
+      in += row_bytes;
+    }
+  }
+}
+
+static void blocked_chunk(size_t begin, size_t end, int worker_index, void *arg) {
+  const blocked_job *j = arg;
+  const tl__gemm_batch *g = &j->g;
+  const int64_t es = (int64_t)tl_dtype_size(g->dtype);
+  char *slot = j->slots + (size_t)(worker_index + 1) * j->slot_bytes;
+  void *pack = j->pack_bytes > 0 ? slot + j->pack_offset : NULL;
+  for (size_t item = begin; item < end; item++) {
+    int64_t rem = (int64_t)item, oa = 0, oc = 0;
+    for (int i = 0; i < j->n_outer; i++) {
+      int64_t idx = rem % j->outer_shape[i];
+      rem /= j->outer_shape[i];
+      oa += idx * j->outer_a[i];
+      oc += idx * j->outer_c[i];
+    }
+    if (j->row_at != NULL) {
+      gather_rows(g->m, j->runs, j->row_at, j->row_words,
+                  (const char *)j->src.data + (j->src.offset + oa) * es, slot);
+    } else {
+      tl_tensor src = j->src, dst = j->dst;
+      src.offset += oa;
+      dst.data = slot;
+      tl__permute_plan plan;
+      tl__permute_plan_make(&plan, &dst, &src);
+      tl__permute_run(&plan, 0, plan.blocks);
+    }
+    for (int64_t r = 0; r < j->runs; r++) {
+      const char *a = slot + r * g->m * g->k * es;
+      char *c = g->c + (oc + j->run_c[r]) * es;
+      if (tl__gemm_thin(g->dtype, g->m, g->n, g->k, g->alpha, a, g->rsa, g->csa, g->b, g->rsb,
+                        g->csb, g->beta, c, g->rsc, g->csc))
+        continue;
+      tl__gemm_serial(g->dtype, g->m, g->n, g->k, g->alpha, a, g->rsa, g->csa, g->b, g->rsb, g->csb,
+                      g->beta, c, g->rsc, g->csc, pack);
+    }
+  }
+}
+
+/* Make b the operand that fits and a the large one that does not (swapping a and b, and M
+ * and N with them: c = a b is c^T = b^T a^T), and say whether the blocked route applies:
+ * no batch axes, a at least BLOCK_MIN_BYTES and not in GEMM form, b and c in GEMM form,
+ * and M of at least two labels so that there is something to block over. */
+static int blocked_applies(contraction *x) {
+  if (x->batch.count != 0) return 0;
+  int64_t rs, cs;
+  int fits_a = operand_fits(x, OP_A, &x->m, &x->k, x->extent_m, x->extent_k, &rs, &cs);
+  int fits_b = operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, x->extent_n, &rs, &cs);
+  if (fits_a == fits_b) return 0;
+  if (fits_a) {
+    const tl_tensor *t = x->t[OP_A];
+    x->t[OP_A] = x->t[OP_B];
+    x->t[OP_B] = t;
+    const int *l = x->labels[OP_A];
+    x->labels[OP_A] = x->labels[OP_B];
+    x->labels[OP_B] = l;
+    group gm = x->m;
+    x->m = x->n;
+    x->n = gm;
+    int64_t e = x->extent_m;
+    x->extent_m = x->extent_n;
+    x->extent_n = e;
+  }
+  int64_t es = (int64_t)tl_dtype_size(x->t[OP_C]->dtype);
+  if (x->m.count < 2 || x->extent_m * x->extent_k * es < BLOCK_MIN_BYTES) return 0;
+  return operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, x->extent_n, &rs, &cs) &&
+         operand_fits(x, OP_C, &x->m, &x->n, x->extent_m, x->extent_n, &rs, &cs);
+}
+
+/* Offsets of every index of `count` axes (first fastest) into table: sum of idx * stride,
+ * times scale. */
+static void offsets(int count, const int64_t *shape, const int64_t *stride, int64_t scale,
+                    int64_t n, int64_t *table) {
+  int64_t idx[TL_MAX_RANK] = {0}, at = 0;
+  for (int64_t e = 0; e < n; e++) {
+    table[e] = at * scale;
+    for (int ax = 0; ax < count; ax++) {
+      at += stride[ax];
+      if (++idx[ax] < shape[ax]) break;
+      at -= stride[ax] * shape[ax];
+      idx[ax] = 0;
+    }
+  }
+}
+
+static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
+                                  tl_scalar beta) {
+  const tl_tensor *a = x->t[OP_A], *b = x->t[OP_B], *c = x->t[OP_C];
+  const int64_t es = (int64_t)tl_dtype_size(c->dtype);
+  const int64_t row_bytes = x->extent_k * es;
+  int pos_a[TL_MAX_RANK], pos_c[TL_MAX_RANK]; /* each M label's axis in a and in c */
+  for (int i = 0; i < x->m.count; i++) {
+    pos_a[i] = find_label(x->labels[OP_A], a->rank, x->m.labels[i]);
+    pos_c[i] = find_label(x->labels[OP_C], c->rank, x->m.labels[i]);
+  }
+  /* k one contiguous run of whole 8-byte words: rows are gathered by a table of offsets. */
+  const int by_rows = group_stride(x, &x->k, OP_A) == 1 && row_bytes % 8 == 0 && row_bytes <= 512;
+  /* a-fast labels (by rows only): the M labels continuing k's run in a, never c's first. */
+  int role[TL_MAX_RANK] = {0}; /* 0 outer, 1 c-fast, 2 a-fast */
+  int a_fast[TL_MAX_RANK], n_a_fast = 0;
+  int64_t runs = 1, expect = x->extent_k;
+  while (by_rows) {
+    int next = -1;
+    for (int i = 1; i < x->m.count; i++) {
+      if (role[i] == 0 && a->strides[pos_a[i]] == expect) next = i;
+    }
+    if (next < 0 || runs * a->shape[pos_a[next]] * row_bytes > BLOCK_RUN_BYTES) break;
+    role[next] = 2;
+    a_fast[n_a_fast++] = next;
+    runs *= a->shape[pos_a[next]];
+    expect *= a->shape[pos_a[next]];
+  }
+  /* c-fast labels: c's first M labels, whole, up to an a-fast one or the block's bytes. */
+  int n_c_fast = 0;
+  int64_t rows = 1;
+  while (n_c_fast < x->m.count && role[n_c_fast] == 0) {
+    int64_t e = c->shape[pos_c[n_c_fast]];
+    if (n_c_fast > 0 && rows * e * runs * row_bytes > BLOCK_BYTES) break;
+    role[n_c_fast] = 1;
+    rows *= e;
+    n_c_fast++;
+  }
+  blocked_job j;
+  memset(&j, 0, offsetof(blocked_job, outer_shape));
+  for (int i = 0; i < x->m.count; i++) {
+    if (role[i] != 0) continue;
+    j.outer_shape[j.n_outer] = c->shape[pos_c[i]];
+    j.outer_a[j.n_outer] = a->strides[pos_a[i]];
+    j.outer_c[j.n_outer] = c->strides[pos_c[i]];
+    j.n_outer++;
+  }
+  if (j.n_outer == 0) return TL_E_UNAVAILABLE; /* one block: nothing gained */
+  j.runs = runs;
+  j.row_at = NULL;
+  j.run_c = NULL;
+  j.row_words = row_bytes / 8;
+  /* The general gather: a's block (K, then the c-fast labels) packed with K fastest. */
+  memset(&j.src, 0, sizeof j.src);
+  j.src.dtype = a->dtype;
+  j.src.data = a->data;
+  j.src.offset = a->offset;
+  j.dst = j.src;
+  j.dst.offset = 0;
+  int r = 0;
+  int64_t stride = 1;
+  for (int i = 0; i < x->k.count; i++) {
+    int pos = find_label(x->labels[OP_A], a->rank, x->k.labels[i]);
+    j.src.shape[r] = j.dst.shape[r] = a->shape[pos];
+    j.src.strides[r] = a->strides[pos];
+    j.dst.strides[r] = stride;
+    stride *= a->shape[pos];
+    r++;
+  }
+  for (int i = 0; i < n_c_fast; i++) {
+    j.src.shape[r] = j.dst.shape[r] = a->shape[pos_a[i]];
+    j.src.strides[r] = a->strides[pos_a[i]];
+    j.dst.strides[r] = stride;
+    stride *= a->shape[pos_a[i]];
+    r++;
+  }
+  j.src.rank = j.dst.rank = r;
+  /* One GEMM: the c-fast rows x n, k; a packed row-major (rs = k, cs = 1). */
+  tl__gemm_batch *g = &j.g;
+  memset(g, 0, offsetof(tl__gemm_batch, batch_shape));
+  g->dtype = c->dtype;
+  g->m = rows;
+  g->n = x->extent_n;
+  g->k = x->extent_k;
+  g->alpha = alpha;
+  g->beta = beta;
+  g->batches = 1;
+  g->rsa = x->extent_k > 1 ? x->extent_k : 1;
+  g->csa = x->extent_k > 1 ? 1 : rows;
+  int64_t rs, cs;
+  (void)operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, x->extent_n, &rs, &cs);
+  g->rsb = rs;
+  g->csb = cs;
+  (void)operand_fits(x, OP_C, &x->m, &x->n, x->extent_m, x->extent_n, &rs, &cs);
+  g->rsc = rs;
+  g->csc = cs;
+  g->b = (const char *)b->data + b->offset * es;
+  g->c = (char *)c->data + c->offset * es;
+  /* Scratch: one slot per thread that may run a block (the packed block, then the complex
+   * kernel's packing scratch), then the row and run tables. */
+  const int parallel = team > 1;
+  j.pack_offset = (size_t)((rows * runs * row_bytes + 63) / 64 * 64);
+  j.pack_bytes = tl__gemm_serial_pack_bytes(g->dtype, g->m, g->n, g->k);
+  j.slot_bytes = (j.pack_offset + j.pack_bytes + 63) / 64 * 64;
+  size_t slots = parallel ? tl__exec_thread_slots(exec) : 1;
+  size_t tables = (size_t)((by_rows ? rows : 0) + runs) * sizeof(int64_t);
+  void *scratch;
+  tl_status status = tl__exec_scratch(exec, slots * j.slot_bytes + tables, 64, &scratch);
+  if (status != TL_OK) return status;
+  j.slots = scratch;
+  int64_t *table = (int64_t *)(void *)((char *)scratch + slots * j.slot_bytes);
+  int64_t shape[TL_MAX_RANK], strides[TL_MAX_RANK];
+  for (int i = 0; i < n_a_fast; i++) {
+    shape[i] = c->shape[pos_c[a_fast[i]]];
+    strides[i] = c->strides[pos_c[a_fast[i]]];
+  }
+  offsets(n_a_fast, shape, strides, 1, runs, table);
+  j.run_c = table;
+  if (by_rows) {
+    offsets(n_c_fast, j.src.shape + x->k.count, j.src.strides + x->k.count, es, rows, table + runs);
+    j.row_at = table + runs;
+  }
+  int64_t blocks = x->extent_m / (rows * runs);
+  return tl__exec_run_chunks(exec, parallel, (size_t)blocks, 1, blocked_chunk, &j,
+                             "computing a contraction block by block");
+}
+
 static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
                               tl_scalar beta, const int *c_labels) {
   tl_status status;
@@ -243,6 +510,10 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
         &params);
   }
   tl__providers_init();
+  if (blocked_applies(x)) {
+    status = contract_blocked(exec, team, alpha, x, beta);
+    if (status != TL_E_UNAVAILABLE) return status;
+  }
   tl__gemm_batch g;
   /* Only the fields before the batch arrays: those are read up to batch_rank, which is set
    * below (the arrays are 2 KiB at TL_MAX_RANK 64, a tenth of a 2x2 contraction). */
