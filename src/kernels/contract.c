@@ -369,7 +369,7 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
   const tl_tensor *a = x->t[OP_A], *b = x->t[OP_B], *c = x->t[OP_C];
   const int64_t es = (int64_t)tl_dtype_size(c->dtype);
   const int64_t row_bytes = x->extent_k * es;
-  int pos_a[TL_MAX_RANK], pos_c[TL_MAX_RANK]; /* each M label's axis in a and in c */
+  int pos_a[TL_MAX_RANK] = {0}, pos_c[TL_MAX_RANK] = {0}; /* each M label's axis in a and in c */
   for (int i = 0; i < x->m.count; i++) {
     pos_a[i] = find_label(x->labels[OP_A], a->rank, x->m.labels[i]);
     pos_c[i] = find_label(x->labels[OP_C], c->rank, x->m.labels[i]);
