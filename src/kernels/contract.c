@@ -364,9 +364,65 @@ static void offsets(int count, const int64_t *shape, const int64_t *stride, int6
   }
 }
 
+/* The GEMM of one block: the c-fast rows x n, k; a packed row-major (rs = k, cs = 1). */
+static void blocked_gemm(contraction *x, tl_scalar alpha, tl_scalar beta, int64_t rows,
+                         tl__gemm_batch *g) {
+  const tl_tensor *b = x->t[OP_B], *c = x->t[OP_C];
+  const int64_t es = (int64_t)tl_dtype_size(c->dtype);
+  memset(g, 0, offsetof(tl__gemm_batch, batch_shape));
+  g->dtype = c->dtype;
+  g->m = rows;
+  g->n = x->extent_n;
+  g->k = x->extent_k;
+  g->alpha = alpha;
+  g->beta = beta;
+  g->batches = 1;
+  g->rsa = x->extent_k > 1 ? x->extent_k : 1;
+  g->csa = x->extent_k > 1 ? 1 : rows;
+  int64_t rs, cs;
+  (void)operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, x->extent_n, &rs, &cs);
+  g->rsb = rs;
+  g->csb = cs;
+  (void)operand_fits(x, OP_C, &x->m, &x->n, x->extent_m, x->extent_n, &rs, &cs);
+  g->rsc = rs;
+  g->csc = cs;
+  g->b = (const char *)b->data + b->offset * es;
+  g->c = (char *)c->data + c->offset * es;
+}
+
+/* The general gather's tensors: a's block (K, then the c-fast labels) and its packed form,
+ * K fastest. */
+static void blocked_views(const contraction *x, int n_c_fast, const int *pos_a, blocked_job *jp) {
+  const tl_tensor *a = x->t[OP_A];
+  memset(&jp->src, 0, sizeof jp->src);
+  jp->src.dtype = a->dtype;
+  jp->src.data = a->data;
+  jp->src.offset = a->offset;
+  jp->dst = jp->src;
+  jp->dst.offset = 0;
+  int r = 0;
+  int64_t stride = 1;
+  for (int i = 0; i < x->k.count; i++) {
+    int pos = find_label(x->labels[OP_A], a->rank, x->k.labels[i]);
+    jp->src.shape[r] = jp->dst.shape[r] = a->shape[pos];
+    jp->src.strides[r] = a->strides[pos];
+    jp->dst.strides[r] = stride;
+    stride *= a->shape[pos];
+    r++;
+  }
+  for (int i = 0; i < n_c_fast; i++) {
+    jp->src.shape[r] = jp->dst.shape[r] = a->shape[pos_a[i]];
+    jp->src.strides[r] = a->strides[pos_a[i]];
+    jp->dst.strides[r] = stride;
+    stride *= a->shape[pos_a[i]];
+    r++;
+  }
+  jp->src.rank = jp->dst.rank = r;
+}
+
 static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
                                   tl_scalar beta) {
-  const tl_tensor *a = x->t[OP_A], *b = x->t[OP_B], *c = x->t[OP_C];
+  const tl_tensor *a = x->t[OP_A], *c = x->t[OP_C];
   const int64_t es = (int64_t)tl_dtype_size(c->dtype);
   const int64_t row_bytes = x->extent_k * es;
   int pos_a[TL_MAX_RANK] = {0}, pos_c[TL_MAX_RANK] = {0}; /* each M label's axis in a and in c */
@@ -415,52 +471,9 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
   j.row_at = NULL;
   j.run_c = NULL;
   j.row_words = row_bytes / 8;
-  /* The general gather: a's block (K, then the c-fast labels) packed with K fastest. */
-  memset(&j.src, 0, sizeof j.src);
-  j.src.dtype = a->dtype;
-  j.src.data = a->data;
-  j.src.offset = a->offset;
-  j.dst = j.src;
-  j.dst.offset = 0;
-  int r = 0;
-  int64_t stride = 1;
-  for (int i = 0; i < x->k.count; i++) {
-    int pos = find_label(x->labels[OP_A], a->rank, x->k.labels[i]);
-    j.src.shape[r] = j.dst.shape[r] = a->shape[pos];
-    j.src.strides[r] = a->strides[pos];
-    j.dst.strides[r] = stride;
-    stride *= a->shape[pos];
-    r++;
-  }
-  for (int i = 0; i < n_c_fast; i++) {
-    j.src.shape[r] = j.dst.shape[r] = a->shape[pos_a[i]];
-    j.src.strides[r] = a->strides[pos_a[i]];
-    j.dst.strides[r] = stride;
-    stride *= a->shape[pos_a[i]];
-    r++;
-  }
-  j.src.rank = j.dst.rank = r;
-  /* One GEMM: the c-fast rows x n, k; a packed row-major (rs = k, cs = 1). */
-  tl__gemm_batch *g = &j.g;
-  memset(g, 0, offsetof(tl__gemm_batch, batch_shape));
-  g->dtype = c->dtype;
-  g->m = rows;
-  g->n = x->extent_n;
-  g->k = x->extent_k;
-  g->alpha = alpha;
-  g->beta = beta;
-  g->batches = 1;
-  g->rsa = x->extent_k > 1 ? x->extent_k : 1;
-  g->csa = x->extent_k > 1 ? 1 : rows;
-  int64_t rs, cs;
-  (void)operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, x->extent_n, &rs, &cs);
-  g->rsb = rs;
-  g->csb = cs;
-  (void)operand_fits(x, OP_C, &x->m, &x->n, x->extent_m, x->extent_n, &rs, &cs);
-  g->rsc = rs;
-  g->csc = cs;
-  g->b = (const char *)b->data + b->offset * es;
-  g->c = (char *)c->data + c->offset * es;
+  blocked_views(x, n_c_fast, pos_a, &j);
+  blocked_gemm(x, alpha, beta, rows, &j.g);
+  const tl__gemm_batch *g = &j.g;
   /* Scratch: one slot per thread that may run a block (the packed block, then the complex
    * kernel's packing scratch), then the row and run tables. */
   const int parallel = team > 1;
@@ -490,6 +503,11 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
                              "computing a contraction block by block");
 }
 
+static tl_status try_blocked(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
+                             tl_scalar beta) {
+  return blocked_applies(x) ? contract_blocked(exec, team, alpha, x, beta) : TL_E_UNAVAILABLE;
+}
+
 static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
                               tl_scalar beta, const int *c_labels) {
   tl_status status;
@@ -510,10 +528,7 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
         &params);
   }
   tl__providers_init();
-  if (blocked_applies(x)) {
-    status = contract_blocked(exec, team, alpha, x, beta);
-    if (status != TL_E_UNAVAILABLE) return status;
-  }
+  if ((status = try_blocked(exec, team, alpha, x, beta)) != TL_E_UNAVAILABLE) return status;
   tl__gemm_batch g;
   /* Only the fields before the batch arrays: those are read up to batch_rank, which is set
    * below (the arrays are 2 KiB at TL_MAX_RANK 64, a tenth of a 2x2 contraction). */
