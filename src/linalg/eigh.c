@@ -154,6 +154,72 @@ static tl_status reduce(tl_exec *exec, const char *route, tl_dtype dtype, int64_
   return TL_OK;
 }
 
+/* The eigenvectors once a is reduced (reflectors in a, tau; tridiagonal d, e): stedc into
+ * *z (real, lda x n), widened into zc for a complex dtype, then Q applied TL__EIGH_APPLY
+ * columns at a time, the cancel flag looked at before each; *z ends on the result. */
+static tl_status vectors_of(tl_exec *exec, const char *route, tl_dtype dtype, int64_t n, char *a,
+                            lapack_int lda, char *d, char *e, const char *tau, char **z, char *zc,
+                            char *work, const tl__la_work *solve, const tl__la_work *apply,
+                            lapack_int *iwork) {
+  tl_dtype real = tl_dtype_real(dtype);
+  size_t esize = tl_dtype_size(dtype), rsize = tl_dtype_size(real);
+  tl_status status;
+  lapack_int info = tl__lapack_stedc(real, (lapack_int)n, d, e, *z, lda, work,
+                                     (lapack_int)solve->work, iwork, (lapack_int)solve->iwork);
+  if ((status = tl__la_cancelled(exec, route, "stedc")) != TL_OK) return status;
+  if (info != 0) return tl__la_provider_fail(route, "stedc", info);
+  char *c = *z;
+  if (tl_dtype_is_complex(dtype)) { /* the tridiagonal's vectors are real: widen to the dtype */
+    c = zc;
+    for (int64_t j = 0; j < n; j++) {
+      for (int64_t i = 0; i < n; i++) {
+        set_real(dtype, at(zc, esize, lda, i, j), real_at(real, at(*z, rsize, lda, i, j)));
+      }
+    }
+  }
+  for (int64_t j = 0; j < n; j += TL__EIGH_APPLY) {
+    if ((status = tl__la_cancelled(exec, route, "the back-transformation (ormtr)")) != TL_OK)
+      return status;
+    int64_t cols = n - j < TL__EIGH_APPLY ? n - j : TL__EIGH_APPLY;
+    info = tl__lapack_ormtr_lower(dtype, (lapack_int)n, (lapack_int)cols, a, lda, tau,
+                                  at(c, esize, lda, 0, j), lda, work, (lapack_int)apply->work);
+    if (info != 0) return tl__la_provider_fail(route, "ormtr", info);
+  }
+  *z = c;
+  return TL_OK;
+}
+
+/* The workspace of the eigenvector steps (queried from LAPACK, n > 0), taken before
+ * anything is computed: z (real n x n), zc (complex dtypes), work (stedc's and ormtr's,
+ * shared), iwork. */
+static tl_status vector_scratch(tl_exec *exec, const char *route, tl_dtype dtype, int64_t n,
+                                lapack_int lda, tl__la_work *solve, tl__la_work *apply, char **z,
+                                char **zc, char **work, lapack_int **iwork) {
+  tl_dtype real = tl_dtype_real(dtype);
+  size_t esize = tl_dtype_size(dtype), rsize = tl_dtype_size(real);
+  tl_status status;
+  lapack_int info = tl__lapack_stedc_query(real, (lapack_int)n, solve);
+  if (info != 0) return tl__la_provider_fail(route, "stedc (query)", info);
+  lapack_int cols = (lapack_int)(n < TL__EIGH_APPLY ? n : TL__EIGH_APPLY);
+  info = tl__lapack_ormtr_lower_query(dtype, (lapack_int)n, cols, apply);
+  if (info != 0) return tl__la_provider_fail(route, "ormtr (query)", info);
+  if (solve->work > INT32_MAX || solve->iwork > INT32_MAX || apply->work > INT32_MAX) {
+    return tl__fail(TL_E_SHAPE,
+                    "%s: LAPACK workspace too large (stedc %lld, ormtr %lld elements) for n = %lld",
+                    route, (long long)solve->work, (long long)apply->work, (long long)n);
+  }
+  /* Both counts are below 2^31 and sizes at most 16 bytes: the products fit. */
+  int64_t work_elems = solve->work * (int64_t)rsize > apply->work * (int64_t)esize
+                           ? solve->work
+                           : (apply->work * (int64_t)esize + (int64_t)rsize - 1) / (int64_t)rsize;
+  if ((status = tl__la_scratch(exec, (int64_t)lda * n, rsize, (void **)z)) != TL_OK ||
+      (status = tl__la_scratch(exec, work_elems, rsize, (void **)work)) != TL_OK ||
+      (status = tl__la_scratch(exec, solve->iwork, sizeof(lapack_int), (void **)iwork)) != TL_OK)
+    return status;
+  if (tl_dtype_is_complex(dtype)) return tl__la_scratch(exec, (int64_t)lda * n, esize, (void **)zc);
+  return TL_OK;
+}
+
 static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a, tl_uplo uplo,
                            tl_tensor *w, tl_tensor *v, int fresh) {
   int64_t n, n2;
@@ -169,7 +235,7 @@ static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a,
   if (w == NULL) return tl__fail(TL_E_INVALID, "%s: w is NULL", route);
   tl_dtype dtype = a->dtype, real = tl_dtype_real(dtype);
   size_t esize = tl_dtype_size(dtype), rsize = tl_dtype_size(real);
-  int vectors = v != NULL, complex_dtype = tl_dtype_is_complex(dtype);
+  int vectors = v != NULL;
   if (!fresh) {
     if ((status = tl__la_output(w, "w", real, 1, n, 0)) != TL_OK) return status;
     if ((status = tl__la_disjoint(w, "w", a, "a")) != TL_OK) return status;
@@ -193,29 +259,10 @@ static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a,
       (status = tl__la_scratch(exec, (int64_t)lda * TL__EIGH_PANEL, esize, (void **)&panel)) !=
           TL_OK)
     return status;
-  if (vectors && n > 0) {
-    lapack_int info = tl__lapack_stedc_query(real, (lapack_int)n, &solve);
-    if (info != 0) return tl__la_provider_fail(route, "stedc (query)", info);
-    lapack_int cols = (lapack_int)(n < TL__EIGH_APPLY ? n : TL__EIGH_APPLY);
-    info = tl__lapack_ormtr_lower_query(dtype, (lapack_int)n, cols, &apply);
-    if (info != 0) return tl__la_provider_fail(route, "ormtr (query)", info);
-    if (solve.work > INT32_MAX || solve.iwork > INT32_MAX || apply.work > INT32_MAX) {
-      return tl__fail(TL_E_SHAPE,
-                      "%s: LAPACK workspace too large (stedc %lld, ormtr %lld elements) for "
-                      "n = %lld",
-                      route, (long long)solve.work, (long long)apply.work, (long long)n);
-    }
-    int64_t work_elems = solve.work * (int64_t)rsize > apply.work * (int64_t)esize
-                             ? solve.work
-                             : (apply.work * (int64_t)esize + (int64_t)rsize - 1) / (int64_t)rsize;
-    if ((status = tl__la_scratch(exec, (int64_t)lda * n, rsize, (void **)&z)) != TL_OK ||
-        (status = tl__la_scratch(exec, work_elems, rsize, (void **)&work)) != TL_OK ||
-        (status = tl__la_scratch(exec, solve.iwork, sizeof(lapack_int), (void **)&iwork)) != TL_OK)
-      return status;
-    if (complex_dtype &&
-        (status = tl__la_scratch(exec, (int64_t)lda * n, esize, (void **)&zc)) != TL_OK)
-      return status;
-  }
+  if (vectors && n > 0 &&
+      (status = vector_scratch(exec, route, dtype, n, lda, &solve, &apply, &z, &zc, &work,
+                               &iwork)) != TL_OK)
+    return status;
   if (n > 0) {
     tl__la_gather(a, work_a, lda);
     status = tl__la_finite(route, "a", dtype, work_a, lda, n, n, uplo_char, 0, 0);
@@ -230,28 +277,9 @@ static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a,
       if ((status = tl__la_cancelled(exec, route, "sterf")) != TL_OK) return status;
       if (info != 0) return tl__la_provider_fail(route, "sterf", info);
     } else {
-      info = tl__lapack_stedc(real, (lapack_int)n, d, e, z, lda, work, (lapack_int)solve.work,
-                              iwork, (lapack_int)solve.iwork);
-      if ((status = tl__la_cancelled(exec, route, "stedc")) != TL_OK) return status;
-      if (info != 0) return tl__la_provider_fail(route, "stedc", info);
-      char *c = z;
-      if (complex_dtype) { /* the tridiagonal's vectors are real: widen to the dtype */
-        c = zc;
-        for (int64_t j = 0; j < n; j++) {
-          for (int64_t i = 0; i < n; i++) {
-            set_real(dtype, at(zc, esize, lda, i, j), real_at(real, at(z, rsize, lda, i, j)));
-          }
-        }
-      }
-      for (int64_t j = 0; j < n; j += TL__EIGH_APPLY) {
-        if ((status = tl__la_cancelled(exec, route, "the back-transformation (ormtr)")) != TL_OK)
-          return status;
-        int64_t cols = n - j < TL__EIGH_APPLY ? n - j : TL__EIGH_APPLY;
-        info = tl__lapack_ormtr_lower(dtype, (lapack_int)n, (lapack_int)cols, work_a, lda, tau,
-                                      at(c, esize, lda, 0, j), lda, work, (lapack_int)apply.work);
-        if (info != 0) return tl__la_provider_fail(route, "ormtr", info);
-      }
-      z = c;
+      status = vectors_of(exec, route, dtype, n, work_a, lda, d, e, tau, &z, zc, work, &solve,
+                          &apply, iwork);
+      if (status != TL_OK) return status;
     }
     if (sigma != 1.0) {
       for (int64_t q = 0; q < n; q++) {
