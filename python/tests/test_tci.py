@@ -90,7 +90,8 @@ def test_lanes_give_the_same_bits_as_one_lane():
     trains = []
     for threads in (1, 2):
         with tenlane.Context(threads=threads).session() as s:
-            t = tci.crossinterpolate(_ridge, dims=2, bits=8, tol=1e-8, max_bond=12, session=s)
+            t = tci.crossinterpolate(_ridge, dims=2, bits=8, tol=1e-8, max_bond=12, session=s,
+                max_lanes=0)
         assert t.stats["lanes"] == threads
         trains.append(t)
     with tenlane.Context(threads=2).session() as s:
@@ -122,7 +123,7 @@ def test_f_runs_on_lane_threads_and_its_own_exception_comes_back():
 
     with tenlane.Context(threads=2).session() as s:
         with pytest.raises(Boom, match="fifth batch"):
-            tci.crossinterpolate(f, dims=2, bits=8, tol=1e-8, max_bond=12, session=s)
+            tci.crossinterpolate(f, dims=2, bits=8, tol=1e-8, max_bond=12, session=s, max_lanes=0)
         # the session is usable afterwards
         t = tci.crossinterpolate(_ridge, dims=2, bits=6, tol=1e-6, max_bond=12, session=s)
         assert t.max_bond <= 12
@@ -161,7 +162,8 @@ def test_ctrl_c_stops_the_lanes_and_leaves_the_session_usable():
         timer.start()
         try:
             with pytest.raises(KeyboardInterrupt):
-                tci.crossinterpolate(slow, dims=2, bits=10, tol=1e-10, max_bond=24, session=s)
+                tci.crossinterpolate(slow, dims=2, bits=10, tol=1e-10, max_bond=24, session=s,
+                    max_lanes=0)
             caught = time.monotonic()
         finally:
             timer.cancel()
