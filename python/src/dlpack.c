@@ -44,25 +44,14 @@ static PyObject *capsule_of(PyObject *obj, const char *where, const char *what,
   PyObject *capsule = PyObject_CallNoArgs(method);
   Py_DECREF(method);
   if (!capsule) { /* the producer refused: a tenlane error whose cause is its exception */
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *value = tlpy_exception_take();
     PyObject *text = value ? PyObject_Str(value) : NULL;
     const char *said = text ? PyUnicode_AsUTF8(text) : NULL;
     if (!said) PyErr_Clear();
     tlpy_raise(TL_E_DTYPE, "%s: %s.__dlpack__() failed: %s", where, what, said ? said : "?");
     Py_XDECREF(text);
-    PyObject *t2, *v2, *tb2;
-    PyErr_Fetch(&t2, &v2, &tb2);
-    PyErr_NormalizeException(&t2, &v2, &tb2);
-    if (v2 && value) {
-      if (tb) PyException_SetTraceback(value, tb);
-      PyException_SetCause(v2, Py_NewRef(value));
-    }
-    PyErr_Restore(t2, v2, tb2);
-    Py_XDECREF(type);
+    tlpy_exception_chain(value);
     Py_XDECREF(value);
-    Py_XDECREF(tb);
     return NULL;
   }
   if (!PyCapsule_CheckExact(capsule)) {

@@ -148,3 +148,21 @@ PyObject *tlpy_raise(tl_status status, const char *format, ...) {
 PyObject *tlpy_raise_last(tl_status status) {
   return tlpy_raise_message(status, tl_last_message(), -1);
 }
+
+PyObject *tlpy_exception_take(void) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value && tb) PyException_SetTraceback(value, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  return value;
+}
+
+void tlpy_exception_chain(PyObject *cause) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value && cause) PyException_SetCause(value, Py_NewRef(cause));
+  PyErr_Restore(type, value, tb);
+}

@@ -692,27 +692,17 @@ static int python_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
   } else if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
     /* Python's handler ran inside the callback (the inline lane is the main thread): the
      * map stops and raises it, as Ctrl-C anywhere else in the map does. */
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (value && tb) PyException_SetTraceback(value, tb);
+    PyObject *value = tlpy_exception_take();
     if (!job->py_interrupt) job->py_interrupt = Py_XNewRef(value);
-    Py_XDECREF(type);
     Py_XDECREF(value);
-    Py_XDECREF(tb);
     rc = (int)TL_E_CANCELLED;
   } else {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (value && tb) PyException_SetTraceback(value, tb);
+    PyObject *value = tlpy_exception_take();
     if (item < job->py_failed) {
       job->py_failed = item;
       Py_XSETREF(job->py_error, Py_XNewRef(value));
     }
-    Py_XDECREF(type);
     Py_XDECREF(value);
-    Py_XDECREF(tb);
     rc = 1;
   }
   PyGILState_Release(gil);

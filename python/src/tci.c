@@ -23,14 +23,9 @@ typedef struct tci_call {
 
 /* Keep the pending exception as the call's first failure (GIL held). */
 static void keep_error(tci_call *call) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  if (value && tb) PyException_SetTraceback(value, tb);
+  PyObject *value = tlpy_exception_take();
   if (!call->error) call->error = Py_XNewRef(value);
-  Py_XDECREF(type);
   Py_XDECREF(value);
-  Py_XDECREF(tb);
 }
 
 /* The tci_index_fn the lanes call: f on one batch, under the GIL. */
@@ -56,25 +51,15 @@ static int call_python(const uint64_t *index, size_t n, int dims, double *y, voi
   /* Safe casting only: bools and integers become float64, complex values are refused. */
   PyArrayObject *v = (PyArrayObject *)PyArray_FROMANY(r, NPY_FLOAT64, 0, 1, NPY_ARRAY_CARRAY_RO);
   Py_DECREF(r);
-  if (!v) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
+  if (!v) { /* a TypeError naming the batch, numpy's own error as its cause */
+    PyObject *cause = tlpy_exception_take();
     PyErr_Format(PyExc_TypeError,
                  "tenlane.tci.crossinterpolate: f must return n real numbers for a batch of n "
                  "indices; on a batch of %zu it returned something numpy cannot read as that "
                  "without loss",
                  n);
-    if (value) {
-      PyObject *t2, *v2, *tb2;
-      PyErr_Fetch(&t2, &v2, &tb2);
-      PyErr_NormalizeException(&t2, &v2, &tb2);
-      PyErr_NormalizeException(&type, &value, &tb);
-      if (v2) PyException_SetCause(v2, Py_NewRef(value));
-      PyErr_Restore(t2, v2, tb2);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
+    tlpy_exception_chain(cause);
+    Py_XDECREF(cause);
     keep_error(call);
     goto done;
   }

@@ -43,6 +43,11 @@ PyObject *tlpy_raise(tl_status status, const char *format, ...)
 /* Raise the class of `status` with tenlane's message for the last failing call on this
  * thread (tl_last_message). Returns NULL. */
 PyObject *tlpy_raise_last(tl_status status);
+/* Take the pending exception (the indicator is cleared): the normalized instance with its
+ * traceback attached, a new reference, or NULL when none was pending. GIL held. */
+PyObject *tlpy_exception_take(void);
+/* Give the pending exception `cause` (borrowed) as its __cause__. GIL held. */
+void tlpy_exception_chain(PyObject *cause);
 
 /* ---- operand.c ----------------------------------------------------------------------- */
 
