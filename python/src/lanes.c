@@ -285,20 +285,23 @@ static void uniform_items(tl_exec *exec, lanes_job *job, size_t first, size_t en
         return;
   }
   lane_stash *st = &job->stash[lane];
-  size_t need = (end - first) * u->out_bytes;
+  /* the results, then the intermediates from a 64-byte boundary (item_bytes bounds both) */
+  size_t results = ((end - first) * u->out_bytes + 63) / 64 * 64;
+  size_t need = (end - first) * u->item_bytes + 128;
   if (st->stack_bytes < need) {
     void *grown = PyMem_RawRealloc(st->stack, need);
     if (!grown) return;
     st->stack = grown;
     st->stack_bytes = need;
   }
+  char *base = (char *)st->stack + (64 - (uintptr_t)st->stack % 64) % 64;
   tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR);
-  if (tlpy_uniform_run(exec, u, first, end - first, st->stack) != TL_OK) return;
+  if (tlpy_uniform_run(exec, u, first, end - first, base, base + results) != TL_OK) return;
   for (size_t item = first; item < end; item++) {
     void *block = stash_take(job, lane, u->out_bytes);
     tl_tensor out;
     if (!block) return;
-    memcpy(block, (char *)st->stack + (item - first) * u->out_bytes, u->out_bytes);
+    memcpy(block, base + (item - first) * u->out_bytes, u->out_bytes);
     if (tl_tensor_wrap_row_major(u->first[0].dtype, u->out_rank, u->out_shape, block, &out) !=
         TL_OK) {
       tlpy_block_give(block, u->out_bytes);

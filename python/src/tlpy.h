@@ -344,12 +344,17 @@ PyObject *tlpy_tci_run(PyObject *module, PyObject *args);
 /* ---- uniform.c: a run of map_einsum items of one layout as one einsum ------------------ */
 
 typedef struct tlpy_uniform {
-  int n;                                   /* operands per item */
-  int steps;                               /* n - 1 */
-  int linear[2 * TL_EINSUM_MAX_OPERANDS];  /* a single call's path, in linear form */
-  char spec[TL_EINSUM_SPEC_MAX + 1];       /* the spec with the item axis in front */
-  tl_tensor first[TL_EINSUM_MAX_OPERANDS]; /* item 0's operands (borrowed) */
-  int64_t step[TL_EINSUM_MAX_OPERANDS];    /* elements from an item's operand j to the next's */
+  int n;     /* operands per item */
+  int steps; /* n - 1 */
+  /* step s as a two-operand einsum over the run, the item axis in front of every term */
+  char step_spec[TL_EINSUM_MAX_OPERANDS][3 * (TL_MAX_RANK + 1) + 4];
+  int step_slot[TL_EINSUM_MAX_OPERANDS][2]; /* its operands: input j, or n + earlier step */
+  int inter_rank[TL_EINSUM_MAX_OPERANDS];   /* intermediate s: a single call's axes, ... */
+  int64_t inter_shape[TL_EINSUM_MAX_OPERANDS][TL_MAX_RANK]; /* ... column-major, per item */
+  size_t inter_offset[TL_EINSUM_MAX_OPERANDS]; /* its bytes per item, from a run's scratch */
+  size_t inter_bytes;                          /* every intermediate of one item */
+  tl_tensor first[TL_EINSUM_MAX_OPERANDS];     /* item 0's operands (borrowed) */
+  int64_t step[TL_EINSUM_MAX_OPERANDS];        /* elements from an item's operand j to the next's */
   int out_rank;
   int64_t out_shape[TL_MAX_RANK]; /* one item's result */
   size_t out_bytes;
@@ -360,10 +365,11 @@ typedef struct tlpy_uniform {
 int tlpy_uniform_plan(const char *spec, int n, const tl_tensor *first, const tl_tensor *second,
                       tlpy_uniform *u);
 /* The results of items [begin, begin + count), all members, into out: count results in item
- * order, each row-major (u->out_bytes apart). No GIL needed. Errors: tl_einsum_with_path_into's
+ * order, each row-major (u->out_bytes apart); scratch holds count * u->inter_bytes bytes
+ * (64-byte aligned) for the intermediates. No GIL needed. Errors: tl_einsum_with_path_into's
  * (the caller then runs the items one by one, which says which item failed and why). */
 tl_status tlpy_uniform_run(tl_exec *exec, const tlpy_uniform *u, size_t begin, size_t count,
-                           void *out);
+                           void *out, void *scratch);
 /* Items whose results came from tlpy_uniform_run so far (a test hook). Any thread. */
 size_t tlpy_uniform_items(void);
 

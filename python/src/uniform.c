@@ -43,9 +43,11 @@ static uint64_t letter_bit(char c) {
   return 0;
 }
 
-/* The terms of spec (letters, ',' and one "->"): each input's label mask into masks, the
- * output's into *out; 0 when the spec is of another form or repeats a label in a term. */
-static int spec_masks(const char *spec, int n, const tl_tensor *t, uint64_t *masks, uint64_t *out) {
+/* The terms of spec (letters, ',' and one "->"): each input's letters into terms and label
+ * mask into masks, the output's into terms[n] and *out; 0 when the spec is of another form or
+ * repeats a label in a term. */
+static int spec_masks(const char *spec, int n, const tl_tensor *t, char (*terms)[TL_MAX_RANK + 1],
+                      uint64_t *masks, uint64_t *out) {
   const char *arrow = strstr(spec, "->");
   if (arrow == NULL || strstr(arrow + 2, "->") != NULL) return 0;
   int term = 0, count = 0;
@@ -53,6 +55,7 @@ static int spec_masks(const char *spec, int n, const tl_tensor *t, uint64_t *mas
   for (const char *p = spec;; p++) {
     if (p == arrow || *p == ',') {
       if (term >= n || count != t[term].rank) return 0;
+      terms[term][count] = '\0';
       masks[term++] = mask;
       mask = 0;
       count = 0;
@@ -60,18 +63,49 @@ static int spec_masks(const char *spec, int n, const tl_tensor *t, uint64_t *mas
       continue;
     }
     uint64_t bit = letter_bit(*p);
-    if (bit == 0 || (mask & bit)) return 0;
+    if (bit == 0 || (mask & bit) || count >= TL_MAX_RANK) return 0;
     mask |= bit;
-    count++;
+    terms[term][count++] = *p;
   }
   if (term != n) return 0;
   for (const char *p = arrow + 2; *p; p++) {
     uint64_t bit = letter_bit(*p);
-    if (bit == 0 || (mask & bit)) return 0;
+    if (bit == 0 || (mask & bit) || count >= TL_MAX_RANK) return 0;
     mask |= bit;
+    terms[n][count++] = *p;
   }
+  terms[n][count] = '\0';
   *out = mask;
   return 1;
+}
+
+/* Index of letter c (as letter_bit's bit). */
+static int letter_index(char c) { return c >= 'A' && c <= 'Z' ? c - 'A' : 26 + c - 'a'; }
+
+/* An input's letters in the order a single call reads it in memory (src/einsum/plan.c,
+ * order_in_memory): by the magnitude of their stride, densest first, a zero stride last, ties
+ * in the term's order. */
+static void held_order(const tl_tensor *t, const char *term, char *out) {
+  int64_t key[TL_MAX_RANK];
+  int rank = t->rank;
+  for (int k = 0; k < rank; k++) {
+    int64_t st = t->strides[k];
+    out[k] = term[k];
+    key[k] = st == 0 ? INT64_MAX : st < 0 ? -st : st;
+  }
+  for (int j = 1; j < rank; j++) { /* insertion: stable */
+    char label = out[j];
+    int64_t kj = key[j];
+    int at = j;
+    while (at > 0 && key[at - 1] > kj) {
+      out[at] = out[at - 1];
+      key[at] = key[at - 1];
+      at--;
+    }
+    out[at] = label;
+    key[at] = kj;
+  }
+  out[rank] = '\0';
 }
 
 /* 1 when every input label is in another input or the output, and every output label in an
@@ -89,16 +123,36 @@ static int labels_meet(int n, const uint64_t *masks, uint64_t out) {
   return 1;
 }
 
-/* Follow the path's slot pairs: 1 when every step sums a label; its linear form (positions
- * in the list of tensors left, the result appended) into linear. */
-static int path_sums_each_step(const tl_einsum_path_info *info, const uint64_t *masks, uint64_t out,
-                               int *linear) {
+/* Per-item elements of the labels in `labels`. */
+static double labels_size(const char *labels, const int64_t *extent) {
+  double size = 1.0;
+  for (const char *c = labels; *c; c++) size *= (double)extent[letter_index(*c)];
+  return size;
+}
+
+/* Follow the path's slot pairs as a single call lays the steps out (src/einsum/plan.c,
+ * order_step_labels): an intermediate is column-major in the larger operand's surviving
+ * labels, in the order that operand holds them in memory (the pair's first on a tie), then
+ * the smaller one's new labels; the last step writes the output. 1 when every step sums a
+ * label; fills u's step specs, operand slots and intermediates (item axis z in front). */
+static int plan_steps(const tl_einsum_path_info *info, const tl_tensor *first,
+                      char (*terms)[TL_MAX_RANK + 1], const uint64_t *masks, uint64_t out,
+                      const int64_t *extent, char z, size_t es, tlpy_uniform *u) {
   int n = info->n_operands;
+  static const size_t line = 64;
+  char mem[2 * TL_EINSUM_MAX_OPERANDS][TL_MAX_RANK + 1]; /* each slot's letters in memory */
+  const char *axes[2 * TL_EINSUM_MAX_OPERANDS];          /* ... and in its tensor's order */
   uint64_t sets[2 * TL_EINSUM_MAX_OPERANDS];
   int alive[TL_EINSUM_MAX_OPERANDS], count = n;
-  for (int i = 0; i < n; i++) sets[i] = masks[i], alive[i] = i;
+  for (int i = 0; i < n; i++) {
+    sets[i] = masks[i], alive[i] = i;
+    held_order(&first[i], terms[i], mem[i]);
+    axes[i] = terms[i];
+  }
+  size_t offset = 0;
   for (int step = 0; step < info->n_steps; step++) {
     int a = info->pairs[step][0], b = info->pairs[step][1], pa = -1, pb = -1;
+    if (a < 0 || b < 0 || a >= n + step || b >= n + step) return 0;
     for (int k = 0; k < count; k++) {
       if (alive[k] == a) pa = k;
       if (alive[k] == b) pb = k;
@@ -109,9 +163,37 @@ static int path_sums_each_step(const tl_einsum_path_info *info, const uint64_t *
       if (k != pa && k != pb) need |= sets[alive[k]];
     uint64_t both = sets[a] | sets[b], result = both & need;
     if (result == both) return 0; /* sums nothing: an elementwise product */
-    linear[2 * step] = pa;
-    linear[2 * step + 1] = pb;
+    char *labels = mem[n + step];
+    if (step == info->n_steps - 1) {
+      strcpy(labels, terms[n]);
+    } else {
+      int big = a, small = b, w = 0;
+      if (labels_size(mem[b], extent) > labels_size(mem[a], extent)) big = b, small = a;
+      uint64_t taken = 0;
+      const char *sides[2] = {mem[big], mem[small]};
+      for (int side = 0; side < 2; side++)
+        for (const char *c = sides[side]; *c; c++) {
+          uint64_t bit = letter_bit(*c);
+          if ((result & bit) && !(taken & bit)) labels[w++] = *c, taken |= bit;
+        }
+      labels[w] = '\0';
+      if (w + 1 >= TL_MAX_RANK) return 0;
+      u->inter_rank[step] = w;
+      size_t bytes = es;
+      for (int k = 0; k < w; k++) {
+        u->inter_shape[step][k] = extent[letter_index(labels[k])];
+        bytes *= (size_t)u->inter_shape[step][k];
+      }
+      if (bytes > TLPY_BLOCK_MAX) return 0;
+      u->inter_offset[step] = offset;
+      offset += (bytes + line - 1) / line * line;
+    }
+    axes[n + step] = labels;
     sets[n + step] = result;
+    u->step_slot[step][0] = a;
+    u->step_slot[step][1] = b;
+    snprintf(u->step_spec[step], sizeof u->step_spec[step], "%c%s,%c%s->%c%s", z, axes[a], z,
+             axes[b], z, labels);
     int lo = pa < pb ? pa : pb, hi = pa < pb ? pb : pa;
     for (int k = hi; k + 1 < count; k++) alive[k] = alive[k + 1];
     count--;
@@ -119,6 +201,7 @@ static int path_sums_each_step(const tl_einsum_path_info *info, const uint64_t *
     count--;
     alive[count++] = n + step;
   }
+  u->inter_bytes = offset;
   return 1;
 }
 
@@ -138,23 +221,27 @@ int tlpy_uniform_plan(const char *spec, int n, const tl_tensor *first, const tl_
                       tlpy_uniform *u) {
   memset(u, 0, sizeof *u);
   if (n < 2 || n > TL_EINSUM_MAX_OPERANDS) return 0;
-  size_t length = strnlen(spec, TL_EINSUM_SPEC_MAX + 1);
-  /* the stacked spec: one more letter per term */
-  if (length + (size_t)n + 2 > TL_EINSUM_SPEC_MAX) return 0;
+  if (strnlen(spec, TL_EINSUM_SPEC_MAX + 1) > TL_EINSUM_SPEC_MAX) return 0;
+  char terms[TL_EINSUM_MAX_OPERANDS + 1][TL_MAX_RANK + 1];
   uint64_t masks[TL_EINSUM_MAX_OPERANDS], out = 0, all = 0;
-  if (!spec_masks(spec, n, first, masks, &out) || !labels_meet(n, masks, out)) return 0;
+  if (!spec_masks(spec, n, first, terms, masks, &out) || !labels_meet(n, masks, out)) return 0;
   const size_t es = tl_dtype_size(first[0].dtype);
   int ranks[TL_EINSUM_MAX_OPERANDS];
   const int64_t *shapes[TL_EINSUM_MAX_OPERANDS];
+  int64_t extent[52] = {0};
   for (int j = 0; j < n; j++) {
     const tl_tensor *a = &first[j], *b = &second[j];
     all |= masks[j];
     if (a->dtype != first[0].dtype || b->dtype != a->dtype || b->rank != a->rank ||
         a->rank >= TL_MAX_RANK)
       return 0;
-    for (int k = 0; k < a->rank; k++)
+    for (int k = 0; k < a->rank; k++) {
       if (a->shape[k] <= 0 || a->shape[k] != b->shape[k] || a->strides[k] != b->strides[k])
         return 0;
+      int64_t *e = &extent[letter_index(terms[j][k])];
+      if (*e != 0 && *e != a->shape[k]) return 0; /* the call itself says why */
+      *e = a->shape[k];
+    }
     ptrdiff_t bytes = (const char *)b->data - (const char *)a->data;
     int64_t span = item_span(a);
     if (span <= 0 || bytes <= 0 || (size_t)bytes % es != 0) return 0;
@@ -166,61 +253,76 @@ int tlpy_uniform_plan(const char *spec, int n, const tl_tensor *first, const tl_
   }
   tl_einsum_path_info info;
   if (tl_einsum_path(TL_EINSUM_PATH_AUTO, spec, n, ranks, shapes, &info) != TL_OK) return 0;
-  if (info.n_steps != n - 1 || !path_sums_each_step(&info, masks, out, u->linear)) return 0;
+  if (info.n_steps != n - 1) return 0;
   if (tl_einsum_shape(spec, n, ranks, shapes, &u->out_rank, u->out_shape) != TL_OK ||
       u->out_rank >= TL_MAX_RANK)
     return 0;
   size_t bytes = es;
   for (int k = 0; k < u->out_rank; k++) bytes *= (size_t)u->out_shape[k];
   if (bytes == 0 || bytes > TLPY_BLOCK_MAX) return 0;
-  /* what a run takes per item: its result and, at most, every step's intermediate at the
-   * largest one's size (a run's scratch grows with its items) */
-  double scratch = info.largest_intermediate * (double)es * (double)info.n_steps + (double)bytes;
-  if (!(scratch < (double)((size_t)1 << 40))) return 0;
-  u->item_bytes = (size_t)scratch;
   /* the item axis: a letter no term has */
   char z = 0;
   for (const char *c = "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA"; *c && !z; c++)
     if (!(all & letter_bit(*c))) z = *c;
   if (!z) return 0;
-  size_t w = 0;
-  u->spec[w++] = z;
-  for (const char *p = spec; *p; p++) {
-    u->spec[w++] = *p;
-    if (*p == ',' || (*p == '>' && p > spec && p[-1] == '-')) u->spec[w++] = z;
-  }
-  u->spec[w] = '\0';
+  if (!plan_steps(&info, first, terms, masks, out, extent, z, es, u)) return 0;
+  u->item_bytes = bytes + u->inter_bytes; /* what a run takes per item */
   u->n = n;
   u->steps = n - 1;
   u->out_bytes = bytes;
   return 1;
 }
 
-tl_status tlpy_uniform_run(tl_exec *exec, const tlpy_uniform *u, size_t begin, size_t count,
-                           void *out) {
-  tl_tensor views[TL_EINSUM_MAX_OPERANDS], result;
-  const tl_tensor *ptrs[TL_EINSUM_MAX_OPERANDS];
-  const size_t es = tl_dtype_size(u->first[0].dtype);
-  for (int j = 0; j < u->n; j++) {
-    const tl_tensor *a = &u->first[j];
-    tl_tensor *v = &views[j];
-    memset(v, 0, sizeof *v);
-    v->dtype = a->dtype;
+/* Step `step`'s operand `slot` over the run: an input's view with the item axis in front, or
+ * an intermediate in scratch, each item's column-major as a single call's, items one after
+ * another (the item axis slowest). */
+static void slot_tensor(const tlpy_uniform *u, int slot, size_t begin, size_t count, char *scratch,
+                        tl_tensor *v) {
+  memset(v, 0, sizeof *v);
+  v->dtype = u->first[0].dtype;
+  v->shape[0] = (int64_t)count;
+  const size_t es = tl_dtype_size(v->dtype);
+  if (slot < u->n) {
+    const tl_tensor *a = &u->first[slot];
     v->rank = a->rank + 1;
-    v->shape[0] = (int64_t)count;
-    v->strides[0] = u->step[j];
+    v->strides[0] = u->step[slot];
     memcpy(v->shape + 1, a->shape, (size_t)a->rank * sizeof(int64_t));
     memcpy(v->strides + 1, a->strides, (size_t)a->rank * sizeof(int64_t));
-    v->data = (char *)a->data + (size_t)u->step[j] * es * begin;
-    ptrs[j] = v;
+    v->data = (char *)a->data + (size_t)u->step[slot] * es * begin;
+    return;
   }
+  int s = slot - u->n, rank = u->inter_rank[s];
+  int64_t stride = 1;
+  v->rank = rank + 1;
+  for (int k = 0; k < rank; k++) {
+    v->shape[k + 1] = u->inter_shape[s][k];
+    v->strides[k + 1] = stride;
+    stride *= u->inter_shape[s][k];
+  }
+  v->strides[0] = stride;
+  v->data = scratch + u->inter_offset[s] * count;
+}
+
+tl_status tlpy_uniform_run(tl_exec *exec, const tlpy_uniform *u, size_t begin, size_t count,
+                           void *out, void *scratch) {
+  static const int pair[2] = {0, 1};
+  tl_tensor ops[2], result;
   int64_t shape[TL_MAX_RANK];
   shape[0] = (int64_t)count;
   memcpy(shape + 1, u->out_shape, (size_t)u->out_rank * sizeof(int64_t));
   tl_status status =
       tl_tensor_wrap_row_major(u->first[0].dtype, u->out_rank + 1, shape, out, &result);
-  if (status != TL_OK) return status;
-  status = tl_einsum_with_path_into(exec, u->steps, u->linear, u->spec, u->n, ptrs, &result);
+  for (int step = 0; status == TL_OK && step < u->steps; step++) {
+    const tl_tensor *ptrs[2] = {&ops[0], &ops[1]};
+    for (int side = 0; side < 2; side++)
+      slot_tensor(u, u->step_slot[step][side], begin, count, scratch, &ops[side]);
+    tl_tensor into;
+    if (step == u->steps - 1)
+      into = result;
+    else
+      slot_tensor(u, u->n + step, begin, count, scratch, &into);
+    status = tl_einsum_with_path_into(exec, 1, pair, u->step_spec[step], 2, ptrs, &into);
+  }
   if (status == TL_OK) atomic_fetch_add(&uniform_items_run, count);
   return status;
 }

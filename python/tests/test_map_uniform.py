@@ -54,6 +54,21 @@ def test_chain_of_matrices(s, rng, dtype, k):
     check_bits(s, "ab,bc,cd,de,ef,fg->ag", items, k > 1)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("length", [9, 10, 11, 12])
+@pytest.mark.parametrize("k", [2, 4])
+def test_long_chains(s, rng, dtype, k, length):
+    """Chains past the exact path search (greedy paths): a step there can pair an
+    intermediate whose surviving labels all follow the item axis in a stacked einsum's
+    layout (10 matrices: step (14, 16)), which once put the item axis first and gave complex
+    items other bits than single calls. Each step now keeps a single call's layout."""
+    letters = "abcdefghijklm"
+    stacks = [fill(rng, (COUNT, k, k), dtype) for _ in range(length)]
+    items = [tuple(m[z] for m in stacks) for z in range(COUNT)]
+    spec = ",".join(letters[i : i + 2] for i in range(length)) + "->a" + letters[length]
+    check_bits(s, spec, items, True)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "spec,shapes",
