@@ -37,8 +37,9 @@ static inline int tl__fault_hit(tl__fault_site site) {
  * to force one interleaving of two threads (the hook blocks until the other thread has got
  * where the test wants it). Without a hook a pause point costs one relaxed load. */
 typedef enum tl__pause_site {
-  TL__PAUSE_CLOSE_DRAINED = 0,      /* tl_session_close: children drained, grant not yet released */
-  TL__PAUSE_CHILD_BETWEEN_LOADS = 1 /* tl__child_enter: between its reads of closing and granted */
+  TL__PAUSE_CLOSE_DRAINED = 0, /* tl_session_close: children drained, grant not yet released */
+  TL__PAUSE_CHILD_BETWEEN_LOADS = 1, /* tl__child_enter: between its reads of closing and granted */
+  TL__PAUSE_TRIDIAG_PIECE = 2 /* tl_eigh's tridiagonal solver: a piece begins (flag looked at) */
 } tl__pause_site;
 
 typedef void (*tl__pause_fn)(tl__pause_site site);

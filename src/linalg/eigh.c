@@ -6,9 +6,10 @@
  * real dtype, and w and v are written only after every LAPACK step succeeded. Between two
  * looks at the cancel flag there is at most one panel of the reduction (latrd on
  * TL__EIGH_PANEL columns and its rank-2k update, O(n^2 TL__EIGH_PANEL)), the last block of
- * order <= TL__EIGH_REST, the tridiagonal solver (sterf, O(n^2); stedc with vectors, the one
- * step not split: O(n^3) at worst, usually much less after deflation), or one
- * back-transformation of TL__EIGH_APPLY columns (O(n^2 TL__EIGH_APPLY)). */
+ * order <= TL__EIGH_REST, one piece of the tridiagonal solver (tridiag.c: sterf on one
+ * unreduced block, O(n^2); with vectors one leaf or one merge of stedc's divide and conquer,
+ * driven there), or one back-transformation of TL__EIGH_APPLY columns
+ * (O(n^2 TL__EIGH_APPLY)). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -154,20 +155,19 @@ static tl_status reduce(tl_exec *exec, const char *route, tl_dtype dtype, int64_
   return TL_OK;
 }
 
-/* The eigenvectors once a is reduced (reflectors in a, tau; tridiagonal d, e): stedc into
- * *z (real, lda x n), widened into zc for a complex dtype, then Q applied TL__EIGH_APPLY
- * columns at a time, the cancel flag looked at before each; *z ends on the result. */
+/* The eigenvectors once a is reduced (reflectors in a, tau; tridiagonal d, e): stedc's
+ * algorithm in pieces (tridiag.c) into *z (real, lda x n), widened into zc for a complex dtype,
+ * then Q applied TL__EIGH_APPLY columns at a time, the cancel flag looked at before each; *z ends
+ * on the result. */
 static tl_status vectors_of(tl_exec *exec, const char *route, tl_dtype dtype, int64_t n, char *a,
                             lapack_int lda, char *d, char *e, const char *tau, char **z, char *zc,
-                            char *work, const tl__la_work *solve, const tl__la_work *apply,
-                            lapack_int *iwork) {
+                            char *work, const tl__la_work *apply, lapack_int *iwork) {
   tl_dtype real = tl_dtype_real(dtype);
   size_t esize = tl_dtype_size(dtype), rsize = tl_dtype_size(real);
   tl_status status;
-  lapack_int info = tl__lapack_stedc(real, (lapack_int)n, d, e, *z, lda, work,
-                                     (lapack_int)solve->work, iwork, (lapack_int)solve->iwork);
-  if ((status = tl__la_cancelled(exec, route, "stedc")) != TL_OK) return status;
-  if (info != 0) return tl__la_provider_fail(route, "stedc", info);
+  if ((status = tl__tridiag_solve(exec, route, real, n, d, e, *z, lda, work, iwork)) != TL_OK)
+    return status;
+  lapack_int info;
   char *c = *z;
   if (tl_dtype_is_complex(dtype)) { /* the tridiagonal's vectors are real: widen to the dtype */
     c = zc;
@@ -189,24 +189,27 @@ static tl_status vectors_of(tl_exec *exec, const char *route, tl_dtype dtype, in
   return TL_OK;
 }
 
-/* The workspace of the eigenvector steps (queried from LAPACK, n > 0), taken before
- * anything is computed: z (real n x n), zc (complex dtypes), work (stedc's and ormtr's,
- * shared), iwork. */
+/* The workspace of the eigenvector steps (n > 0), taken before anything is computed:
+ * z (real n x n), zc (complex dtypes), work (the tridiagonal solver's, TL__TRIDIAG_WORK,
+ * and ormtr's, queried, shared), iwork. */
 static tl_status vector_scratch(tl_exec *exec, const char *route, tl_dtype dtype, int64_t n,
                                 lapack_int lda, tl__la_work *solve, tl__la_work *apply, char **z,
                                 char **zc, char **work, lapack_int **iwork) {
   tl_dtype real = tl_dtype_real(dtype);
   size_t esize = tl_dtype_size(dtype), rsize = tl_dtype_size(real);
   tl_status status;
-  lapack_int info = tl__lapack_stedc_query(real, (lapack_int)n, solve);
-  if (info != 0) return tl__la_provider_fail(route, "stedc (query)", info);
+  /* The solver's sizes (laed1 indexes its work with LAPACK's integers: the bound below). */
+  solve->work = TL__TRIDIAG_WORK(n);
+  solve->iwork = TL__TRIDIAG_IWORK(n);
+  lapack_int info;
   lapack_int cols = (lapack_int)(n < TL__EIGH_APPLY ? n : TL__EIGH_APPLY);
   info = tl__lapack_ormtr_lower_query(dtype, (lapack_int)n, cols, apply);
   if (info != 0) return tl__la_provider_fail(route, "ormtr (query)", info);
   if (solve->work > INT32_MAX || solve->iwork > INT32_MAX || apply->work > INT32_MAX) {
-    return tl__fail(TL_E_SHAPE,
-                    "%s: LAPACK workspace too large (stedc %lld, ormtr %lld elements) for n = %lld",
-                    route, (long long)solve->work, (long long)apply->work, (long long)n);
+    return tl__fail(
+        TL_E_SHAPE,
+        "%s: LAPACK workspace too large (stedc's %lld, ormtr %lld elements) for n = %lld", route,
+        (long long)solve->work, (long long)apply->work, (long long)n);
   }
   /* Both counts are below 2^31 and sizes at most 16 bytes: the products fit. */
   int64_t work_elems = solve->work * (int64_t)rsize > apply->work * (int64_t)esize
@@ -271,14 +274,12 @@ static tl_status eigh_impl(tl_exec *exec, const char *route, const tl_tensor *a,
     double sigma = scale_lower(dtype, work_a, lda, n);
     if ((status = reduce(exec, route, dtype, n, work_a, lda, d, e, tau, panel)) != TL_OK)
       return status;
-    lapack_int info;
     if (!vectors) {
-      info = tl__lapack_sterf(real, (lapack_int)n, d, e);
-      if ((status = tl__la_cancelled(exec, route, "sterf")) != TL_OK) return status;
-      if (info != 0) return tl__la_provider_fail(route, "sterf", info);
+      status = tl__tridiag_solve(exec, route, real, n, d, e, NULL, 0, NULL, NULL);
+      if (status != TL_OK) return status;
     } else {
-      status = vectors_of(exec, route, dtype, n, work_a, lda, d, e, tau, &z, zc, work, &solve,
-                          &apply, iwork);
+      status =
+          vectors_of(exec, route, dtype, n, work_a, lda, d, e, tau, &z, zc, work, &apply, iwork);
       if (status != TL_OK) return status;
     }
     if (sigma != 1.0) {

@@ -51,8 +51,6 @@ static int64_t size_from(tl_dtype dtype, const void *q) {
   return (int64_t)(value * (1.0 + 1e-6)) + 1;
 }
 
-static int64_t isize_from(lapack_int q) { return q > 1 ? (int64_t)q : 1; }
-
 /* The end of every *_query: record the sizes and pass LAPACK's info through. */
 static lapack_int queried(tl__la_work *sizes, int64_t work, int64_t rwork, int64_t iwork,
                           lapack_int info) {
@@ -565,25 +563,34 @@ lapack_int tl__lapack_sterf(tl_dtype real, lapack_int n, void *d, void *e) {
   return checked(LAPACKE_dsterf_work(n, d, e));
 }
 
-static lapack_int stedc_call(tl_dtype real, lapack_int n, void *d, void *e, void *z, lapack_int ldz,
-                             void *work, lapack_int lwork, lapack_int *iwork, lapack_int liwork) {
+/* The pieces of stedc that tridiag.c drives itself: steqr (compz 'I') for a leaf, laed1 for
+ * one merge of two solved halves. laed1 has no LAPACKE entry and no string argument. */
+extern void slaed1_(const lapack_int *n, float *d, float *q, const lapack_int *ldq,
+                    lapack_int *indxq, float *rho, const lapack_int *cutpnt, float *work,
+                    lapack_int *iwork, lapack_int *info);
+extern void dlaed1_(const lapack_int *n, double *d, double *q, const lapack_int *ldq,
+                    lapack_int *indxq, double *rho, const lapack_int *cutpnt, double *work,
+                    lapack_int *iwork, lapack_int *info);
+
+lapack_int tl__lapack_steqr(tl_dtype real, lapack_int n, void *d, void *e, void *z, lapack_int ldz,
+                            void *work) {
   if (real == TL_F32)
-    return checked(
-        LAPACKE_sstedc_work(LAPACK_COL_MAJOR, 'I', n, d, e, z, ldz, work, lwork, iwork, liwork));
-  return checked(
-      LAPACKE_dstedc_work(LAPACK_COL_MAJOR, 'I', n, d, e, z, ldz, work, lwork, iwork, liwork));
+    return checked(LAPACKE_ssteqr_work(LAPACK_COL_MAJOR, 'I', n, d, e, z, ldz, work));
+  return checked(LAPACKE_dsteqr_work(LAPACK_COL_MAJOR, 'I', n, d, e, z, ldz, work));
 }
 
-lapack_int tl__lapack_stedc(tl_dtype real, lapack_int n, void *d, void *e, void *z, lapack_int ldz,
-                            void *work, lapack_int lwork, lapack_int *iwork, lapack_int liwork) {
-  return stedc_call(real, n, d, e, z, ldz, work, lwork, iwork, liwork);
-}
-
-lapack_int tl__lapack_stedc_query(tl_dtype real, lapack_int n, tl__la_work *sizes) {
-  double q = 0;
-  lapack_int iq = 0;
-  lapack_int info = stedc_call(real, n, NULL, NULL, NULL, tl__la_ld(n), &q, -1, &iq, -1);
-  return queried(sizes, size_from(real, &q), 0, isize_from(iq), info);
+lapack_int tl__lapack_laed1(tl_dtype real, lapack_int n, void *d, void *q, lapack_int ldq,
+                            lapack_int *indxq, double rho, lapack_int cutpnt, void *work,
+                            lapack_int *iwork) {
+  lapack_int info = 0;
+  if (real == TL_F32) {
+    float r = (float)rho; /* laed1 may change its rho: a copy */
+    slaed1_(&n, d, q, &ldq, indxq, &r, &cutpnt, work, iwork, &info);
+  } else {
+    double r = rho;
+    dlaed1_(&n, d, q, &ldq, indxq, &r, &cutpnt, work, iwork, &info);
+  }
+  return checked(info);
 }
 
 static lapack_int ormtr_call(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,

@@ -74,8 +74,7 @@ lapack_int tl__lapack_getrs(tl_dtype dtype, char trans, lapack_int n, lapack_int
  * tau (real e) get the panel's entries, w (ldw x nb) the update factor; the trailing block is
  * not updated. rank2k: c -= a b^H + b a^H on the lower triangle of c (n x n; a and b n x k),
  * BLAS syr2k / her2k. sytrd: the whole reduction (sytrd / hetrd): d, e real. sterf: the
- * eigenvalues of the tridiagonal (d, e), ascending in d. stedc: the eigenvalues and the
- * eigenvectors of the tridiagonal into z (compz 'I'), on the real dtype. ormtr: c (m x n)
+ * eigenvalues of the tridiagonal (d, e), ascending in d. ormtr: c (m x n)
  * = Q c, Q from sytrd's reflectors (ormtr / unmtr, side 'L', trans 'N'). */
 void tl__lapack_latrd_lower(tl_dtype dtype, lapack_int n, lapack_int nb, void *a, lapack_int lda,
                             void *e, void *tau, void *w, lapack_int ldw);
@@ -84,9 +83,17 @@ void tl__blas_rank2k_lower(tl_dtype dtype, lapack_int n, lapack_int k, const voi
 lapack_int tl__lapack_sytrd_lower(tl_dtype dtype, lapack_int n, void *a, lapack_int lda, void *d,
                                   void *e, void *tau, void *work, lapack_int lwork);
 lapack_int tl__lapack_sterf(tl_dtype real, lapack_int n, void *d, void *e);
-lapack_int tl__lapack_stedc_query(tl_dtype real, lapack_int n, tl__la_work *sizes);
-lapack_int tl__lapack_stedc(tl_dtype real, lapack_int n, void *d, void *e, void *z, lapack_int ldz,
-                            void *work, lapack_int lwork, lapack_int *iwork, lapack_int liwork);
+/* steqr (compz 'I'): the eigenvalues (ascending in d) and vectors (z, n x n) of a
+ * tridiagonal; work: max(1, 2n - 2) elements. laed1: one merge of stedc's divide and
+ * conquer: d (n) and q (n x n) hold the two solved halves (orders cutpnt and n - cutpnt),
+ * indxq their sorting permutations (1-based, each half's own), rho the off-diagonal entry
+ * torn out; on return the merged eigenvalues and vectors, indxq the permutation that sorts
+ * them. work: 4n + n^2, iwork: 4n. Both on the real dtype (tridiag.c). */
+lapack_int tl__lapack_steqr(tl_dtype real, lapack_int n, void *d, void *e, void *z, lapack_int ldz,
+                            void *work);
+lapack_int tl__lapack_laed1(tl_dtype real, lapack_int n, void *d, void *q, lapack_int ldq,
+                            lapack_int *indxq, double rho, lapack_int cutpnt, void *work,
+                            lapack_int *iwork);
 lapack_int tl__lapack_ormtr_lower_query(tl_dtype dtype, lapack_int m, lapack_int n,
                                         tl__la_work *sizes);
 lapack_int tl__lapack_ormtr_lower(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
@@ -197,6 +204,20 @@ tl_status tl__la_copy_finite(const char *route, const char *name, const tl_tenso
  * recorded an argument error on this thread, the message names the routine that raised it
  * and the argument (and the record is taken). */
 tl_status tl__la_provider_fail(const char *route, const char *routine, lapack_int info);
+
+/* ---- The tridiagonal eigensolver in pieces (tridiag.c) ---------------------------------- */
+
+/* The eigenvalues of the real symmetric tridiagonal (d: n, e: n - 1, of the real dtype),
+ * ascending in d; with z != NULL also its eigenvectors in z (n x n, ldz): stedc's algorithm
+ * (compz 'I') without vectors sterf's, run one piece at a time (an unreduced block, a leaf
+ * or a merge of the divide and conquer) with a look at the cancel flag before each and once
+ * at the end. work: TL__TRIDIAG_WORK(n) elements of the real dtype, iwork:
+ * TL__TRIDIAG_IWORK(n) (both unused and may be NULL without vectors). e is destroyed.
+ * Errors: TL_E_CANCELLED (message naming route and the pieces left), a LAPACK failure. */
+#define TL__TRIDIAG_WORK(n) (1 + 4 * (int64_t)(n) + (int64_t)(n) * (int64_t)(n))
+#define TL__TRIDIAG_IWORK(n) (3 + 6 * (int64_t)(n))
+tl_status tl__tridiag_solve(tl_exec *exec, const char *route, tl_dtype real, int64_t n, char *d,
+                            char *e, char *z, lapack_int ldz, char *work, lapack_int *iwork);
 
 /* ---- Argument errors (xerbla.c) --------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
  * call ended before the flag went up (a fast machine), the case runs again on a larger input
  * (up to a bound); a cancellation that is never seen runs into the harness alarm and ctest's
  * TIMEOUT instead of hanging. */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/fault.h"
 #include "tenlane/einsum.h"
 #include "tenlane/linalg.h"
 #include "tenlane/ops.h"
@@ -239,6 +241,113 @@ static void cancel_qrcp_on_one_thread(void) { cancel_while_running(1, &qrcp_call
 static void cancel_eigh_on_one_thread(void) { cancel_while_running(1, &eigh_call, 1536); }
 static void cancel_lu_on_one_thread(void) { cancel_while_running(1, &lu_call, 2048); }
 
+/* ---- Inside tl_eigh's tridiagonal solver ----
+ *
+ * The solver runs in pieces (unreduced blocks; with vectors the leaves and merges of the
+ * divide and conquer) and passes the pause point TL__PAUSE_TRIDIAG_PIECE as each piece
+ * begins. The hook below counts the pieces and raises the flag as piece `raise_at` begins,
+ * so that the flag goes up inside the solver at a chosen place, whatever the machine's
+ * speed: the call must stop before the next piece, and the message must say how many
+ * pieces were left. */
+
+static tl_exec *piece_exec;
+static atomic_int piece_passes;
+static atomic_int piece_raise_at;
+
+static void raise_at_piece(tl__pause_site site) {
+  if (site != TL__PAUSE_TRIDIAG_PIECE) return;
+  int pass = atomic_fetch_add(&piece_passes, 1) + 1;
+  if (pass == atomic_load(&piece_raise_at)) tl_exec_cancel(piece_exec);
+}
+
+/* A random symmetric n x n matrix (f64, both triangles), block diagonal with `blocks` equal
+ * blocks when blocks > 1: its tridiagonal form then splits exactly between the blocks. */
+static void make_symmetric(int64_t n, int64_t blocks, tl_tensor *a) {
+  int64_t shape[2] = {n, n};
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, a));
+  uint64_t state = 0x9e3779b97f4a7c15u;
+  int64_t size = n / blocks;
+  char *base = a->data;
+  for (int64_t j = 0; j < n; j++) {
+    for (int64_t i = j; i < n; i++) {
+      state = state * 6364136223846793005u + 1442695040888963407u;
+      double value = i / size == j / size ? (double)(state >> 11) / 9007199254740992.0 - 0.5 : 0.0;
+      *(double *)(base + i * a->strides[0] * 8 + j * a->strides[1] * 8) = value;
+      *(double *)(base + j * a->strides[0] * 8 + i * a->strides[1] * 8) = value;
+    }
+  }
+}
+
+static double entry(const tl_tensor *t, int64_t i, int64_t j) {
+  return *(const double *)((const char *)t->data + (i * t->strides[0] + j * t->strides[1]) * 8);
+}
+
+/* max |A v - v diag(w)| over the entries, and w ascending (fails otherwise). */
+static double eigen_residual(const tl_tensor *a, const tl_tensor *w, const tl_tensor *v) {
+  int64_t n = a->shape[0];
+  const char *wd = w->data;
+  double worst = 0.0;
+  for (int64_t j = 0; j < n; j++) {
+    double wj = *(const double *)(wd + j * w->strides[0] * 8);
+    if (j > 0) TH_CHECK(*(const double *)(wd + (j - 1) * w->strides[0] * 8) <= wj);
+    if (v == NULL) continue;
+    for (int64_t i = 0; i < n; i++) {
+      double sum = 0.0;
+      for (int64_t k = 0; k < n; k++) sum += entry(a, i, k) * entry(v, k, j);
+      double r = fabs(sum - wj * entry(v, i, j));
+      if (r > worst) worst = r;
+    }
+  }
+  return worst;
+}
+
+static void cancel_in_solver(int vectors, int64_t n, int64_t blocks, int expected_pieces) {
+  th_held held;
+  th_held_open(&held, 1);
+  tl_tensor a, w, v;
+  make_symmetric(n, blocks, &a);
+  piece_exec = held.exec;
+  atomic_store(&piece_passes, 0);
+  atomic_store(&piece_raise_at, 0);
+  atomic_store(&tl__pause_hook, raise_at_piece);
+  /* Uncancelled: the pieces counted, the result right. */
+  TH_CHECK_OK(tl_eigh(held.exec, TL_LOWER, &a, &w, vectors ? &v : NULL));
+  int total = atomic_load(&piece_passes);
+  fprintf(stderr, "n = %lld, %lld blocks, vectors %d: %d pieces\n", (long long)n, (long long)blocks,
+          vectors, total);
+  TH_CHECK(total == expected_pieces);
+  TH_CHECK(eigen_residual(&a, &w, vectors ? &v : NULL) < 1e-12 * (double)n);
+  tl_tensor_release(&w);
+  if (vectors) tl_tensor_release(&v);
+  /* The flag raised as the first, a middle and the last piece begins. */
+  int raise_at[3] = {1, total / 2 + 1, total};
+  for (int r = 0; r < 3; r++) {
+    atomic_store(&piece_passes, 0);
+    atomic_store(&piece_raise_at, raise_at[r]);
+    TH_CHECK_STATUS(tl_eigh(held.exec, TL_LOWER, &a, &w, vectors ? &v : NULL), TL_E_CANCELLED);
+    const char *message = tl_last_message();
+    fprintf(stderr, "raised at piece %d: %s\n", raise_at[r], message);
+    TH_CHECK(strncmp(message, "tl_eigh: cancelled while the tridiagonal solver ran (", 53) == 0);
+    char left[64];
+    snprintf(left, sizeof left, ": %d of %d pieces were not started", total - raise_at[r], total);
+    TH_CHECK(strstr(message, left) != NULL);
+    TH_CHECK(atomic_load(&piece_passes) == raise_at[r]); /* no piece began after the flag */
+    TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
+  }
+  atomic_store(&tl__pause_hook, NULL);
+  tl_tensor_release(&a);
+  tl_exec_cancel(held.exec);
+  check_usable_after(held.exec);
+  th_held_close(&held);
+}
+
+/* With vectors, one unreduced block of order 400: 16 leaves (orders 25) and 15 merges. */
+static void cancel_eigh_inside_divide_and_conquer(void) { cancel_in_solver(1, 400, 1, 31); }
+/* Eigenvalues only of a direct sum of 4 blocks: sterf on each unreduced block. */
+static void cancel_eigh_inside_sterf_blocks(void) { cancel_in_solver(0, 200, 4, 4); }
+/* With vectors, 4 blocks of order 50: each 2 leaves and 1 merge. */
+static void cancel_eigh_inside_blocks_with_vectors(void) { cancel_in_solver(1, 200, 4, 12); }
+
 /* The rules with no call in progress: NULL, raising twice, lowering a lowered flag. */
 static void cancel_flag_rules(void) {
   tl_exec_cancel(NULL); /* nothing happens */
@@ -259,4 +368,6 @@ TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
              TH_CASE(cancel_gemm_on_one_thread), TH_CASE(cancel_einsum_on_a_pool),
              TH_CASE(cancel_svd_on_a_pool), TH_CASE(cancel_qr_on_one_thread),
              TH_CASE(cancel_qrcp_on_one_thread), TH_CASE(cancel_eigh_on_one_thread),
-             TH_CASE(cancel_lu_on_one_thread))
+             TH_CASE(cancel_lu_on_one_thread), TH_CASE(cancel_eigh_inside_divide_and_conquer),
+             TH_CASE(cancel_eigh_inside_sterf_blocks),
+             TH_CASE(cancel_eigh_inside_blocks_with_vectors))
