@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 PHONY_TCI := bench-fanout bench-tci
-.PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-einsum bench-plot scale-out install format format-check lint clean python \
+.PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-replacements bench-einsum bench-plot scale-out install format format-check lint clean python \
 	fuzz soak valgrind test-aarch64 test-reference test-openblas
 
 all: build
@@ -115,6 +115,13 @@ valgrind: check-deps
 
 bench: build
 	scripts/run-benches $(BUILD)
+
+# What each of tenlane's hand-written BLAS/LAPACK replacements earns (issue 30's rule: kept
+# only for a 15% gain on a user-level route): with and without each, side by side in one
+# run, the gain and the verdict (benches/bench_providers.c, bench_replacements). About a
+# minute on one core.
+bench-replacements: build
+	TL_BENCH_PROVIDERS_ONLY=replacements $(BUILD)/benches/providers/bench_providers
 
 # Einsum networks of the einsum benchmark's categories through tenlane (1 and 2 threads)
 # and numpy on OpenBLAS serial (scripts/with-openblas) following the same path: time, peak

@@ -14,7 +14,12 @@
  *     tl_map of 10 such GEMMs per item on 2 lanes against 1 lane (aim: 2 lanes at most 0.54x
  *     the 1-lane time, i.e. 1.85x faster), in a table of its own with the host's bound for
  *     2 lanes beside it (each CPU's 1-lane rate, measured in the same rounds; bench_lanes)
- *     and the same map written by hand on two plain futex-woken threads (pair_call).
+ *     and the same map written by hand on two plain futex-woken threads (pair_call);
+ *   - replacements (issue 30's rule: a hand-written BLAS/LAPACK replacement stays only for a
+ *     15% gain on a user-level route): each replacement that can be turned off at run time,
+ *     with and without it, alternated in the same run, on the routes it sits under (QR, SVD,
+ *     LU; f64, c128; n = 64, 256, 512), the gain, and kept/remove (bench_replacements).
+ *     `TL_BENCH_PROVIDERS_ONLY=replacements` prints that table alone.
  * OpenBLAS is never linked: libopenblas0-serial's .deb is unpacked into BUILD/openblas (taken
  * from there or /tmp/openblas when present, else fetched with `apt-get download`, not in
  * --quick) and loaded by path with dlopen (RTLD_LOCAL | RTLD_DEEPBIND, so its own symbols
@@ -750,8 +755,96 @@ static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_s
   }
 }
 
-/* TL_BENCH_PROVIDERS_ONLY=gemm|qr|svd|lu|c64|tiny|lanes runs those groups only (for
- * investigation; several may be named, e.g. "tiny,lanes"). */
+/* ---- what each replacement earns (issue 30: kept only for a 15% gain on a route) -------- */
+
+/* One of tenlane's hand-written BLAS/LAPACK replacements that can be turned off at run time:
+ * its cap (1 on, 0 off: the provider's path), the ISA level it needs to be in use at all,
+ * and the user-level routes it sits under. */
+typedef struct replacement {
+  const char *name, *env_name; /* env_name: its TL_BENCH_REPLACEMENTS word */
+  int *cap;
+  int level;
+  const char *routes; /* among "qr", "svd", "lu" */
+} replacement;
+
+/* One side of a with/without pair: the cap set, then the route's call. */
+typedef struct capped {
+  const route *r;
+  problem *p;
+  int *cap, value;
+} capped;
+
+static void capped_run(void *arg) {
+  capped *c = arg;
+  *c->cap = c->value;
+  c->r->tl_run(c->p);
+}
+
+#define REPLACEMENT_KEEP_GAIN 0.15
+
+/* With and without each replacement, alternated in the same run on the same input: the gain
+ * is the time without over the time with, less 1; a replacement is kept where some route
+ * gains at least 15%. Prints its own table (route, dtype, n, the two medians, the gain), then
+ * one verdict per replacement. */
+static void bench_replacements(const tl_bench_options *opt, const route *routes, int route_count,
+                               tl_exec *exec, int size_count) {
+  static const int sizes[3] = {64, 256, 512};
+  static const tl_dtype dtypes[2] = {TL_F64, TL_C128};
+  const replacement reps[2] = {
+      {"LAPACK's BLAS calls on tenlane's kernels (gemv.c, ger.c, gemm_blas.c + gemm_narrow.c, "
+       "trmm.c)",
+       "off-blas", &tl__blas_isa_cap, TL__ISA_AVX512, "qr,svd,lu"},
+      {"LU's AVX2 pivot search, interchanges and panel loops (getrf.c)", "off-getrf-avx2",
+       &tl__getrf_isa_cap, TL__ISA_AVX2, "lu"},
+  };
+  printf(
+      "\n== replacements: each with and without, same run, alternated (gain = time without "
+      "/ time with - 1; kept at >= %.0f%% on some route)\n",
+      REPLACEMENT_KEEP_GAIN * 100);
+  printf("%-16s %-6s %-5s %5s %14s %14s %8s\n", "replacement", "route", "dtype", "n", "with (us)",
+         "without (us)", "gain");
+  char verdicts[2][320];
+  for (int i = 0; i < 2; i++) {
+    const replacement *rep = &reps[i];
+    const int saved = *rep->cap;
+    double best_gain = -INFINITY;
+    char best_where[64] = "";
+    for (int r = 0; r < route_count; r++) {
+      if (strstr(rep->routes, routes[r].what) == NULL) continue;
+      for (int d = 0; d < 2; d++)
+        for (int z = 0; z < size_count; z++) {
+          problem p;
+          problem_make(&p, dtypes[d], sizes[z], exec);
+          capped with = {&routes[r], &p, rep->cap, 1}, without = {&routes[r], &p, rep->cap, 0};
+          tl_bench_contestant c[2] = {{"with", capped_run, &with, {0, 0, 0}},
+                                      {"without", capped_run, &without, {0, 0, 0}}};
+          tl_bench_options local = budgeted(opt, capped_run, &without);
+          if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
+          const double gain = c[1].stats.median_ns / c[0].stats.median_ns - 1.0;
+          printf("%-16s %-6s %-5s %5d %14.1f %14.1f %7.1f%%\n", rep->env_name, routes[r].what,
+                 tl_dtype_name(dtypes[d]), sizes[z], c[0].stats.median_ns / 1e3,
+                 c[1].stats.median_ns / 1e3, gain * 100);
+          if (gain > best_gain) {
+            best_gain = gain;
+            snprintf(best_where, sizeof best_where, "%s %s n=%d", routes[r].what,
+                     tl_dtype_name(dtypes[d]), sizes[z]);
+          }
+          problem_free(&p);
+        }
+    }
+    *rep->cap = saved;
+    const char *verdict = tl__isa_level() < rep->level ? "not in use on this CPU (ISA level)"
+                          : best_gain >= REPLACEMENT_KEEP_GAIN ? "kept"
+                                                               : "remove";
+    snprintf(verdicts[i], sizeof verdicts[i], "%s: %s, best gain %.1f%% (%s) [%s]", rep->env_name,
+             verdict, best_gain * 100, best_where, rep->name);
+  }
+  printf("verdicts (isa %s, provider %s):\n", tl__isa_name(tl__isa_level()), tl_kernels_provider());
+  for (int i = 0; i < 2; i++) printf("  %s\n", verdicts[i]);
+}
+
+/* TL_BENCH_PROVIDERS_ONLY=gemm|qr|svd|lu|c64|tiny|lanes|replacements runs those groups only
+ * (for investigation; several may be named, e.g. "tiny,lanes"). */
 static int wanted(const char *group) {
   const char *only = getenv("TL_BENCH_PROVIDERS_ONLY");
   return only == NULL || strstr(only, group) != NULL;
@@ -803,6 +896,8 @@ int main(int argc, char **argv) {
     problem_free(&p);
   }
   if (wanted("tiny")) bench_tiny(&tables[1], &env.opt, held.exec);
+  /* The replacements table prints as it goes, ahead of the other tables. */
+  if (wanted("replacements")) bench_replacements(&env.opt, routes, 4, held.exec, size_count);
   tl_bench_held_close(&held);
 
   /* Lanes: a one-thread and a two-thread context side by side. */
@@ -818,10 +913,8 @@ int main(int argc, char **argv) {
     tl_bench_held_close(&two);
     tl_bench_held_close(&one);
   }
-  tl_bench_table_print(&tables[0], stdout);
-  tl_bench_table_print(&tables[1], stdout);
-  tl_bench_table_print(&tables[2], stdout);
-  tl_bench_table_print(&tables[3], stdout);
+  for (int t = 0; t < 4; t++) /* groups left out by TL_BENCH_PROVIDERS_ONLY print nothing */
+    if (tables[t].count > 0) tl_bench_table_print(&tables[t], stdout);
   if (!env.opt.rows) {
     printf("\nprovider: %s\n", tl_kernels_provider());
     if (have_ob) printf("OpenBLAS anchor: %s kernels, by %s\n", openblas_core, openblas_env_note);

@@ -211,7 +211,32 @@ else()
   tl_require(TL_LAPACK_LIB "reference LAPACK's PIC archive (liblapack_pic.a)" liblapack-dev)
   add_compile_definitions(TL_PROVIDER_NAME="reference")
   list(APPEND TL_PROVIDER_SOURCES src/kernels/provider_blas.c)
-  set(TL_PROVIDER_ARCHIVES ${TL_LAPACKE_LIB} ${TL_LAPACK_LIB} ${TL_REFBLAS_ARCHIVE})
+  # LAPACK's matrix products and matrix-vector products go through tenlane's entries
+  # (src/linalg/gemm_blas.c, gemv.c, named tl__own_dgemm_, ... here), which see a cancelled
+  # route and then hand back zeros, so that a Ctrl-C ends a long SVD or QR soon; otherwise
+  # they call reference BLAS (tl__prov_gemm_blas). Reference LAPACK would call reference
+  # BLAS's dgemm_ directly: it is linked from a copy of its archive whose references to
+  # those eight names are renamed (objcopy --redefine-sym; the names it defines are not
+  # touched). Nothing is exported: the tl__own_ names are hidden like every internal name.
+  set(tl_lapack_hooked ${PROJECT_BINARY_DIR}/providers/liblapack_hooked.a)
+  set(tl_redefine_args "")
+  foreach(tl_name sgemm_ dgemm_ cgemm_ zgemm_ sgemv_ dgemv_ cgemv_ zgemv_)
+    list(APPEND tl_redefine_args --redefine-sym ${tl_name}=tl__own_${tl_name})
+  endforeach()
+  if(NOT EXISTS ${tl_lapack_hooked} OR ${TL_LAPACK_LIB} IS_NEWER_THAN ${tl_lapack_hooked}
+      OR NOT TL_LAPACK_HOOKED_FROM STREQUAL TL_LAPACK_LIB)
+    file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/providers)
+    find_program(TL_PROVIDER_OBJCOPY NAMES ${CMAKE_OBJCOPY} objcopy REQUIRED)
+    execute_process(COMMAND ${TL_PROVIDER_OBJCOPY} ${tl_redefine_args} ${TL_LAPACK_LIB}
+      ${tl_lapack_hooked} RESULT_VARIABLE tl_objcopy_result ERROR_VARIABLE tl_objcopy_error)
+    if(NOT tl_objcopy_result EQUAL 0)
+      file(REMOVE ${tl_lapack_hooked})
+      message(FATAL_ERROR "objcopy could not copy ${TL_LAPACK_LIB} with LAPACK's BLAS calls "
+        "renamed: ${tl_objcopy_error}")
+    endif()
+    set(TL_LAPACK_HOOKED_FROM ${TL_LAPACK_LIB} CACHE INTERNAL "the archive liblapack_hooked.a copies")
+  endif()
+  set(TL_PROVIDER_ARCHIVES ${TL_LAPACKE_LIB} ${tl_lapack_hooked} ${TL_REFBLAS_ARCHIVE})
 endif()
 foreach(tl_var TL_OPENBLAS_ARCHIVE TL_REFBLAS_ARCHIVE)
   if(TL_FOUND_BY_${tl_var})

@@ -8,6 +8,7 @@
  * LAPACK, the BLIS context) goes through tl__isa_level, so a test run under TL_ISA=avx2 or
  * portable exercises those paths on an AVX-512 machine. Non-x86 CPUs are portable. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 static int isa_cpu;
 static int isa_level;
 static int isa_request_bad; /* TL_ISA was set to something not understood */
+static atomic_int isa_read;  /* 1 once isa_init ran */
 
 static int cpu_level(void) {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
@@ -42,6 +44,7 @@ const char *tl__isa_name(int level) {
 }
 
 static void isa_init(void) {
+  atomic_store(&isa_read, 1);
   isa_cpu = cpu_level();
   isa_level = isa_cpu;
   const char *request = getenv("TL_ISA");
@@ -58,6 +61,8 @@ int tl__isa_level(void) {
   pthread_once(&isa_once, isa_init);
   return isa_level;
 }
+
+int tl__isa_was_read(void) { return atomic_load(&isa_read); }
 
 int tl__isa_cpu_level(void) {
   pthread_once(&isa_once, isa_init);

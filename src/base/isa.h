@@ -18,6 +18,10 @@ enum { TL__ISA_PORTABLE = 0, TL__ISA_AVX2 = 1, TL__ISA_AVX512 = 2 };
 /* The level the kernels may use: the CPU's (AVX-512F; AVX2 with FMA; portable C), capped by
  * the environment variable TL_ISA when set. Read once per process; any thread. */
 int tl__isa_level(void);
+/* 1 once this process has read TL_ISA (the first context creation or kernel that asked), 0
+ * before: tests that set TL_ISA themselves can only do so in a process that has not read
+ * it yet. Any thread. */
+int tl__isa_was_read(void);
 /* The CPU's own level, uncapped. Any thread. */
 int tl__isa_cpu_level(void);
 /* TL_OK, or TL_E_INVALID with a message naming the value when TL_ISA holds anything but

@@ -16,8 +16,11 @@
  * flavour with USE_LOCKING so that its buffer pool takes concurrent callers
  * (test_provider_lanes runs lanes' provider calls at once and compares the bits).
  *
- * LAPACK's BLAS calls go to the provider's own routines: src/linalg's replacements keep
- * their tl__own_ names here (TL__BLAS_ENTRY in linalg_int.h). */
+ * src/linalg's replacements keep their tl__own_ names here (TL__BLAS_ENTRY in linalg_int.h)
+ * and fall back on the routines below. OpenBLAS's LAPACK calls OpenBLAS's own routines;
+ * reference LAPACK's ?gemm_ and ?gemv_ calls reach the tl__own_ entries (its archive is
+ * linked from a copy with those calls renamed, cmake/Providers.cmake), so that they stop
+ * computing once the route is cancelled, and every other call reaches reference BLAS. */
 #include <complex.h>
 #include <limits.h>
 #include <stdio.h>

@@ -241,9 +241,11 @@ int tl__nrm2_linked(void);
 /* The name of one of those entries. With BLIS (TL_BLAS_OWN_ENTRIES, cmake/Providers.cmake)
  * it is the Fortran name itself, so that LAPACK's calls reach tenlane's kernels and the rest
  * goes to BLIS's typed API. With a Fortran BLAS provider (reference, OpenBLAS) the entry is
- * tl__own_<name>: LAPACK calls the provider's routine, and the entry's fallback
- * (tl__prov_gemv, ...) calls it too, which under the Fortran name would call itself. The
- * entries stay built either way, so their tests run with every provider. */
+ * tl__own_<name>: the entry's fallback (tl__prov_gemv, ...) calls the provider's routine,
+ * which under the Fortran name would call itself. OpenBLAS's LAPACK calls OpenBLAS's own
+ * routines; reference LAPACK's ?gemm_ and ?gemv_ calls are renamed to the tl__own_ entries in
+ * the copy of its archive that is linked (cmake/Providers.cmake), for their cancellation.
+ * The entries stay built either way, so their tests run with every provider. */
 #if TL_BLAS_OWN_ENTRIES
 #define TL__BLAS_ENTRY(name) name
 #else
