@@ -19,7 +19,7 @@ static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 static int isa_cpu;
 static int isa_level;
 static int isa_request_bad; /* TL_ISA was set to something not understood */
-static atomic_int isa_read;  /* 1 once isa_init ran */
+static atomic_int isa_read; /* 1 once isa_init ran */
 
 static int cpu_level(void) {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)

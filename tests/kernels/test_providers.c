@@ -796,8 +796,9 @@ static void no_provider_thread_during_complex_and_lapack_calls(void) {
  * others' level). */
 static void skip_if_tl_isa_was_read(void) {
   if (tl__isa_was_read())
-    th_test_skip("TL_ISA was read already in this process (earlier cases); run this case by "
-                 "name, alone");
+    th_test_skip(
+        "TL_ISA was read already in this process (earlier cases); run this case by "
+        "name, alone");
 }
 
 /* TL_ISA=portable, set before the first context: the level is portable whatever the CPU,
