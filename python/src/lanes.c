@@ -89,6 +89,7 @@ typedef struct lanes_job {
   tlpy_watch watch;         /* SIGINT since the map began */
   tlpy_uniform *uniform;    /* einsum: the items' shared layout (uniform.c), or NULL */
   unsigned char *done;      /* per item: 1 once it ran to its result (kept across a resume) */
+  unsigned char *from_run;  /* einsum, per item: 1 when a uniform run made it (u's shape) */
   /* JOB_PYTHON */
   PyObject *fn, *results;
   size_t py_failed; /* lowest item whose callback raised (items when none) */
@@ -259,10 +260,12 @@ static int same_layout(PyObject *first, PyObject *obj, const tlpy_uniform *u, in
   if (!PyArray_Check(obj)) return 0;
   PyArrayObject *a = (PyArrayObject *)first, *b = (PyArrayObject *)obj;
   int nd = PyArray_NDIM(a);
-  if (PyArray_NDIM(b) != nd || PyArray_TYPE(b) != PyArray_TYPE(a) || !PyArray_ISNOTSWAPPED(b) ||
-      memcmp(PyArray_DIMS(a), PyArray_DIMS(b), (size_t)nd * sizeof(npy_intp)) != 0 ||
-      memcmp(PyArray_STRIDES(a), PyArray_STRIDES(b), (size_t)nd * sizeof(npy_intp)) != 0)
+  if (PyArray_NDIM(b) != nd || PyArray_TYPE(b) != PyArray_TYPE(a) || !PyArray_ISNOTSWAPPED(b))
     return 0;
+  const npy_intp *da = PyArray_DIMS(a), *db = PyArray_DIMS(b);
+  const npy_intp *sa = PyArray_STRIDES(a), *sb = PyArray_STRIDES(b);
+  for (int k = 0; k < nd; k++) /* a loop: a memcmp call per operand cost more than the test */
+    if (da[k] != db[k] || sa[k] != sb[k]) return 0;
   const size_t es = tl_dtype_size(u->first[j].dtype);
   return (const char *)PyArray_DATA(b) ==
          (const char *)u->first[j].data + (size_t)u->step[j] * es * item;
@@ -297,19 +300,16 @@ static void uniform_items(tl_exec *exec, lanes_job *job, size_t first, size_t en
   char *base = (char *)st->stack + (64 - (uintptr_t)st->stack % 64) % 64;
   tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR);
   if (tlpy_uniform_run(exec, u, first, end - first, base, base + results) != TL_OK) return;
+  /* The item's slot in einsum_out stays untouched (from_run: publish gives it u's shape).
+   * Writing a tensor per item (over a kilobyte each, TL_MAX_RANK shapes and strides) made a
+   * 20,000-item map fault in 22 MB of fresh slots. */
   for (size_t item = first; item < end; item++) {
     void *block = stash_take(job, lane, u->out_bytes);
-    tl_tensor out;
     if (!block) return;
     memcpy(block, base + (item - first) * u->out_bytes, u->out_bytes);
-    if (tl_tensor_wrap_row_major(u->first[0].dtype, u->out_rank, u->out_shape, block, &out) !=
-        TL_OK) {
-      tlpy_block_give(block, u->out_bytes);
-      return;
-    }
-    job->einsum_out[item] = out;
     job->blocks[item] = block;
     job->block_bytes[item] = u->out_bytes;
+    job->from_run[item] = 1;
     job->done[item] = 1;
   }
 }
@@ -395,7 +395,7 @@ static void job_free(lanes_job *job) {
      * slots of the items never reached stay untouched, so a map stopped early (Ctrl-C, a
      * failure) does not fault in the pages of a long batch's slots to clear them. */
     if (job->done && !job->done[i]) continue;
-    if (job->einsum_out) tl_tensor_release(&job->einsum_out[i]);
+    if (job->einsum_out && !job->from_run[i]) tl_tensor_release(&job->einsum_out[i]);
     if (job->svd_out) {
       tl_tensor_release(&job->svd_out[i].u);
       tl_tensor_release(&job->svd_out[i].s);
@@ -421,6 +421,7 @@ static void job_free(lanes_job *job) {
   PyMem_Free(job->perms);
   PyMem_Free(job->read_fail);
   PyMem_Free(job->done);
+  PyMem_Free(job->from_run);
   if (job->run_fail) {
     for (size_t r = 0; r < job->runs; r++) PyMem_RawFree(job->run_fail[r]);
     PyMem_Free(job->run_fail);
@@ -541,9 +542,23 @@ static int own_items(PyObject *items_obj, int tuples, lanes_job *job, size_t *ba
 static PyObject *publish(lanes_job *job) {
   size_t n = job->items;
   PyObject *list = PyList_New((Py_ssize_t)n);
+  tl_tensor shaped; /* a uniform run's result (uniform_items): u's shape over its block */
+  int have_shaped = 0;
   for (size_t i = 0; list && i < n; i++) {
     PyObject *r;
-    if (job->kind == JOB_EINSUM && job->blocks[i]) {
+    if (job->kind == JOB_EINSUM && job->blocks[i] && job->from_run[i]) {
+      const tlpy_uniform *u = job->uniform;
+      if (!have_shaped && tl_tensor_wrap_row_major(u->first[0].dtype, u->out_rank, u->out_shape,
+                                                   job->blocks[i], &shaped) != TL_OK) {
+        Py_CLEAR(list);
+        tlpy_raise_last(TL_E_INVALID);
+        break;
+      }
+      have_shaped = 1;
+      shaped.data = job->blocks[i];
+      r = tlpy_result_block(&shaped, job->blocks[i], job->block_bytes[i]);
+      job->blocks[i] = NULL; /* the Buffer's now, or given back */
+    } else if (job->kind == JOB_EINSUM && job->blocks[i]) {
       r = tlpy_result_block(&job->einsum_out[i], job->blocks[i], job->block_bytes[i]);
       job->blocks[i] = NULL; /* the Buffer's now, or given back */
     } else if (job->kind == JOB_EINSUM) {
@@ -586,9 +601,10 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
     job->einsum_out = PyMem_Calloc(n, sizeof *job->einsum_out);
     job->blocks = PyMem_Calloc(n, sizeof *job->blocks);
     job->block_bytes = PyMem_Calloc(n, sizeof *job->block_bytes);
+    job->from_run = PyMem_Calloc(n, 1);
     job->stashes = self->context->threads > 0 ? self->context->threads : 1;
     job->stash = PyMem_Calloc((size_t)job->stashes, sizeof *job->stash);
-    if (!job->blocks || !job->block_bytes || !job->stash)
+    if (!job->blocks || !job->block_bytes || !job->from_run || !job->stash)
       PyMem_Free(job->einsum_out), job->einsum_out = NULL, job->stashes = 0;
   }
   if (job->kind == JOB_SVD) job->svd_out = PyMem_Calloc(n, sizeof *job->svd_out);
