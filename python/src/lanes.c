@@ -394,7 +394,7 @@ static void job_free(lanes_job *job) {
     /* Only an item that ran to its result holds one (a failing item keeps nothing): the
      * slots of the items never reached stay untouched, so a map stopped early (Ctrl-C, a
      * failure) does not fault in the pages of a long batch's slots to clear them. */
-    if (job->done && !job->done[i]) continue;
+    if (!job->done || !job->done[i]) continue; /* no done flags: nothing ran */
     if (job->einsum_out && !job->from_run[i]) tl_tensor_release(&job->einsum_out[i]);
     if (job->svd_out) {
       tl_tensor_release(&job->svd_out[i].u);
@@ -598,7 +598,13 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
   job->read_fail = PyMem_Calloc(n, sizeof *job->read_fail);
   job->done = PyMem_Calloc(n, 1);
   if (job->kind == JOB_EINSUM) {
-    job->einsum_out = PyMem_Calloc(n, sizeof *job->einsum_out);
+    /* not zeroed: a slot is read only once its item is done, and a uniform run's items
+     * (from_run) never touch theirs, so a long map neither clears nor faults in a kilobyte
+     * per item it does not use (glibc served the 21 MB of 20,000 slots from its heap, and
+     * cleared them, once its mmap threshold had grown) */
+    job->einsum_out = n <= PY_SSIZE_T_MAX / sizeof *job->einsum_out
+                          ? PyMem_Malloc(n * sizeof *job->einsum_out)
+                          : NULL;
     job->blocks = PyMem_Calloc(n, sizeof *job->blocks);
     job->block_bytes = PyMem_Calloc(n, sizeof *job->block_bytes);
     job->from_run = PyMem_Calloc(n, 1);
