@@ -803,8 +803,9 @@ PyMethodDef tlpy_lanes_methods[] = {
     {"map", CAST(session_map), KW,
      "map(fn, n, *, max_lanes=0) -> list: [fn(0), ..., fn(n - 1)] with the calls spread over "
      "the session's lanes. Bound by the GIL: each call holds it, so Python callbacks run one at a "
-     "time "
-     "(lanes help only when fn releases the GIL, e.g. in a C extension). fn must not use the "
+     "time, and on two or more lanes every item also pays a GIL hand-over between threads "
+     "(tens of microseconds): pass max_lanes=1 for pure-Python fn; more lanes help only when fn "
+     "releases the GIL, e.g. in a C extension (docs/python.md). fn must not use the "
      "session (PhaseActiveError or WrongThreadError). When calls raise, LaneError names the "
      "lowest failing item (`item`) and its exception is the __cause__."},
     {NULL, NULL, 0, NULL}};
