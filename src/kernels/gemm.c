@@ -44,10 +44,16 @@ typedef struct gemm_job {
   char *pack;        /* packing scratch, pack_bytes per thread slot (NULL: none) */
   size_t pack_bytes;
   int small_stack; /* 1: whole entries through gemm_batch_small.c */
+  int thin;        /* 1: the whole product is one row or one column (gemm_thin.c) */
+  int kernel;      /* TL__SERIAL_*: the whole product's kernel, for every block */
 } gemm_job;
 
-static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, int64_t begin,
-                       int64_t len, void *pack) {
+/* One block of C. The kernel is the whole product's (thin, or job->kernel), never the
+ * block's own choice: the kernels round differently, and a block's shape depends on the
+ * team (see kernels.h, tl__gemm_serial_kernel). */
+static void gemm_block(const gemm_job *job, int64_t batch, int64_t begin, int64_t len, void *pack) {
+  const tl__gemm_batch *g = job->g;
+  const int split_rows = job->split_rows;
   const int64_t es = (int64_t)tl_dtype_size(g->dtype);
   int64_t oa = 0, ob = 0, oc = 0, rem = batch;
   for (int k = 0; k < g->batch_rank; k++) {
@@ -70,11 +76,11 @@ static void gemm_block(const tl__gemm_batch *g, int64_t batch, int split_rows, i
     c += begin * g->csc * es;
     n = len;
   }
-  if (tl__gemm_thin(g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb, g->csb, g->beta,
-                    c, g->rsc, g->csc))
+  if (job->thin && tl__gemm_thin(g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb,
+                                 g->csb, g->beta, c, g->rsc, g->csc))
     return;
-  tl__gemm_serial(g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb, g->csb, g->beta, c,
-                  g->rsc, g->csc, pack);
+  tl__gemm_serial_on(job->kernel, g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb,
+                     g->csb, g->beta, c, g->rsc, g->csc, pack);
 }
 
 static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
@@ -90,8 +96,8 @@ static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
     int64_t batch = (int64_t)item / job->blocks, block = (int64_t)item % job->blocks;
     int64_t total = job->split_rows ? g->m : g->n;
     int64_t b0 = block * job->block_len;
-    int64_t len = b0 + job->block_len < total ? job->block_len : total - b0;
-    gemm_block(g, batch, job->split_rows, b0, len, pack);
+    int64_t len = block == job->blocks - 1 ? total - b0 : job->block_len;
+    gemm_block(job, batch, b0, len, pack);
   }
 }
 
@@ -121,7 +127,9 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (g->m == 0 || g->n == 0 || g->batches == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
-  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0};
+  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0, 0, 0};
+  job.thin = g->m == 1 || g->n == 1;
+  job.kernel = tl__gemm_serial_kernel(g->dtype, g->m, g->n, g->k, g->rsa, g->rsc, g->csb, g->csc);
   double flops =
       2.0 * (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) * (double)g->batches;
   const int parallel = team > 1 && flops >= 2.0 * 48 * 48 * 48 * 4;
@@ -156,6 +164,11 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
     }
   }
   cap_block_for_cancel(&job, g);
+  /* A last block of one line joins the one before: a block of extent 1 where the product has
+   * more would take another path (a thin product, the kernels' extent-1 layouts). */
+  const int64_t dim = job.split_rows ? g->m : g->n;
+  if (job.blocks > 1 && dim - (job.blocks - 1) * job.block_len == 1) job.blocks--;
+  if (job.blocks == 1) job.block_len = dim;
   /* batches * blocks <= batches * max(m, n) elements of C: no overflow. */
   int64_t items = g->batches * job.blocks;
   /* whole GEMMs: runs of consecutive entries per chunk (gemm_batch_runs.c) */
@@ -164,7 +177,7 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (items > 1)
     return tl__exec_run_chunks(exec, parallel, (size_t)items, run, gemm_chunk, &job,
                                "computing GEMM blocks");
-  gemm_block(g, 0, job.split_rows, 0, job.block_len, job.pack);
+  gemm_block(&job, 0, 0, job.block_len, job.pack);
   return TL_OK;
 }
 

@@ -301,13 +301,28 @@ static int run_vector(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t 
 }
 #endif /* TL_X86_KERNELS */
 
+int tl__gemm_small_complex_takes(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
+                                 int64_t rsa, int64_t rsc, int64_t csb, int64_t csc) {
+  if (dtype != TL_C64 && dtype != TL_C128) return 0;
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  if (tl__i64_mul3_sat(m, n, k) > TL__SMALL_COMPLEX_MNK) return 0;
+#if TL_X86_KERNELS
+  if (kernel == TL__SMALL_COMPLEX_AVX2 || kernel == TL__SMALL_COMPLEX_AVX512) {
+    if (m == 1) rsa = rsc = 1;
+    if (n == 1) csb = csc = 1;
+    if ((rsa == 1 && rsc == 1) || (csb == 1 && csc == 1)) return 1;
+  }
+#else
+  (void)kernel, (void)rsa, (void)rsc, (void)csb, (void)csc;
+#endif
+  return m * n * k <= SMALL_PORTABLE_MNK;
+}
+
 int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
                            tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
                            int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc,
                            int64_t csc) {
-  if (dtype != TL_C64 && dtype != TL_C128) return 0;
-  if (m <= 0 || n <= 0 || k <= 0) return 0;
-  if (tl__i64_mul3_sat(m, n, k) > TL__SMALL_COMPLEX_MNK) return 0;
+  if (!tl__gemm_small_complex_takes(kernel, dtype, m, n, k, rsa, rsc, csb, csc)) return 0;
 #if TL_X86_KERNELS
   if (kernel == TL__SMALL_COMPLEX_AVX2 || kernel == TL__SMALL_COMPLEX_AVX512) {
     /* Extent-1 dimensions: their stride is never used to step, so any unit stride fits. */
@@ -322,7 +337,7 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
 #else
   (void)kernel; /* always TL__SMALL_COMPLEX_PORTABLE here */
 #endif
-  if (m * n * k > SMALL_PORTABLE_MNK) return 0; /* <= TL__SMALL_COMPLEX_MNK here */
+  /* here m n k <= SMALL_PORTABLE_MNK (takes) */
   if (dtype == TL_C128)
     portable_c128(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
   else

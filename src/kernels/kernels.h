@@ -134,6 +134,28 @@ void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, in
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc, void *pack);
+/* Which kernel tl__gemm_serial runs for a call (TL__SERIAL_*): a size and layout decision
+ * alone. A caller that cuts one product into blocks of C (gemm.c) decides once, on the
+ * whole product, and runs every block through tl__gemm_serial_on with that decision, so a
+ * block never lands on another kernel than the whole (the kernels round differently) and
+ * the bits of C do not depend on how it was cut, hence not on the team. Every kernel
+ * computes each element of C by the same operations wherever it sits in a block; a block
+ * must keep the whole's strides and an extent above one where the whole has one. */
+enum {
+  TL__SERIAL_SMALL_COMPLEX = 0,  /* gemm_small_complex.c */
+  TL__SERIAL_PACKED_COMPLEX = 1, /* gemm_packed_complex.c (with pack; else the provider) */
+  TL__SERIAL_SMALL_REAL = 2,     /* small_gemm.c */
+  TL__SERIAL_PROVIDER = 3        /* tl__prov_gemm */
+};
+int tl__gemm_serial_kernel(tl_dtype dtype, int64_t m, int64_t n, int64_t k, int64_t rsa,
+                           int64_t rsc, int64_t csb, int64_t csc);
+/* tl__gemm_serial on `kernel`, a tl__gemm_serial_kernel decision for this call or for a
+ * larger product of which it is a block. Falls back to the provider where the kernel
+ * declines (no pack, alpha 0, a C layout it cannot store), as tl__gemm_serial does. */
+void tl__gemm_serial_on(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
+                        tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
+                        int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc,
+                        void *pack);
 /* The scratch tl__gemm_serial can use for this call: the bytes `pack` should have (64-byte
  * aligned, one call at a time) for it to run the packed complex kernel, or 0 when the call
  * would not run it (then pack may be NULL). With pack NULL such a call goes to the provider. */
@@ -167,6 +189,9 @@ int tl__small_gemm_isa(void);
  * (gemm_small_complex.c); `kernel` is a TL__SMALL_COMPLEX_* value. Returns 1 when it
  * computed C, 0 when the shape, dtype or layout is not its (then nothing was touched). */
 #define TL__SMALL_COMPLEX_MNK (80 * 80 * 80)
+/* 1 when tl__gemm_small_complex would compute a call of this dtype, shape and layout. */
+int tl__gemm_small_complex_takes(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
+                                 int64_t rsa, int64_t rsc, int64_t csb, int64_t csc);
 int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
                            tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
                            int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc,

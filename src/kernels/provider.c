@@ -109,22 +109,45 @@ const char *tl_kernels_provider(void) {
   return provider_name;
 }
 
+int tl__gemm_serial_kernel(tl_dtype dtype, int64_t m, int64_t n, int64_t k, int64_t rsa,
+                           int64_t rsc, int64_t csb, int64_t csc) {
+  /* Tiny complex shapes: tenlane's own kernel (gemm_small_complex.c). */
+  if (tl__gemm_small_complex_takes(provider_choice.small_complex, dtype, m, n, k, rsa, rsc, csb,
+                                   csc))
+    return TL__SERIAL_SMALL_COMPLEX;
+  /* Larger complex shapes: tenlane's blocked kernel, given its scratch. */
+  if (tl__gemm_packed_complex_takes(provider_choice.packed_complex, dtype, m, n, k))
+    return TL__SERIAL_PACKED_COMPLEX;
+  /* Small real shapes: the hand kernel (small_gemm.c). */
+  if (tl__small_gemm_fits(dtype, m, n, k)) return TL__SERIAL_SMALL_REAL;
+  return TL__SERIAL_PROVIDER;
+}
+
+void tl__gemm_serial_on(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k,
+                        tl_scalar alpha, const void *a, int64_t rsa, int64_t csa, const void *b,
+                        int64_t rsb, int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc,
+                        void *pack) {
+  if (m == 0 || n == 0) return;
+  if (kernel == TL__SERIAL_SMALL_COMPLEX &&
+      tl__gemm_small_complex(provider_choice.small_complex, dtype, m, n, k, alpha, a, rsa, csa, b,
+                             rsb, csb, beta, c, rsc, csc))
+    return;
+  if (kernel == TL__SERIAL_PACKED_COMPLEX &&
+      tl__gemm_packed_complex(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc,
+                              pack))
+    return;
+  if (kernel == TL__SERIAL_SMALL_REAL &&
+      tl__small_gemm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc))
+    return;
+  tl__prov_gemm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+}
+
 void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                      const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                      int64_t csb, tl_scalar beta, void *c, int64_t rsc, int64_t csc, void *pack) {
   if (m == 0 || n == 0) return;
-  /* Tiny complex shapes: tenlane's own kernel (gemm_small_complex.c). */
-  if (k > 0 && tl__gemm_small_complex(provider_choice.small_complex, dtype, m, n, k, alpha, a, rsa,
-                                      csa, b, rsb, csb, beta, c, rsc, csc))
-    return;
-  /* Larger complex shapes: tenlane's blocked kernel, given its scratch. */
-  if (tl__gemm_packed_complex_takes(provider_choice.packed_complex, dtype, m, n, k) &&
-      tl__gemm_packed_complex(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc,
-                              pack))
-    return;
-  /* Small real shapes: the hand kernel (small_gemm.c). */
-  if (tl__small_gemm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc)) return;
-  tl__prov_gemm(dtype, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+  tl__gemm_serial_on(tl__gemm_serial_kernel(dtype, m, n, k, rsa, rsc, csb, csc), dtype, m, n, k,
+                     alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc, pack);
 }
 
 size_t tl__gemm_serial_pack_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t k) {
