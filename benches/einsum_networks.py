@@ -19,13 +19,20 @@ whose result shrinks memory most, ties by cost), the same for both engines.
 
 Printed per network and dtype (f64, c128): real flops of the path, numpy's time, tenlane's
 time at 1 and 2 threads (medians), tenlane 1T / numpy, tenlane 2T / tenlane 1T, and the peak
-resident memory each engine added during one call (VmHWM after /proc/self/clear_refs),
-with the geometric mean of the 1-thread ratio. Usage: einsum_networks.py BUILD_DIR
+resident memory each engine added during one call (VmHWM after /proc/self/clear_refs, less
+the resident memory before the call), with the geometric mean of the 1-thread ratio. Each
+peak is taken in a fresh process (this script again, --peak-child) that loads the operands
+and makes the one call: in the measuring process tenlane's scratch arena and its kept result
+blocks were already resident from the earlier calls, so the column read 0; in a fresh one
+the arena's growth, the result and every temporary of the call count, as numpy's do. Usage: einsum_networks.py BUILD_DIR
 [--quick] [--only NAME]."""
 
+import json
 import math
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 build = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "build"
@@ -207,6 +214,40 @@ def peak_mib(fn):
     return max(peak, 0) / 1024.0
 
 
+def fresh_peak_mib(kind, ops, spec, path, steps):
+    """peak_mib of one call (kind "numpy" or "tenlane") in a fresh process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        npz = os.path.join(tmp, "ops.npz")
+        np.savez(npz, *ops)
+        job = {"kind": kind, "npz": npz, "count": len(ops), "spec": spec,
+               "path": [list(p) for p in path], "steps": [list(s) for s in steps]}
+        with open(os.path.join(tmp, "job.json"), "w") as f:
+            json.dump(job, f)
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), build, "--peak-child",
+                              os.path.join(tmp, "job.json")], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"peak child failed: {out.stderr.strip()}")
+        value = out.stdout.strip().splitlines()[-1]
+        return None if value == "None" else float(value)
+
+
+def peak_child(job_file):
+    with open(job_file) as f:
+        job = json.load(f)
+    data = np.load(job["npz"])
+    ops = [np.ascontiguousarray(data[f"arr_{i}"]) for i in range(job["count"])]
+    del data
+    if job["kind"] == "numpy":
+        steps = [tuple(s) for s in job["steps"]]
+        print(peak_mib(lambda: run_numpy(ops, steps)))
+        return
+    path = [tuple(p) for p in job["path"]]
+    ctx = tenlane.Context(threads=1)
+    with ctx.session() as s:
+        print(peak_mib(lambda: s.einsum(job["spec"], *ops, path=path)))
+    ctx.close()
+
+
 def median_time(fn):
     fn()
     times, spent = [], 0.0
@@ -267,8 +308,8 @@ def main():
                 print(f"{name}: tenlane and numpy differ (relative {err:.2e})")
                 sys.exit(1)
             del got
-            np_peak = peak_mib(lambda: run_numpy(ops, steps))
-            tl_peak = peak_mib(lambda: s1.einsum(spec, *ops, path=path))
+            np_peak = fresh_peak_mib("numpy", ops, spec, path, steps)
+            tl_peak = fresh_peak_mib("tenlane", ops, spec, path, steps)
             t_np = median_time(lambda: run_numpy(ops, steps))
             t1 = median_time(lambda: s1.einsum(spec, *ops, path=path))
             t2 = median_time(lambda: s2.einsum(spec, *ops, path=path))
@@ -288,4 +329,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if "--peak-child" in sys.argv:
+        peak_child(sys.argv[sys.argv.index("--peak-child") + 1])
+    else:
+        main()
