@@ -318,6 +318,7 @@ static const spec_case spec_table[] = {
     {"ij,ji->ij", "64x80,80x64"},
     {"ij,ij->ji", "64x80,64x80"},
     {"ij,ij->ji", "300x250,300x250"}, /* product in the inputs' order, then the tiled copy */
+    {"ij,ij->ji", "257x330,257x330"}, /* the same with partial tiles both ways */
     {"ij,ji->ij", "300x250,250x300"},
     {"i,j->ij", "70,66"},
     {"i,j->ij", "300,250"}, /* outer products: direct, each input read along its axis */
