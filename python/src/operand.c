@@ -60,7 +60,12 @@ static tl_status layout_of(tl_tensor *t, tl_dtype dtype, int rank, const Py_ssiz
   int64_t count = 1;
   for (int k = 0; k < rank; k++) {
     t->shape[k] = shape[k];
-    count *= shape[k];
+    /* A buffer's extents: numpy keeps their product in range, any other exporter is checked
+     * here (and by tl_tensor_validate where the tensor is used). */
+    if (shape[k] < 0 || __builtin_mul_overflow(count, (int64_t)shape[k], &count))
+      return fail_with(fail, TL_E_SHAPE,
+                       "%s: %s has extent %zd on axis %d: its element count is not in int64", where,
+                       what, shape[k], k);
     Py_ssize_t stride = byte_strides ? byte_strides[k] : 0;
     if (stride % size != 0)
       return fail_with(fail, TL_E_SHAPE,

@@ -518,8 +518,13 @@ static int shape_arg(PyObject *obj, int64_t numel, const char *where, int *rank,
       unknown = (int)k;
     else if (v < 0)
       rc = -1, tlpy_raise(TL_E_SHAPE, "%s: extent %lld in the new shape", where, v);
+    else if (__builtin_mul_overflow(known, (int64_t)v, &known))
+      rc = -1, tlpy_raise(TL_E_SHAPE,
+                          "%s: the new shape's extents multiply past int64 at axis %zd "
+                          "(extent %lld)",
+                          where, k, v);
     else
-      known *= v, shape[k] = v;
+      shape[k] = v;
   }
   if (rc == 0 && unknown >= 0) {
     if (known == 0 || numel % known) {

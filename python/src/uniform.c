@@ -182,7 +182,8 @@ static int plan_steps(const tl_einsum_path_info *info, const tl_tensor *first,
       size_t bytes = es;
       for (int k = 0; k < w; k++) {
         u->inter_shape[step][k] = extent[letter_index(labels[k])];
-        bytes *= (size_t)u->inter_shape[step][k];
+        /* extents of different operands: their product may pass size_t (then not uniform) */
+        if (__builtin_mul_overflow(bytes, (size_t)u->inter_shape[step][k], &bytes)) return 0;
       }
       if (bytes > TLPY_BLOCK_MAX) return 0;
       u->inter_offset[step] = offset;
@@ -258,7 +259,8 @@ int tlpy_uniform_plan(const char *spec, int n, const tl_tensor *first, const tl_
       u->out_rank >= TL_MAX_RANK)
     return 0;
   size_t bytes = es;
-  for (int k = 0; k < u->out_rank; k++) bytes *= (size_t)u->out_shape[k];
+  for (int k = 0; k < u->out_rank; k++) /* checked as the intermediates' */
+    if (__builtin_mul_overflow(bytes, (size_t)u->out_shape[k], &bytes)) return 0;
   if (bytes == 0 || bytes > TLPY_BLOCK_MAX) return 0;
   /* the item axis: a letter no term has */
   char z = 0;
@@ -297,7 +299,7 @@ static void slot_tensor(const tlpy_uniform *u, int slot, size_t begin, size_t co
   for (int k = 0; k < rank; k++) {
     v->shape[k + 1] = u->inter_shape[s][k];
     v->strides[k + 1] = stride;
-    stride *= u->inter_shape[s][k];
+    stride *= u->inter_shape[s][k]; /* bounded: the step's bytes are <= TLPY_BLOCK_MAX */
   }
   v->strides[0] = stride;
   v->data = scratch + u->inter_offset[s] * count;

@@ -56,13 +56,16 @@ void tl__arena_reset_to(tl__arena *arena, tl__arena_mark mark) {
   if (arena->current == NULL) arena->current = arena->first, arena->used = 0;
 }
 
-/* Try to place the request in `chunk` after `used` bytes; 1 and *offset on success. */
+/* Try to place the request in `chunk` after `used` bytes; 1 and *offset on success. The
+ * address is aligned, not the offset: chunk data is only 64-aligned, and `align` may be up
+ * to 4096. offset + bytes <= capacity on success, so `used` never passes the capacity. */
 static int fits(tl__arena_chunk *chunk, size_t used, size_t bytes, size_t align, size_t *offset) {
-  size_t start;
-  if (!tl__size_align_up(used, align, &start) || start > chunk->capacity ||
-      chunk->capacity - start < bytes)
+  uintptr_t base = (uintptr_t)chunk_data(chunk);
+  size_t skew = (size_t)(base & (align - 1)), start;
+  if (!tl__size_add(used, skew, &start) || !tl__size_align_up(start, align, &start) ||
+      start - skew > chunk->capacity || chunk->capacity - (start - skew) < bytes)
     return 0;
-  *offset = start;
+  *offset = start - skew;
   return 1;
 }
 
@@ -130,7 +133,8 @@ tl_status tl__arena_alloc(tl__arena *arena, size_t bytes, size_t align, void **o
     while (last->next != NULL) last = last->next;
     last->next = fresh;
   }
-  arena->reserved += capacity;
+  arena->reserved += capacity; /* <= limit: capacity was cut to limit - reserved above */
+  /* Fits: capacity >= need = bytes + align covers any alignment slack. */
   fits(fresh, 0, bytes, align, &offset);
   arena->current = fresh;
   arena->used = offset + bytes;

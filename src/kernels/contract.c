@@ -72,6 +72,15 @@ static void group_add(contraction *x, group *g, int label, int by) {
   g->count++;
 }
 
+/* acc * e for the group extents: the true product, or INT64_MAX where it passes int64. A
+ * product of a validated tensor's extents fits (its element count does) unless another of
+ * its extents is 0; then the operand is empty and the saturated value is never used for
+ * work: an empty c returns before any, and an empty k is 0 once its zero extent is in. */
+static int64_t extent_mul(int64_t acc, int64_t e) {
+  int64_t product;
+  return tl__i64_mul(acc, e, &product) ? product : INT64_MAX;
+}
+
 static tl_status classify(contraction *x) {
   const tl_tensor *a = x->t[OP_A], *b = x->t[OP_B], *c = x->t[OP_C];
   const int *al = x->labels[OP_A], *bl = x->labels[OP_B], *cl = x->labels[OP_C];
@@ -90,13 +99,13 @@ static tl_status classify(contraction *x) {
     if (e == 1) continue;
     if (pa >= 0 && pb >= 0) {
       group_add(x, &x->batch, cl[i], OP_C);
-      x->batches *= e;
+      x->batches = extent_mul(x->batches, e);
     } else if (pa >= 0) {
       group_add(x, &x->m, cl[i], OP_C);
-      x->extent_m *= e;
+      x->extent_m = extent_mul(x->extent_m, e);
     } else {
       group_add(x, &x->n, cl[i], OP_C);
-      x->extent_n *= e;
+      x->extent_n = extent_mul(x->extent_n, e);
     }
   }
   for (int i = 0; i < a->rank; i++) {
@@ -110,7 +119,7 @@ static tl_status classify(contraction *x) {
       return tl__fail(TL_E_SHAPE,
                       "contracted label %d has extent %lld in a (axis %d) but %lld in b (axis %d)",
                       al[i], (long long)a->shape[i], i, (long long)b->shape[pb], pb);
-    x->extent_k *= a->shape[i];
+    x->extent_k = extent_mul(x->extent_k, a->shape[i]);
     if (a->shape[i] > 1) group_add(x, &x->k, al[i], OP_A);
   }
   for (int i = 0; i < b->rank; i++) {

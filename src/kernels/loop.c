@@ -18,7 +18,9 @@ void tl__loop_plan(tl__loop *loop, int ops, const tl_tensor *const *tensors) {
   for (int k = 0; k < out->rank; k++) empty |= out->shape[k] == 0;
   for (int i = 0; i < ops; i++) {
     loop->esize[i] = (int64_t)tl_dtype_size(tensors[i]->dtype);
-    /* An empty operand may have no storage at all: no offset is applied to a NULL base. */
+    /* An empty operand may have no storage at all: no offset is applied to a NULL base.
+     * offset x esize, and below (extent - 1) x stride x esize, lie inside the validated byte
+     * span (tl_tensor_validate), so they fit int64. */
     char *data = tensors[i]->data;
     loop->base[i] = data == NULL ? NULL : data + tensors[i]->offset * loop->esize[i];
   }
@@ -78,6 +80,8 @@ void tl__loop_plan(tl__loop *loop, int ops, const tl_tensor *const *tensors) {
       int merge = 1;
       for (int i = 0; i < ops && merge; i++)
         merge = strides[i][src] == loop->strides[i][r - 1] * loop->shape[r - 1];
+      /* stride x extent: (extent - 1) x stride is inside the span (< 2^61 elements, esize
+       * >= 4) and so is one more stride, so the product fits. */
       if (merge) {
         loop->shape[r - 1] *= shape[src];
         continue;
@@ -95,6 +99,8 @@ void tl__loop_plan(tl__loop *loop, int ops, const tl_tensor *const *tensors) {
   loop->rank = r;
   loop->inner = loop->shape[0];
   loop->rows = 1;
+  /* Bounded: extents of a non-empty validated tensor multiply to its element count, which
+   * tl_tensor_validate keeps in int64; merged extents are products of some of them. */
   for (int k = 1; k < r; k++) loop->rows *= loop->shape[k];
 }
 
@@ -118,11 +124,16 @@ void tl__loop_run(const tl__loop *loop, int64_t row_begin, int64_t row_end, tl__
   }
   for (int64_t row = row_begin; row < row_end; row++) {
     fn(loop->inner, p, s0, params);
-    /* odometer step */
+    /* odometer step: every byte step is (extent - 1) x stride x esize at most, inside the
+     * operand's validated byte width (tl_tensor_validate: < 2^63), so none wraps; the pointer
+     * never leaves the span (a step past the last index would be extent x stride). */
     for (int k = 1; k < rank; k++) {
-      for (int i = 0; i < ops; i++) p[i] += loop->strides[i][k] * loop->esize[i];
-      if (++idx[k] < loop->shape[k]) break;
-      for (int i = 0; i < ops; i++) p[i] -= loop->shape[k] * loop->strides[i][k] * loop->esize[i];
+      if (++idx[k] < loop->shape[k]) {
+        for (int i = 0; i < ops; i++) p[i] += loop->strides[i][k] * loop->esize[i];
+        break;
+      }
+      for (int i = 0; i < ops; i++)
+        p[i] -= (loop->shape[k] - 1) * loop->strides[i][k] * loop->esize[i];
       idx[k] = 0;
     }
   }

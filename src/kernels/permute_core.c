@@ -347,6 +347,9 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
    * has AVX2. A streaming store to an unaligned address faults: the base and the step along
    * every axis but the dense one must be aligned, not only the step along the source's
    * dense axis (a 1001 x 4 x 700 transpose used to crash here). */
+  /* Bounded: the output is validated and never maps two indices to one element, so its
+   * element count times esize lies inside its byte span (< 2^63), as does every extent
+   * (< 2^61 with esize >= 4: the tile counts below cannot wrap). */
   int64_t out_bytes = loop->rows * loop->inner * loop->esize[0];
   plan->stream = out_bytes >= ((int64_t)16 << 20) && tile_kernel_nt(loop->esize[0], 0) != NULL &&
                  loop->strides[0][0] == 1 && dst_rows_aligned(loop, 32) && have_avx2();

@@ -60,7 +60,8 @@ static int64_t grow(const tl__loop *loop, int op, int first, int64_t cap_bytes, 
     }
     prod *= loop->shape[cur];
     *len = loop->shape[cur];
-    /* the next axis of the chain: stride = this stride * this extent */
+    /* the next axis of the chain: stride = this stride * this extent (both operands are
+     * validated: (extent - 1) x stride and one more stride lie in the span, < 2^61 each) */
     int64_t want = loop->strides[op][cur] * loop->shape[cur];
     int next = -1;
     for (int k = 0; k < loop->rank; k++)

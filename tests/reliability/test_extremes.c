@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/arena.h"
 #include "rel_common.h"
 #include "tenlane/alloc.h"
 #include <limits.h>
@@ -420,6 +421,58 @@ static int fail_third(tl_exec *exec, size_t item, int lane_index, void *arg) {
   return item >= 2 ? 5 : 0;
 }
 
+/* The arena's own contract (src/exec/arena.h): scratch aligned to any power of two up to
+ * 4096, whatever was taken before, on fresh and reused chunks. The audit of arena.c found
+ * that the offset inside a chunk was aligned, not the address (chunk data is only 64-aligned),
+ * so 128- to 4096-byte alignments came out 64-aligned. Written over in full (ASan checks the
+ * bounds). */
+static void extremes_arena_alignment(void) {
+  tl__arena arena;
+  tl__arena_init(&arena, SIZE_MAX);
+  static const size_t sizes[] = {1, 3, 100, 4095, 70000};
+  for (int round = 0; round < 2; round++) { /* the second round reuses the chunks */
+    for (size_t align = 1; align <= 4096; align *= 2) {
+      for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        void *p = NULL;
+        TH_CHECK_OK(tl__arena_alloc(&arena, sizes[s], align, &p));
+        if (((uintptr_t)p & (align - 1)) != 0)
+          fprintf(stderr, "align %zu, %zu bytes: %p\n", align, sizes[s], p);
+        TH_CHECK(((uintptr_t)p & (align - 1)) == 0);
+        memset(p, 0xab, sizes[s]);
+      }
+    }
+    tl__arena_reset(&arena);
+  }
+  void *p = NULL;
+  TH_CHECK_STATUS(tl__arena_alloc(&arena, 8, 8192, &p), TL_E_INVALID);
+  TH_CHECK_STATUS(tl__arena_alloc(&arena, SIZE_MAX - 100, 4096, &p), TL_E_SCRATCH_LIMIT);
+  tl__arena_release(&arena);
+}
+
+/* tl_contract_into with an empty contracted group whose other extents multiply past int64
+ * (inputs of stride 0, so the span is 0 and they validate): the audit of contract.c found
+ * the K extent multiplied unchecked before the empty K was noticed (a signed overflow, which
+ * UBSan reports in build-asan). Now c = 0 as for any empty K. (M, N and batch extents come
+ * from c, a valid output: their product is bounded by its span.) */
+static void extremes_contract_empty_huge_extents(void) {
+  th_held held;
+  th_held_open(&held, 1);
+  double storage[1] = {7.0};
+  const int64_t big = (int64_t)1 << 32;
+  int64_t zeros[4] = {0, 0, 0, 0};
+  tl_tensor a, b, c;
+  /* c (2) = sum over K = (2^32, 2^32, 0) of a b: empty K, so c = 0. */
+  int64_t a2_shape[4] = {2, big, big, 0}, b2_shape[3] = {big, big, 0}, c2_shape[1] = {2};
+  int a2_labels[4] = {0, 1, 2, 3}, b2_labels[3] = {1, 2, 3}, c2_labels[1] = {0};
+  double out[2] = {5.0, 5.0};
+  TH_CHECK_OK(tl_tensor_wrap(TL_F64, 4, a2_shape, zeros, storage, 0, &a));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F64, 3, b2_shape, zeros, storage, 0, &b));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, c2_shape, NULL, out, 0, &c));
+  TH_CHECK_OK(tl_contract_into(held.exec, c2_labels, &a, a2_labels, &b, b2_labels, &c));
+  TH_CHECK(out[0] == 0.0 && out[1] == 0.0);
+  th_held_close(&held);
+}
+
 static void extremes_counts(void) {
   const size_t counts[] = {0, 1, 3, SIZE_MAX / 2, SIZE_MAX - 1, SIZE_MAX};
   for (int budget = 1; budget <= 2; budget++) {
@@ -554,5 +607,6 @@ static void extremes_linalg_integers(void) {
 TH_TEST_MAIN(TH_CASE(extremes_tensor_headers), TH_CASE(extremes_views_and_access),
              TH_CASE(extremes_empty_with_huge_extents),
              TH_CASE(extremes_queries_on_unchecked_tensors), TH_CASE(extremes_routes_with_shapes),
-             TH_CASE(extremes_counts), TH_CASE(extremes_phase_map_counts),
+             TH_CASE(extremes_counts), TH_CASE(extremes_arena_alignment),
+             TH_CASE(extremes_contract_empty_huge_extents), TH_CASE(extremes_phase_map_counts),
              TH_CASE(extremes_linalg_integers))
