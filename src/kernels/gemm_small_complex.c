@@ -284,6 +284,36 @@ TL__SMALL512(c_avx512, float, __m512, __mmask16, 8, _mm512_set1_ps, _mm512_loadu
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
+/* The largest operand the mixed-layout case copies: 256 complex numbers, 4 KiB. */
+#define SMALL_PACK 256
+union small_pack {
+  double z[2 * SMALL_PACK];
+  float c[2 * SMALL_PACK];
+};
+
+/* Copies the rows x cols complex matrix x (row stride rs, column stride cs, in elements)
+ * into dst column by column, leading dimension rows. */
+static void pack_complex(tl_dtype dtype, int64_t rows, int64_t cols, const void *x, int64_t rs,
+                         int64_t cs, union small_pack *dst) {
+  if (dtype == TL_C128) {
+    const double *s = x;
+    double *d = dst->z;
+    for (int64_t q = 0; q < cols; q++)
+      for (int64_t r = 0; r < rows; r++) {
+        d[2 * (q * rows + r)] = s[2 * (r * rs + q * cs)];
+        d[2 * (q * rows + r) + 1] = s[2 * (r * rs + q * cs) + 1];
+      }
+  } else {
+    const float *s = x;
+    float *d = dst->c;
+    for (int64_t q = 0; q < cols; q++)
+      for (int64_t r = 0; r < rows; r++) {
+        d[2 * (q * rows + r)] = s[2 * (r * rs + q * cs)];
+        d[2 * (q * rows + r) + 1] = s[2 * (r * rs + q * cs) + 1];
+      }
+  }
+}
+
 static int run_vector(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                       const void *a, int64_t lda, const void *b, int64_t rsb, int64_t csb,
                       tl_scalar beta, void *c, int64_t ldc) {
@@ -333,6 +363,22 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
     /* C^T = B^T A^T: a row-major C and B become column-major. */
     if (csb == 1 && csc == 1)
       return run_vector(kernel, dtype, n, m, k, alpha, b, rsb, a, csa, rsa, beta, c, rsc);
+    /* Mixed layouts inside the portable kernel's reach (a row-major A into a column-major C,
+     * as einsum's intermediates meet numpy's operands): the operand whose unit stride is
+     * missing is copied into a column piece on the stack, then the vector kernel runs. The
+     * choice depends on the extents and strides only, so every call of a shape and layout
+     * takes the same kernel and gets the same bits. */
+    if (m * k <= SMALL_PACK && k * n <= SMALL_PACK) { /* m n k <= SMALL_PORTABLE_MNK (takes) */
+      union small_pack pack;
+      if (rsc == 1) {
+        pack_complex(dtype, m, k, a, rsa, csa, &pack);
+        return run_vector(kernel, dtype, m, n, k, alpha, &pack, m, b, rsb, csb, beta, c, csc);
+      }
+      if (csc == 1) {
+        pack_complex(dtype, n, k, b, csb, rsb, &pack);
+        return run_vector(kernel, dtype, n, m, k, alpha, &pack, n, a, csa, rsa, beta, c, rsc);
+      }
+    }
   }
 #else
   (void)kernel; /* always TL__SMALL_COMPLEX_PORTABLE here */
