@@ -54,6 +54,9 @@ typedef struct long_call {
   tl_status (*prepare)(tl_exec *exec, int64_t n, tl_tensor *in);
   tl_status (*call)(tl_exec *exec, tl_tensor *in);
   int inputs;
+  /* NULL, or what the message says when the flag was seen in a step after the wanted one
+   * (too late: the next run raises it sooner, on a larger input) */
+  const char *late;
 } long_call;
 
 static void make_random(tl_exec *exec, int64_t rows, int64_t cols, uint64_t seed, tl_tensor *t) {
@@ -172,7 +175,8 @@ static void check_usable_after(tl_exec *exec) {
 /* Run `op` until a run is cancelled inside its work (the message says op->mid): a run that
  * ended before the flag went up is repeated on an input 1.5 times larger, one cancelled
  * before its work began (between the call's entry and its first block) with twice the
- * delay. At most 8 runs; the input grows at most 5 times (memory), the delay the other times. */
+ * delay, one seen in a step after the wanted one (op->late) with half the delay on a larger
+ * input. At most 8 runs; the input grows at most 5 times (memory). */
 static void cancel_while_running(int threads, const long_call *op, int64_t n) {
   th_held held;
   th_held_open(&held, threads);
@@ -208,6 +212,12 @@ static void cancel_while_running(int threads, const long_call *op, int64_t n) {
     TH_CHECK(strstr(message, "cancel") != NULL);
     TH_CHECK(strcmp(tl_session_message(held.session), message) == 0);
     TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
+    if (op->late != NULL && strstr(message, op->late) != NULL) {
+      fprintf(stderr, "seen after the wanted step; trying a shorter delay on a larger input\n");
+      if (delay_ms > 10) delay_ms /= 2;
+      if (++grown <= 5) n = n * 3 / 2;
+      continue;
+    }
     if (strstr(message, op->mid) == NULL) {
       fprintf(stderr, "seen before the work began; trying a longer delay\n");
       if (delay_ms < 1600) delay_ms *= 2;
@@ -221,16 +231,20 @@ static void cancel_while_running(int threads, const long_call *op, int64_t n) {
   th_held_close(&held);
 }
 
-static const long_call gemm_call = {"tl_gemm", "GEMM blocks", prepare_pair, call_gemm, 2};
-static const long_call einsum_call = {"tl_einsum", "cancel", prepare_pair, call_einsum, 2};
-static const long_call svd_call = {"tl_svd", "results were dropped", prepare_one, call_svd, 1};
-static const long_call qr_call = {"tl_qr", "results were dropped", prepare_one, call_qr, 1};
-/* Seen inside the step loop, not only after ungqr (the message names the steps). */
-static const long_call qrcp_call = {"tl_qrcp", "pivoted QR steps", prepare_one, call_qrcp, 1};
+static const long_call gemm_call = {"tl_gemm", "GEMM blocks", prepare_pair, call_gemm, 2, NULL};
+static const long_call einsum_call = {"tl_einsum", "cancel", prepare_pair, call_einsum, 2, NULL};
+static const long_call svd_call = {"tl_svd", "results were dropped", prepare_one, call_svd, 1,
+                                   NULL};
+static const long_call qr_call = {"tl_qr", "results were dropped", prepare_one, call_qr, 1, NULL};
+/* Seen inside the step loop, not only after ungqr (the message names the steps); a flag
+ * that came up once the steps had ended is seen in ungqr. */
+static const long_call qrcp_call = {"tl_qrcp", "pivoted QR steps", prepare_one, call_qrcp, 1,
+                                    "ungqr"};
 /* Seen between the panels of the tridiagonal reduction or the back-transformation blocks,
  * not only once LAPACK's whole eigensolver has ended. */
-static const long_call eigh_call = {"tl_eigh", "cancelled while the ", prepare_one, call_eigh, 1};
-static const long_call lu_call = {"tl_lu", "results were dropped", prepare_one, call_lu, 1};
+static const long_call eigh_call = {"tl_eigh", "cancelled while the ", prepare_one, call_eigh, 1,
+                                    NULL};
+static const long_call lu_call = {"tl_lu", "results were dropped", prepare_one, call_lu, 1, NULL};
 
 static void cancel_gemm_on_a_pool(void) { cancel_while_running(2, &gemm_call, 1536); }
 static void cancel_gemm_on_one_thread(void) { cancel_while_running(1, &gemm_call, 1536); }
