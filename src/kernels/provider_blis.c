@@ -166,6 +166,10 @@ void tl__prov_setup(const tl__cpu_features *features, tl__provider_choice *choic
   if (blis_cntx_complex == NULL) blis_cntx_complex = blis_cntx;
   bli_rntm_init(&blis_rntm);
   bli_rntm_set_num_threads(1, &blis_rntm);
+  /* No small-unpacked ("sup") path: where a context has one (haswell, zen), BLIS picks its
+   * kernel from the shape, so a block of a product split over a team could round
+   * differently from the whole product on one thread (gemm_split_bits at TL_ISA=avx2). */
+  bli_rntm_disable_l3_sup(&blis_rntm);
   if (internals)
     snprintf(name, size, "blis:%s%s", arch, choice->complex_1m ? "(1m)" : "");
   else
