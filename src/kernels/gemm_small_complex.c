@@ -18,6 +18,7 @@
  *
  * Pure: no allocation, no shared state, never fails (a 0 return means "not taken"). */
 #include <stdint.h>
+#include <string.h>
 
 #include "base/base.h"
 #include "kernels.h"
@@ -291,27 +292,21 @@ union small_pack {
   float c[2 * SMALL_PACK];
 };
 
-/* Copies the rows x cols complex matrix x (row stride rs, column stride cs, in elements)
- * into dst column by column, leading dimension rows. */
-static void pack_complex(tl_dtype dtype, int64_t rows, int64_t cols, const void *x, int64_t rs,
+/* Copies the rows x cols complex matrix x (row stride rs, column stride cs, in elements of
+ * es bytes) into dst column by column, leading dimension rows. */
+static void pack_complex(size_t es, int64_t rows, int64_t cols, const void *x, int64_t rs,
                          int64_t cs, union small_pack *dst) {
-  if (dtype == TL_C128) {
-    const double *s = x;
-    double *d = dst->z;
-    for (int64_t q = 0; q < cols; q++)
-      for (int64_t r = 0; r < rows; r++) {
-        d[2 * (q * rows + r)] = s[2 * (r * rs + q * cs)];
-        d[2 * (q * rows + r) + 1] = s[2 * (r * rs + q * cs) + 1];
-      }
-  } else {
-    const float *s = x;
-    float *d = dst->c;
-    for (int64_t q = 0; q < cols; q++)
-      for (int64_t r = 0; r < rows; r++) {
-        d[2 * (q * rows + r)] = s[2 * (r * rs + q * cs)];
-        d[2 * (q * rows + r) + 1] = s[2 * (r * rs + q * cs) + 1];
-      }
-  }
+  const char *s = x;
+  char *d = (char *)dst;
+  for (int64_t q = 0; q < cols; q++)
+    for (int64_t r = 0; r < rows; r++) {
+      char *to = d + (size_t)(q * rows + r) * es;
+      const char *from = s + (r * rs + q * cs) * (int64_t)es;
+      if (es == 16) /* constant sizes: each copy compiles to a move */
+        memcpy(to, from, 16);
+      else
+        memcpy(to, from, 8);
+    }
 }
 
 static int run_vector(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
@@ -371,11 +366,11 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
     if (m * k <= SMALL_PACK && k * n <= SMALL_PACK) { /* m n k <= SMALL_PORTABLE_MNK (takes) */
       union small_pack pack;
       if (rsc == 1) {
-        pack_complex(dtype, m, k, a, rsa, csa, &pack);
+        pack_complex(tl_dtype_size(dtype), m, k, a, rsa, csa, &pack);
         return run_vector(kernel, dtype, m, n, k, alpha, &pack, m, b, rsb, csb, beta, c, csc);
       }
       if (csc == 1) {
-        pack_complex(dtype, n, k, b, csb, rsb, &pack);
+        pack_complex(tl_dtype_size(dtype), n, k, b, csb, rsb, &pack);
         return run_vector(kernel, dtype, n, m, k, alpha, &pack, n, a, csa, rsa, beta, c, rsc);
       }
     }
