@@ -12,7 +12,9 @@
  * an operand that cannot be read counts as its item failing. Batched operands must be
  * numpy arrays (wrap other buffers with numpy.asarray or tenlane.from_dlpack: no copy).
  * A small einsum result whose shape the spec gives beforehand is computed into a kept
- * block (blocks.c; each lane takes STASH at a time) instead of fresh memory.
+ * block (blocks.c; each lane takes STASH at a time) instead of fresh memory. A uniform run's
+ * results (uniform.c) lie instead in one slab per run, published as one Buffer whose rows
+ * are the results' arrays (publish_run).
  *
  * A long map_einsum hands its items to the lanes in runs of consecutive items (one tl_map
  * item per run; run_length): each lane then reads operands that lie one after another in
@@ -57,6 +59,29 @@ typedef struct lane_stash {
   size_t stack_bytes;
 } lane_stash;
 
+/* The results of a uniform run (uniform_items), one row per item: a kept block (`block`,
+ * taken for `bytes`) or memory from tenlane's allocator (`owned`), until publish hands it
+ * to a Buffer. */
+struct run_slab {
+  void *data;  /* NULL: the run made no slab */
+  void *block; /* data itself when it is a block, else NULL */
+  void *owned; /* what tenlane allocated for it (tl_tensor's `owned`), else NULL */
+  size_t bytes;
+};
+
+/* Free a slab no Buffer took (a run that failed, a map that failed or was interrupted).
+ * Any thread, GIL or not. */
+static void slab_free(struct run_slab *slab) {
+  if (slab->block) tlpy_block_give(slab->block, slab->bytes);
+  if (slab->owned) {
+    tl_tensor t;
+    memset(&t, 0, sizeof t);
+    t.owned = slab->owned;
+    tl_tensor_release(&t);
+  }
+  memset(slab, 0, sizeof *slab);
+}
+
 /* The item a run of items stopped at, and why (noted on its lane, raised by run_map). */
 typedef struct tlpy_run_fail {
   size_t item;
@@ -89,7 +114,8 @@ typedef struct lanes_job {
   tlpy_watch watch;         /* SIGINT since the map began */
   tlpy_uniform *uniform;    /* einsum: the items' shared layout (uniform.c), or NULL */
   unsigned char *done;      /* per item: 1 once it ran to its result (kept across a resume) */
-  unsigned char *from_run;  /* einsum, per item: 1 when a uniform run made it (u's shape) */
+  unsigned char *from_run;  /* einsum, per item: 1 when a uniform run made it (in its slab) */
+  struct run_slab *slabs;   /* einsum with `uniform`: per run, the slab its results lie in */
   /* JOB_PYTHON */
   PyObject *fn, *results;
   size_t py_failed; /* lowest item whose callback raised (items when none) */
@@ -271,11 +297,13 @@ static int same_layout(PyObject *first, PyObject *obj, const tlpy_uniform *u, in
          (const char *)u->first[j].data + (size_t)u->step[j] * es * item;
 }
 
-/* The items [first, end) as one einsum (uniform.c) when each is a member of the map's
- * layout, each result copied into a kept block of its own. Items it could not finish are
- * left undone (not `done`): the caller runs them one by one, which says which item failed
- * and why, as a single call would. */
-static void uniform_items(tl_exec *exec, lanes_job *job, size_t first, size_t end, int lane) {
+/* The items [first, end) (run `run`) as one einsum (uniform.c) when each is a member of the
+ * map's layout, their results straight into one slab of memory (struct run_slab) that
+ * publish hands to one Buffer, the base of every result of the run. Items it could not
+ * finish are left undone (not `done`): the caller runs them one by one, which says which
+ * item failed and why, as a single call would. */
+static void uniform_items(tl_exec *exec, lanes_job *job, size_t run, size_t first, size_t end,
+                          int lane) {
   const tlpy_uniform *u = job->uniform;
   PyObject *first_ops = PyTuple_GET_ITEM(job->inputs, 0);
   if (end - first < 2 || lane < 0 || lane >= job->stashes) return;
@@ -288,27 +316,42 @@ static void uniform_items(tl_exec *exec, lanes_job *job, size_t first, size_t en
         return;
   }
   lane_stash *st = &job->stash[lane];
-  /* the results, then the intermediates from a 64-byte boundary (item_bytes bounds both) */
-  size_t results = ((end - first) * u->out_bytes + 63) / 64 * 64;
-  size_t need = (end - first) * u->item_bytes + 128;
+  const size_t count = end - first, bytes = count * u->out_bytes;
+  struct run_slab slab = {NULL, NULL, NULL, bytes};
+  if (u->out_rank + 1 > TL_MAX_RANK) return;
+  if (bytes <= TLPY_BLOCK_MAX) { /* a kept block: no fresh pages for a small run */
+    slab.data = slab.block = tlpy_block_take(bytes);
+  } else {
+    int64_t shape[TL_MAX_RANK + 1];
+    tl_tensor t;
+    shape[0] = (int64_t)count;
+    memcpy(shape + 1, u->out_shape, (size_t)u->out_rank * sizeof(int64_t));
+    if (tl_tensor_create_row_major(u->first[0].dtype, u->out_rank + 1, shape, &t) == TL_OK)
+      slab.data = t.data, slab.owned = t.owned;
+  }
+  if (!slab.data) return;
+  /* the intermediates, from a 64-byte boundary (item_bytes bounds them) */
+  size_t need = count * u->item_bytes + 64;
   if (st->stack_bytes < need) {
     void *grown = PyMem_RawRealloc(st->stack, need);
-    if (!grown) return;
+    if (!grown) {
+      slab_free(&slab);
+      return;
+    }
     st->stack = grown;
     st->stack_bytes = need;
   }
-  char *base = (char *)st->stack + (64 - (uintptr_t)st->stack % 64) % 64;
+  char *scratch = (char *)st->stack + (64 - (uintptr_t)st->stack % 64) % 64;
   tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR);
-  if (tlpy_uniform_run(exec, u, first, end - first, base, base + results) != TL_OK) return;
-  /* The item's slot in einsum_out stays untouched (from_run: publish gives it u's shape).
-   * Writing a tensor per item (over a kilobyte each, TL_MAX_RANK shapes and strides) made a
-   * 20,000-item map fault in 22 MB of fresh slots. */
+  if (tlpy_uniform_run(exec, u, first, count, slab.data, scratch) != TL_OK) {
+    slab_free(&slab);
+    return;
+  }
+  /* The items' slots in einsum_out and blocks stay untouched (from_run: publish makes each
+   * result a view of the slab). Writing a tensor per item (over a kilobyte each,
+   * TL_MAX_RANK shapes and strides) made a 20,000-item map fault in 22 MB of fresh slots. */
+  job->slabs[run] = slab;
   for (size_t item = first; item < end; item++) {
-    void *block = stash_take(job, lane, u->out_bytes);
-    if (!block) return;
-    memcpy(block, base + (item - first) * u->out_bytes, u->out_bytes);
-    job->blocks[item] = block;
-    job->block_bytes[item] = u->out_bytes;
     job->from_run[item] = 1;
     job->done[item] = 1;
   }
@@ -320,7 +363,7 @@ static int run_of_items(tl_exec *exec, size_t run, int lane_index, void *arg) {
   lanes_job *job = arg;
   size_t first = run * job->run_items;
   size_t end = job->mapped - first < job->run_items ? job->mapped : first + job->run_items;
-  if (job->uniform) uniform_items(exec, job, first, end, lane_index);
+  if (job->uniform) uniform_items(exec, job, run, first, end, lane_index);
   for (size_t item = first; item < end; item++) {
     int code = run_item(exec, item, lane_index, job);
     if (code == 0) continue;
@@ -411,6 +454,8 @@ static void job_free(lanes_job *job) {
     tlpy_block_give_many(job->stash[l].bytes, job->stash[l].block, job->stash[l].count);
     PyMem_RawFree(job->stash[l].stack);
   }
+  for (size_t r = 0; job->slabs && r < job->runs; r++) slab_free(&job->slabs[r]); /* unpublished */
+  PyMem_Free(job->slabs);
   PyMem_Free(job->uniform);
   PyMem_Free(job->stash);
   PyMem_Free(job->blocks);
@@ -538,26 +583,48 @@ static int own_items(PyObject *items_obj, int tuples, lanes_job *job, size_t *ba
   return 0;
 }
 
+/* A uniform run's `count` results (its slab, which moves into one Buffer) as views, into the
+ * list's slots from `at` on. 0, or -1 with an exception set (the slab is then freed or the
+ * Buffer's, and slots left empty stay NULL). */
+static int publish_run(lanes_job *job, struct run_slab *slab, size_t count, PyObject *list,
+                       size_t at) {
+  const tlpy_uniform *u = job->uniform;
+  int64_t shape[TL_MAX_RANK + 1];
+  tl_tensor stack;
+  shape[0] = (int64_t)count;
+  memcpy(shape + 1, u->out_shape, (size_t)u->out_rank * sizeof(int64_t));
+  if (tl_tensor_wrap_row_major(u->first[0].dtype, u->out_rank + 1, shape, slab->data, &stack) !=
+      TL_OK) {
+    slab_free(slab);
+    tlpy_raise_last(TL_E_INVALID);
+    return -1;
+  }
+  stack.owned = slab->owned; /* the Buffer frees what tenlane allocated (NULL: a block) */
+  PyObject *buffer = tlpy_result_slab(&stack, slab->block, slab->bytes);
+  memset(slab, 0, sizeof *slab); /* the Buffer's now, or freed */
+  if (!buffer) return -1;
+  int rc = tlpy_result_views(buffer, 0, count, list, (Py_ssize_t)at);
+  Py_DECREF(buffer); /* the views hold it */
+  return rc;
+}
+
 /* The results list, in item order; the slots' memory moves into the arrays. */
 static PyObject *publish(lanes_job *job) {
   size_t n = job->items;
   PyObject *list = PyList_New((Py_ssize_t)n);
-  tl_tensor shaped; /* a uniform run's result (uniform_items): u's shape over its block */
-  int have_shaped = 0;
   for (size_t i = 0; list && i < n; i++) {
     PyObject *r;
-    if (job->kind == JOB_EINSUM && job->blocks[i] && job->from_run[i]) {
-      const tlpy_uniform *u = job->uniform;
-      if (!have_shaped && tl_tensor_wrap_row_major(u->first[0].dtype, u->out_rank, u->out_shape,
-                                                   job->blocks[i], &shaped) != TL_OK) {
+    if (job->kind == JOB_EINSUM && job->from_run[i]) {
+      /* a uniform run's results: one Buffer over its slab, a view of it per item */
+      size_t run = i / job->run_items, first = run * job->run_items;
+      size_t end = job->mapped - first < job->run_items ? job->mapped : first + job->run_items;
+      if (i != first || publish_run(job, &job->slabs[run], end - first, list, i) < 0) {
+        if (i != first) tlpy_raise(TL_E_INVALID, "%s: run %zu half made", job->where, run);
         Py_CLEAR(list);
-        tlpy_raise_last(TL_E_INVALID);
         break;
       }
-      have_shaped = 1;
-      shaped.data = job->blocks[i];
-      r = tlpy_result_block(&shaped, job->blocks[i], job->block_bytes[i]);
-      job->blocks[i] = NULL; /* the Buffer's now, or given back */
+      i = end - 1;
+      continue;
     } else if (job->kind == JOB_EINSUM && job->blocks[i]) {
       r = tlpy_result_block(&job->einsum_out[i], job->blocks[i], job->block_bytes[i]);
       job->blocks[i] = NULL; /* the Buffer's now, or given back */
@@ -633,6 +700,10 @@ static PyObject *run_batch(tlpy_session *self, PyObject *items_obj, lanes_job *j
     if (runs > 1) job->run_items = runs;
   }
   job->runs = (bad + job->run_items - 1) / job->run_items;
+  if (job->uniform && !(job->slabs = PyMem_Calloc(job->runs + 1, sizeof *job->slabs))) {
+    PyMem_Free(job->uniform); /* no room to note the slabs: every item runs on its own */
+    job->uniform = NULL;
+  }
   tlpy_watch_begin(&job->watch);
   /* A SIGINT that came before the watch began (while the items were taken) is Python's to
    * raise now; from here on the lanes see any later one. */

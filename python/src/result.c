@@ -169,6 +169,51 @@ PyObject *tlpy_result_block(const tl_tensor *t, void *block, size_t bytes) {
   return array_over(&buffer->tensor, (PyObject *)buffer);
 }
 
+PyObject *tlpy_result_slab(const tl_tensor *stack, void *block, size_t bytes) {
+  tlpy_buffer *buffer = buffer_new(stack, block, bytes);
+  if (!buffer) {
+    tl_tensor dropped = *stack;
+    tl_tensor_release(&dropped); /* owned memory (a block's tensor owns nothing) */
+    tlpy_block_give_held(block, bytes);
+    return NULL;
+  }
+  return (PyObject *)buffer;
+}
+
+int tlpy_result_views(PyObject *slab, size_t first, size_t count, PyObject *list, Py_ssize_t at) {
+  const tl_tensor *stack = &((tlpy_buffer *)slab)->tensor;
+  npy_intp dims[TL_MAX_RANK], strides[TL_MAX_RANK];
+  npy_intp size = (npy_intp)tl_dtype_size(stack->dtype);
+  int rank = stack->rank - 1;
+  for (int k = 0; k < rank; k++) {
+    dims[k] = (npy_intp)stack->shape[k + 1];
+    strides[k] = (npy_intp)stack->strides[k + 1] * size;
+  }
+  /* one descriptor for every view (each PyArray_NewFromDescr steals a reference) */
+  PyArray_Descr *descr = PyArray_DescrFromType(tlpy_npy_type(stack->dtype));
+  if (!descr) return -1;
+  char *data = (char *)stack->data + (stack->offset + (int64_t)first * stack->strides[0]) * size;
+  const npy_intp step = (npy_intp)stack->strides[0] * size;
+  for (size_t i = 0; i < count; i++, data += step) {
+    Py_INCREF(descr);
+    PyObject *array = PyArray_NewFromDescr(&PyArray_Type, descr, rank, dims, strides, data,
+                                           NPY_ARRAY_WRITEABLE, NULL);
+    if (!array) {
+      Py_DECREF(descr);
+      return -1;
+    }
+    Py_INCREF(slab);
+    if (PyArray_SetBaseObject((PyArrayObject *)array, slab) < 0) { /* steals slab */
+      Py_DECREF(array);
+      Py_DECREF(descr);
+      return -1;
+    }
+    PyList_SET_ITEM(list, at + (Py_ssize_t)i, array);
+  }
+  Py_DECREF(descr);
+  return 0;
+}
+
 tl_status tlpy_create(tl_dtype dtype, int rank, const int64_t *shape, tl_tensor *out) {
   /* C order, as every surface the module uses makes its fresh results (tl_exec_set_order). */
   return tl_tensor_create_row_major(dtype, rank, shape, out);

@@ -106,6 +106,18 @@ int tlpy_npy_type(tl_dtype dtype);
  * exception set. *t owns nothing (it is read, not cleared). GIL held. */
 PyObject *tlpy_result_block(const tl_tensor *t, void *block, size_t bytes);
 
+/* The results of a run of map_einsum items in one slab of memory (lanes.c): `stack` is
+ * (count, ...) row-major, each item's result one row. Its memory moves into one Buffer, the
+ * base of every item's array (tlpy_result_views): the slab is freed (an owned tensor) or
+ * given back to the block lists (`block`, taken for `bytes`; `stack` then borrows it) when
+ * the last of those arrays is collected. Returns the Buffer (a new reference), or NULL with
+ * the memory released and an exception set. GIL held. */
+PyObject *tlpy_result_slab(const tl_tensor *stack, void *block, size_t bytes);
+/* Rows [first, first + count) of a slab Buffer as numpy arrays (each holds a reference to
+ * the Buffer), stored into the list's slots from `at` on (PyList_SET_ITEM: the slots must
+ * be empty). 0, or -1 with an exception set (the slots filled so far stay filled). */
+int tlpy_result_views(PyObject *slab, size_t first, size_t count, PyObject *list, Py_ssize_t at);
+
 /* ---- blocks.c ------------------------------------------------------------------------ */
 
 #define TLPY_BLOCK_MAX (64 * 1024)         /* larger results get memory of their own */

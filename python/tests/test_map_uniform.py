@@ -163,3 +163,47 @@ def test_runs_are_bounded_by_their_scratch(s, rng):
         items = [tuple(m[z] for m in stacks) for z in range(count)]
         # 400: two items' intermediates pass a run's 4 MiB, so the items run one by one
         check_bits(s, "ab,bc,ca->", items, uniform)
+
+
+def test_run_results_share_one_slab_and_outlive_it(s, rng):
+    """A uniform run's results are rows of one slab (one Buffer, the base of each): every
+    result is a separate, writable array of the single call's bits; one result kept alive
+    keeps the slab alive after the others and the map's list are gone; collecting the last
+    one frees it (no Buffer left alive); failing maps publish nothing."""
+    for k, dtype in ((2, np.complex128), (8, np.complex128), (3, np.float32)):
+        stacks = [fill(rng, (COUNT, k, k), dtype) for _ in range(4)]
+        items = [tuple(m[z] for m in stacks) for z in range(COUNT)]
+        want = [s.einsum("ab,bc,cd,de->ae", *ops).tobytes() for ops in items]
+        live = _testing.live_buffers()
+        before = _testing.uniform_items()
+        out = s.map_einsum("ab,bc,cd,de->ae", items)
+        assert _testing.uniform_items() - before == COUNT
+        assert [o.tobytes() for o in out] == want
+        bases = {id(o.base) for o in out}
+        assert len(bases) < COUNT // 4  # one Buffer per run, not per item
+        assert _testing.live_buffers() - live == len(bases)
+        assert out[5].base is out[6].base and out[5].base.nbytes >= 2 * out[5].nbytes
+        out[5][...] = 0
+        assert out[6].tobytes() == want[6]  # rows do not overlap
+        kept, other = out[COUNT - 1], out[3]
+        del out
+        assert kept.tobytes() == want[COUNT - 1] and other.tobytes() == want[3]
+        del other
+        assert kept.tobytes() == want[COUNT - 1]
+        assert _testing.live_buffers() - live <= 2
+        del kept
+        assert _testing.live_buffers() == live
+
+
+def test_run_slabs_of_a_failing_map_are_freed(s, rng):
+    k = 3
+    stacks = [fill(rng, (COUNT, k, k), np.complex128) for _ in range(3)]
+    items = [tuple(m[z] for m in stacks) for z in range(COUNT)]
+    items[COUNT - 5] = (items[COUNT - 5][0], np.ones((k + 1, k), np.complex128), items[COUNT - 5][2])
+    live = _testing.live_buffers()
+    before = _testing.uniform_items()
+    with pytest.raises(tenlane.ShapeError) as info:
+        s.map_einsum("ab,bc,cd->ad", items)
+    assert info.value.item == COUNT - 5
+    assert _testing.uniform_items() > before  # runs below it were made into slabs
+    assert _testing.live_buffers() == live  # and freed with the map
