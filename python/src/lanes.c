@@ -281,9 +281,10 @@ static int run_item(tl_exec *exec, size_t item, int lane_index, void *arg) {
 
 /* 1 when `obj` (operand j of `item`) is a numpy array of the same type, byte order, shape
  * and strides as `first` (item 0's, which tlpy_uniform_plan read as u->first[j]) that lies
- * `item` steps on: then it reads as item 0's operand does. Its fields only, no Python call. */
+ * `item` steps on (u->packed: anywhere, aligned to its elements as a single call asks): then
+ * it reads as item 0's operand does. Its fields only, no Python call. */
 static int same_layout(PyObject *first, PyObject *obj, const tlpy_uniform *u, int j, size_t item) {
-  if (!PyArray_Check(obj)) return 0;
+  if (Py_TYPE(obj) != &PyArray_Type && !PyArray_Check(obj)) return 0;
   PyArrayObject *a = (PyArrayObject *)first, *b = (PyArrayObject *)obj;
   int nd = PyArray_NDIM(a);
   if (PyArray_NDIM(b) != nd || PyArray_TYPE(b) != PyArray_TYPE(a) || !PyArray_ISNOTSWAPPED(b))
@@ -293,6 +294,7 @@ static int same_layout(PyObject *first, PyObject *obj, const tlpy_uniform *u, in
   for (int k = 0; k < nd; k++) /* a loop: a memcmp call per operand cost more than the test */
     if (da[k] != db[k] || sa[k] != sb[k]) return 0;
   const size_t es = tl_dtype_size(u->first[j].dtype);
+  if (u->packed) return (uintptr_t)PyArray_DATA(b) % (es > 8 ? 8 : es) == 0; /* operand.c's */
   return (const char *)PyArray_DATA(b) ==
          (const char *)u->first[j].data + (size_t)u->step[j] * es * item;
 }
@@ -308,15 +310,29 @@ static void uniform_items(tl_exec *exec, lanes_job *job, size_t run, size_t firs
   PyObject *first_ops = PyTuple_GET_ITEM(job->inputs, 0);
   if (end - first < 2 || lane < 0 || lane >= job->stashes) return;
   if (tlpy_watch_fired(&job->watch)) return;
+  lane_stash *st = &job->stash[lane];
+  const size_t count = end - first, bytes = count * u->out_bytes;
+  /* the intermediates (and a packed run's operands), from a 64-byte boundary */
+  size_t need = count * u->item_bytes + 64;
+  if (st->stack_bytes < need) {
+    void *grown = PyMem_RawRealloc(st->stack, need);
+    if (!grown) return;
+    st->stack = grown;
+    st->stack_bytes = need;
+  }
+  char *scratch = (char *)st->stack + (64 - (uintptr_t)st->stack % 64) % 64;
   for (size_t item = first; item < end; item++) {
     PyObject *ops = PyTuple_GET_ITEM(job->inputs, (Py_ssize_t)item);
     if (job->done[item] || PyTuple_GET_SIZE(ops) != u->n) return;
-    for (int j = 0; j < u->n; j++)
-      if (!same_layout(PyTuple_GET_ITEM(first_ops, j), PyTuple_GET_ITEM(ops, j), u, j, item))
-        return;
+    for (int j = 0; j < u->n; j++) {
+      PyObject *op = PyTuple_GET_ITEM(ops, j);
+      if (!same_layout(PyTuple_GET_ITEM(first_ops, j), op, u, j, item)) return;
+      if (u->packed) /* dense: its span of elements from its first, in item 0's strides */
+        memcpy(tlpy_uniform_packed(u, count, scratch, j, item - first),
+               PyArray_DATA((PyArrayObject *)op),
+               (size_t)u->step[j] * tl_dtype_size(u->first[0].dtype));
+    }
   }
-  lane_stash *st = &job->stash[lane];
-  const size_t count = end - first, bytes = count * u->out_bytes;
   struct run_slab slab = {NULL, NULL, NULL, bytes};
   if (u->out_rank + 1 > TL_MAX_RANK) return;
   if (bytes <= TLPY_BLOCK_MAX) { /* a kept block: no fresh pages for a small run */
@@ -330,18 +346,6 @@ static void uniform_items(tl_exec *exec, lanes_job *job, size_t run, size_t firs
       slab.data = t.data, slab.owned = t.owned;
   }
   if (!slab.data) return;
-  /* the intermediates, from a 64-byte boundary (item_bytes bounds them) */
-  size_t need = count * u->item_bytes + 64;
-  if (st->stack_bytes < need) {
-    void *grown = PyMem_RawRealloc(st->stack, need);
-    if (!grown) {
-      slab_free(&slab);
-      return;
-    }
-    st->stack = grown;
-    st->stack_bytes = need;
-  }
-  char *scratch = (char *)st->stack + (64 - (uintptr_t)st->stack % 64) % 64;
   tl_exec_set_order(exec, TL_ORDER_ROW_MAJOR);
   if (tlpy_uniform_run(exec, u, first, count, slab.data, scratch) != TL_OK) {
     slab_free(&slab);
@@ -412,7 +416,16 @@ static size_t uniform_layout(lanes_job *job, size_t items, int lanes) {
       return 0;
   tlpy_uniform *u = PyMem_Malloc(sizeof *u);
   if (!u) return 0;
-  if (!tlpy_uniform_plan(job->spec, (int)n, a, b, u)) {
+  /* Items cut from stacks (items 0 and 1 give the step; the last item must lie where it
+   * says, as separate arrays can happen to lie at some step from each other); else items of
+   * item 0's layout anywhere, copied into runs (packed). */
+  int stacked = tlpy_uniform_plan(job->spec, (int)n, a, b, u);
+  PyObject *last = PyTuple_GET_ITEM(job->inputs, (Py_ssize_t)items - 1);
+  for (Py_ssize_t j = 0; stacked && j < n; j++)
+    stacked =
+        PyTuple_GET_SIZE(last) == n &&
+        same_layout(PyTuple_GET_ITEM(first, j), PyTuple_GET_ITEM(last, j), u, (int)j, items - 1);
+  if (!stacked && !tlpy_uniform_plan(job->spec, (int)n, a, NULL, u)) {
     PyMem_Free(u);
     return 0;
   }

@@ -371,17 +371,30 @@ typedef struct tlpy_uniform {
   int64_t out_shape[TL_MAX_RANK]; /* one item's result */
   size_t out_bytes;
   size_t item_bytes; /* result and scratch per item, at most */
+  /* packed (tlpy_uniform_plan with no second item): items anywhere in memory, each dense
+   * (its elements fill its span), every operand of a run's items copied into a stack of its
+   * own in the run's scratch first (tlpy_uniform_packed); step[j] is then an item's span */
+  int packed;
+  size_t pack_offset[TL_EINSUM_MAX_OPERANDS]; /* operand j's stack: at count * this in it */
+  size_t pack_bytes;                          /* every operand of one item, 64-byte rounded */
 } tlpy_uniform;
 /* 1 when items whose operands lie as item 0's (first) and item 1's (second) do may run as one
- * einsum with the bits of single calls (fills *u); 0 otherwise (run them one by one). */
+ * einsum with the bits of single calls (fills *u); 0 otherwise (run them one by one). second
+ * NULL: the packed plan, for items of item 0's shapes, strides and dtypes wherever they lie,
+ * each operand dense (u->packed). */
 int tlpy_uniform_plan(const char *spec, int n, const tl_tensor *first, const tl_tensor *second,
                       tlpy_uniform *u);
 /* The results of items [begin, begin + count), all members, into out: count results in item
- * order, each row-major (u->out_bytes apart); scratch holds count * u->inter_bytes bytes
- * (64-byte aligned) for the intermediates. No GIL needed. Errors: tl_einsum_with_path_into's
- * (the caller then runs the items one by one, which says which item failed and why). */
+ * order, each row-major (u->out_bytes apart); scratch holds count * (u->inter_bytes +
+ * u->pack_bytes) bytes (64-byte aligned) for the intermediates and, when packed, the items'
+ * operands, copied there by the caller first (tlpy_uniform_packed; begin is then unused). No
+ * GIL needed. Errors: tl_einsum_with_path_into's (the caller then runs the items one by one,
+ * which says which item failed and why). */
 tl_status tlpy_uniform_run(tl_exec *exec, const tlpy_uniform *u, size_t begin, size_t count,
                            void *out, void *scratch);
+/* Where item i (0 to count - 1) of a packed run's operand j goes in its scratch: u->step[j]
+ * elements from there on, in item 0's strides. */
+char *tlpy_uniform_packed(const tlpy_uniform *u, size_t count, void *scratch, int j, size_t i);
 /* Items whose results came from tlpy_uniform_run so far (a test hook). Any thread. */
 size_t tlpy_uniform_items(void);
 

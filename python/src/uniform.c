@@ -23,6 +23,11 @@
  * and a single call's axis order holds for every other label). tests
  * python/tests/test_map_uniform.py compares the bits with single calls.
  *
+ * Packed runs: items of one layout that are separate arrays (no fixed step between them) run
+ * the same way once a lane has copied each operand of its run's items, whole (each must be
+ * dense: its elements fill its span), into a stack in the run's scratch; the strides inside
+ * an item stay item 0's, so the steps are those above.
+ *
  * Thread rules: tlpy_uniform_plan runs once per map (any thread); the rest is pure and runs
  * on the lanes without the GIL. */
 
@@ -231,7 +236,7 @@ int tlpy_uniform_plan(const char *spec, int n, const tl_tensor *first, const tl_
   const int64_t *shapes[TL_EINSUM_MAX_OPERANDS];
   int64_t extent[52] = {0};
   for (int j = 0; j < n; j++) {
-    const tl_tensor *a = &first[j], *b = &second[j];
+    const tl_tensor *a = &first[j], *b = second ? &second[j] : a;
     all |= masks[j];
     if (a->dtype != first[0].dtype || b->dtype != a->dtype || b->rank != a->rank ||
         a->rank >= TL_MAX_RANK)
@@ -243,11 +248,21 @@ int tlpy_uniform_plan(const char *spec, int n, const tl_tensor *first, const tl_
       if (*e != 0 && *e != a->shape[k]) return 0; /* the call itself says why */
       *e = a->shape[k];
     }
-    ptrdiff_t bytes = (const char *)b->data - (const char *)a->data;
     int64_t span = item_span(a);
-    if (span <= 0 || bytes <= 0 || (size_t)bytes % es != 0) return 0;
-    u->step[j] = (int64_t)((size_t)bytes / es);
-    if (u->step[j] < span) return 0;
+    if (span <= 0) return 0;
+    if (second) {
+      ptrdiff_t bytes = (const char *)b->data - (const char *)a->data;
+      if (bytes <= 0 || (size_t)bytes % es != 0) return 0;
+      u->step[j] = (int64_t)((size_t)bytes / es);
+      if (u->step[j] < span) return 0;
+    } else { /* packed: the item's elements fill its span (copied as one block) */
+      int64_t numel = 1;
+      for (int k = 0; k < a->rank; k++) numel *= a->shape[k]; /* <= span: no overflow */
+      if (numel != span || (size_t)span > TLPY_BLOCK_MAX / es) return 0;
+      u->step[j] = span;
+      u->pack_offset[j] = u->pack_bytes;
+      u->pack_bytes += ((size_t)span * es + 63) / 64 * 64;
+    }
     ranks[j] = a->rank;
     shapes[j] = a->shape;
     u->first[j] = *a;
@@ -268,7 +283,8 @@ int tlpy_uniform_plan(const char *spec, int n, const tl_tensor *first, const tl_
     if (!(all & letter_bit(*c))) z = *c;
   if (!z) return 0;
   if (!plan_steps(&info, first, terms, masks, out, extent, z, es, u)) return 0;
-  u->item_bytes = bytes + u->inter_bytes; /* what a run takes per item */
+  u->packed = second == NULL;
+  u->item_bytes = bytes + u->inter_bytes + u->pack_bytes; /* what a run takes per item */
   u->n = n;
   u->steps = n - 1;
   u->out_bytes = bytes;
@@ -290,7 +306,8 @@ static void slot_tensor(const tlpy_uniform *u, int slot, size_t begin, size_t co
     v->strides[0] = u->step[slot];
     memcpy(v->shape + 1, a->shape, (size_t)a->rank * sizeof(int64_t));
     memcpy(v->strides + 1, a->strides, (size_t)a->rank * sizeof(int64_t));
-    v->data = (char *)a->data + (size_t)u->step[slot] * es * begin;
+    v->data = u->packed ? tlpy_uniform_packed(u, count, scratch, slot, 0)
+                        : (char *)a->data + (size_t)u->step[slot] * es * begin;
     return;
   }
   int s = slot - u->n, rank = u->inter_rank[s];
@@ -303,6 +320,11 @@ static void slot_tensor(const tlpy_uniform *u, int slot, size_t begin, size_t co
   }
   v->strides[0] = stride;
   v->data = scratch + u->inter_offset[s] * count;
+}
+
+char *tlpy_uniform_packed(const tlpy_uniform *u, size_t count, void *scratch, int j, size_t i) {
+  return (char *)scratch + count * (u->inter_bytes + u->pack_offset[j]) +
+         i * (size_t)u->step[j] * tl_dtype_size(u->first[0].dtype);
 }
 
 tl_status tlpy_uniform_run(tl_exec *exec, const tlpy_uniform *u, size_t begin, size_t count,

@@ -115,9 +115,9 @@ def test_declined_forms_match_single_calls(s, rng, dtype):
     inter = [fill(rng, (k, k, COUNT), dtype) for _ in range(3)]
     items = [tuple(m[:, :, z] for m in inter) for z in range(COUNT)]
     check_bits(s, "ab,bc,cd->ad", items, False)
-    # separate arrays: no fixed step
+    # separate arrays but a declined form: not packed either
     items = [tuple(fill(rng, (k, k), dtype) for _ in range(3)) for _ in range(COUNT)]
-    check_bits(s, "ab,bc,cd->ad", items, False)
+    check_bits(s, "ab,ab,bc->ac", items, False)
 
 
 def test_an_item_off_the_layout_runs_alone(s, rng):
@@ -207,3 +207,78 @@ def test_run_slabs_of_a_failing_map_are_freed(s, rng):
     assert info.value.item == COUNT - 5
     assert _testing.uniform_items() > before  # runs below it were made into slabs
     assert _testing.live_buffers() == live  # and freed with the map
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 8])
+def test_separate_arrays_are_packed_into_runs(s, rng, dtype, k):
+    """Items of one layout that are separate arrays (no fixed step between them) are copied
+    into a run's stacks and run as one einsum there: the bits of single calls."""
+    items = [tuple(fill(rng, (k, k), dtype) for _ in range(6)) for _ in range(COUNT)]
+    check_bits(s, "ab,bc,cd,de,ef,fg->ag", items, k > 1)
+    if k == 1:
+        return  # (1 x 2, 2 x 1, 1 x 1): a step there may sum nothing, a declined form
+    # Fortran-ordered and transposed operands keep their strides in the stacks
+    items = [(fill(rng, (k, k + 1), dtype), np.asfortranarray(fill(rng, (k + 1, k), dtype)),
+              fill(rng, (k, k), dtype).T) for _ in range(COUNT)]
+    check_bits(s, "ab,bc,dc->ad", items, True)
+    check_bits(s, "ab,bc,dc->ad", items, True, max_lanes=1)
+
+
+def test_packed_environment_updates(s, rng):
+    chi, d = 6, 2
+    for dtype in (np.float64, np.complex128):
+        items = []
+        for _ in range(COUNT):
+            env = fill(rng, (chi, chi), dtype)
+            a = np.asfortranarray(fill(rng, (chi, d, chi), dtype))
+            items.append((env, a, a.conj()))
+        check_bits(s, "ab,asc,bse->ce", items, True)
+
+
+def test_packed_runs_fall_back_for_mixed_items(s, rng):
+    """Mixed shapes, dtypes, strides, non-dense views, unaligned memory and objects that are
+    not numpy arrays in one map: runs holding such an item go item by item (same bits and
+    errors as single calls), the other runs are packed."""
+    k = 3
+    items = [tuple(fill(rng, (k, k), np.complex128) for _ in range(4)) for _ in range(COUNT)]
+    items[20] = tuple(fill(rng, (k + 1, k + 1), np.complex128) for _ in range(4))  # other shapes
+    items[41] = (items[41][0].astype(np.complex64),) + items[41][1:]  # another dtype: fails alone
+    items[60] = (fill(rng, (k, 2 * k), np.complex128)[:, ::2],) + items[60][1:]  # not dense
+    items[90] = (np.asfortranarray(items[90][0]),) + items[90][1:]  # other strides
+    items[120] = (items[120][0].newbyteorder().byteswap(),) + items[120][1:]  # byte-swapped
+    with pytest.raises(tenlane.Error) as info:
+        s.map_einsum("ab,bc,cd,de->ae", items)
+    assert info.value.item == 41
+    items[41] = tuple(fill(rng, (k, k), np.complex128) for _ in range(4))
+    with pytest.raises(tenlane.DtypeError) as info:
+        s.map_einsum("ab,bc,cd,de->ae", items)
+    assert info.value.item == 120
+    items[120] = tuple(fill(rng, (k, k), np.complex128) for _ in range(4))
+    check_bits(s, "ab,bc,cd,de->ae", items, True)
+    # an unaligned operand fails alone, as a single call does
+    raw = np.zeros(k * k * 16 + 8, np.uint8)
+    odd = raw[4 : 4 + k * k * 16].view(np.complex128).reshape(k, k)
+    assert not odd.flags.aligned
+    items[150] = (odd,) + items[150][1:]
+    with pytest.raises(tenlane.InvalidError) as info:
+        s.map_einsum("ab,bc,cd,de->ae", items)
+    assert info.value.item == 150
+    # not a numpy array: the item fails alone, as before
+    items[150] = (memoryview(items[151][0]),) + items[150][1:]
+    with pytest.raises(tenlane.DtypeError) as info:
+        s.map_einsum("ab,bc,cd,de->ae", items)
+    assert info.value.item == 150 and "not a numpy array" in info.value.message
+    # a numpy subclass reads as its array
+    items[150] = (items[151][0].view(type("Sub", (np.ndarray,), {})),) + items[150][1:]
+    check_bits(s, "ab,bc,cd,de->ae", items, True)
+
+
+def test_packed_results_outlive_their_operands(s, rng):
+    items = [tuple(fill(rng, (2, 2), np.complex128) for _ in range(3)) for _ in range(COUNT)]
+    want = [s.einsum("ab,bc,cd->ad", *ops).tobytes() for ops in items]
+    out = s.map_einsum("ab,bc,cd->ad", items)
+    del items
+    kept = out[77]
+    del out
+    assert kept.tobytes() == want[77]
