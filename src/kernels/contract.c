@@ -144,7 +144,8 @@ static int64_t group_stride(const contraction *x, const group *g, int op) {
       first = s;
     else if (s != expect)
       return 0;
-    expect = s * t->shape[pos];
+    /* Past int64 no next stride can equal it (the group is then not contiguous). */
+    if (!tl__i64_mul(s, t->shape[pos], &expect)) expect = 0;
   }
   return first;
 }
@@ -174,7 +175,14 @@ static tl_status pack_operand(tl_exec *exec, int team, contraction *x, int op, c
   src.rank = r;
   int64_t count = tl_tensor_numel(&src);
   void *buffer;
-  size_t bytes = (size_t)count * tl_dtype_size(t->dtype);
+  size_t bytes;
+  /* A broadcast operand (stride 0) has up to INT64_MAX elements over little memory: its
+   * dense copy's bytes can pass SIZE_MAX (issue 28). */
+  if (!tl__size_mul((size_t)count, tl_dtype_size(t->dtype), &bytes))
+    return tl__fail(TL_E_SCRATCH_LIMIT,
+                    "a dense copy of an operand of %lld elements of %zu bytes would be more than "
+                    "SIZE_MAX bytes",
+                    (long long)count, tl_dtype_size(t->dtype));
   tl_status status = tl__exec_scratch(exec, bytes ? bytes : 64, 64, &buffer);
   if (status != TL_OK) return status;
   *copy = src;
@@ -228,7 +236,14 @@ static tl_status scratch_c(tl_exec *exec, const contraction *x, tl_tensor *c_tmp
   }
   c_tmp->rank = r;
   tl_strides_col_major(r, c_tmp->shape, c_tmp->strides);
-  size_t bytes = (size_t)tl_tensor_numel(c_tmp) * tl_dtype_size(t->dtype);
+  size_t bytes;
+  /* Bounded (c is an output that maps no two indices to one element, so its bytes lie in
+   * its span), checked all the same. */
+  if (!tl__size_mul((size_t)tl_tensor_numel(c_tmp), tl_dtype_size(t->dtype), &bytes))
+    return tl__fail(TL_E_SCRATCH_LIMIT,
+                    "a dense copy of c of %lld elements of %zu bytes would be more than SIZE_MAX "
+                    "bytes",
+                    (long long)tl_tensor_numel(c_tmp), tl_dtype_size(t->dtype));
   return tl__exec_scratch(exec, bytes ? bytes : 64, 64, &c_tmp->data);
 }
 
@@ -352,7 +367,7 @@ static int blocked_applies(contraction *x) {
     x->extent_n = e;
   }
   int64_t es = (int64_t)tl_dtype_size(x->t[OP_C]->dtype);
-  if (x->m.count < 2 || x->extent_m * x->extent_k * es < BLOCK_MIN_BYTES) return 0;
+  if (x->m.count < 2 || tl__i64_mul3_sat(x->extent_m, x->extent_k, es) < BLOCK_MIN_BYTES) return 0;
   return operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, x->extent_n, &rs, &cs) &&
          operand_fits(x, OP_C, &x->m, &x->n, x->extent_m, x->extent_n, &rs, &cs);
 }
@@ -365,9 +380,13 @@ static void offsets(int count, const int64_t *shape, const int64_t *stride, int6
   for (int64_t e = 0; e < n; e++) {
     table[e] = at * scale;
     for (int ax = 0; ax < count; ax++) {
-      at += stride[ax];
-      if (++idx[ax] < shape[ax]) break;
-      at -= stride[ax] * shape[ax];
+      if (++idx[ax] < shape[ax]) {
+        at += stride[ax];
+        break;
+      }
+      /* Back to index 0 by (extent - 1) strides: a step past the last index can leave int64
+       * on a span wider than 2^62 (as in loop.c's odometer). */
+      at -= stride[ax] * (shape[ax] - 1);
       idx[ax] = 0;
     }
   }
@@ -433,7 +452,13 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
                                   tl_scalar beta) {
   const tl_tensor *a = x->t[OP_A], *c = x->t[OP_C];
   const int64_t es = (int64_t)tl_dtype_size(c->dtype);
-  const int64_t row_bytes = x->extent_k * es;
+  /* Sizes here are checked products (issue 28): c's extents can multiply to 2^61 elements
+   * over a fake address, and a (broadcast along k) can have 2^63 elements over little memory,
+   * so a block's bytes can pass int64. The tests below saturate, so such a block does not
+   * fit; a block whose scratch cannot be counted sends the work to the general route, whose
+   * whole-operand copy is sized with checked products too. */
+  int64_t row_bytes;
+  if (!tl__i64_mul(x->extent_k, es, &row_bytes)) return TL_E_UNAVAILABLE;
   int pos_a[TL_MAX_RANK] = {0}, pos_c[TL_MAX_RANK] = {0}; /* each M label's axis in a and in c */
   for (int i = 0; i < x->m.count; i++) {
     pos_a[i] = find_label(x->labels[OP_A], a->rank, x->m.labels[i]);
@@ -450,7 +475,8 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
     for (int i = 1; i < x->m.count; i++) {
       if (role[i] == 0 && a->strides[pos_a[i]] == expect) next = i;
     }
-    if (next < 0 || runs * a->shape[pos_a[next]] * row_bytes > BLOCK_RUN_BYTES) break;
+    if (next < 0 || tl__i64_mul3_sat(runs, a->shape[pos_a[next]], row_bytes) > BLOCK_RUN_BYTES)
+      break;
     role[next] = 2;
     a_fast[n_a_fast++] = next;
     runs *= a->shape[pos_a[next]];
@@ -461,7 +487,9 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
   int64_t rows = 1;
   while (n_c_fast < x->m.count && role[n_c_fast] == 0) {
     int64_t e = c->shape[pos_c[n_c_fast]];
-    if (n_c_fast > 0 && rows * e * runs * row_bytes > BLOCK_BYTES) break;
+    if (n_c_fast > 0 &&
+        tl__i64_mul3_sat(tl__i64_mul3_sat(rows, e, runs), row_bytes, 1) > BLOCK_BYTES)
+      break;
     role[n_c_fast] = 1;
     rows *= e;
     n_c_fast++;
@@ -476,23 +504,31 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
     j.n_outer++;
   }
   if (j.n_outer == 0) return TL_E_UNAVAILABLE; /* one block: nothing gained */
+  /* Scratch: one slot per thread that may run a block (the packed block, then the complex
+   * kernel's packing scratch), then the row and run tables. c's first M label is taken
+   * whole, so the block can be any size: every product checked. */
+  const int parallel = team > 1;
+  const size_t slots = parallel ? tl__exec_thread_slots(exec) : 1;
+  const int64_t block_bytes = tl__i64_mul3_sat(rows, runs, row_bytes);
+  size_t scratch_bytes, tables;
+  if (block_bytes == INT64_MAX || !tl__size_align_up((size_t)block_bytes, 64, &j.pack_offset))
+    return TL_E_UNAVAILABLE;
+  j.pack_bytes = tl__gemm_serial_pack_bytes(c->dtype, rows, x->extent_n, x->extent_k);
+  if (!tl__size_add(j.pack_offset, j.pack_bytes, &j.slot_bytes) ||
+      !tl__size_align_up(j.slot_bytes, 64, &j.slot_bytes) ||
+      !tl__size_add((size_t)(by_rows ? rows : 0), (size_t)runs, &tables) ||
+      !tl__size_mul(tables, sizeof(int64_t), &tables) ||
+      !tl__size_mul(slots, j.slot_bytes, &scratch_bytes) ||
+      !tl__size_add(scratch_bytes, tables, &scratch_bytes))
+    return TL_E_UNAVAILABLE;
   j.runs = runs;
   j.row_at = NULL;
   j.run_c = NULL;
   j.row_words = row_bytes / 8;
   blocked_views(x, n_c_fast, pos_a, &j);
   blocked_gemm(x, alpha, beta, rows, &j.g);
-  const tl__gemm_batch *g = &j.g;
-  /* Scratch: one slot per thread that may run a block (the packed block, then the complex
-   * kernel's packing scratch), then the row and run tables. */
-  const int parallel = team > 1;
-  j.pack_offset = (size_t)((rows * runs * row_bytes + 63) / 64 * 64);
-  j.pack_bytes = tl__gemm_serial_pack_bytes(g->dtype, g->m, g->n, g->k);
-  j.slot_bytes = (j.pack_offset + j.pack_bytes + 63) / 64 * 64;
-  size_t slots = parallel ? tl__exec_thread_slots(exec) : 1;
-  size_t tables = (size_t)((by_rows ? rows : 0) + runs) * sizeof(int64_t);
   void *scratch;
-  tl_status status = tl__exec_scratch(exec, slots * j.slot_bytes + tables, 64, &scratch);
+  tl_status status = tl__exec_scratch(exec, scratch_bytes, 64, &scratch);
   if (status != TL_OK) return status;
   j.slots = scratch;
   int64_t *table = (int64_t *)(void *)((char *)scratch + slots * j.slot_bytes);

@@ -473,6 +473,72 @@ static void extremes_contract_empty_huge_extents(void) {
   th_held_close(&held);
 }
 
+/* A tensor header over an address that is never dereferenced when the call refuses. */
+static void *fake_at(int shift) { return (void *)((uintptr_t)1 << shift); }
+
+/* A refusal with a message naming a byte count (the checked product that refused it). */
+static int refused_on_bytes(tl_status status) {
+  const char *m = tl_last_message();
+  if (status == TL_OK || m == NULL || strstr(m, "bytes") == NULL) {
+    fprintf(stderr, "expected a refusal naming bytes, got %s (%s)\n", tl_status_name(status),
+            m != NULL ? m : "no message");
+    return 0;
+  }
+  return 1;
+}
+
+/* The dense copy of a broadcast operand (contract.c's pack_operand): a f32 2^31 x 2^31 with
+ * stride 0 is a valid a of 2^62 elements over one float, and its copy is 2^64 bytes. The
+ * byte count was an unchecked size_t product: it wrapped to 0, a 64-byte scratch block was
+ * taken and the copy wrote 2^62 elements into it (heap overflow, then a segfault). Now the
+ * product is checked and the call refused with the bytes named. b and c sit over addresses
+ * that are never read: the refusal comes first. */
+static void extremes_contract_broadcast_copy_bytes(void) {
+  th_held held;
+  th_held_open(&held, 1);
+  float storage[1] = {1.0f};
+  const int64_t big = (int64_t)1 << 31;
+  int64_t a_shape[2] = {big, big}, a_strides[2] = {0, 0}, v_shape[1] = {big};
+  int a_labels[2] = {0, 1}, b_labels[1] = {1}, c_labels[1] = {0};
+  tl_tensor a, b, c;
+  TH_CHECK_OK(tl_tensor_wrap(TL_F32, 2, a_shape, a_strides, storage, 0, &a));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F32, 1, v_shape, NULL, fake_at(42), 0, &b));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F32, 1, v_shape, NULL, fake_at(44), 0, &c));
+  TH_CHECK(refused_on_bytes(tl_contract_into(held.exec, c_labels, &a, a_labels, &b, b_labels, &c)));
+  th_held_close(&held);
+}
+
+/* contract.c's blocked route (a large a not in GEMM form, b and c in it) with a contracted
+ * extent that only a fake address allows: c128 c (3, 2, 2) = sum over k = (2^60 + 8) / 9 of
+ * a b; a has stride 0 along k and along the last label (1.5 x 2^60 elements over 6), b is
+ * 2^56.8 elements over an address never read (above 2^48, clear of the stack and heap). The
+ * route's tests multiplied c's extents by a's row bytes unchecked: a block of c's first two
+ * labels, 6 x k x 16 bytes (2^63.4), wrapped negative and passed as "fits", the next label's
+ * product wrapped too (signed overflows, UBSan in build-asan), and the scratch of three
+ * threads' slots (a context of 2 workers with team 2) wrapped to 256 bytes plus the complex
+ * kernel's packing space: the gather wrote 2^63 bytes into it (a segfault). Now every
+ * product is checked (saturated for the tests): the block is c's first label alone, its
+ * honest size is asked for and refused, on one thread and on three slots. */
+static void extremes_contract_blocked_huge_extents(void) {
+  th_held held;
+  th_held_open(&held, 2);
+  const int64_t k = (int64_t)128102389400760776; /* (2^60 + 8) / 9 */
+  int64_t a_shape[4] = {k, 3, 2, 2}, a_strides[4] = {0, 1, 3, 0};
+  int64_t b_shape[1] = {k}, c_shape[3] = {3, 2, 2};
+  int a_labels[4] = {3, 0, 1, 2}, b_labels[1] = {3}, c_labels[3] = {0, 1, 2};
+  double a_storage[12] = {0}, c_storage[24] = {0};
+  tl_tensor a, b, c;
+  TH_CHECK_OK(tl_tensor_wrap(TL_C128, 4, a_shape, a_strides, a_storage, 0, &a));
+  TH_CHECK_OK(tl_tensor_wrap(TL_C128, 1, b_shape, NULL, fake_at(48), 0, &b));
+  TH_CHECK_OK(tl_tensor_wrap(TL_C128, 3, c_shape, NULL, c_storage, 0, &c));
+  for (int team = 1; team <= 2; team++) {
+    TH_CHECK_OK(tl_exec_set_team(held.exec, team));
+    TH_CHECK(
+        refused_on_bytes(tl_contract_into(held.exec, c_labels, &a, a_labels, &b, b_labels, &c)));
+  }
+  th_held_close(&held);
+}
+
 static void extremes_counts(void) {
   const size_t counts[] = {0, 1, 3, SIZE_MAX / 2, SIZE_MAX - 1, SIZE_MAX};
   for (int budget = 1; budget <= 2; budget++) {
@@ -608,5 +674,7 @@ TH_TEST_MAIN(TH_CASE(extremes_tensor_headers), TH_CASE(extremes_views_and_access
              TH_CASE(extremes_empty_with_huge_extents),
              TH_CASE(extremes_queries_on_unchecked_tensors), TH_CASE(extremes_routes_with_shapes),
              TH_CASE(extremes_counts), TH_CASE(extremes_arena_alignment),
-             TH_CASE(extremes_contract_empty_huge_extents), TH_CASE(extremes_phase_map_counts),
+             TH_CASE(extremes_contract_empty_huge_extents),
+             TH_CASE(extremes_contract_broadcast_copy_bytes),
+             TH_CASE(extremes_contract_blocked_huge_extents), TH_CASE(extremes_phase_map_counts),
              TH_CASE(extremes_linalg_integers))
