@@ -286,7 +286,9 @@ PyObject *tlpy_buffer_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t n
   Py_ssize_t given = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
   if (given > 1 || nargs > 1)
     return tlpy_raise(TL_E_INVALID, "tenlane.Buffer.__dlpack__: takes only stream=None");
-  const tl_tensor *t = tlpy_buffer_tensor(self);
+  tl_tensor view;
+  tlpy_buffer_tensor(self, &view);
+  const tl_tensor *t = &view;
   DLManagedTensor *managed = PyMem_RawCalloc(1, sizeof *managed);
   export_ctx *ctx = PyMem_RawCalloc(1, sizeof *ctx);
   if (!managed || !ctx) {

@@ -74,7 +74,7 @@ static PyMethodDef module_methods[] = {
      "release_cached_memory() -> int: free the memory of collected small results that tenlane "
      "keeps for the next results of the same size (at most 64 MiB), the large blocks "
      "(256 KiB and up) kept the same way (at most 16 blocks, 256 MiB), and the result Buffer "
-     "objects kept for reuse (at most 16384); returns the bytes of result memory freed. "
+     "objects kept for reuse (at most 65536); returns the bytes of result memory freed. "
      "Any thread."},
     {"cached_memory", module_cached_memory, METH_NOARGS,
      "cached_memory() -> int: bytes of freed result memory kept for reuse (small results' "

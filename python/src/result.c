@@ -10,10 +10,20 @@
 
 #include <string.h>
 
+/* A Buffer keeps its tensor's fields, not a tl_tensor (over a kilobyte with TL_MAX_RANK
+ * shapes and strides, which put every Buffer past the interpreter's small-object allocator
+ * into malloc): the shapes and strides of up to INLINE_RANK axes lie in the object itself. */
+#define INLINE_RANK 4
 typedef struct tlpy_buffer {
-  PyObject_HEAD tl_tensor tensor; /* owned, or borrowed over block */
-  void *block;                    /* NULL, or the block (blocks.c) the tensor lies in */
+  PyObject_HEAD tl_dtype dtype;
+  int rank;
+  int64_t offset; /* elements from data to element (0, ..., 0) */
+  void *data;
+  void *owned; /* what tenlane allocated, freed with the Buffer; NULL when borrowed */
+  void *block; /* NULL, or the block (blocks.c) the tensor lies in */
   size_t block_bytes;
+  int64_t *dims; /* shape[rank], then strides[rank] (elements): inline_dims, or PyMem_Malloc */
+  int64_t inline_dims[2 * INLINE_RANK];
 } tlpy_buffer;
 
 int tlpy_npy_type(tl_dtype dtype) {
@@ -22,7 +32,16 @@ int tlpy_npy_type(tl_dtype dtype) {
   return types[dtype];
 }
 
-const tl_tensor *tlpy_buffer_tensor(PyObject *buffer) { return &((tlpy_buffer *)buffer)->tensor; }
+void tlpy_buffer_tensor(PyObject *buffer, tl_tensor *out) {
+  const tlpy_buffer *b = (const tlpy_buffer *)buffer;
+  memset(out, 0, sizeof *out);
+  out->dtype = b->dtype;
+  out->rank = b->rank;
+  memcpy(out->shape, b->dims, (size_t)b->rank * sizeof(int64_t));
+  memcpy(out->strides, b->dims + b->rank, (size_t)b->rank * sizeof(int64_t));
+  out->offset = b->offset;
+  out->data = b->data;
+}
 
 /* Buffers alive now (GIL held for every change). */
 static Py_ssize_t live_buffers;
@@ -32,17 +51,21 @@ Py_ssize_t tlpy_live_buffers(void) { return live_buffers; }
 /* Collected Buffers kept for the next results, at most BUFFER_KEEP, linked through `block`
  * (GIL held for every change). A batch of results is dropped all at once, and the
  * interpreter's allocator then hands the emptied arenas back to the system; the next
- * batch's Buffers (320 bytes each) had to be faulted in and zeroed again, page by page.
- * tlpy_buffers_release frees them. */
-#define BUFFER_KEEP 16384
+ * batch's Buffers had to be faulted in and zeroed again, page by page. At about 140 bytes
+ * each (INLINE_RANK), 65536 of them hold 9 MB at most. tlpy_buffers_release frees them. */
+#define BUFFER_KEEP 65536
 static tlpy_buffer *kept_head;
 static Py_ssize_t kept_count;
 
 static void buffer_dealloc(PyObject *self) {
   tlpy_buffer *buffer = (tlpy_buffer *)self;
   live_buffers--;
-  tl_tensor_release(&buffer->tensor); /* nothing to free when borrowed */
+  if (buffer->owned) { /* tenlane's memory goes back through tenlane's release */
+    tl_tensor owner = {.owned = buffer->owned};
+    tl_tensor_release(&owner);
+  }
   tlpy_block_give_held(buffer->block, buffer->block_bytes);
+  if (buffer->dims != buffer->inline_dims) PyMem_Free(buffer->dims);
   if (kept_count < BUFFER_KEEP) { /* the type has no subclasses: every Buffer is this size */
     buffer->block = kept_head;
     kept_head = buffer;
@@ -65,9 +88,10 @@ Py_ssize_t tlpy_buffers_release(void) {
 
 static PyObject *buffer_nbytes(PyObject *self, void *unused) {
   (void)unused;
-  const tl_tensor *t = &((tlpy_buffer *)self)->tensor;
-  int64_t n = tl_tensor_numel(t);
-  return PyLong_FromLongLong(n * (int64_t)tl_dtype_size(t->dtype));
+  const tlpy_buffer *b = (const tlpy_buffer *)self;
+  int64_t n = 1;
+  for (int k = 0; k < b->rank; k++) n *= b->dims[k]; /* a tensor tenlane made: in range */
+  return PyLong_FromLongLong(n * (int64_t)tl_dtype_size(b->dtype));
 }
 
 static PyMethodDef buffer_methods[] = {
@@ -81,7 +105,7 @@ static PyMethodDef buffer_methods[] = {
 static PyObject *buffer_address(PyObject *self, void *unused) {
   (void)unused;
   const tlpy_buffer *buffer = (const tlpy_buffer *)self;
-  return PyLong_FromVoidPtr(buffer->block ? buffer->block : buffer->tensor.owned);
+  return PyLong_FromVoidPtr(buffer->block ? buffer->block : buffer->owned);
 }
 
 static PyGetSetDef buffer_getset[] = {
@@ -137,7 +161,20 @@ static tlpy_buffer *buffer_new(const tl_tensor *t, void *block, size_t bytes) {
     buffer = PyObject_New(tlpy_buffer, &tlpy_buffer_type);
     if (!buffer) return NULL;
   }
-  buffer->tensor = *t;
+  buffer->dims = buffer->inline_dims;
+  if (t->rank > INLINE_RANK &&
+      !(buffer->dims = PyMem_Malloc(2 * (size_t)t->rank * sizeof(int64_t)))) {
+    PyObject_Free(buffer); /* kept ones were made by PyObject_New too */
+    PyErr_NoMemory();
+    return NULL;
+  }
+  buffer->dtype = t->dtype;
+  buffer->rank = t->rank;
+  memcpy(buffer->dims, t->shape, (size_t)t->rank * sizeof(int64_t));
+  memcpy(buffer->dims + t->rank, t->strides, (size_t)t->rank * sizeof(int64_t));
+  buffer->offset = t->offset;
+  buffer->data = t->data;
+  buffer->owned = t->owned;
   buffer->block = block;
   buffer->block_bytes = bytes;
   live_buffers++;
@@ -166,7 +203,7 @@ PyObject *tlpy_result_block(const tl_tensor *t, void *block, size_t bytes) {
     tlpy_block_give_held(block, bytes);
     return NULL;
   }
-  return array_over(&buffer->tensor, (PyObject *)buffer);
+  return array_over(t, (PyObject *)buffer);
 }
 
 PyObject *tlpy_result_slab(const tl_tensor *stack, void *block, size_t bytes) {
@@ -181,19 +218,20 @@ PyObject *tlpy_result_slab(const tl_tensor *stack, void *block, size_t bytes) {
 }
 
 int tlpy_result_views(PyObject *slab, size_t first, size_t count, PyObject *list, Py_ssize_t at) {
-  const tl_tensor *stack = &((tlpy_buffer *)slab)->tensor;
+  const tlpy_buffer *stack = (const tlpy_buffer *)slab;
+  const int64_t *shape = stack->dims, *st = stack->dims + stack->rank;
   npy_intp dims[TL_MAX_RANK], strides[TL_MAX_RANK];
   npy_intp size = (npy_intp)tl_dtype_size(stack->dtype);
   int rank = stack->rank - 1;
   for (int k = 0; k < rank; k++) {
-    dims[k] = (npy_intp)stack->shape[k + 1];
-    strides[k] = (npy_intp)stack->strides[k + 1] * size;
+    dims[k] = (npy_intp)shape[k + 1];
+    strides[k] = (npy_intp)st[k + 1] * size;
   }
   /* one descriptor for every view (each PyArray_NewFromDescr steals a reference) */
   PyArray_Descr *descr = PyArray_DescrFromType(tlpy_npy_type(stack->dtype));
   if (!descr) return -1;
-  char *data = (char *)stack->data + (stack->offset + (int64_t)first * stack->strides[0]) * size;
-  const npy_intp step = (npy_intp)stack->strides[0] * size;
+  char *data = (char *)stack->data + (stack->offset + (int64_t)first * st[0]) * size;
+  const npy_intp step = (npy_intp)st[0] * size;
   for (size_t i = 0; i < count; i++, data += step) {
     Py_INCREF(descr);
     PyObject *array = PyArray_NewFromDescr(&PyArray_Type, descr, rank, dims, strides, data,

@@ -91,8 +91,8 @@ extern PyTypeObject tlpy_buffer_type;
  * (a view of an input) gets `base` as its base instead. On failure the owned memory is
  * released and NULL returned with an exception set; *t is cleared either way. */
 PyObject *tlpy_result(tl_tensor *t, PyObject *base);
-/* The tensor a tenlane.Buffer owns (borrowed). */
-const tl_tensor *tlpy_buffer_tensor(PyObject *buffer);
+/* The tensor a tenlane.Buffer holds, as a borrowed view into *out (owns nothing). */
+void tlpy_buffer_tensor(PyObject *buffer, tl_tensor *out);
 /* Buffers alive now: results not yet collected. */
 Py_ssize_t tlpy_live_buffers(void);
 /* Free the collected Buffer objects kept for reuse (result.c); returns how many. GIL held. */

@@ -320,3 +320,25 @@ def test_results_that_take_no_kept_block_are_still_right(s, rng):
     assert _testing.live_buffers() == live
     assert tenlane.cached_memory() >= 10 * 3 * 5 * 8  # the items below it gave theirs back
 
+
+
+def test_buffers_of_many_axes(s, rng):
+    """A Buffer keeps the shapes and strides of up to 4 axes in itself and more on the heap:
+    results of 1 to 7 axes (owned memory and kept blocks) keep their values, export the
+    same array by DLPack and free their Buffers when collected."""
+    live = _testing.live_buffers()
+    for rank in range(1, 8):
+        shape = tuple(2 + (k % 2) for k in range(rank))
+        x = rng.standard_normal(shape)
+        letters = "abcdefg"[:rank]
+        spec = letters + "->" + letters[::-1]
+        single = s.einsum(spec, x)
+        batch = s.map_einsum(letters + "," + letters[-1] + "->" + letters, [(x, np.ones(shape[-1]))] * 3)
+        for r, want in ((single, x.transpose()), (batch[2], x)):
+            assert isinstance(r.base, tenlane.Buffer)
+            assert r.base.nbytes >= r.nbytes
+            assert np.array_equal(r, want)
+            back = np.from_dlpack(r.base)
+            assert back.shape == r.shape and np.array_equal(back, want)
+        del single, batch, r, back
+    assert _testing.live_buffers() == live
