@@ -183,8 +183,10 @@ TL_API tl_status tl_gemm_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a
 /* Fresh c = a * b. */
 TL_API tl_status tl_gemm(tl_exec *exec, const tl_tensor *a, const tl_tensor *b, tl_tensor *out);
 
-/* Which provider the library picked at first use, for benchmarks and logs:
- * e.g. "blis:skx+libxsmm" or "blis:generic". Static. */
+/* Which provider the library picked at first use, and the instruction-set level, for
+ * benchmarks and logs: e.g. "blis:skx(1m)+tl-complex isa:avx512", "reference isa:avx2", or
+ * "openblas:Haswell+lock+tl-complex isa:avx512" ("+lock": calls into that OpenBLAS build
+ * are serialized, lanes take it one at a time). Static storage, never NULL; any thread. */
 TL_API const char *tl_kernels_provider(void);
 
 #ifdef __cplusplus

@@ -3,7 +3,9 @@
  *
  * Threading: from a root surface with a team > 1, a large GEMM is cut into blocks of C
  * (column blocks, or row blocks when C is tall), each block one single-threaded provider
- * call on a pool worker; a batch of GEMMs is spread over the pool batch by batch. From a
+ * call on a pool worker, unless the provider computes a block's elements otherwise than the
+ * whole's (OpenBLAS: tl__provider_choice.provider_split); a batch of GEMMs is spread over
+ * the pool batch by batch. From a
  * child surface everything runs on the calling thread. Cancellation is checked before
  * each block. Operands whose strides a provider cannot take (negative, zero on an extent
  * > 1, interleaved) are first copied into scratch, so the provider is never handed a
@@ -143,7 +145,14 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
     if (status != TL_OK) return status;
     job.pack = pack;
   }
-  if (parallel) {
+  /* The one rule for cutting a GEMM over a team: only where every block computes its
+   * elements as the whole product would (tenlane's kernels run the whole product's kernel;
+   * a provider must say so, provider_split). Elsewhere the product stays whole, cut only
+   * for cancellation, which does not depend on the team: two threads give one thread's
+   * bits on every provider. */
+  const int cut =
+      job.thin || job.kernel != TL__SERIAL_PROVIDER || tl__provider_current().provider_split;
+  if (parallel && cut) {
     if (g->batches < (int64_t)team * 4) {
       /* Cut each GEMM into blocks of C: one per worker while blocks are small (every block
        * packs the whole shared operand again, which small blocks cannot amortise), twice

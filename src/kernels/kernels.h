@@ -231,7 +231,17 @@ typedef struct tl__provider_choice {
   int small_complex;  /* TL__SMALL_COMPLEX_*: the tiny complex GEMM kernel */
   int zen_c64_blocks; /* 1: c64 under 1m takes cache blocks measured on Zen 4 (provider.c) */
   int packed_complex; /* 1: c64/c128 past the tiny kernel run gemm_packed_complex.c */
+  /* 1: a GEMM on the provider may be cut into blocks of C over a team (gemm.c): the provider
+   * gives every element of C the same bits whichever block computes it, and its calls run
+   * at once. 0 (tl__prov_setup: OpenBLAS) keeps each provider GEMM whole on one thread, cut
+   * only as cancellation asks, which does not depend on the team. */
+  int provider_split;
 } tl__provider_choice;
+
+/* 1 sends the complex GEMMs gemm_packed_complex.c would take to the provider (the
+ * benchmark's earn-its-place row turns it on; set it only while no GEMM runs). 0 by
+ * default. Defined in provider.c. */
+extern int tl__packed_complex_off;
 
 /* What BLIS's own CPU detection picked, as far as the choice cares. */
 enum {
@@ -263,6 +273,12 @@ void tl__prov_setup(const tl__cpu_features *features, tl__provider_choice *choic
                     size_t size);
 /* Per-thread set-up, on each thread's first tl__providers_init. */
 void tl__prov_thread(const tl__provider_choice *choice);
+/* Around every call into the provider's BLAS or LAPACK (the tl__prov_* calls below and
+ * src/linalg/lapack.c): on a provider that concurrent callers could corrupt (OpenBLAS's
+ * serial build, provider_blas.c) one process-wide recursive lock, so lanes may call it at
+ * once and each waits its turn; elsewhere nothing. Any thread; nests; never fails. */
+void tl__prov_lock(void);
+void tl__prov_unlock(void);
 /* The provider's gemv for LAPACK's BLAS calls (linalg/gemv.c): y = beta y + alpha op(A) x,
  * op by trans (0 'N', 1 'T', 2 'C'), A column-major with leading dimension lda, x and y
  * from their first elements (a negative increment walks back from there); alpha and beta

@@ -22,6 +22,10 @@
 
 #include "kernels.h"
 
+/* 1 sends the complex GEMMs gemm_packed_complex.c would take to the provider instead
+ * (bench_providers' earn-its-place row; set it only while no GEMM runs). */
+int tl__packed_complex_off = 0;
+
 static pthread_once_t providers_once = PTHREAD_ONCE_INIT;
 static tl__provider_choice provider_choice;
 static int provider_blis_saw;
@@ -35,6 +39,9 @@ tl__provider_choice tl__provider_choose(const tl__cpu_features *f, int blis_saw)
                                               : TL__SMALL_COMPLEX_PORTABLE;
   /* BLIS 0.9 has no AVX-512 complex micro-kernel; tenlane's needs AVX-512F only. */
   choice.packed_complex = f->avx512f && f->fma;
+  /* BLIS (sup off, provider_blis.c) and reference BLAS compute an element of C the same way
+   * in any block; a provider that does not says so in tl__prov_setup. */
+  choice.provider_split = 1;
   /* BLIS's skx configuration needs the same AVX-512 subsets its own detection asks for. */
   int skx = f->avx512f && f->avx512dq && f->avx512cd && f->avx512bw && f->avx512vl && f->fma;
   if (blis_saw == TL__BLIS_SAW_OTHER || (blis_saw == TL__BLIS_SAW_ZEN && !skx)) {
@@ -109,6 +116,10 @@ const char *tl_kernels_provider(void) {
   return provider_name;
 }
 
+static int packed_complex_on(void) {
+  return provider_choice.packed_complex && !tl__packed_complex_off;
+}
+
 int tl__gemm_serial_kernel(tl_dtype dtype, int64_t m, int64_t n, int64_t k, int64_t rsa,
                            int64_t rsc, int64_t csb, int64_t csc) {
   /* Tiny complex shapes: tenlane's own kernel (gemm_small_complex.c). */
@@ -116,7 +127,7 @@ int tl__gemm_serial_kernel(tl_dtype dtype, int64_t m, int64_t n, int64_t k, int6
                                    csc))
     return TL__SERIAL_SMALL_COMPLEX;
   /* Larger complex shapes: tenlane's blocked kernel, given its scratch. */
-  if (tl__gemm_packed_complex_takes(provider_choice.packed_complex, dtype, m, n, k))
+  if (tl__gemm_packed_complex_takes(packed_complex_on(), dtype, m, n, k))
     return TL__SERIAL_PACKED_COMPLEX;
   /* Small real shapes: the hand kernel (small_gemm.c). */
   if (tl__small_gemm_fits(dtype, m, n, k)) return TL__SERIAL_SMALL_REAL;
@@ -152,13 +163,13 @@ void tl__gemm_serial(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar 
 
 size_t tl__gemm_serial_pack_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t k) {
   tl__providers_init();
-  if (!tl__gemm_packed_complex_takes(provider_choice.packed_complex, dtype, m, n, k)) return 0;
+  if (!tl__gemm_packed_complex_takes(packed_complex_on(), dtype, m, n, k)) return 0;
   return tl__gemm_packed_complex_bytes(dtype, m, n, k);
 }
 
 size_t tl__gemm_serial_pack_bound(tl_dtype dtype, int64_t m, int64_t n, int64_t k) {
   tl__providers_init();
-  if (!provider_choice.packed_complex || (dtype != TL_C64 && dtype != TL_C128)) return 0;
+  if (!packed_complex_on() || (dtype != TL_C64 && dtype != TL_C128)) return 0;
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   return tl__gemm_packed_complex_bytes(dtype, m, n, k);
 }

@@ -12,9 +12,24 @@
  * routes hand such layouts rarely (gemm.c copies the worst ones first).
  *
  * Neither provider has anything for tenlane to choose: no context, no per-thread state.
- * Both are reentrant: reference BLAS keeps no state, and Debian builds OpenBLAS's serial
- * flavour with USE_LOCKING so that its buffer pool takes concurrent callers
- * (test_provider_lanes runs lanes' provider calls at once and compares the bits).
+ *
+ * Concurrent callers. Reference BLAS keeps no state and runs unlocked. OpenBLAS's serial
+ * build does not take concurrent callers safely, USE_LOCKING or not: in 0.3.21 (Debian 12's
+ * libopenblas-serial-dev, built with USE_LOCKING) blas_memory_alloc holds its lock only
+ * while it checks that the buffer pool is initialised; the search for a free buffer and the
+ * store that marks it used run unlocked unless the library was built threaded (SMP), so two
+ * threads can take the same buffer and overwrite each other's packed operands. Found as a
+ * wrong singular value (test_provider_lanes: dgesdd from four lanes; 0.03 off on a 5.5 value
+ * in a standalone C program calling dgesdd_ from four threads, none with a lock around it),
+ * and read in the archive's own blas_memory_alloc (the lock taken and dropped before the
+ * loop over the pool). The OpenBLAS build is told at run time (openblas_get_parallel: 0
+ * serial, 1 pthreads, 2 OpenMP; the OpenMP build skips that lock entirely), not its patch
+ * level, so every build but the pthreads one runs under one process-wide recursive lock
+ * (tl__prov_lock, held by every call below and by src/linalg/lapack.c around its LAPACK
+ * calls), and the provider string ends in "+lock". Lanes then take OpenBLAS one at a time:
+ * correct, but its work does not scale with lanes. For the same reason, and because
+ * OpenBLAS picks its kernels by shape (a block of C rounds differently from the whole), a
+ * GEMM on OpenBLAS is never cut over a team (provider_split 0, gemm.c).
  *
  * src/linalg's replacements keep their tl__own_ names here (TL__BLAS_ENTRY in linalg_int.h)
  * and fall back on the routines below. OpenBLAS's LAPACK calls OpenBLAS's own routines;
@@ -23,6 +38,7 @@
  * computing once the route is cancelled, and every other call reaches reference BLAS. */
 #include <complex.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,11 +84,40 @@ TL__FTRMM(ctrmm_, float complex)
 TL__FTRMM(ztrmm_, double complex)
 #if TL_PROVIDER_OPENBLAS
 char *openblas_get_corename(void);
+int openblas_get_parallel(void);
 #endif
+
+/* ---- The lock (see the top of the file) ---- */
+
+static pthread_mutex_t provider_mutex;
+static int provider_locks; /* set once in tl__prov_start, read only after */
+
+static void provider_mutex_init(void) {
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&provider_mutex, &attr);
+  pthread_mutexattr_destroy(&attr);
+}
+
+void tl__prov_lock(void) {
+  tl__providers_init();
+  if (provider_locks) pthread_mutex_lock(&provider_mutex);
+}
+
+void tl__prov_unlock(void) {
+  if (provider_locks) pthread_mutex_unlock(&provider_mutex);
+}
 
 /* ---- Set-up ---- */
 
-int tl__prov_start(void) { return TL__BLIS_SAW_OTHER; }
+int tl__prov_start(void) {
+#if TL_PROVIDER_OPENBLAS
+  provider_locks = openblas_get_parallel() != 1;
+  if (provider_locks) provider_mutex_init();
+#endif
+  return TL__BLIS_SAW_OTHER;
+}
 
 void tl__prov_setup(const tl__cpu_features *features, tl__provider_choice *choice, char *name,
                     size_t size) {
@@ -81,7 +126,9 @@ void tl__prov_setup(const tl__cpu_features *features, tl__provider_choice *choic
   choice->complex_1m = 0;
   choice->zen_c64_blocks = 0;
 #if TL_PROVIDER_OPENBLAS
-  snprintf(name, size, "%s:%s", TL_PROVIDER_NAME, openblas_get_corename());
+  choice->provider_split = 0; /* kernels picked by shape; calls serialized where locked */
+  snprintf(name, size, "%s:%s%s", TL_PROVIDER_NAME, openblas_get_corename(),
+           provider_locks ? "+lock" : "");
 #else
   snprintf(name, size, "%s", TL_PROVIDER_NAME);
 #endif
@@ -109,6 +156,7 @@ void tl__prov_gemv(tl_dtype dtype, int trans, int64_t m, int64_t n, const void *
   const void *xf = fortran_vector(x, len_x, incx, es);
   void *yf = (void *)fortran_vector(y, len_y, incy, es);
   const char *t = trans_letter(trans);
+  tl__prov_lock();
   switch (dtype) {
     case TL_F32:
       sgemv_(t, &im, &in, alpha, a, &ilda, xf, &ix, beta, yf, &iy, 1);
@@ -123,6 +171,7 @@ void tl__prov_gemv(tl_dtype dtype, int trans, int64_t m, int64_t n, const void *
       zgemv_(t, &im, &in, alpha, a, &ilda, xf, &ix, beta, yf, &iy, 1);
       break;
   }
+  tl__prov_unlock();
 }
 
 void tl__prov_gemm_blas(tl_dtype dtype, int ta, int tb, int64_t m, int64_t n, int64_t k,
@@ -130,6 +179,7 @@ void tl__prov_gemm_blas(tl_dtype dtype, int ta, int tb, int64_t m, int64_t n, in
                         const void *beta, void *c, int64_t ldc) {
   const int im = (int)m, in = (int)n, ik = (int)k, ila = (int)lda, ilb = (int)ldb, ilc = (int)ldc;
   const char *tra = trans_letter(ta), *trb = trans_letter(tb);
+  tl__prov_lock();
   switch (dtype) {
     case TL_F32:
       sgemm_(tra, trb, &im, &in, &ik, alpha, a, &ila, b, &ilb, beta, c, &ilc, 1, 1);
@@ -144,6 +194,7 @@ void tl__prov_gemm_blas(tl_dtype dtype, int ta, int tb, int64_t m, int64_t n, in
       zgemm_(tra, trb, &im, &in, &ik, alpha, a, &ila, b, &ilb, beta, c, &ilc, 1, 1);
       break;
   }
+  tl__prov_unlock();
 }
 
 void tl__prov_ger(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *alpha,
@@ -151,6 +202,7 @@ void tl__prov_ger(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *
   const int im = (int)m, in = (int)n, ix = (int)incx, iy = (int)incy, ilda = (int)lda;
   const size_t es = tl_dtype_size(dtype);
   const void *xf = fortran_vector(x, m, incx, es), *yf = fortran_vector(y, n, incy, es);
+  tl__prov_lock();
   switch (dtype) {
     case TL_F32:
       sger_(&im, &in, alpha, xf, &ix, yf, &iy, a, &ilda);
@@ -165,6 +217,7 @@ void tl__prov_ger(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *
       (conj_y ? zgerc_ : zgeru_)(&im, &in, alpha, xf, &ix, yf, &iy, a, &ilda);
       break;
   }
+  tl__prov_unlock();
 }
 
 void tl__prov_trmm(tl_dtype dtype, int right, int upper, int trans, int unit_diag, int64_t m,
@@ -172,6 +225,7 @@ void tl__prov_trmm(tl_dtype dtype, int right, int upper, int trans, int unit_dia
   const int im = (int)m, in = (int)n, ila = (int)lda, ilb = (int)ldb;
   const char *side = right ? "R" : "L", *uplo = upper ? "U" : "L", *t = trans_letter(trans);
   const char *diag = unit_diag ? "U" : "N";
+  tl__prov_lock();
   switch (dtype) {
     case TL_F32:
       strmm_(side, uplo, t, diag, &im, &in, alpha, a, &ila, b, &ilb, 1, 1, 1, 1);
@@ -186,6 +240,7 @@ void tl__prov_trmm(tl_dtype dtype, int right, int upper, int trans, int unit_dia
       ztrmm_(side, uplo, t, diag, &im, &in, alpha, a, &ila, b, &ilb, 1, 1, 1, 1);
       break;
   }
+  tl__prov_unlock();
 }
 
 /* ---- Block sizes for cancellation (gemm.c) ---- */
@@ -271,6 +326,7 @@ void tl__prov_gemm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar al
                    fortran_layout(m, k, rsa, csa, &fa) && fortran_layout(k, n, rsb, csb, &fb) &&
                    fortran_layout(m, n, rsc, csc, &fc) && fc.trans[0] == 'N';
   const int im = (int)m, in = (int)n, ik = (int)k;
+  tl__prov_lock();
   switch (dtype) {
     case TL_F64: {
       const double al = alpha.re, be = beta.re;
@@ -306,4 +362,5 @@ void tl__prov_gemm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar al
       break;
     }
   }
+  tl__prov_unlock();
 }

@@ -188,6 +188,11 @@ void tl__prov_thread(const tl__provider_choice *choice) {
   }
 }
 
+/* Serial BLIS with a one-thread runtime is safe for concurrent callers (its memory broker
+ * takes its own lock, and tenlane's context is only read after set-up): no lock. */
+void tl__prov_lock(void) {}
+void tl__prov_unlock(void) {}
+
 cntx_t *tl__blis_context(void) {
   tl__providers_init();
   return blis_cntx;

@@ -6,20 +6,33 @@
  * caller's, workspace sizes come from the *_query functions (LAPACK's lwork = -1 query),
  * and the providers linked are single-threaded. A query is its compute twin called with no
  * buffers and lwork = -1 (through the twin's static *_call where the public twin arms the
- * injected argument fault), so the dtype dispatch is written once per routine. */
+ * injected argument fault), so the dtype dispatch is written once per routine.
+ *
+ * Every call into the provider's LAPACK or BLAS here holds the provider's lock
+ * (tl__prov_lock: OpenBLAS's serial build, whose buffer pool concurrent callers could share;
+ * nothing elsewhere): each LAPACKE call through checked(), the Fortran calls by hand. */
 #include <complex.h>
 #include <float.h>
 #include <math.h>
 
 #include "base/fault.h"
+#include "kernels/kernels.h"
 #include "linalg_int.h"
 
 /* LAPACK's info, unless xerbla_ fired on this thread during a call that reported success
  * (an inner routine rejected an argument): then a failure (TL__LA_XERBLA_INFO), so that
  * no route takes a result LAPACK computed past an argument error. */
-static lapack_int checked(lapack_int info) {
+static lapack_int checked_info(lapack_int info) {
   return info >= 0 && tl__xerbla_pending() ? TL__LA_XERBLA_INFO : info;
 }
+
+/* The provider's lock, taken before `call` (an expression giving LAPACK's info) is evaluated
+ * and dropped after it, then checked_info. */
+static lapack_int unlock_with(lapack_int info) {
+  tl__prov_unlock();
+  return checked_info(info);
+}
+#define checked(call) (tl__prov_lock(), unlock_with(call))
 
 /* The injected fault TL__FAULT_LAPACK_ARGUMENT: a leading dimension of 0, which LAPACK
  * rejects through xerbla_ (the tests use it to reach the real handler). */
@@ -150,11 +163,13 @@ lapack_int tl__lapack_laqps(tl_dtype dtype, lapack_int m, lapack_int n, lapack_i
                             lapack_int nb, void *a, lapack_int lda, lapack_int *jpvt, void *tau,
                             void *vn1, void *vn2, void *auxv, void *f, lapack_int ldf) {
   lapack_int kb = 0;
+  tl__prov_lock();
   if (dtype == TL_F64) {
     dlaqps_(&m, &n, &offset, &nb, &kb, a, &lda, jpvt, tau, vn1, vn2, auxv, f, &ldf);
   } else {
     slaqps_(&m, &n, &offset, &nb, &kb, a, &lda, jpvt, tau, vn1, vn2, auxv, f, &ldf);
   }
+  tl__prov_unlock();
   return kb;
 }
 
@@ -277,12 +292,14 @@ static void qp_step_z(lapack_int m, lapack_int n, lapack_int i, double complex *
 void tl__lapack_qp_step(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int i, void *a,
                         lapack_int lda, lapack_int *jpvt, void *tau, void *vn1, void *vn2,
                         void *work) {
+  tl__prov_lock(); /* larfg, larf: the provider's LAPACK */
   if (dtype == TL_F64)
     qp_step_d(m, n, i, a, lda, jpvt, tau, vn1, vn2, work);
   else if (dtype == TL_C128)
     qp_step_z(m, n, i, a, lda, jpvt, tau, vn1, vn2, work);
   else
     qp_step_s(m, n, i, a, lda, jpvt, tau, vn1, vn2, work);
+  tl__prov_unlock();
 }
 
 /* The sum of squares of x (m reals), in four running sums. */
@@ -437,6 +454,7 @@ void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, 
     tl__trsm_small(dtype, side, uplo, trans, diag, m, n, a, lda, b, ldb);
     return;
   }
+  tl__prov_lock();
   switch (dtype) {
     case TL_F32: {
       const float one = 1.0f;
@@ -459,6 +477,7 @@ void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, 
       break;
     }
   }
+  tl__prov_unlock();
 }
 
 /* ---- The pieces of syevd / heevd that tl_eigh drives itself (eigh.c), lower triangle
@@ -498,6 +517,7 @@ extern void zher2k_(const char *uplo, const char *trans, const lapack_int *n, co
 
 void tl__lapack_latrd_lower(tl_dtype dtype, lapack_int n, lapack_int nb, void *a, lapack_int lda,
                             void *e, void *tau, void *w, lapack_int ldw) {
+  tl__prov_lock();
   switch (dtype) {
     case TL_F32:
       slatrd_("L", &n, &nb, a, &lda, e, tau, w, &ldw, 1);
@@ -512,10 +532,12 @@ void tl__lapack_latrd_lower(tl_dtype dtype, lapack_int n, lapack_int nb, void *a
       zlatrd_("L", &n, &nb, a, &lda, e, tau, w, &ldw, 1);
       break;
   }
+  tl__prov_unlock();
 }
 
 void tl__blas_rank2k_lower(tl_dtype dtype, lapack_int n, lapack_int k, const void *a,
                            lapack_int lda, const void *b, lapack_int ldb, void *c, lapack_int ldc) {
+  tl__prov_lock();
   switch (dtype) {
     case TL_F32: {
       const float minus = -1.0f, one = 1.0f;
@@ -540,6 +562,7 @@ void tl__blas_rank2k_lower(tl_dtype dtype, lapack_int n, lapack_int k, const voi
       break;
     }
   }
+  tl__prov_unlock();
 }
 
 lapack_int tl__lapack_sytrd_lower(tl_dtype dtype, lapack_int n, void *a, lapack_int lda, void *d,
@@ -583,6 +606,7 @@ lapack_int tl__lapack_laed1(tl_dtype real, lapack_int n, void *d, void *q, lapac
                             lapack_int *indxq, double rho, lapack_int cutpnt, void *work,
                             lapack_int *iwork) {
   lapack_int info = 0;
+  tl__prov_lock();
   if (real == TL_F32) {
     float r = (float)rho; /* laed1 may change its rho: a copy */
     slaed1_(&n, d, q, &ldq, indxq, &r, &cutpnt, work, iwork, &info);
@@ -590,7 +614,8 @@ lapack_int tl__lapack_laed1(tl_dtype real, lapack_int n, void *d, void *q, lapac
     double r = rho;
     dlaed1_(&n, d, q, &ldq, indxq, &r, &cutpnt, work, iwork, &info);
   }
-  return checked(info);
+  tl__prov_unlock();
+  return checked_info(info);
 }
 
 static lapack_int ormtr_call(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,

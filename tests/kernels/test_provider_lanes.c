@@ -1,9 +1,10 @@
-/* Concurrent provider calls from lanes: every lane of a tl_map calls BLIS (real and complex
- * GEMM) and LAPACK (QR, SVD, LU) at the same time as the others, and each item's results
- * are the same bits as when one lane runs all items one after another. A provider that kept
- * unlocked shared state (a packing buffer, a context being rewritten, a per-process error
- * slot) would mix items up here. The lane surfaces are single-threaded, so the two runs take
- * the same code path item by item. */
+/* Concurrent provider calls from lanes: every lane of a tl_map calls the linked provider
+ * (real and complex GEMM) and LAPACK (QR, SVD, LU) at the same time as the others, and each
+ * item's results are the same bits as when one lane runs all items one after another. A
+ * provider that kept unlocked shared state (a packing buffer, a context being rewritten, a
+ * per-process error slot) would mix items up here: OpenBLAS 0.3.21's serial build did, now
+ * and then, until tenlane serialized its calls (provider_blas.c). The lane surfaces are
+ * single-threaded, so the two runs take the same code path item by item. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
