@@ -88,7 +88,8 @@ typedef struct stack {
  * libtenlane. Capped, they send every call to BLIS's kernels, so that the stack measures
  * reference LAPACK over BLIS and not tenlane's own kernels. */
 extern int tl__blas_isa_cap;
-extern int tl__getrf_isa_cap;
+extern int tl__blas_off; /* TL__BLAS_OWN_* bits (src/linalg/linalg_int.h) */
+enum { OWN_GEMV = 1, OWN_GER = 2, OWN_GEMM = 4, OWN_TRMM = 8 }; /* TL__BLAS_OWN_* */
 /* The cap the tl rows run with: 1, or 0 under TL_BENCH_REPLACEMENTS (below). */
 static int tl_rows_blas_cap = 1;
 static void blis_kernels(const stack *s, int on) {
@@ -96,17 +97,30 @@ static void blis_kernels(const stack *s, int on) {
   tl__blas_isa_cap = on ? 0 : tl_rows_blas_cap;
 }
 
-/* TL_BENCH_REPLACEMENTS=off-blas,off-getrf-avx2 runs the tl rows without tenlane's own
- * kernels under LAPACK (off-blas: gemv.c, ger.c, gemm_blas.c/gemm_narrow.c, trmm.c send every
- * call to BLIS) or without the LU's AVX2 pivot search (off-getrf-avx2), so that a run with
- * and a run without show what each earns on the user-level routes, against the same
- * anchors. Unset: everything on. (The packed complex GEMM, the complex level-1 kernels in
- * BLIS's contexts and the AVX-512 paths go off together with TL_ISA=avx2.) */
+/* 1 when `word` is one of the comma-separated words of `list`. */
+static int word_in(const char *list, const char *word) {
+  const size_t len = strlen(word);
+  for (const char *p = list; (p = strstr(p, word)) != NULL; p += len)
+    if ((p == list || p[-1] == ',') && (p[len] == '\0' || p[len] == ',')) return 1;
+  return 0;
+}
+
+/* TL_BENCH_REPLACEMENTS=off-blas,off-gemv,off-ger,off-gemm-blas,off-trmm,off-packed-complex
+ * runs the tl rows without tenlane's own kernels under LAPACK (off-blas: all four of gemv.c,
+ * ger.c, gemm_blas.c/gemm_narrow.c, trmm.c send every call to the provider; the others one
+ * file each) or without the packed complex GEMM (gemm_packed_complex.c), so that a run with
+ * and a run without show what each earns on the user-level routes, against the same anchors.
+ * Unset: everything on. (The complex level-1 kernels in BLIS's contexts and the AVX-512
+ * paths go off together with TL_ISA=avx2.) */
 static void replacements_from_env(void) {
   const char *want = getenv("TL_BENCH_REPLACEMENTS");
   if (want == NULL) return;
-  if (strstr(want, "off-blas") != NULL) tl_rows_blas_cap = 0, tl__blas_isa_cap = 0;
-  if (strstr(want, "off-getrf-avx2") != NULL) tl__getrf_isa_cap = 0;
+  if (word_in(want, "off-blas")) tl_rows_blas_cap = 0, tl__blas_isa_cap = 0;
+  if (word_in(want, "off-gemv")) tl__blas_off |= OWN_GEMV;
+  if (word_in(want, "off-ger")) tl__blas_off |= OWN_GER;
+  if (word_in(want, "off-gemm-blas")) tl__blas_off |= OWN_GEMM;
+  if (word_in(want, "off-trmm")) tl__blas_off |= OWN_TRMM;
+  if (word_in(want, "off-packed-complex")) tl__packed_complex_off = 1;
   printf("replacements: %s (TL_BENCH_REPLACEMENTS)\n", want);
 }
 
@@ -758,16 +772,19 @@ static void bench_lanes(tl_bench_table *table, const tl_bench_options *opt, tl_s
 /* ---- what each replacement earns (issue 30: kept only for a 15% gain on a route) -------- */
 
 /* One of tenlane's hand-written BLAS/LAPACK replacements that can be turned off at run time:
- * its cap (1 on, 0 off: the provider's path), the ISA level it needs to be in use at all,
- * and the user-level routes it sits under. */
+ * its switch (a variable and the values that turn the replacement on and off: off sends
+ * its work to the provider), the ISA level it needs to be in use at all, the user-level
+ * routes it sits under and the dtypes it serves. */
 typedef struct replacement {
   const char *name, *env_name; /* env_name: its TL_BENCH_REPLACEMENTS word */
   int *cap;
+  int on, off;
   int level;
-  const char *routes; /* among "qr", "svd", "lu" */
+  const char *routes; /* among "gemm", "qr", "svd", "lu" */
+  int dtypes;         /* 1: f64, 2: c128, 3: both */
 } replacement;
 
-/* One side of a with/without pair: the cap set, then the route's call. */
+/* One side of a with/without pair: the switch set, then the route's call. */
 typedef struct capped {
   const route *r;
   problem *p;
@@ -785,27 +802,43 @@ static void capped_run(void *arg) {
 /* With and without each replacement, alternated in the same run on the same input: the gain
  * is the time without over the time with, less 1; a replacement is kept where some route
  * gains at least 15%. Prints its own table (route, dtype, n, the two medians, the gain), then
- * one verdict per replacement. */
+ * one verdict per replacement. TL_BENCH_REPLACEMENTS_ONLY=off-gemv,... runs those rows only
+ * (each row's run fits a few minutes; the whole table takes longer). nrm2.c, lange.c and
+ * blis_level1.c have no row: they take BLIS's place at link time or in its context at
+ * set-up, with no provider routine left to switch to while the process runs. */
+#define REPLACEMENT_COUNT 6
 static void bench_replacements(const tl_bench_options *opt, const route *routes, int route_count,
                                tl_exec *exec, int size_count) {
   static const int sizes[3] = {64, 256, 512};
   static const tl_dtype dtypes[2] = {TL_F64, TL_C128};
-  const replacement reps[2] = {
-      {"LAPACK's BLAS calls on tenlane's kernels (gemv.c, ger.c, gemm_blas.c + gemm_narrow.c, "
-       "trmm.c)",
-       "off-blas", &tl__blas_isa_cap, TL__ISA_AVX512, "qr,svd,lu"},
-      {"LU's AVX2 pivot search, interchanges and panel loops (getrf.c)", "off-getrf-avx2",
-       &tl__getrf_isa_cap, TL__ISA_AVX2, "lu"},
+  const replacement reps[REPLACEMENT_COUNT] = {
+      {"LAPACK's BLAS calls on tenlane's kernels, all four files together (gemv.c, ger.c, "
+       "gemm_blas.c + gemm_narrow.c, trmm.c)",
+       "off-blas", &tl__blas_isa_cap, 1, 0, TL__ISA_AVX512, "qr,svd,lu", 3},
+      {"LAPACK's gemv calls on tenlane's kernels (gemv.c)", "off-gemv", &tl__blas_off, 0, OWN_GEMV,
+       TL__ISA_AVX512, "qr,svd,lu", 3},
+      {"LAPACK's ger calls on tenlane's kernels (ger.c)", "off-ger", &tl__blas_off, 0, OWN_GER,
+       TL__ISA_AVX512, "qr,svd,lu", 3},
+      {"LAPACK's narrow gemm calls on tenlane's kernels (gemm_blas.c + gemm_narrow.c)",
+       "off-gemm-blas", &tl__blas_off, 0, OWN_GEMM, TL__ISA_AVX512, "qr,svd,lu", 3},
+      {"LAPACK's trmm calls on tenlane's kernels (trmm.c)", "off-trmm", &tl__blas_off, 0, OWN_TRMM,
+       TL__ISA_AVX512, "qr,svd,lu", 3},
+      {"complex GEMM past the tiny kernel on tenlane's packed kernel (gemm_packed_complex.c)",
+       "off-packed-complex", &tl__packed_complex_off, 0, 1, TL__ISA_AVX512, "gemm,qr,svd,lu", 2},
   };
+  const char *only = getenv("TL_BENCH_REPLACEMENTS_ONLY");
   printf(
       "\n== replacements: each with and without, same run, alternated (gain = time without "
       "/ time with - 1; kept at >= %.0f%% on some route)\n",
       REPLACEMENT_KEEP_GAIN * 100);
-  printf("%-16s %-6s %-5s %5s %14s %14s %8s\n", "replacement", "route", "dtype", "n", "with (us)",
+  printf("%-18s %-6s %-5s %5s %14s %14s %8s\n", "replacement", "route", "dtype", "n", "with (us)",
          "without (us)", "gain");
-  char verdicts[2][320];
-  for (int i = 0; i < 2; i++) {
+  char verdicts[REPLACEMENT_COUNT][320];
+  int shown[REPLACEMENT_COUNT] = {0};
+  for (int i = 0; i < REPLACEMENT_COUNT; i++) {
     const replacement *rep = &reps[i];
+    if (only != NULL && !word_in(only, rep->env_name)) continue;
+    shown[i] = 1;
     const int saved = *rep->cap;
     double best_gain = -INFINITY;
     char best_where[64] = "";
@@ -813,15 +846,17 @@ static void bench_replacements(const tl_bench_options *opt, const route *routes,
       if (strstr(rep->routes, routes[r].what) == NULL) continue;
       for (int d = 0; d < 2; d++)
         for (int z = 0; z < size_count; z++) {
+          if (!(rep->dtypes & (1 << d))) continue;
           problem p;
           problem_make(&p, dtypes[d], sizes[z], exec);
-          capped with = {&routes[r], &p, rep->cap, 1}, without = {&routes[r], &p, rep->cap, 0};
+          capped with = {&routes[r], &p, rep->cap, rep->on},
+                 without = {&routes[r], &p, rep->cap, rep->off};
           tl_bench_contestant c[2] = {{"with", capped_run, &with, {0, 0, 0}},
                                       {"without", capped_run, &without, {0, 0, 0}}};
           tl_bench_options local = budgeted(opt, capped_run, &without);
           if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
           const double gain = c[1].stats.median_ns / c[0].stats.median_ns - 1.0;
-          printf("%-16s %-6s %-5s %5d %14.1f %14.1f %7.1f%%\n", rep->env_name, routes[r].what,
+          printf("%-18s %-6s %-5s %5d %14.1f %14.1f %7.1f%%\n", rep->env_name, routes[r].what,
                  tl_dtype_name(dtypes[d]), sizes[z], c[0].stats.median_ns / 1e3,
                  c[1].stats.median_ns / 1e3, gain * 100);
           if (gain > best_gain) {
@@ -840,7 +875,8 @@ static void bench_replacements(const tl_bench_options *opt, const route *routes,
              verdict, best_gain * 100, best_where, rep->name);
   }
   printf("verdicts (isa %s, provider %s):\n", tl__isa_name(tl__isa_level()), tl_kernels_provider());
-  for (int i = 0; i < 2; i++) printf("  %s\n", verdicts[i]);
+  for (int i = 0; i < REPLACEMENT_COUNT; i++)
+    if (shown[i]) printf("  %s\n", verdicts[i]);
 }
 
 /* TL_BENCH_PROVIDERS_ONLY=gemm|qr|svd|lu|c64|tiny|lanes|replacements runs those groups only

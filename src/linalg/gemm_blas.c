@@ -54,7 +54,7 @@ static int check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc)
 /* f64 and c128 take gemm_narrow.c's kernels where the CPU has AVX-512F and tests have not
  * capped them, for the shapes they take. */
 static int narrow(int ta, int tb, int m, int n, int k, int esize) {
-  return tl__blas_own_kernels() && tl__gemm_narrow_fits(ta, tb, m, n, k, esize);
+  return tl__blas_own_kernels(TL__BLAS_OWN_GEMM) && tl__gemm_narrow_fits(ta, tb, m, n, k, esize);
 }
 
 /* C = beta C over m x n (beta 0: set, not read). */

@@ -482,9 +482,9 @@ TL_AVX512 void tl__gemm_narrow_z(int ta, int tb, int64_t m, int64_t n, int64_t k
                 ta == 2, b + 2 * p, ldb, c, ldc);
 }
 #else
-/* No AVX-512 in this build (a non-x86 CPU): tl__blas_own_kernels() is 0, so LAPACK's
- * products go to BLIS and these are not reached from there; they keep the contract in plain
- * loops, one sum per element in k order, for any caller that asks anyway. */
+/* No AVX-512 in this build (a non-x86 CPU): tl__blas_own_kernels(TL__BLAS_OWN_GEMM) is 0, so
+ * LAPACK's products go to BLIS and these are not reached from there; they keep the contract in
+ * plain loops, one sum per element in k order, for any caller that asks anyway. */
 void tl__gemm_narrow_d(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
                        const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
                        double *c, int64_t ldc) {

@@ -52,6 +52,7 @@
 #define TL_AVX512 __attribute__((target("avx512f")))
 
 int tl__blas_isa_cap = 1; /* shared by gemm_blas.c and ger.c (linalg_int.h) */
+int tl__blas_off = 0;     /* TL__BLAS_OWN_* bits (linalg_int.h) */
 
 int tl__gemv_linked(void) { return 1; }
 
@@ -393,9 +394,9 @@ static int check(int trans, int m, int n, int lda, int incx, int incy) {
 #define TL__GEMV_BLIS(DTYPE) \
   tl__prov_gemv(DTYPE, tr, *m, *n, alpha, a, *lda, x0, *incx, beta, y0, *incy)
 #if TL_X86_KERNELS
-/* tenlane's kernels where tl__blas_own_kernels() says so, BLIS's otherwise. */
+/* tenlane's kernels where tl__blas_own_kernels(TL__BLAS_OWN_GEMV) says so, BLIS's otherwise. */
 #define TL__GEMV_OWN(KERNELS, DTYPE)                                   \
-  if (tl__blas_own_kernels())                                          \
+  if (tl__blas_own_kernels(TL__BLAS_OWN_GEMV))                         \
     KERNELS(tr, *m, *n, *alpha, a, *lda, x0, *incx, *beta, y0, *incy); \
   else                                                                 \
     TL__GEMV_BLIS(DTYPE)

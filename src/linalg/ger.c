@@ -248,7 +248,7 @@ static void prov_ger_nonzero(tl_dtype dt, int conj_y, int64_t m, int64_t n, cons
     const T *x0 = TL__BLAS_FIRST(x, *m, *incx), *y0 = TL__BLAS_FIRST(y, *n, *incy);               \
     void (*own)(int64_t, int64_t, T, const T *, int64_t, const T *, int64_t, T *, int64_t, int) = \
         OWN;                                                                                      \
-    if (own != NULL && tl__blas_own_kernels())                                                    \
+    if (own != NULL && tl__blas_own_kernels(TL__BLAS_OWN_GER))                                    \
       own(*m, *n, *alpha, x0, *incx, y0, *incy, a, *lda, CONJ);                                   \
     else                                                                                          \
       prov_ger_nonzero(DTYPE, CONJ, *m, *n, alpha, x0, *incx, y0, *incy, a, *lda);                \

@@ -19,22 +19,14 @@
 
 #include "kernels/kernels.h"
 #include "linalg_int.h"
-#if TL_X86_KERNELS
-#include <immintrin.h>
-#endif
-
-#define TL_AVX2 __attribute__((target("avx2,fma")))
-
-int tl__getrf_isa_cap = 1;
 
 /* ---- the pivot search ------------------------------------------------------------------ *
  * The offset of the first largest |x| (|re| + |im| for complex) among x[0..len) of a column,
  * NaNs never chosen; 0 with *best = -1 when every entry is NaN (the plain loop's answer too).
- * The scalar loop carries a compare, a max and a conditional move from one element to the
- * next; perf of an n = 256 LU put 80% of the panel loop's time, a fifth of the whole, there.
- * With AVX2 a first pass takes the maximum 8 (or 4 complex) entries at a time, a second finds
- * its first occurrence 4 at a time; both compute each magnitude with the same operations as
- * the loop, so the choice is the same bit for bit. */
+ * One plain loop for every instruction-set level. (An AVX2 build of the search, the
+ * interchanges and the panel loops was removed on 2026-12-05: it gained at most 11.7% on
+ * the LU route, below the 15% a replacement must show;
+ * benches/results/2026-12-05-late-provider-replacements.txt.) */
 #define TL__PIVOT_PLAIN(NAME, R, ABS)                                  \
   static lapack_int NAME(lapack_int len, const R *x, int w, R *best) { \
     lapack_int p = 0;                                                  \
@@ -50,84 +42,6 @@ int tl__getrf_isa_cap = 1;
 TL__PIVOT_PLAIN(pivot_plain_d, double, fabs)
 TL__PIVOT_PLAIN(pivot_plain_f, float, fabsf)
 
-#if TL_X86_KERNELS
-/* The largest of four lanes (none NaN). */
-TL_AVX2 static double lanes_max(__m256d v) {
-  __m128d lo = _mm256_castpd256_pd128(v), hi = _mm256_extractf128_pd(v, 1);
-  lo = _mm_max_pd(lo, hi);
-  return _mm_cvtsd_f64(_mm_max_sd(lo, _mm_unpackhi_pd(lo, lo)));
-}
-
-/* |re| + |im| of the four complex numbers at x, in their order. */
-TL_AVX2 static __m256d magnitudes_z(const double *x, __m256d sign) {
-  __m256d a = _mm256_andnot_pd(sign, _mm256_loadu_pd(x));
-  __m256d b = _mm256_andnot_pd(sign, _mm256_loadu_pd(x + 4));
-  /* hadd gives (x0, x2, x1, x3) for x0..x3 the magnitudes; put them back in order. */
-  return _mm256_permute4x64_pd(_mm256_hadd_pd(a, b), _MM_SHUFFLE(3, 1, 2, 0));
-}
-
-TL_AVX2 static lapack_int pivot_avx2_d(lapack_int len, const double *x, int w, double *best) {
-  (void)w; /* 1: the signature of pivot_plain_d */
-  const __m256d sign = _mm256_set1_pd(-0.0);
-  /* _mm256_max_pd(v, m) returns m when v is NaN: NaNs drop out as in the loop. */
-  __m256d m0 = _mm256_set1_pd(-1.0), m1 = m0;
-  lapack_int i = 0;
-  for (; i + 8 <= len; i += 8) {
-    m0 = _mm256_max_pd(_mm256_andnot_pd(sign, _mm256_loadu_pd(x + i)), m0);
-    m1 = _mm256_max_pd(_mm256_andnot_pd(sign, _mm256_loadu_pd(x + i + 4)), m1);
-  }
-  double top = lanes_max(_mm256_max_pd(m0, m1));
-  for (; i < len; i++) {
-    double v = fabs(x[i]);
-    if (v > top) top = v;
-  }
-  *best = top;
-  if (top < 0) return 0;
-  const __m256d want = _mm256_set1_pd(top);
-  for (i = 0; i + 4 <= len; i += 4) {
-    __m256d v = _mm256_andnot_pd(sign, _mm256_loadu_pd(x + i));
-    int hit = _mm256_movemask_pd(_mm256_cmp_pd(v, want, _CMP_EQ_OQ));
-    if (hit) return i + __builtin_ctz((unsigned)hit);
-  }
-  for (; i < len; i++)
-    if (fabs(x[i]) == top) return i;
-  return 0; /* not reached: top is one of the entries */
-}
-
-TL_AVX2 static lapack_int pivot_avx2_z(lapack_int len, const double *x, int w, double *best) {
-  (void)w; /* 2 */
-  const __m256d sign = _mm256_set1_pd(-0.0);
-  __m256d m = _mm256_set1_pd(-1.0);
-  lapack_int i = 0;
-  for (; i + 4 <= len; i += 4) m = _mm256_max_pd(magnitudes_z(x + 2 * i, sign), m);
-  double top = lanes_max(m);
-  for (; i < len; i++) {
-    double v = fabs(x[2 * i]);
-    v += fabs(x[2 * i + 1]);
-    if (v > top) top = v;
-  }
-  *best = top;
-  if (top < 0) return 0;
-  const __m256d want = _mm256_set1_pd(top);
-  for (i = 0; i + 4 <= len; i += 4) {
-    __m256d v = magnitudes_z(x + 2 * i, sign);
-    int hit = _mm256_movemask_pd(_mm256_cmp_pd(v, want, _CMP_EQ_OQ));
-    if (hit) return i + __builtin_ctz((unsigned)hit);
-  }
-  for (; i < len; i++) {
-    double v = fabs(x[2 * i]);
-    v += fabs(x[2 * i + 1]);
-    if (v == top) return i;
-  }
-  return 0; /* not reached */
-}
-
-static int use_avx2(void) { return tl__getrf_isa_cap >= 1 && tl__isa_level() >= TL__ISA_AVX2; }
-#else
-/* No AVX2 kernels in this build (a non-x86 CPU): the level is portable, the plain loops run. */
-static int use_avx2(void) { return 0; }
-#endif
-
 /* Columns factored by the plain panel loop (real, complex), and the order up to which a
  * triangle is solved through its explicit inverse. Measured (n = 64..256, f64 and c128):
  * wider panels leave more of the work in loops that vectorise poorly. */
@@ -137,95 +51,82 @@ static int use_avx2(void) { return 0; }
 
 /* One dtype's panel and triangle loops. R: the real type; C: 1 for complex (interleaved
  * re, im), 0 for real. An element (i, j) is at a + W * (i + j * lda), W = 1 + C. */
-#define TL__GETRF_LOOPS(SUFFIX, R, C, PIVOT, ATTR)                                              \
-  ATTR static lapack_int panel_##SUFFIX(lapack_int m, lapack_int n, void *av, lapack_int lda,   \
-                                        lapack_int *ipiv) {                                     \
-    const int w = 1 + C;                                                                        \
-    R *a = av;                                                                                  \
-    lapack_int info = 0, k = m < n ? m : n;                                                     \
-    for (lapack_int j = 0; j < k; j++) {                                                        \
-      R *col = a + (size_t)w * ((size_t)j * (size_t)lda);                                       \
-      R best;                                                                                   \
-      lapack_int p = j + PIVOT(m - j, col + w * j, w, &best);                                   \
-      ipiv[j] = p + 1;                                                                          \
-      if (best == 0) {                                                                          \
-        if (info == 0) info = j + 1;                                                            \
-        continue;                                                                               \
-      }                                                                                         \
-      if (p != j)                                                                               \
-        for (lapack_int c = 0; c < n; c++) {                                                    \
-          R *x = a + (size_t)w * ((size_t)j + (size_t)c * (size_t)lda);                         \
-          R *y = a + (size_t)w * ((size_t)p + (size_t)c * (size_t)lda);                         \
-          for (int q = 0; q < w; q++) {                                                         \
-            R t = x[q];                                                                         \
-            x[q] = y[q];                                                                        \
-            y[q] = t;                                                                           \
-          }                                                                                     \
-        }                                                                                       \
-      /* Scale the column below the pivot by 1 / pivot (Smith's form: no overflow in |p|^2). */ \
-      R pr = col[w * j], pi = C ? col[w * j + C] : 0, rr, ri;                                   \
-      if ((pr < 0 ? -pr : pr) >= (pi < 0 ? -pi : pi)) {                                         \
-        R q = pi / pr, d = pr + pi * q;                                                         \
-        rr = 1 / d, ri = -q / d;                                                                \
-      } else {                                                                                  \
-        R q = pr / pi, d = pi + pr * q;                                                         \
-        rr = q / d, ri = -1 / d;                                                                \
-      }                                                                                         \
-      for (lapack_int i = j + 1; i < m; i++) {                                                  \
-        R xr = col[w * i], xi = C ? col[w * i + C] : 0;                                         \
-        col[w * i] = xr * rr - xi * ri;                                                         \
-        if (C) col[w * i + C] = xr * ri + xi * rr;                                              \
-      }                                                                                         \
-      /* Rank-one update of the rest of the panel. */                                           \
-      for (lapack_int c = j + 1; c < n; c++) {                                                  \
-        R *dst = a + (size_t)w * ((size_t)c * (size_t)lda);                                     \
-        R tr = dst[w * j], ti = C ? dst[w * j + C] : 0;                                         \
-        for (lapack_int i = j + 1; i < m; i++) {                                                \
-          R xr = col[w * i], xi = C ? col[w * i + C] : 0;                                       \
-          dst[w * i] -= xr * tr - xi * ti;                                                      \
-          if (C) dst[w * i + C] -= xr * ti + xi * tr;                                           \
-        }                                                                                       \
-      }                                                                                         \
-    }                                                                                           \
-    return info;                                                                                \
-  }                                                                                             \
-  /* b (k x n, ldb) = L^-1 b for the unit lower triangle L (k x k, lda). */                     \
-  ATTR static void lunit_##SUFFIX(lapack_int k, lapack_int n, const void *lv, lapack_int lda,   \
-                                  void *bv, lapack_int ldb) {                                   \
-    const int w = 1 + C;                                                                        \
-    const R *l = lv;                                                                            \
-    R *b = bv;                                                                                  \
-    for (lapack_int c = 0; c < n; c++) {                                                        \
-      R *x = b + (size_t)w * ((size_t)c * (size_t)ldb);                                         \
-      for (lapack_int p = 0; p < k; p++) {                                                      \
-        const R *lp = l + (size_t)w * ((size_t)p * (size_t)lda);                                \
-        R tr = x[w * p], ti = C ? x[w * p + C] : 0;                                             \
-        for (lapack_int i = p + 1; i < k; i++) {                                                \
-          R yr = lp[w * i], yi = C ? lp[w * i + C] : 0;                                         \
-          x[w * i] -= yr * tr - yi * ti;                                                        \
-          if (C) x[w * i + C] -= yr * ti + yi * tr;                                             \
-        }                                                                                       \
-      }                                                                                         \
-    }                                                                                           \
+#define TL__GETRF_LOOPS(SUFFIX, R, C, PIVOT)                                                       \
+  static lapack_int panel_##SUFFIX(lapack_int m, lapack_int n, void *av, lapack_int lda,           \
+                                   lapack_int *ipiv) {                                             \
+    const int w = 1 + C;                                                                           \
+    R *a = av;                                                                                     \
+    lapack_int info = 0, k = m < n ? m : n;                                                        \
+    for (lapack_int j = 0; j < k; j++) {                                                           \
+      R *col = a + (size_t)w * ((size_t)j * (size_t)lda);                                          \
+      R best;                                                                                      \
+      lapack_int p = j + PIVOT(m - j, col + w * j, w, &best);                                      \
+      ipiv[j] = p + 1;                                                                             \
+      if (best == 0) {                                                                             \
+        if (info == 0) info = j + 1;                                                               \
+        continue;                                                                                  \
+      }                                                                                            \
+      if (p != j)                                                                                  \
+        for (lapack_int c = 0; c < n; c++) {                                                       \
+          R *x = a + (size_t)w * ((size_t)j + (size_t)c * (size_t)lda);                            \
+          R *y = a + (size_t)w * ((size_t)p + (size_t)c * (size_t)lda);                            \
+          for (int q = 0; q < w; q++) {                                                            \
+            R t = x[q];                                                                            \
+            x[q] = y[q];                                                                           \
+            y[q] = t;                                                                              \
+          }                                                                                        \
+        }                                                                                          \
+      /* Scale the column below the pivot by 1 / pivot (Smith's form: no overflow in |p|^2). */    \
+      R pr = col[w * j], pi = C ? col[w * j + C] : 0, rr, ri;                                      \
+      if ((pr < 0 ? -pr : pr) >= (pi < 0 ? -pi : pi)) {                                            \
+        R q = pi / pr, d = pr + pi * q;                                                            \
+        rr = 1 / d, ri = -q / d;                                                                   \
+      } else {                                                                                     \
+        R q = pr / pi, d = pi + pr * q;                                                            \
+        rr = q / d, ri = -1 / d;                                                                   \
+      }                                                                                            \
+      for (lapack_int i = j + 1; i < m; i++) {                                                     \
+        R xr = col[w * i], xi = C ? col[w * i + C] : 0;                                            \
+        col[w * i] = xr * rr - xi * ri;                                                            \
+        if (C) col[w * i + C] = xr * ri + xi * rr;                                                 \
+      }                                                                                            \
+      /* Rank-one update of the rest of the panel. */                                              \
+      for (lapack_int c = j + 1; c < n; c++) {                                                     \
+        R *dst = a + (size_t)w * ((size_t)c * (size_t)lda);                                        \
+        R tr = dst[w * j], ti = C ? dst[w * j + C] : 0;                                            \
+        for (lapack_int i = j + 1; i < m; i++) {                                                   \
+          R xr = col[w * i], xi = C ? col[w * i + C] : 0;                                          \
+          dst[w * i] -= xr * tr - xi * ti;                                                         \
+          if (C) dst[w * i + C] -= xr * ti + xi * tr;                                              \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    return info;                                                                                   \
+  }                                                                                                \
+  /* b (k x n, ldb) = L^-1 b for the unit lower triangle L (k x k, lda). */                        \
+  static void lunit_##SUFFIX(lapack_int k, lapack_int n, const void *lv, lapack_int lda, void *bv, \
+                             lapack_int ldb) {                                                     \
+    const int w = 1 + C;                                                                           \
+    const R *l = lv;                                                                               \
+    R *b = bv;                                                                                     \
+    for (lapack_int c = 0; c < n; c++) {                                                           \
+      R *x = b + (size_t)w * ((size_t)c * (size_t)ldb);                                            \
+      for (lapack_int p = 0; p < k; p++) {                                                         \
+        const R *lp = l + (size_t)w * ((size_t)p * (size_t)lda);                                   \
+        R tr = x[w * p], ti = C ? x[w * p + C] : 0;                                                \
+        for (lapack_int i = p + 1; i < k; i++) {                                                   \
+          R yr = lp[w * i], yi = C ? lp[w * i + C] : 0;                                            \
+          x[w * i] -= yr * tr - yi * ti;                                                           \
+          if (C) x[w * i + C] -= yr * ti + yi * tr;                                                \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
   }
 
-TL__GETRF_LOOPS(s, float, 0, pivot_plain_f, )
-TL__GETRF_LOOPS(d, double, 0, pivot_plain_d, )
-TL__GETRF_LOOPS(c, float, 1, pivot_plain_f, )
-TL__GETRF_LOOPS(z, double, 1, pivot_plain_d, )
-/* The same loops compiled for AVX2+FMA (the compiler vectorises them 4 doubles wide and may
- * fuse their multiply-adds; baseline x86-64 gets 2-wide SSE2 without FMA). On Zen 4 at
- * n = 256 the panel loops were an eighth of an f64 LU in the baseline build. */
-#if TL_X86_KERNELS
-TL__GETRF_LOOPS(d_avx2, double, 0, pivot_avx2_d, TL_AVX2)
-TL__GETRF_LOOPS(z_avx2, double, 1, pivot_avx2_z, TL_AVX2)
-#else
-/* use_avx2() is 0 here: the names stand for the plain loops. */
-#define panel_d_avx2 panel_d
-#define lunit_d_avx2 lunit_d
-#define panel_z_avx2 panel_z
-#define lunit_z_avx2 lunit_z
-#endif
+TL__GETRF_LOOPS(s, float, 0, pivot_plain_f)
+TL__GETRF_LOOPS(d, double, 0, pivot_plain_d)
+TL__GETRF_LOOPS(c, float, 1, pivot_plain_f)
+TL__GETRF_LOOPS(z, double, 1, pivot_plain_d)
 
 typedef struct lu_ops {
   tl_dtype dtype;
@@ -386,19 +287,13 @@ lapack_int tl__getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack
       ops.panel = panel_s, ops.lunit = lunit_s;
       break;
     case TL_F64:
-      if (use_avx2())
-        ops.panel = panel_d_avx2, ops.lunit = lunit_d_avx2;
-      else
-        ops.panel = panel_d, ops.lunit = lunit_d;
+      ops.panel = panel_d, ops.lunit = lunit_d;
       break;
     case TL_C64:
       ops.panel = panel_c, ops.lunit = lunit_c;
       break;
     default:
-      if (use_avx2())
-        ops.panel = panel_z_avx2, ops.lunit = lunit_z_avx2;
-      else
-        ops.panel = panel_z, ops.lunit = lunit_z;
+      ops.panel = panel_z, ops.lunit = lunit_z;
       break;
   }
   if (m <= 0 || n <= 0) return 0;

@@ -57,10 +57,6 @@ lapack_int tl__lapack_gesvd(tl_dtype dtype, char jobz, lapack_int m, lapack_int 
 lapack_int tl__getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
                      lapack_int *ipiv, void *pack);
 size_t tl__getrf_pack_bytes(tl_dtype dtype, lapack_int m, lapack_int n);
-/* The instruction set tl__getrf's f64/c128 pivot search may use: 1 = AVX2 where the CPU has
- * it (the default), 0 = the plain loop. Tests lower it to run both; set it only while no LU
- * runs. */
-extern int tl__getrf_isa_cap;
 /* getrf through tenlane's own LU (pack as tl__getrf's), or LAPACK's for a malformed call. */
 lapack_int tl__lapack_getrf(tl_dtype dtype, lapack_int m, lapack_int n, void *a, lapack_int lda,
                             lapack_int *ipiv, void *pack);
@@ -268,13 +264,24 @@ static inline int tl__blas_trans(const char *t) {
 #define TL__BLAS_FIRST(p, len, inc) ((inc) < 0 ? (p) - ((int64_t)(len)-1) * (int64_t)(inc) : (p))
 
 /* 1 (default) lets gemv.c, gemm_blas.c, ger.c and trmm.c run f64 and c128 on tenlane's AVX-512
- * kernels where the CPU has them; 0 sends every call to BLIS's (tests run both, the
+ * kernels where the CPU has them; 0 sends every call to the provider's (tests run both, the
  * benchmark's BLIS anchor runs with 0; set it only while no LAPACK runs). Defined in
  * gemv.c. */
 extern int tl__blas_isa_cap;
-/* 1 when tenlane's kernels take f64 and c128 BLAS calls: not capped, AVX-512F present. */
-static inline int tl__blas_own_kernels(void) {
-  return tl__blas_isa_cap >= 1 && tl__isa_level() >= TL__ISA_AVX512;
+/* Each replacement's own switch (bench_providers' earn-its-place rows turn one off at a
+ * time): a TL__BLAS_OWN_* bit set in tl__blas_off sends that file's calls to the provider.
+ * 0 by default; set it only while no LAPACK runs. Defined in gemv.c. */
+enum {
+  TL__BLAS_OWN_GEMV = 1, /* gemv.c */
+  TL__BLAS_OWN_GER = 2,  /* ger.c */
+  TL__BLAS_OWN_GEMM = 4, /* gemm_blas.c with gemm_narrow.c */
+  TL__BLAS_OWN_TRMM = 8  /* trmm.c */
+};
+extern int tl__blas_off;
+/* 1 when tenlane's kernel `which` (TL__BLAS_OWN_*) takes f64 and c128 BLAS calls: not
+ * capped, not switched off, AVX-512F present. */
+static inline int tl__blas_own_kernels(int which) {
+  return tl__blas_isa_cap >= 1 && !(tl__blas_off & which) && tl__isa_level() >= TL__ISA_AVX512;
 }
 
 /* gemv.c defines the BLAS matrix-vector products LAPACK calls (sgemv_, dgemv_, cgemv_,

@@ -187,7 +187,9 @@ TL__TRMM_SPLIT(right_z, double complex, blocks_z, TL__BLAS_ENTRY(zgemm_))
 
 /* tenlane's path where it applies: f64 or c128, side 'R', a triangle of at most TRMM_MAX_N,
  * AVX-512F present and not capped. */
-static int own(int left, int n) { return left == 0 && n <= TRMM_MAX_N && tl__blas_own_kernels(); }
+static int own(int left, int n) {
+  return left == 0 && n <= TRMM_MAX_N && tl__blas_own_kernels(TL__BLAS_OWN_TRMM);
+}
 
 /* One type's entry: checks, quick returns, then RIGHT (or NULL for none) or BLIS's trmm. */
 #define TL__TRMM_ENTRY(NAME, NAME_UPPER, T, DTYPE, ZERO, RIGHT, IS_REAL)                          \

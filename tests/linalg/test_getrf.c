@@ -1,8 +1,7 @@
 /* tests/linalg/test_getrf.c: tenlane's own LU core (src/linalg/getrf.c) in every dtype,
  * against a naive reconstruction P L U = A, over shapes that reach every branch (panel only,
  * one and several splits, the triangle inverse, tall and wide), plus LAPACK's conventions:
- * 1-based pivots, info at the first exact zero pivot. The f64/c128 pivot search and panel
- * loops have an AVX2 build and a plain one (tl__getrf_isa_cap): every case runs both. */
+ * 1-based pivots, info at the first exact zero pivot. */
 #include <complex.h>
 #include <math.h>
 #include <stdlib.h>
@@ -189,16 +188,6 @@ static void getrf_picks_the_first_largest_pivot(void) {
   }
 }
 
-/* Each case again with the plain loops. */
-static void getrf_plain_loops_agree(void) {
-  int saved = tl__getrf_isa_cap;
-  tl__getrf_isa_cap = 0;
-  getrf_reconstructs_in_every_dtype();
-  getrf_reports_the_first_zero_pivot();
-  getrf_picks_the_first_largest_pivot();
-  tl__getrf_isa_cap = saved;
-}
-
 TH_TEST_MAIN(TH_CASE(getrf_reconstructs_in_every_dtype),
              TH_CASE(getrf_reports_the_first_zero_pivot),
-             TH_CASE(getrf_picks_the_first_largest_pivot), TH_CASE(getrf_plain_loops_agree))
+             TH_CASE(getrf_picks_the_first_largest_pivot))
