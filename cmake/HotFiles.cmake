@@ -12,6 +12,7 @@ set(TL_HOT_SOURCES
   src/kernels/gemm_batch_small.c
   src/kernels/gemm_packed_complex.c
   src/kernels/gemm_small_complex.c
+  src/kernels/gemm_tiny_nk.c
   src/kernels/gemm_thin_core.c
   src/kernels/permute_core.c
   src/kernels/permute_group.c

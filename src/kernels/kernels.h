@@ -342,6 +342,18 @@ int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alp
                   int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb, tl_scalar beta,
                   void *c, int64_t rsc, int64_t csc);
 
+/* GEMM with a tiny B (gemm_tiny_nk.c): C = alpha A B + beta C for an m x n C at (rsc, csc),
+ * A's rows of k contiguous elements rsa apart, B k x n at (rsb, csb) (strides in elements).
+ * _fits: 1 when (dtype, n, k) is in reach (a float dtype, n, k <= TL__TINY_NK_MAX, n k <=
+ * TL__TINY_NK_MAX_ELEMENTS). beta 0 does not read C. Pure, any thread, never fails; each
+ * row's bits depend on n, k and its values only, never on m or where the row sits. */
+#define TL__TINY_NK_MAX 16
+#define TL__TINY_NK_MAX_ELEMENTS 64
+int tl__gemm_tiny_nk_fits(tl_dtype dtype, int64_t n, int64_t k);
+void tl__gemm_tiny_nk(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
+                      const void *a, int64_t rsa, const void *b, int64_t rsb, int64_t csb,
+                      tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+
 /* The thin GEMM's inner loops (gemm_thin_core.c), pure, never failing. isa: TL__ISA_* at
  * most tl__gemm_thin_isa() (tests run each level). tl__thin_dot: the unconjugated dot of k
  * contiguous elements of x and y, accumulated in the dtype's precision, into *re (and *im,

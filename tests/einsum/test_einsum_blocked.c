@@ -5,6 +5,7 @@
  * c128, past the route's 2 MiB threshold), in every dtype, against a direct reference:
  * - A with k contiguous (rows gathered by table, with the a-fast runs) and with k strided
  *   (rows gathered by the permute plan), k = 4 and k = 3 (12-byte f32 rows: no whole words);
+ * - W of 3 columns (each run's GEMM by the tiny-B kernel) and of 17 (past its reach);
  * - the large operand first and second (the route swaps them);
  * - two threads give one thread's bits (blocks are whole GEMMs on any thread). */
 #include <complex.h>
@@ -38,7 +39,7 @@ static void fill(tl_tensor *t) {
   }
 }
 
-/* One case: A's k axis first (contiguous in a column-major A) or last; the large operand
+/* One case: A's k axis first (k_first 1: contiguous in a column-major A) or last; the large operand
  * first or second in the spec. Returns the output (caller releases). */
 static void run(tl_exec *exec, tl_dtype dtype, int64_t k, int k_first, int large_first,
                 const tl_tensor *a, const tl_tensor *w, tl_tensor *out) {
@@ -46,14 +47,14 @@ static void run(tl_exec *exec, tl_dtype dtype, int64_t k, int k_first, int large
   char legs[LEGS + 1], reversed[LEGS + 1], a_term[LEGS + 2], spec[96];
   for (int i = 0; i < LEGS; i++) legs[i] = (char)('a' + i), reversed[LEGS - 1 - i] = legs[i];
   legs[LEGS] = reversed[LEGS] = '\0';
-  snprintf(a_term, sizeof a_term, k_first ? "x%s" : "%sx", legs);
+  snprintf(a_term, sizeof a_term, k_first == 1 ? "x%s" : "%sx", legs);
   if (large_first)
     snprintf(spec, sizeof spec, "%s,xy->%sy", a_term, reversed);
   else
     snprintf(spec, sizeof spec, "xy,%s->%sy", a_term, reversed);
   int64_t shape[LEGS + 1];
   for (int i = 0; i < LEGS; i++) shape[i] = 2;
-  shape[LEGS] = 3;
+  shape[LEGS] = w->shape[1];
   TH_CHECK_OK(tl_tensor_create(dtype, LEGS + 1, shape, out));
   const tl_tensor *ops[2] = {large_first ? a : w, large_first ? w : a};
   TH_CHECK_OK(tl_einsum_into(exec, spec, 2, ops, out));
@@ -67,11 +68,15 @@ static void einsum_permuted_rows_by_blocks_match_reference(void) {
   const tl_dtype dtypes[4] = {TL_F32, TL_F64, TL_C64, TL_C128};
   for (int d = 0; d < 4; d++) {
     for (int64_t k = 3; k <= 4; k++) {
-      for (int k_first = 0; k_first < 2; k_first++) {
+      for (int k_first = 0; k_first < 3; k_first++) {
+        /* k_first 2: k last and W 4 x 17, past the tiny-B kernel's reach (the provider's
+         * GEMM per run); once per dtype. */
+        if (k_first == 2 && k != 4) continue;
+        const int64_t n_out = k_first == 2 ? 17 : 3;
         tl_dtype dt = dtypes[d];
-        int64_t a_shape[LEGS + 1], w_shape[2] = {k, 3};
+        int64_t a_shape[LEGS + 1], w_shape[2] = {k, n_out};
         for (int i = 0; i <= LEGS; i++) a_shape[i] = 2;
-        a_shape[k_first ? 0 : LEGS] = k;
+        a_shape[k_first == 1 ? 0 : LEGS] = k;
         tl_tensor a, w;
         TH_CHECK_OK(tl_tensor_create(dt, LEGS + 1, a_shape, &a));
         TH_CHECK_OK(tl_tensor_create(dt, 2, w_shape, &w));
@@ -88,14 +93,14 @@ static void einsum_permuted_rows_by_blocks_match_reference(void) {
           for (int64_t row = 0; row < ROWS && bad < 3; row += ROW_STEP) {
             for (int i = 0; i < LEGS; i++) {
               int64_t bit = (row >> i) & 1;
-              ai[k_first ? i + 1 : i] = bit;
+              ai[k_first == 1 ? i + 1 : i] = bit;
               oi[LEGS - 1 - i] = bit;
             }
-            for (int64_t n = 0; n < 3; n++) {
+            for (int64_t n = 0; n < n_out; n++) {
               double complex want = 0;
               double scale = 0;
               for (int64_t kk = 0; kk < k; kk++) {
-                ai[k_first ? 0 : LEGS] = kk;
+                ai[k_first == 1 ? 0 : LEGS] = kk;
                 wi[0] = kk;
                 wi[1] = n;
                 double complex p = th_num_get(&a, ai) * th_num_get(&w, wi);
