@@ -30,15 +30,17 @@ int tl__gemm_tiny_nk_fits(tl_dtype dtype, int64_t n, int64_t k) {
                    const T *b, int64_t rsb, int64_t csb, tl_scalar beta, T *c, int64_t rsc,    \
                    int64_t csc) {                                                              \
     T bt[TL__TINY_NK_MAX * (W)];                                                               \
-    for (int64_t p = 0; p < k; p++)                                                            \
+    int64_t p = 0; /* k >= 1 (_fits): the first row is always filled */                        \
+    do {                                                                                       \
       for (int64_t j = 0; j < (W); j++) bt[p * (W) + j] = j < n ? b[p * rsb + j * csb] : (T)0; \
+    } while (++p < k);                                                                         \
     const int beta_zero = beta.re == 0.0;                                                      \
     const T al = (T)alpha.re, be = (T)beta.re;                                                 \
     for (int64_t r = 0; r < m; r++) {                                                          \
       const T *x = a + r * rsa;                                                                \
       T acc[W];                                                                                \
       for (int j = 0; j < (W); j++) acc[j] = x[0] * bt[j];                                     \
-      for (int64_t p = 1; p < k; p++) {                                                        \
+      for (p = 1; p < k; p++) {                                                                \
         const T xp = x[p];                                                                     \
         for (int j = 0; j < (W); j++) acc[j] += xp * bt[p * (W) + j];                          \
       }                                                                                        \
@@ -66,7 +68,8 @@ TL__TINY_REAL(tiny_f32_16, float, 16)
                    const T *b, int64_t rsb, int64_t csb, tl_scalar beta, T *c, int64_t rsc,   \
                    int64_t csc) {                                                             \
     T bp[TL__TINY_NK_MAX * 2 * (W)], bs[TL__TINY_NK_MAX * 2 * (W)];                           \
-    for (int64_t p = 0; p < k; p++) {                                                         \
+    int64_t p = 0; /* k >= 1 (_fits): the first row is always filled */                       \
+    do {                                                                                      \
       for (int64_t j = 0; j < (W); j++) {                                                     \
         T re = j < n ? b[2 * (p * rsb + j * csb)] : (T)0;                                     \
         T im = j < n ? b[2 * (p * rsb + j * csb) + 1] : (T)0;                                 \
@@ -75,7 +78,7 @@ TL__TINY_REAL(tiny_f32_16, float, 16)
         bs[p * 2 * (W) + 2 * j] = -im;                                                        \
         bs[p * 2 * (W) + 2 * j + 1] = re;                                                     \
       }                                                                                       \
-    }                                                                                         \
+    } while (++p < k);                                                                        \
     const int unit_alpha = alpha.re == 1.0 && alpha.im == 0.0;                                \
     const int beta_zero = beta.re == 0.0 && beta.im == 0.0;                                   \
     const T ar = (T)alpha.re, ai = (T)alpha.im, er = (T)beta.re, ei = (T)beta.im;             \
@@ -83,7 +86,7 @@ TL__TINY_REAL(tiny_f32_16, float, 16)
       const T *x = a + 2 * r * rsa;                                                           \
       T acc[2 * (W)];                                                                         \
       for (int q = 0; q < 2 * (W); q++) acc[q] = x[0] * bp[q] + x[1] * bs[q];                 \
-      for (int64_t p = 1; p < k; p++) {                                                       \
+      for (p = 1; p < k; p++) {                                                               \
         const T xr = x[2 * p], xi = x[2 * p + 1];                                             \
         for (int q = 0; q < 2 * (W); q++)                                                     \
           acc[q] += xr * bp[p * 2 * (W) + q] + xi * bs[p * 2 * (W) + q];                      \
