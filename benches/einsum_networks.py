@@ -281,6 +281,10 @@ def main():
     print(f"# make bench-einsum: tenlane vs numpy {np.__version__} following the same greedy path; "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
     print(f"# numpy's BLAS (loaded in this process): {numpy_blas()}")
+    print("# what each side returns: numpy's einsum hands back each step's result in the layout it "
+          "computed it (a strided view where the requested axis order differs, e.g. the "
+          "permutation network's last step and ij,ij->ji); tenlane writes every result in the "
+          "requested order (C order)")
     print(f"{'network':34} {'dtype':5} {'Gflop':>8} {'numpy ms':>9} {'tl 1T ms':>9} {'tl 2T ms':>9} "
           f"{'1T/np':>6} {'2T/1T':>6} {'np MiB':>7} {'tl MiB':>7}")
     ratios = []
