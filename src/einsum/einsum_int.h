@@ -207,6 +207,9 @@ void tl__advise_huge(void *buffer, size_t bytes);
  * one-operand step's input elements), should run on: `team` when the split's saving beats
  * its cost, else 1 (threads.c). */
 int tl__einsum_step_team(struct tl_exec *exec, int team, double flops, double bytes, double parts);
+/* The measured cost of one split over `team` threads, in seconds (measured on the first
+ * call, then kept), as tl__einsum_step_team weighs it; tests read it. */
+double tl__einsum_split_seconds(struct tl_exec *exec, int team);
 /* The fold's contract (out = in summed over the axes with in_to_out < 0), through the blocked
  * copy or the reduce route when in is large. Errors: those of tl_copy_into/tl_reduce_into. */
 tl_status tl__einsum_fold_route(struct tl_exec *exec, const tl_tensor *in, const int *in_to_out,

@@ -73,6 +73,10 @@ static double measured_split_seconds(tl_exec *exec, int team) {
   return (double)ns * 1e-9;
 }
 
+double tl__einsum_split_seconds(tl_exec *exec, int team) {
+  return measured_split_seconds(exec, team);
+}
+
 int tl__einsum_step_team(tl_exec *exec, int team, double flops, double bytes, double parts) {
   if (team <= 1) return 1;
   if (parts < TL__EINSUM_MIN_PARTS * (double)team) return 1;

@@ -462,6 +462,16 @@ static void blocked_views(const contraction *x, int n_c_fast, const int *pos_a, 
   jp->src.rank = jp->dst.rank = r;
 }
 
+/* 1 when B is tiny: each run's GEMM is tl__gemm_tiny_nk's. */
+static int tiny_b(const contraction *x) {
+  return tl__gemm_tiny_nk_fits(x->t[OP_C]->dtype, x->extent_n, x->extent_k);
+}
+
+/* a's bytes in one block. */
+static int64_t block_limit(const contraction *x) {
+  return tiny_b(x) ? TINY_BLOCK_BYTES : BLOCK_BYTES;
+}
+
 static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
                                   tl_scalar beta) {
   const tl_tensor *a = x->t[OP_A], *c = x->t[OP_C];
@@ -497,14 +507,12 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
     expect *= a->shape[pos_a[next]];
   }
   /* c-fast labels: c's first M labels, whole, up to an a-fast one or the block's bytes. */
-  const int tiny = tl__gemm_tiny_nk_fits(c->dtype, x->extent_n, x->extent_k);
-  const int64_t limit_bytes = tiny ? TINY_BLOCK_BYTES : BLOCK_BYTES;
   int n_c_fast = 0;
   int64_t rows = 1;
   while (n_c_fast < x->m.count && role[n_c_fast] == 0) {
     int64_t e = c->shape[pos_c[n_c_fast]];
     if (n_c_fast > 0 &&
-        tl__i64_mul3_sat(tl__i64_mul3_sat(rows, e, runs), row_bytes, 1) > limit_bytes)
+        tl__i64_mul3_sat(tl__i64_mul3_sat(rows, e, runs), row_bytes, 1) > block_limit(x))
       break;
     role[n_c_fast] = 1;
     rows *= e;
@@ -529,8 +537,8 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
   size_t scratch_bytes, tables;
   if (block_bytes == INT64_MAX || !tl__size_align_up((size_t)block_bytes, 64, &j.pack_offset))
     return TL_E_UNAVAILABLE;
-  j.tiny = tiny;
-  j.pack_bytes = tiny ? 0 : tl__gemm_serial_pack_bytes(c->dtype, rows, x->extent_n, x->extent_k);
+  j.tiny = tiny_b(x);
+  j.pack_bytes = j.tiny ? 0 : tl__gemm_serial_pack_bytes(c->dtype, rows, x->extent_n, x->extent_k);
   if (!tl__size_add(j.pack_offset, j.pack_bytes, &j.slot_bytes) ||
       !tl__size_align_up(j.slot_bytes, 64, &j.slot_bytes) ||
       !tl__size_add((size_t)(by_rows ? rows : 0), (size_t)runs, &tables) ||
