@@ -112,9 +112,9 @@ void tl__prov_unlock(void) {
 /* ---- Set-up ---- */
 
 int tl__prov_start(void) {
+  provider_mutex_init(); /* used only where provider_locks is set */
 #if TL_PROVIDER_OPENBLAS
   provider_locks = openblas_get_parallel() != 1;
-  if (provider_locks) provider_mutex_init();
 #endif
   return TL__BLIS_SAW_OTHER;
 }
