@@ -83,13 +83,13 @@ typedef struct stack {
   int blis_kernels; /* its LAPACK's BLAS calls kept on BLIS's kernels (blis_kernels) */
 } stack;
 
-/* tenlane defines the gemv, gemm, ger and trmm LAPACK calls (src/linalg/gemv.c, gemm_blas.c,
- * ger.c, trmm.c), and the reference stack's calls reach them in this binary as they do inside
+/* tenlane defines the gemv, gemm and ger LAPACK calls (src/linalg/gemv.c, gemm_blas.c,
+ * ger.c), and the reference stack's calls reach them in this binary as they do inside
  * libtenlane. Capped, they send every call to BLIS's kernels, so that the stack measures
  * reference LAPACK over BLIS and not tenlane's own kernels. */
 extern int tl__blas_isa_cap;
 extern int tl__blas_off; /* TL__BLAS_OWN_* bits (src/linalg/linalg_int.h) */
-enum { OWN_GEMV = 1, OWN_GER = 2, OWN_GEMM = 4, OWN_TRMM = 8 }; /* TL__BLAS_OWN_* */
+enum { OWN_GEMV = 1, OWN_GER = 2, OWN_GEMM = 4 }; /* TL__BLAS_OWN_* */
 /* The cap the tl rows run with: 1, or 0 under TL_BENCH_REPLACEMENTS (below). */
 static int tl_rows_blas_cap = 1;
 static void blis_kernels(const stack *s, int on) {
@@ -105,9 +105,9 @@ static int word_in(const char *list, const char *word) {
   return 0;
 }
 
-/* TL_BENCH_REPLACEMENTS=off-blas,off-gemv,off-ger,off-gemm-blas,off-trmm,off-packed-complex
- * runs the tl rows without tenlane's own kernels under LAPACK (off-blas: all four of gemv.c,
- * ger.c, gemm_blas.c/gemm_narrow.c, trmm.c send every call to the provider; the others one
+/* TL_BENCH_REPLACEMENTS=off-blas,off-gemv,off-ger,off-gemm-blas,off-packed-complex
+ * runs the tl rows without tenlane's own kernels under LAPACK (off-blas: all three of gemv.c,
+ * ger.c, gemm_blas.c/gemm_narrow.c send every call to the provider; the others one
  * file each) or without the packed complex GEMM (gemm_packed_complex.c), so that a run with
  * and a run without show what each earns on the user-level routes, against the same anchors.
  * Unset: everything on. (The complex level-1 kernels in BLIS's contexts and the AVX-512
@@ -119,7 +119,6 @@ static void replacements_from_env(void) {
   if (word_in(want, "off-gemv")) tl__blas_off |= OWN_GEMV;
   if (word_in(want, "off-ger")) tl__blas_off |= OWN_GER;
   if (word_in(want, "off-gemm-blas")) tl__blas_off |= OWN_GEMM;
-  if (word_in(want, "off-trmm")) tl__blas_off |= OWN_TRMM;
   if (word_in(want, "off-packed-complex")) tl__packed_complex_off = 1;
   printf("replacements: %s (TL_BENCH_REPLACEMENTS)\n", want);
 }
@@ -806,14 +805,14 @@ static void capped_run(void *arg) {
  * (each row's run fits a few minutes; the whole table takes longer). nrm2.c, lange.c and
  * blis_level1.c have no row: they take BLIS's place at link time or in its context at
  * set-up, with no provider routine left to switch to while the process runs. */
-#define REPLACEMENT_COUNT 6
+#define REPLACEMENT_COUNT 5
 static void bench_replacements(const tl_bench_options *opt, const route *routes, int route_count,
                                tl_exec *exec, int size_count) {
   static const int sizes[3] = {64, 256, 512};
   static const tl_dtype dtypes[2] = {TL_F64, TL_C128};
   const replacement reps[REPLACEMENT_COUNT] = {
-      {"LAPACK's BLAS calls on tenlane's kernels, all four files together (gemv.c, ger.c, "
-       "gemm_blas.c + gemm_narrow.c, trmm.c)",
+      {"LAPACK's BLAS calls on tenlane's kernels, all three files together (gemv.c, ger.c, "
+       "gemm_blas.c + gemm_narrow.c)",
        "off-blas", &tl__blas_isa_cap, 1, 0, TL__ISA_AVX512, "qr,svd,lu", 3},
       {"LAPACK's gemv calls on tenlane's kernels (gemv.c)", "off-gemv", &tl__blas_off, 0, OWN_GEMV,
        TL__ISA_AVX512, "qr,svd,lu", 3},
@@ -821,8 +820,6 @@ static void bench_replacements(const tl_bench_options *opt, const route *routes,
        TL__ISA_AVX512, "qr,svd,lu", 3},
       {"LAPACK's narrow gemm calls on tenlane's kernels (gemm_blas.c + gemm_narrow.c)",
        "off-gemm-blas", &tl__blas_off, 0, OWN_GEMM, TL__ISA_AVX512, "qr,svd,lu", 3},
-      {"LAPACK's trmm calls on tenlane's kernels (trmm.c)", "off-trmm", &tl__blas_off, 0, OWN_TRMM,
-       TL__ISA_AVX512, "qr,svd,lu", 3},
       {"complex GEMM past the tiny kernel on tenlane's packed kernel (gemm_packed_complex.c)",
        "off-packed-complex", &tl__packed_complex_off, 0, 1, TL__ISA_AVX512, "gemm,qr,svd,lu", 2},
   };

@@ -263,7 +263,7 @@ static inline int tl__blas_trans(const char *t) {
  * negative increment. */
 #define TL__BLAS_FIRST(p, len, inc) ((inc) < 0 ? (p) - ((int64_t)(len)-1) * (int64_t)(inc) : (p))
 
-/* 1 (default) lets gemv.c, gemm_blas.c, ger.c and trmm.c run f64 and c128 on tenlane's AVX-512
+/* 1 (default) lets gemv.c, gemm_blas.c and ger.c run f64 and c128 on tenlane's AVX-512
  * kernels where the CPU has them; 0 sends every call to the provider's (tests run both, the
  * benchmark's BLIS anchor runs with 0; set it only while no LAPACK runs). Defined in
  * gemv.c. */
@@ -274,8 +274,7 @@ extern int tl__blas_isa_cap;
 enum {
   TL__BLAS_OWN_GEMV = 1, /* gemv.c */
   TL__BLAS_OWN_GER = 2,  /* ger.c */
-  TL__BLAS_OWN_GEMM = 4, /* gemm_blas.c with gemm_narrow.c */
-  TL__BLAS_OWN_TRMM = 8  /* trmm.c */
+  TL__BLAS_OWN_GEMM = 4  /* gemm_blas.c with gemm_narrow.c */
 };
 extern int tl__blas_off;
 /* 1 when tenlane's kernel `which` (TL__BLAS_OWN_*) takes f64 and c128 BLAS calls: not
@@ -298,9 +297,8 @@ int tl__gemm_blas_linked(void);
  * typed ger. tl__ger_linked as tl__gemv_linked. */
 int tl__ger_linked(void);
 /* trmm.c defines the BLAS triangular products LAPACK calls (strmm_, dtrmm_, ctrmm_, ztrmm_)
- * in place of BLIS's: f64 and c128 from the right with a triangle of at most 128 on
- * gemm_narrow.c's rank-k kernel, the rest through BLIS's typed trmm. tl__trmm_linked as
- * tl__gemv_linked. */
+ * in place of BLIS's: the reference BLAS's checks, then the provider's trmm (no kernel of
+ * tenlane's since 2026-12-05). tl__trmm_linked as tl__gemv_linked. */
 int tl__trmm_linked(void);
 /* lange.c defines the general-matrix norms LAPACK's drivers call (dlange_, zlange_) in place
  * of the reference LAPACK's: the max-abs norm in one vectorisable pass, the others as the
