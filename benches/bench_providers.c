@@ -17,8 +17,10 @@
  *     and the same map written by hand on two plain futex-woken threads (pair_call);
  *   - replacements (issue 30's rule: a hand-written BLAS/LAPACK replacement stays only for a
  *     15% gain on a user-level route): each replacement that can be turned off at run time,
- *     with and without it, alternated in the same run, on the routes it sits under (QR, SVD,
- *     LU; f64, c128; n = 64, 256, 512), the gain, and kept/remove (bench_replacements).
+ *     with and without it, alternated in the same run, on the routes it sits under (GEMM, QR,
+ *     SVD, LU; f64, c128, and c64 for GEMM; n = 64, 256, 512; and complex contractions
+ *     through tl_einsum_into),
+ *     the gain, and kept/remove (bench_replacements).
  *     `TL_BENCH_PROVIDERS_ONLY=replacements` prints that table alone.
  * OpenBLAS is never linked: libopenblas0-serial's .deb is unpacked into BUILD/openblas (taken
  * from there or /tmp/openblas when present, else fetched with `apt-get download`, not in
@@ -779,37 +781,131 @@ typedef struct replacement {
   int *cap;
   int on, off;
   int level;
-  const char *routes; /* among "gemm", "qr", "svd", "lu" */
-  int dtypes;         /* 1: f64, 2: c128, 3: both */
+  const char *routes; /* among "gemm", "qr", "svd", "lu", "contract" */
+  int dtypes;         /* bits: 1 f64, 2 c128, 4 c64 (GEMM and contraction only) */
 } replacement;
 
 /* One side of a with/without pair: the switch set, then the route's call. */
 typedef struct capped {
-  const route *r;
-  problem *p;
+  void (*run)(void *);
+  void *arg;
   int *cap, value;
 } capped;
 
 static void capped_run(void *arg) {
   capped *c = arg;
   *c->cap = c->value;
-  c->r->tl_run(c->p);
+  c->run(c->arg);
+}
+
+/* The contraction route's rows: complex pairwise contractions through tl_einsum_into (the
+ * binary contraction and its GEMM, src/kernels/contract.c) on a held one-thread session, in
+ * shapes a tensor network makes: a tall-skinny product, a wide one, and 3-index tensors
+ * contracted over their last index. m, k, n: the GEMM the contraction becomes. */
+typedef struct contraction_case {
+  const char *spec;
+  int rank_a;
+  int64_t shape_a[3], shape_b[2];
+  int64_t m, k, n;
+} contraction_case;
+
+static const contraction_case contraction_cases[] = {
+    {"abc,cd->abd", 3, {64, 64, 64}, {64, 64}, 4096, 64, 64},
+    {"ab,bc->ac", 2, {4096, 64, 0}, {64, 64}, 4096, 64, 64},
+    {"ab,bc->ac", 2, {256, 1000, 0}, {1000, 300}, 256, 1000, 300},
+    {"ab,bc->ac", 2, {500, 500, 0}, {500, 40}, 500, 500, 40},
+    {"abc,cd->abd", 3, {16, 32, 300}, {300, 200}, 512, 300, 200},
+};
+#define CONTRACTION_CASES (int)(sizeof contraction_cases / sizeof contraction_cases[0])
+
+typedef struct contraction_problem {
+  const contraction_case *cc;
+  tl_exec *exec;
+  tl_tensor a, b, c;
+} contraction_problem;
+
+static void contraction_make(contraction_problem *p, const contraction_case *cc, tl_dtype dtype,
+                             tl_exec *exec) {
+  memset(p, 0, sizeof *p);
+  p->cc = cc;
+  p->exec = exec;
+  int64_t shape_c[3] = {cc->shape_a[0], cc->shape_a[1], cc->shape_b[1]};
+  if (cc->rank_a == 2) shape_c[1] = cc->shape_b[1];
+  tl_status status;
+  if ((status = tl_tensor_create(dtype, cc->rank_a, cc->shape_a, &p->a)) != TL_OK ||
+      (status = tl_tensor_create(dtype, 2, cc->shape_b, &p->b)) != TL_OK ||
+      (status = tl_tensor_create(dtype, cc->rank_a, shape_c, &p->c)) != TL_OK)
+    die("tl_tensor_create", status);
+  const size_t na = (size_t)tl_tensor_numel(&p->a) * 2, nb = (size_t)tl_tensor_numel(&p->b) * 2;
+  for (size_t i = 0; i < na; i++) {
+    const double v = sin(0.71 * (double)i);
+    if (dtype == TL_C64)
+      ((float *)p->a.data)[i] = (float)v;
+    else
+      ((double *)p->a.data)[i] = v;
+  }
+  for (size_t i = 0; i < nb; i++) {
+    const double v = cos(0.37 * (double)i);
+    if (dtype == TL_C64)
+      ((float *)p->b.data)[i] = (float)v;
+    else
+      ((double *)p->b.data)[i] = v;
+  }
+}
+
+static void contraction_free(contraction_problem *p) {
+  tl_tensor_release(&p->a), tl_tensor_release(&p->b), tl_tensor_release(&p->c);
+}
+
+static void tl_contraction_run(void *arg) {
+  contraction_problem *p = arg;
+  const tl_tensor *ops[2] = {&p->a, &p->b};
+  tl_status status = tl_einsum_into(p->exec, p->cc->spec, 2, ops, &p->c);
+  if (status != TL_OK) die("tl_einsum_into", status);
 }
 
 #define REPLACEMENT_KEEP_GAIN 0.15
+
+/* One row: `run` on `arg` with and without the replacement, alternated; prints the row and
+ * keeps the best gain and where it was (`where`, best_where holds 96 bytes). */
+static void replacement_row(const tl_bench_options *opt, const replacement *rep,
+                            void (*run)(void *), void *arg, const char *route_name, tl_dtype dtype,
+                            const char *size, const char *spec, const char *where,
+                            double *best_gain, char *best_where) {
+  capped with = {run, arg, rep->cap, rep->on}, without = {run, arg, rep->cap, rep->off};
+  tl_bench_contestant c[2] = {{"with", capped_run, &with, {0, 0, 0}},
+                              {"without", capped_run, &without, {0, 0, 0}}};
+  tl_bench_options local = budgeted(opt, capped_run, &without);
+  if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
+  const double gain = c[1].stats.median_ns / c[0].stats.median_ns - 1.0;
+  printf("%-18s %-8s %-5s %13s %14.1f %14.1f %7.1f%%  %s\n", rep->env_name, route_name,
+         tl_dtype_name(dtype), size, c[0].stats.median_ns / 1e3, c[1].stats.median_ns / 1e3,
+         gain * 100, spec);
+  if (gain > *best_gain) {
+    *best_gain = gain;
+    snprintf(best_where, 96, "%s", where);
+  }
+}
+
+/* TL_BENCH_REPLACEMENTS_ROUTES=gemm,contract,... runs the rows of those routes only. */
+static int route_picked(const char *route_name) {
+  const char *routes = getenv("TL_BENCH_REPLACEMENTS_ROUTES");
+  return routes == NULL || word_in(routes, route_name);
+}
 
 /* With and without each replacement, alternated in the same run on the same input: the gain
  * is the time without over the time with, less 1; a replacement is kept where some route
  * gains at least 15%. Prints its own table (route, dtype, n, the two medians, the gain), then
  * one verdict per replacement. TL_BENCH_REPLACEMENTS_ONLY=off-gemv,... runs those rows only
- * (each row's run fits a few minutes; the whole table takes longer). nrm2.c, lange.c and
- * blis_level1.c have no row: they take BLIS's place at link time or in its context at
+ * (each row's run fits a few minutes; the whole table takes longer), and
+ * TL_BENCH_REPLACEMENTS_ROUTES=gemm,contract,... those routes only (the verdict says so). nrm2.c,
+ * lange.c and blis_level1.c have no row: they take BLIS's place at link time or in its context at
  * set-up, with no provider routine left to switch to while the process runs. */
 #define REPLACEMENT_COUNT 5
 static void bench_replacements(const tl_bench_options *opt, const route *routes, int route_count,
                                tl_exec *exec, int size_count) {
   static const int sizes[3] = {64, 256, 512};
-  static const tl_dtype dtypes[2] = {TL_F64, TL_C128};
+  static const tl_dtype dtypes[3] = {TL_F64, TL_C128, TL_C64};
   const replacement reps[REPLACEMENT_COUNT] = {
       {"LAPACK's BLAS calls on tenlane's kernels, all three files together (gemv.c, ger.c, "
        "gemm_blas.c + gemm_narrow.c)",
@@ -821,16 +917,17 @@ static void bench_replacements(const tl_bench_options *opt, const route *routes,
       {"LAPACK's narrow gemm calls on tenlane's kernels (gemm_blas.c + gemm_narrow.c)",
        "off-gemm-blas", &tl__blas_off, 0, OWN_GEMM, TL__ISA_AVX512, "qr,svd,lu", 3},
       {"complex GEMM past the tiny kernel on tenlane's packed kernel (gemm_packed_complex.c)",
-       "off-packed-complex", &tl__packed_complex_off, 0, 1, TL__ISA_AVX512, "gemm,qr,svd,lu", 2},
+       "off-packed-complex", &tl__packed_complex_off, 0, 1, TL__ISA_AVX512,
+       "gemm,qr,svd,lu,contract", 6},
   };
   const char *only = getenv("TL_BENCH_REPLACEMENTS_ONLY");
   printf(
       "\n== replacements: each with and without, same run, alternated (gain = time without "
       "/ time with - 1; kept at >= %.0f%% on some route)\n",
       REPLACEMENT_KEEP_GAIN * 100);
-  printf("%-18s %-6s %-5s %5s %14s %14s %8s\n", "replacement", "route", "dtype", "n", "with (us)",
-         "without (us)", "gain");
-  char verdicts[REPLACEMENT_COUNT][320];
+  printf("%-18s %-8s %-5s %13s %14s %14s %8s  %s\n", "replacement", "route", "dtype",
+         "n (m x k x n)", "with (us)", "without (us)", "gain", "spec");
+  char verdicts[REPLACEMENT_COUNT][400];
   int shown[REPLACEMENT_COUNT] = {0};
   for (int i = 0; i < REPLACEMENT_COUNT; i++) {
     const replacement *rep = &reps[i];
@@ -838,40 +935,54 @@ static void bench_replacements(const tl_bench_options *opt, const route *routes,
     shown[i] = 1;
     const int saved = *rep->cap;
     double best_gain = -INFINITY;
-    char best_where[64] = "";
+    char best_where[96] = "";
     for (int r = 0; r < route_count; r++) {
-      if (strstr(rep->routes, routes[r].what) == NULL) continue;
-      for (int d = 0; d < 2; d++)
+      if (strstr(rep->routes, routes[r].what) == NULL || !route_picked(routes[r].what)) continue;
+      for (int d = 0; d < 3; d++)
         for (int z = 0; z < size_count; z++) {
-          if (!(rep->dtypes & (1 << d))) continue;
+          /* c64: the GEMM route only (the routes' c64 LAPACK is not timed here) */
+          if (!(rep->dtypes & (1 << d)) || (d == 2 && strcmp(routes[r].what, "gemm") != 0))
+            continue;
           problem p;
           problem_make(&p, dtypes[d], sizes[z], exec);
-          capped with = {&routes[r], &p, rep->cap, rep->on},
-                 without = {&routes[r], &p, rep->cap, rep->off};
-          tl_bench_contestant c[2] = {{"with", capped_run, &with, {0, 0, 0}},
-                                      {"without", capped_run, &without, {0, 0, 0}}};
-          tl_bench_options local = budgeted(opt, capped_run, &without);
-          if (tl_bench_alternate(c, 2, &local) != 0) exit(1);
-          const double gain = c[1].stats.median_ns / c[0].stats.median_ns - 1.0;
-          printf("%-18s %-6s %-5s %5d %14.1f %14.1f %7.1f%%\n", rep->env_name, routes[r].what,
-                 tl_dtype_name(dtypes[d]), sizes[z], c[0].stats.median_ns / 1e3,
-                 c[1].stats.median_ns / 1e3, gain * 100);
-          if (gain > best_gain) {
-            best_gain = gain;
-            snprintf(best_where, sizeof best_where, "%s %s n=%d", routes[r].what,
-                     tl_dtype_name(dtypes[d]), sizes[z]);
-          }
+          char size[32], where[96];
+          snprintf(size, sizeof size, "%d", sizes[z]);
+          snprintf(where, sizeof where, "%s %s n=%d", routes[r].what, tl_dtype_name(dtypes[d]),
+                   sizes[z]);
+          replacement_row(opt, rep, routes[r].tl_run, &p, routes[r].what, dtypes[d], size, "",
+                          where, &best_gain, best_where);
           problem_free(&p);
         }
     }
+    /* The contraction route (complex; the full run only, a few hundred ms of calls each). */
+    const int contract = strstr(rep->routes, "contract") != NULL && route_picked("contract");
+    for (int d = 1; d < 3 && size_count > 1 && contract; d++)
+      for (int x = 0; x < CONTRACTION_CASES && (rep->dtypes & (1 << d)); x++) {
+        const contraction_case *cc = &contraction_cases[x];
+        contraction_problem p;
+        contraction_make(&p, cc, dtypes[d], exec);
+        char size[32], where[96];
+        snprintf(size, sizeof size, "%lldx%lldx%lld", (long long)cc->m, (long long)cc->k,
+                 (long long)cc->n);
+        snprintf(where, sizeof where, "contract %s %s m x k x n = %s", tl_dtype_name(dtypes[d]),
+                 cc->spec, size);
+        replacement_row(opt, rep, tl_contraction_run, &p, "contract", dtypes[d], size, cc->spec,
+                        where, &best_gain, best_where);
+        contraction_free(&p);
+      }
     *rep->cap = saved;
     const char *verdict = tl__isa_level() < rep->level ? "not in use on this CPU (ISA level)"
                           : best_gain >= REPLACEMENT_KEEP_GAIN ? "kept"
                                                                : "remove";
-    snprintf(verdicts[i], sizeof verdicts[i], "%s: %s, best gain %.1f%% (%s) [%s]", rep->env_name,
-             verdict, best_gain * 100, best_where, rep->name);
+    const char *picked = getenv("TL_BENCH_REPLACEMENTS_ROUTES");
+    snprintf(verdicts[i], sizeof verdicts[i], "%s: %s%s%.40s%s, best gain %.1f%% (%s) [%s]",
+             rep->env_name, verdict, picked != NULL ? " (on the routes " : "",
+             picked != NULL ? picked : "", picked != NULL ? " only)" : "", best_gain * 100,
+             best_where, rep->name);
   }
-  printf("verdicts (isa %s, provider %s):\n", tl__isa_name(tl__isa_level()), tl_kernels_provider());
+  printf("verdicts (isa %s, provider %s%s):\n", tl__isa_name(tl__isa_level()),
+         tl_kernels_provider(),
+         size_count > 1 ? "" : "; --quick: n = 64 only, no contraction rows, not a decision");
   for (int i = 0; i < REPLACEMENT_COUNT; i++)
     if (shown[i]) printf("  %s\n", verdicts[i]);
 }
