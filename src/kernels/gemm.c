@@ -47,6 +47,7 @@ typedef struct gemm_job {
   size_t pack_bytes;
   int small_stack; /* 1: whole entries through gemm_batch_small.c */
   int thin;        /* 1: the whole product is one row or one column (gemm_thin.c) */
+  int dots;        /* 1: every entry is one 1 x 1 product, runs of entries at once (gemm_thin.c) */
   int kernel;      /* TL__SERIAL_*: the whole product's kernel, for every block */
 } gemm_job;
 
@@ -93,6 +94,10 @@ static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
     tl__gemm_batch_small(-1, g, (int64_t)begin, (int64_t)end);
     return;
   }
+  if (job->dots) {
+    tl__gemm_thin_dots(g, (int64_t)begin, (int64_t)end);
+    return;
+  }
   void *pack = job->pack ? job->pack + (size_t)(worker_index + 1) * job->pack_bytes : NULL;
   for (size_t item = begin; item < end; item++) {
     int64_t batch = (int64_t)item / job->blocks, block = (int64_t)item % job->blocks;
@@ -129,7 +134,7 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (g->m == 0 || g->n == 0 || g->batches == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
-  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0, 0, 0};
+  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0, 0, 0, 0};
   job.thin = g->m == 1 || g->n == 1;
   job.kernel = tl__gemm_serial_kernel(g->dtype, g->m, g->n, g->k, g->rsa, g->rsc, g->csb, g->csc);
   double flops =
@@ -183,6 +188,7 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   /* whole GEMMs: runs of consecutive entries per chunk (gemm_batch_runs.c) */
   size_t run = job.blocks == 1 ? tl__gemm_batch_run_length(g, parallel ? team : 1) : 1;
   job.small_stack = job.blocks == 1 && g->batches > 1 && tl__gemm_batch_small_takes(g);
+  job.dots = !job.small_stack && job.blocks == 1 && tl__gemm_thin_dots_fit(g);
   if (items > 1)
     return tl__exec_run_chunks(exec, parallel, (size_t)items, run, gemm_chunk, &job,
                                "computing GEMM blocks");

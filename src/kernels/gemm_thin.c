@@ -223,3 +223,55 @@ int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alp
     thin_dots(&t);
   return 1;
 }
+
+int tl__gemm_thin_dots_fit(const tl__gemm_batch *g) {
+  if (g->m != 1 || g->n != 1 || g->k <= 0) return 0;
+  return g->dtype == TL_F64 || g->dtype == TL_F32 || g->dtype == TL_C128 || g->dtype == TL_C64;
+}
+
+/* Entries [begin, end) of a batch of 1 x 1 products: each is what tl__gemm_thin computes for
+ * that entry alone (the same dot, the same store), so the bits do not depend on how the
+ * entries are cut into runs. The entry's offsets advance as an odometer over the batch axes
+ * (first axis fastest, as the batched runner numbers entries): a batched dot of short rows
+ * (einsum's bi,bi->b with 256 elements a row) spent about a fifth of its time finding each
+ * entry's offsets with divisions and passing through the general block path. */
+void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
+  const int64_t es = (int64_t)tl_dtype_size(g->dtype);
+  const int cplx = tl_dtype_is_complex(g->dtype);
+  const int isa = tl__gemm_thin_isa();
+  const int contiguous = g->k == 1 || (g->csa == 1 && g->rsb == 1);
+  thin t = {g->dtype, 1, g->k, NULL, NULL, g->rsa, g->csa, g->rsb, NULL, g->rsc, g->alpha, g->beta};
+  int64_t idx[TL_MAX_RANK], oa = 0, ob = 0, oc = 0, rem = begin;
+  for (int d = 0; d < g->batch_rank; d++) {
+    idx[d] = rem % g->batch_shape[d];
+    rem /= g->batch_shape[d];
+    oa += idx[d] * g->batch_strides[0][d];
+    ob += idx[d] * g->batch_strides[1][d];
+    oc += idx[d] * g->batch_strides[2][d];
+  }
+  for (int64_t e = begin; e < end; e++) {
+    t.u = g->a + oa * es;
+    t.v = g->b + ob * es;
+    t.c = g->c + oc * es;
+    if (contiguous) {
+      double re = 0.0, im = 0.0;
+      tl__thin_dot(isa, g->dtype, g->k, t.u, t.v, &re, &im);
+      if (cplx)
+        store_complex(&t, 0, re, im);
+      else
+        store_real(&t, 0, re);
+    } else {
+      thin_dots(&t);
+    }
+    for (int d = 0; d < g->batch_rank; d++) { /* the next entry's offsets */
+      oa += g->batch_strides[0][d];
+      ob += g->batch_strides[1][d];
+      oc += g->batch_strides[2][d];
+      if (++idx[d] < g->batch_shape[d]) break;
+      idx[d] = 0;
+      oa -= g->batch_shape[d] * g->batch_strides[0][d];
+      ob -= g->batch_shape[d] * g->batch_strides[1][d];
+      oc -= g->batch_shape[d] * g->batch_strides[2][d];
+    }
+  }
+}

@@ -116,16 +116,41 @@ static inline TL_AVX512 __mmask16 mask16(int64_t left) {
   return (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1u);
 }
 
+/* A vector of 8 doubles (16 floats) from p as two 32-byte halves when `split`, else as one
+ * 64-byte load. The halves give the same register, so the arithmetic is the same either
+ * way; they matter for speed only: a 64-byte load from an address off a 64-byte boundary
+ * straddles two cache lines, every one of them, and on a stream larger than the cache (a
+ * batched dot of c128 rows, whose arrays numpy's allocator places 16 bytes past a page) that
+ * was the main cost of the dot; a half straddles at most one line in two. */
+static inline TL_AVX512 __m512d load_pd_512(const double *p, int split) {
+  if (!split) return _mm512_loadu_pd(p);
+  return _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(p)), _mm256_loadu_pd(p + 4), 1);
+}
+static inline TL_AVX512 __m512 load_ps_512(const float *p, int split) {
+  if (!split) return _mm512_loadu_ps(p);
+  __m512d low = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(p)));
+  return _mm512_castpd_ps(_mm512_insertf64x4(low, _mm256_castps_pd(_mm256_loadu_ps(p + 8)), 1));
+}
+
+/* 1 when x or y is not on a 64-byte boundary (the loops below then load in halves). */
+static inline int off_line(const void *x, const void *y) {
+  return (((uintptr_t)x | (uintptr_t)y) & 63u) != 0;
+}
+
 /* Sums of x[i] y[i] over n reals into *same and, for complex data (cplx), of x[i] y[i ^ 1]
  * (y's pairs swapped) into *swapped, in one pass: two vector accumulators each, a masked
- * tail, combined in a fixed order. */
-static inline TL_AVX512 void dot_pd_512(int64_t n, const double *x, const double *y, int cplx,
-                                        __m512d *same, __m512d *swapped) {
+ * tail, combined in a fixed order. `split` picks the loads only (load_pd_512); the compiler
+ * makes one loop per value (the callers pass a constant). */
+static inline __attribute__((always_inline)) TL_AVX512 void dot_pd_512_as(int64_t n,
+                                                                          const double *x,
+                                                                          const double *y, int cplx,
+                                                                          int split, __m512d *same,
+                                                                          __m512d *swapped) {
   __m512d a0 = _mm512_setzero_pd(), a1 = a0, b0 = a0, b1 = a0;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    __m512d x0 = _mm512_loadu_pd(x + i), x1 = _mm512_loadu_pd(x + i + 8);
-    __m512d y0 = _mm512_loadu_pd(y + i), y1 = _mm512_loadu_pd(y + i + 8);
+    __m512d x0 = load_pd_512(x + i, split), x1 = load_pd_512(x + i + 8, split);
+    __m512d y0 = load_pd_512(y + i, split), y1 = load_pd_512(y + i + 8, split);
     a0 = _mm512_fmadd_pd(x0, y0, a0);
     a1 = _mm512_fmadd_pd(x1, y1, a1);
     if (cplx) {
@@ -143,13 +168,23 @@ static inline TL_AVX512 void dot_pd_512(int64_t n, const double *x, const double
   *swapped = _mm512_add_pd(b0, b1);
 }
 
-static inline TL_AVX512 void dot_ps_512(int64_t n, const float *x, const float *y, int cplx,
-                                        __m512 *same, __m512 *swapped) {
+static inline TL_AVX512 void dot_pd_512(int64_t n, const double *x, const double *y, int cplx,
+                                        __m512d *same, __m512d *swapped) {
+  if (off_line(x, y))
+    dot_pd_512_as(n, x, y, cplx, 1, same, swapped);
+  else
+    dot_pd_512_as(n, x, y, cplx, 0, same, swapped);
+}
+
+static inline __attribute__((always_inline)) TL_AVX512 void dot_ps_512_as(int64_t n, const float *x,
+                                                                          const float *y, int cplx,
+                                                                          int split, __m512 *same,
+                                                                          __m512 *swapped) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
-    __m512 y0 = _mm512_loadu_ps(y + i), y1 = _mm512_loadu_ps(y + i + 16);
+    __m512 x0 = load_ps_512(x + i, split), x1 = load_ps_512(x + i + 16, split);
+    __m512 y0 = load_ps_512(y + i, split), y1 = load_ps_512(y + i + 16, split);
     a0 = _mm512_fmadd_ps(x0, y0, a0);
     a1 = _mm512_fmadd_ps(x1, y1, a1);
     if (cplx) {
@@ -165,6 +200,14 @@ static inline TL_AVX512 void dot_ps_512(int64_t n, const float *x, const float *
   }
   *same = _mm512_add_ps(a0, a1);
   *swapped = _mm512_add_ps(b0, b1);
+}
+
+static inline TL_AVX512 void dot_ps_512(int64_t n, const float *x, const float *y, int cplx,
+                                        __m512 *same, __m512 *swapped) {
+  if (off_line(x, y))
+    dot_ps_512_as(n, x, y, cplx, 1, same, swapped);
+  else
+    dot_ps_512_as(n, x, y, cplx, 0, same, swapped);
 }
 
 /* Lanes summed in a fixed order (pairs, then pairs of pairs); for complex sums the even

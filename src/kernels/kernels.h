@@ -342,6 +342,13 @@ int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alp
                   int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb, tl_scalar beta,
                   void *c, int64_t rsc, int64_t csc);
 
+/* A batch of 1 x 1 products (einsum's batched dots): _fit is 1 when g's entries are m = n = 1
+ * with k > 0 of a floating dtype; then tl__gemm_thin_dots computes entries [begin, end) (in
+ * the batched runner's numbering, g's first batch axis fastest), each with the bits that
+ * tl__gemm_thin gives it alone. Pure, any thread, never fails. */
+int tl__gemm_thin_dots_fit(const tl__gemm_batch *g);
+void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end);
+
 /* GEMM with a tiny B (gemm_tiny_nk.c): C = alpha A B + beta C for an m x n C at (rsc, csc),
  * A's rows of k contiguous elements rsa apart, B k x n at (rsb, csb) (strides in elements).
  * _fits: 1 when (dtype, n, k) is in reach (a float dtype, n, k <= TL__TINY_NK_MAX, n k <=

@@ -153,6 +153,133 @@ static void gemm_thin_core_matches_naive_at_every_isa(void) {
     }
 }
 
+/* The contiguous dot gives the same bits wherever its operands sit: at every instruction set,
+ * x and y are copied to every pair of element offsets 0..8 from a 64-byte boundary (the
+ * AVX-512 loop reads whole 64-byte vectors on a boundary and two 32-byte halves off one),
+ * and each dot is compared bit for bit with the one at offsets (0, 0), and with a naive sum. */
+static void gemm_thin_dot_bits_do_not_depend_on_alignment(void) {
+  static _Alignas(64) char xb[2 * 300 * 8 + 128], yb[2 * 300 * 8 + 128];
+  uint64_t state = 41;
+  static const int64_t ks[] = {1, 5, 8, 16, 17, 33, 64, 70, 256, 300};
+  for (int isa = 0; isa <= tl__gemm_thin_isa(); isa++)
+    for (int di = 0; di < 4; di++) {
+      tl_dtype dt = dtypes[di];
+      size_t es = tl_dtype_size(dt);
+      double xv[2 * 300], yv[2 * 300];
+      for (int i = 0; i < 2 * 300; i++)
+        xv[i] = th_num_uniform(&state) - 0.5, yv[i] = th_num_uniform(&state) - 0.5;
+      for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        int64_t k = ks[ki];
+        double re0 = NAN, im0 = NAN;
+        for (int ox = 0; ox <= 8; ox++)
+          for (int oy = 0; oy <= 8; oy++) {
+            char *x = xb + (size_t)ox * es, *y = yb + (size_t)oy * es;
+            for (int64_t i = 0; i < k; i++) {
+              th_num_store_parts(dt, x, i, xv[2 * i], xv[2 * i + 1]);
+              th_num_store_parts(dt, y, i, yv[2 * i], yv[2 * i + 1]);
+            }
+            double re = NAN, im = NAN;
+            tl__thin_dot(isa, dt, k, x, y, &re, &im);
+            if (ox == 0 && oy == 0) {
+              double complex want = 0;
+              double scale = 1;
+              for (int64_t i = 0; i < k; i++) {
+                want += th_num_load(dt, x, i) * th_num_load(dt, y, i);
+                scale += cabs(th_num_load(dt, x, i) * th_num_load(dt, y, i));
+              }
+              TH_CHECK(th_num_close_enough(re + I * im, want, th_num_tolerance(dt) * 4, scale));
+              re0 = re, im0 = im;
+              continue;
+            }
+            int same = memcmp(&re, &re0, sizeof re) == 0 && memcmp(&im, &im0, sizeof im) == 0;
+            if (!same)
+              fprintf(stderr, "dot isa %d %s k %lld offsets %d %d: other bits\n", isa,
+                      tl_dtype_name(dt), (long long)k, ox, oy);
+            TH_CHECK(same);
+          }
+      }
+    }
+}
+
+/* A batch of 1 x 1 products (tl__gemm_thin_dots): two batch axes (the odometer), contiguous
+ * and strided k, alpha and beta; each entry has the bits tl__gemm_thin gives it alone, however
+ * the entries are cut into runs, and matches a naive sum. */
+static void gemm_thin_dots_batch_matches_single_entries(void) {
+  enum { B0 = 5, B1 = 7, K = 37 };
+  static double a[2 * B0 * B1 * K * 2], b[2 * B0 * B1 * K * 2], c0[2 * B0 * B1 * 2],
+      c1[2 * B0 * B1 * 2], c2[2 * B0 * B1 * 2];
+  uint64_t state = 17;
+  for (int di = 0; di < 4; di++)
+    for (int strided = 0; strided < 2; strided++)
+      for (int beta_kind = 0; beta_kind < 2; beta_kind++) {
+        tl_dtype dt = dtypes[di];
+        int cplx = tl_dtype_is_complex(dt);
+        for (int i = 0; i < B0 * B1 * K * 2; i++)
+          th_num_store(dt, a, i, th_num_uniform(&state) - 0.5),
+              th_num_store(dt, b, i, th_num_uniform(&state) - 0.5);
+        for (int i = 0; i < B0 * B1 * 2; i++) th_num_store(dt, c0, i, th_num_uniform(&state));
+        memcpy(c1, c0, sizeof c0);
+        memcpy(c2, c0, sizeof c0);
+        tl__gemm_batch g;
+        memset(&g, 0, sizeof g);
+        g.dtype = dt;
+        g.m = g.n = 1;
+        g.k = K;
+        g.alpha = cplx ? (tl_scalar){0.75, -0.5} : tl_scalar_real(0.75);
+        g.beta = beta_kind ? (cplx ? (tl_scalar){-1.25, 0.5} : tl_scalar_real(-1.25))
+                           : tl_scalar_real(0.0);
+        /* a: entries K (or 2K, every other element along k) apart, b: k outermost */
+        g.a = (const char *)a;
+        g.b = (const char *)b;
+        g.c = (char *)c1;
+        g.rsa = 1;
+        g.csa = strided ? 2 : 1;
+        g.rsb = strided ? B0 * B1 : 1;
+        g.csb = 1;
+        g.rsc = g.csc = 1;
+        g.batches = B0 * B1;
+        g.batch_rank = 2;
+        g.batch_shape[0] = B0, g.batch_shape[1] = B1;
+        int64_t ea = strided ? 2 * K : K, eb = strided ? 1 : K;
+        g.batch_strides[0][0] = ea, g.batch_strides[0][1] = ea * B0;
+        g.batch_strides[1][0] = eb, g.batch_strides[1][1] = eb * B0;
+        g.batch_strides[2][0] = 2 * B1, g.batch_strides[2][1] = 2; /* c transposed, padded */
+        TH_CHECK(tl__gemm_thin_dots_fit(&g));
+        tl__gemm_thin_dots(&g, 0, 3);
+        tl__gemm_thin_dots(&g, 3, 19);
+        tl__gemm_thin_dots(&g, 19, B0 * B1);
+        size_t es = tl_dtype_size(dt);
+        for (int64_t e = 0; e < B0 * B1; e++) {
+          int64_t i0 = e % B0, i1 = e / B0;
+          int64_t oa = i0 * ea + i1 * ea * B0, ob = i0 * eb + i1 * eb * B0,
+                  oc = i0 * 2 * B1 + i1 * 2;
+          TH_CHECK(tl__gemm_thin(dt, 1, 1, K, g.alpha, (const char *)a + oa * es, 1, g.csa,
+                                 (const char *)b + ob * es, g.rsb, 1, g.beta, (char *)c2 + oc * es,
+                                 1, 1) == 1);
+          double complex sum = 0;
+          double scale = 2;
+          for (int64_t p = 0; p < K; p++) {
+            double complex x = th_num_load(dt, a, oa + p * g.csa);
+            double complex y = th_num_load(dt, b, ob + p * g.rsb);
+            sum += x * y;
+            scale += cabs(x * y);
+          }
+          double complex want =
+              (g.alpha.re + I * g.alpha.im) * sum +
+              (beta_kind ? (g.beta.re + I * g.beta.im) * th_num_load(dt, c0, oc) : 0);
+          TH_CHECK(
+              th_num_close_enough(th_num_load(dt, c1, oc), want, th_num_tolerance(dt) * 4, scale));
+        }
+        TH_CHECK(memcmp(c1, c2, sizeof c1) == 0);
+      }
+  tl__gemm_batch g;
+  memset(&g, 0, sizeof g);
+  g.dtype = TL_F64, g.m = 1, g.n = 2, g.k = 3;
+  TH_CHECK(!tl__gemm_thin_dots_fit(&g));
+  g.n = 1, g.k = 0;
+  TH_CHECK(!tl__gemm_thin_dots_fit(&g));
+}
+
 /* ops[0] and ops[1] with labels, out with out_labels: the naive einsum value at out index. */
 static double complex naive(const tl_tensor *x, const char *xl, const tl_tensor *y, const char *yl,
                             const char *ol, const int64_t *out_idx, const int64_t *extent) {
@@ -231,4 +358,6 @@ static void gemm_thin_einsum_terms_match_naive(void) {
 TH_TEST_MAIN(TH_CASE(gemm_thin_kernel_matches_naive),
              TH_CASE(gemm_thin_kernel_declines_what_is_not_thin),
              TH_CASE(gemm_thin_core_matches_naive_at_every_isa),
+             TH_CASE(gemm_thin_dot_bits_do_not_depend_on_alignment),
+             TH_CASE(gemm_thin_dots_batch_matches_single_entries),
              TH_CASE(gemm_thin_einsum_terms_match_naive))
