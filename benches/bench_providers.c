@@ -91,7 +91,7 @@ typedef struct stack {
  * reference LAPACK over BLIS and not tenlane's own kernels. */
 extern int tl__blas_isa_cap;
 extern int tl__blas_off; /* TL__BLAS_OWN_* bits (src/linalg/linalg_int.h) */
-enum { OWN_GEMV = 1, OWN_GER = 2, OWN_GEMM = 4 }; /* TL__BLAS_OWN_* */
+enum { OWN_GEMV = 1, OWN_GER = 2, OWN_GEMM = 4, OWN_NRM2 = 8, OWN_LANGE = 16 }; /* TL__BLAS_OWN_* */
 /* The cap the tl rows run with: 1, or 0 under TL_BENCH_REPLACEMENTS (below). */
 static int tl_rows_blas_cap = 1;
 static void blis_kernels(const stack *s, int on) {
@@ -112,8 +112,8 @@ static int word_in(const char *list, const char *word) {
  * ger.c, gemm_blas.c/gemm_narrow.c send every call to the provider; the others one
  * file each) or without the packed complex GEMM (gemm_packed_complex.c), so that a run with
  * and a run without show what each earns on the user-level routes, against the same anchors.
- * Unset: everything on. (The complex level-1 kernels in BLIS's contexts and the AVX-512
- * paths go off together with TL_ISA=avx2.) */
+ * Unset: everything on. (nrm2.c, lange.c and the complex level-1 kernels in BLIS's contexts
+ * have rows of their own in the replacements group, not words here.) */
 static void replacements_from_env(void) {
   const char *want = getenv("TL_BENCH_REPLACEMENTS");
   if (want == NULL) return;
@@ -781,20 +781,30 @@ typedef struct replacement {
   int *cap;
   int on, off;
   int level;
-  const char *routes; /* among "gemm", "qr", "svd", "lu", "contract" */
-  int dtypes;         /* bits: 1 f64, 2 c128, 4 c64 (GEMM and contraction only) */
+  const char *routes;  /* among "gemm", "qr", "svd", "lu", "contract" */
+  int dtypes;          /* bits: 1 f64, 2 c128, 4 c64 (GEMM and contraction only) */
+  void (*apply)(void); /* NULL, or what makes a change of *cap take effect */
 } replacement;
+
+/* The switch of the level-1 row: 1 puts BLIS's own complex level-1 kernels back into its
+ * contexts (tl__prov_own_level1), between calls, never during one. */
+static int level1_off = 0;
+static void level1_apply(void) { tl__prov_own_level1(!level1_off); }
 
 /* One side of a with/without pair: the switch set, then the route's call. */
 typedef struct capped {
   void (*run)(void *);
   void *arg;
   int *cap, value;
+  void (*apply)(void);
 } capped;
 
 static void capped_run(void *arg) {
   capped *c = arg;
-  *c->cap = c->value;
+  if (*c->cap != c->value) {
+    *c->cap = c->value;
+    if (c->apply != NULL) c->apply();
+  }
   c->run(c->arg);
 }
 
@@ -872,7 +882,8 @@ static void replacement_row(const tl_bench_options *opt, const replacement *rep,
                             void (*run)(void *), void *arg, const char *route_name, tl_dtype dtype,
                             const char *size, const char *spec, const char *where,
                             double *best_gain, char *best_where) {
-  capped with = {run, arg, rep->cap, rep->on}, without = {run, arg, rep->cap, rep->off};
+  capped with = {run, arg, rep->cap, rep->on, rep->apply},
+         without = {run, arg, rep->cap, rep->off, rep->apply};
   tl_bench_contestant c[2] = {{"with", capped_run, &with, {0, 0, 0}},
                               {"without", capped_run, &without, {0, 0, 0}}};
   tl_bench_options local = budgeted(opt, capped_run, &without);
@@ -898,10 +909,13 @@ static int route_picked(const char *route_name) {
  * gains at least 15%. Prints its own table (route, dtype, n, the two medians, the gain), then
  * one verdict per replacement. TL_BENCH_REPLACEMENTS_ONLY=off-gemv,... runs those rows only
  * (each row's run fits a few minutes; the whole table takes longer), and
- * TL_BENCH_REPLACEMENTS_ROUTES=gemm,contract,... those routes only (the verdict says so). nrm2.c,
- * lange.c and blis_level1.c have no row: they take BLIS's place at link time or in its context at
- * set-up, with no provider routine left to switch to while the process runs. */
-#define REPLACEMENT_COUNT 5
+ * TL_BENCH_REPLACEMENTS_ROUTES=gemm,contract,... those routes only (the verdict says so).
+ * nrm2.c and lange.c take the provider's place at link time, so their switches run what a
+ * build without them would: off-nrm2 BLIS's normfv (what BLIS's own nrm2 entries call),
+ * off-lange the reference LAPACK's loop; off-blis-level1 puts BLIS's reference kernels back
+ * into its contexts between calls (tl__prov_own_level1). Their gains at TL_ISA=avx2, where
+ * gemv.c and ger.c leave LAPACK's level-2 calls to BLIS, differ: run the group there too. */
+#define REPLACEMENT_COUNT 8
 static void bench_replacements(const tl_bench_options *opt, const route *routes, int route_count,
                                tl_exec *exec, int size_count) {
   static const int sizes[3] = {64, 256, 512};
@@ -909,16 +923,25 @@ static void bench_replacements(const tl_bench_options *opt, const route *routes,
   const replacement reps[REPLACEMENT_COUNT] = {
       {"LAPACK's BLAS calls on tenlane's kernels, all three files together (gemv.c, ger.c, "
        "gemm_blas.c + gemm_narrow.c)",
-       "off-blas", &tl__blas_isa_cap, 1, 0, TL__ISA_AVX512, "qr,svd,lu", 3},
+       "off-blas", &tl__blas_isa_cap, 1, 0, TL__ISA_AVX512, "qr,svd,lu", 3, NULL},
       {"LAPACK's gemv calls on tenlane's kernels (gemv.c)", "off-gemv", &tl__blas_off, 0, OWN_GEMV,
-       TL__ISA_AVX512, "qr,svd,lu", 3},
+       TL__ISA_AVX512, "qr,svd,lu", 3, NULL},
       {"LAPACK's ger calls on tenlane's kernels (ger.c)", "off-ger", &tl__blas_off, 0, OWN_GER,
-       TL__ISA_AVX512, "qr,svd,lu", 3},
+       TL__ISA_AVX512, "qr,svd,lu", 3, NULL},
       {"LAPACK's narrow gemm calls on tenlane's kernels (gemm_blas.c + gemm_narrow.c)",
-       "off-gemm-blas", &tl__blas_off, 0, OWN_GEMM, TL__ISA_AVX512, "qr,svd,lu", 3},
+       "off-gemm-blas", &tl__blas_off, 0, OWN_GEMM, TL__ISA_AVX512, "qr,svd,lu", 3, NULL},
       {"complex GEMM past the tiny kernel on tenlane's packed kernel (gemm_packed_complex.c)",
        "off-packed-complex", &tl__packed_complex_off, 0, 1, TL__ISA_AVX512,
-       "gemm,qr,svd,lu,contract", 6},
+       "gemm,qr,svd,lu,contract", 6, NULL},
+      {"LAPACK's nrm2 calls on tenlane's one-pass norm (nrm2.c; off: BLIS's normfv, as BLIS's "
+       "own nrm2 entries)",
+       "off-nrm2", &tl__blas_off, 0, OWN_NRM2, TL__ISA_PORTABLE, "qr,svd", 3, NULL},
+      {"LAPACK's ?lange('M') on tenlane's one pass (lange.c; off: the reference LAPACK's loop "
+       "with its disnan calls)",
+       "off-lange", &tl__blas_off, 0, OWN_LANGE, TL__ISA_PORTABLE, "svd", 3, NULL},
+      {"complex-double level-1v/1f kernels in BLIS's contexts (blis_level1.c; off: BLIS's "
+       "reference kernels back in their slots)",
+       "off-blis-level1", &level1_off, 0, 1, TL__ISA_AVX2, "qr,svd,lu", 2, level1_apply},
   };
   const char *only = getenv("TL_BENCH_REPLACEMENTS_ONLY");
   printf(
@@ -970,7 +993,10 @@ static void bench_replacements(const tl_bench_options *opt, const route *routes,
                         where, &best_gain, best_where);
         contraction_free(&p);
       }
-    *rep->cap = saved;
+    if (*rep->cap != saved) {
+      *rep->cap = saved;
+      if (rep->apply != NULL) rep->apply();
+    }
     const char *verdict = tl__isa_level() < rep->level ? "not in use on this CPU (ISA level)"
                           : best_gain >= REPLACEMENT_KEEP_GAIN ? "kept"
                                                                : "remove";

@@ -588,36 +588,44 @@ static ref_init_fn reference_init(arch_t arch) {
   }
 }
 
-/* Put `mine` in slot `at` only while it holds the same function as BLIS's reference context
- * for the architecture does: a later BLIS with a tuned complex kernel keeps its own. */
-static void take_if_reference(func_t *at, const func_t *ref, void_fp mine) {
-  if (at->ptr[BLIS_DCOMPLEX] == ref->ptr[BLIS_DCOMPLEX]) at->ptr[BLIS_DCOMPLEX] = mine;
+/* on: put `mine` in slot `at` only while it holds the same function as BLIS's reference
+ * context for the architecture does (a later BLIS with a tuned complex kernel keeps its own).
+ * Off: put the reference one back where `mine` is. */
+static void swap_slot(func_t *at, const func_t *ref, void_fp mine, int on) {
+  void_fp *slot = &at->ptr[BLIS_DCOMPLEX];
+  if (on && *slot == ref->ptr[BLIS_DCOMPLEX])
+    *slot = mine;
+  else if (!on && *slot == mine)
+    *slot = ref->ptr[BLIS_DCOMPLEX];
 }
 
-void tl__blis_add_level1(cntx_t *cntx, arch_t arch, int avx512) {
+void tl__blis_set_level1(cntx_t *cntx, arch_t arch, int avx512, int on) {
   ref_init_fn init = reference_init(arch);
   if (cntx == NULL || init == NULL) return;
-  /* Static: a context is about 5 KB, and this runs once, inside the providers' one-time
-   * initialisation, so no two calls overlap. */
+  /* Static: a context is about 5 KB, and this runs inside the providers' one-time
+   * initialisation or while no BLAS call runs (tl__prov_own_level1), so no two calls
+   * overlap. */
   static cntx_t ref;
   init(&ref);
   const tl__blis_level1_kernels k = tl__blis_level1(avx512);
-  take_if_reference(&cntx->l1v_kers[BLIS_AXPYV_KER], &ref.l1v_kers[BLIS_AXPYV_KER],
-                    (void_fp)k.axpyv);
-  take_if_reference(&cntx->l1v_kers[BLIS_DOTXV_KER], &ref.l1v_kers[BLIS_DOTXV_KER],
-                    (void_fp)k.dotxv);
-  take_if_reference(&cntx->l1v_kers[BLIS_SCALV_KER], &ref.l1v_kers[BLIS_SCALV_KER],
-                    (void_fp)k.scalv);
-  take_if_reference(&cntx->l1v_kers[BLIS_SCAL2V_KER], &ref.l1v_kers[BLIS_SCAL2V_KER],
-                    (void_fp)k.scal2v);
-  take_if_reference(&cntx->l1f_kers[BLIS_DOTXF_KER], &ref.l1f_kers[BLIS_DOTXF_KER],
-                    (void_fp)k.dotxf);
-  take_if_reference(&cntx->l1f_kers[BLIS_AXPYF_KER], &ref.l1f_kers[BLIS_AXPYF_KER],
-                    (void_fp)k.axpyf);
+  swap_slot(&cntx->l1v_kers[BLIS_AXPYV_KER], &ref.l1v_kers[BLIS_AXPYV_KER], (void_fp)k.axpyv, on);
+  swap_slot(&cntx->l1v_kers[BLIS_DOTXV_KER], &ref.l1v_kers[BLIS_DOTXV_KER], (void_fp)k.dotxv, on);
+  swap_slot(&cntx->l1v_kers[BLIS_SCALV_KER], &ref.l1v_kers[BLIS_SCALV_KER], (void_fp)k.scalv, on);
+  swap_slot(&cntx->l1v_kers[BLIS_SCAL2V_KER], &ref.l1v_kers[BLIS_SCAL2V_KER], (void_fp)k.scal2v,
+            on);
+  swap_slot(&cntx->l1f_kers[BLIS_DOTXF_KER], &ref.l1f_kers[BLIS_DOTXF_KER], (void_fp)k.dotxf, on);
+  swap_slot(&cntx->l1f_kers[BLIS_AXPYF_KER], &ref.l1f_kers[BLIS_AXPYF_KER], (void_fp)k.axpyf, on);
+}
+
+void tl__blis_add_level1(cntx_t *cntx, arch_t arch, int avx512) {
+  tl__blis_set_level1(cntx, arch, avx512, 1);
 }
 #else
 /* No x86 kernels in this build: BLIS's contexts keep their own level-1 kernels. */
 void tl__blis_add_level1(cntx_t *cntx, arch_t arch, int avx512) {
   (void)cntx, (void)arch, (void)avx512;
+}
+void tl__blis_set_level1(cntx_t *cntx, arch_t arch, int avx512, int on) {
+  (void)cntx, (void)arch, (void)avx512, (void)on;
 }
 #endif /* TL_X86_KERNELS */

@@ -364,3 +364,35 @@ void tl__prov_gemm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar al
   }
   tl__prov_unlock();
 }
+
+/* ---- nrm2 (linalg/nrm2.c switched off) and the level-1 switch ---- */
+float snrm2_(const int *n, const float *x, const int *incx);
+double dnrm2_(const int *n, const double *x, const int *incx);
+float scnrm2_(const int *n, const float complex *x, const int *incx);
+double dznrm2_(const int *n, const double complex *x, const int *incx);
+
+double tl__prov_nrm2(tl_dtype dtype, int64_t n, const void *x, int64_t incx) {
+  const int in = (int)n, ix = (int)incx;
+  const void *xf = fortran_vector(x, n, incx, tl_dtype_size(dtype));
+  double norm = 0.0;
+  tl__prov_lock();
+  switch (dtype) {
+    case TL_F32:
+      norm = snrm2_(&in, xf, &ix);
+      break;
+    case TL_F64:
+      norm = dnrm2_(&in, xf, &ix);
+      break;
+    case TL_C64:
+      norm = scnrm2_(&in, xf, &ix);
+      break;
+    case TL_C128:
+      norm = dznrm2_(&in, xf, &ix);
+      break;
+  }
+  tl__prov_unlock();
+  return norm;
+}
+
+/* A Fortran BLAS has no contexts: tenlane's level-1 kernels were never put in one. */
+void tl__prov_own_level1(int on) { (void)on; }

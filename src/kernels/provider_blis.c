@@ -49,6 +49,11 @@ static cntx_t *blis_cntx_complex; /* complex dtypes: blis_cntx, or its 1m form *
 #if TL_BLIS_INTERNALS && TL_X86_KERNELS
 static cntx_t skx_1m;
 #endif
+#if TL_BLIS_INTERNALS
+/* Where tl__prov_setup put tenlane's complex level-1 kernels (tl__prov_own_level1). */
+static int level1_added, level1_avx512;
+static arch_t level1_arch;
+#endif
 static rntm_t blis_rntm;
 static arch_t blis_native;
 
@@ -140,9 +145,12 @@ void tl__prov_setup(const tl__cpu_features *features, tl__provider_choice *choic
 #if TL_BLIS_INTERNALS && TL_X86_KERNELS
   if (chosen != NULL) {
     /* BLIS's contexts have reference kernels only for complex level-1 operations. */
-    if (features->avx2 && features->fma)
-      tl__blis_add_level1(chosen, choice->blis == TL__BLIS_SKX ? BLIS_ARCH_SKX : BLIS_ARCH_HASWELL,
-                          features->avx512f);
+    if (features->avx2 && features->fma) {
+      level1_arch = choice->blis == TL__BLIS_SKX ? BLIS_ARCH_SKX : BLIS_ARCH_HASWELL;
+      level1_avx512 = features->avx512f;
+      level1_added = 1;
+      tl__blis_add_level1(chosen, level1_arch, level1_avx512);
+    }
     if (choice->complex_1m) {
       skx_1m = *chosen;
       bli_cntx_init_skx_ind(BLIS_1M, &skx_1m);
@@ -157,8 +165,12 @@ void tl__prov_setup(const tl__cpu_features *features, tl__provider_choice *choic
     blis_cntx = bli_gks_query_cntx();
 #if TL_BLIS_INTERNALS
     /* The detected context is the one LAPACK's BLAS calls use: same complex references. */
-    if (internals && features->avx2 && features->fma)
-      tl__blis_add_level1(blis_cntx, blis_native, features->avx512f);
+    if (internals && features->avx2 && features->fma) {
+      level1_arch = blis_native;
+      level1_avx512 = features->avx512f;
+      level1_added = 1;
+      tl__blis_add_level1(blis_cntx, level1_arch, level1_avx512);
+    }
 #else
     (void)features;
 #endif
@@ -174,6 +186,53 @@ void tl__prov_setup(const tl__cpu_features *features, tl__provider_choice *choic
     snprintf(name, size, "blis:%s%s", arch, choice->complex_1m ? "(1m)" : "");
   else
     snprintf(name, size, "blis:%s[own context, BLIS %s]", arch, bli_info_get_version_str());
+}
+
+double tl__prov_nrm2(tl_dtype dtype, int64_t n, const void *x, int64_t incx) {
+  /* As BLIS's own nrm2 entries call it: no context or runtime. */
+  switch (dtype) {
+    case TL_F32: {
+      float norm;
+      bli_snormfv_ex(n, (float *)x, incx, &norm, NULL, NULL);
+      return norm;
+    }
+    case TL_F64: {
+      double norm;
+      bli_dnormfv_ex(n, (double *)x, incx, &norm, NULL, NULL);
+      return norm;
+    }
+    case TL_C64: {
+      float norm;
+      bli_cnormfv_ex(n, (scomplex *)x, incx, &norm, NULL, NULL);
+      return norm;
+    }
+    case TL_C128: {
+      double norm;
+      bli_znormfv_ex(n, (dcomplex *)x, incx, &norm, NULL, NULL);
+      return norm;
+    }
+  }
+  return 0.0;
+}
+
+void tl__prov_own_level1(int on) {
+  tl__providers_init();
+#if TL_BLIS_INTERNALS
+  if (!level1_added) return;
+  /* Every context that got them: the chosen one, its 1m copy, and the process-wide ones
+   * made from those (make_process_wide), each once. */
+  cntx_t *all[4] = {blis_cntx, blis_cntx_complex, NULL, NULL};
+  cntx_t **detected = bli_gks_lookup_id(blis_native);
+  if (detected != NULL) all[2] = detected[BLIS_NAT];
+  if (blis_cntx_complex != blis_cntx) all[3] = bli_gks_query_ind_cntx(BLIS_1M, BLIS_DCOMPLEX);
+  for (int i = 0; i < 4; i++) {
+    int seen = 0;
+    for (int j = 0; j < i; j++) seen |= all[j] == all[i];
+    if (all[i] != NULL && !seen) tl__blis_set_level1(all[i], level1_arch, level1_avx512, on);
+  }
+#else
+  (void)on;
+#endif
 }
 
 /* BLIS keeps the enabled induced methods per thread (thread-local state), so enabling 1m in

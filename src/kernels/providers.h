@@ -31,6 +31,9 @@ cntx_t *tl__blis_context_complex(void);
  * complex types); slots with a tuned kernel are kept. Needs AVX2 and FMA; `avx512` (the CPU
  * has AVX-512F) takes the AVX-512 axpyv. Once, at provider initialisation. */
 void tl__blis_add_level1(cntx_t *cntx, arch_t arch, int avx512);
+/* tl__blis_add_level1 with `on` 1; with 0, BLIS's reference kernels back in the slots that hold
+ * tenlane's (tl__prov_own_level1). Only while no BLAS call uses `cntx`. */
+void tl__blis_set_level1(cntx_t *cntx, arch_t arch, int avx512, int on);
 /* The kernels tl__blis_add_level1 installs for one ISA, for tests that call them directly:
  * AVX2 + FMA, or with `avx512` the AVX-512F axpyv (the others have AVX2 forms only). */
 typedef struct tl__blis_level1_kernels {

@@ -24,7 +24,11 @@
  * keeps its own dlange_ and zlange_, tl__own_dlange_ and tl__own_zlange_, TL__BLAS_ENTRY,
  * which the tests call); tl__lange_linked is called by tl__la_begin so that a static link
  * takes this object in before LAPACK's archive is searched (LAPACK's dlange.o and zlange.o
- * define one routine each). Pure, no allocation, thread-safe. */
+ * define one routine each).
+ *
+ * Switched off (TL__BLAS_OWN_LANGE in tl__blas_off, bench_providers' earn-its-place row), 'M'
+ * runs the reference LAPACK's loop (below, reference_max) in place of the one pass, which is
+ * what a build without this file runs. Pure, no allocation, thread-safe. */
 #include <complex.h>
 #include <math.h>
 #include <stddef.h>
@@ -36,6 +40,7 @@
 int tl__lange_linked(void) { return 1; }
 
 void dlassq_(const int *n, const double *x, const int *incx, double *scale, double *sumsq);
+int disnan_(const double *din); /* LAPACK's LOGICAL DISNAN */
 void zlassq_(const int *n, const double complex *x, const int *incx, double *scale, double *sumsq);
 
 /* The reference's update: a NaN, once seen, stays. */
@@ -114,6 +119,25 @@ static double largest_square(const double *x, int64_t count) {
 TL__LANGE_OTHERS(others_d, double, fabs, dlassq_)
 TL__LANGE_OTHERS(others_z, double complex, cabs, zlassq_)
 
+/* 'M' as the reference LAPACK computes it: column by column, each entry's absolute value (cabs
+ * for complex), taken when larger than the running value or when LAPACK's disnan (an external
+ * function, called for each entry that is not larger) says it is a NaN. The switched-off
+ * path: the cost a build without this file pays. rows, cols > 0. */
+#define TL__LANGE_REFERENCE_MAX(NAME, T, ABS)                      \
+  static double NAME(int rows, int cols, const T *a, int64_t ld) { \
+    double value = 0.0;                                            \
+    for (int j = 0; j < cols; j++)                                 \
+      for (int i = 0; i < rows; i++) {                             \
+        const double v = ABS(a[i + j * ld]);                       \
+        if (value < v || disnan_(&v)) value = v;                   \
+      }                                                            \
+    return value;                                                  \
+  }
+TL__LANGE_REFERENCE_MAX(reference_max_d, double, fabs)
+TL__LANGE_REFERENCE_MAX(reference_max_z, double complex, cabs)
+
+static int own_lange(void) { return !(tl__blas_off & TL__BLAS_OWN_LANGE); }
+
 double TL__BLAS_ENTRY(dlange_)(const char *norm, const int *m, const int *n, const double *a,
                                const int *lda, double *work, size_t norm_length);
 double TL__BLAS_ENTRY(dlange_)(const char *norm, const int *m, const int *n, const double *a,
@@ -124,6 +148,7 @@ double TL__BLAS_ENTRY(dlange_)(const char *norm, const int *m, const int *n, con
   if (rows <= 0 || cols <= 0) return 0.0;
   const char c = tl__blas_letter(norm);
   if (c != 'M') return others_d(c, m, rows, cols, a, ld, work);
+  if (!own_lange()) return reference_max_d(rows, cols, a, ld);
   int nan = 0;
   double value = 0.0;
   for (int j = 0; j < cols; j++) {
@@ -145,6 +170,7 @@ double TL__BLAS_ENTRY(zlange_)(const char *norm, const int *m, const int *n,
   if (rows <= 0 || cols <= 0) return 0.0;
   const char c = tl__blas_letter(norm);
   if (c != 'M') return others_z(c, m, rows, cols, a, ld, work);
+  if (!own_lange()) return reference_max_z(rows, cols, a, ld);
   int nan = 0;
   double part = 0.0;
   for (int j = 0; j < cols; j++) {

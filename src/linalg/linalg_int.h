@@ -272,9 +272,11 @@ extern int tl__blas_isa_cap;
  * time): a TL__BLAS_OWN_* bit set in tl__blas_off sends that file's calls to the provider.
  * 0 by default; set it only while no LAPACK runs. Defined in gemv.c. */
 enum {
-  TL__BLAS_OWN_GEMV = 1, /* gemv.c */
-  TL__BLAS_OWN_GER = 2,  /* ger.c */
-  TL__BLAS_OWN_GEMM = 4  /* gemm_blas.c with gemm_narrow.c */
+  TL__BLAS_OWN_GEMV = 1,  /* gemv.c */
+  TL__BLAS_OWN_GER = 2,   /* ger.c */
+  TL__BLAS_OWN_GEMM = 4,  /* gemm_blas.c with gemm_narrow.c */
+  TL__BLAS_OWN_NRM2 = 8,  /* nrm2.c: the provider's nrm2 (tl__prov_nrm2) */
+  TL__BLAS_OWN_LANGE = 16 /* lange.c: 'M' by the reference LAPACK's loop (lange.c) */
 };
 extern int tl__blas_off;
 /* 1 when tenlane's kernel `which` (TL__BLAS_OWN_*) takes f64 and c128 BLAS calls: not

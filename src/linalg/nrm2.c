@@ -23,6 +23,10 @@
  * process is not affected. tl__nrm2_linked is referenced by the LAPACK wrappers so that a program
  * linking the static libtenlane.a pulls this file in before LAPACK's archive is searched.
  *
+ * Switched off (TL__BLAS_OWN_NRM2 in tl__blas_off, bench_providers' earn-its-place row), the
+ * entries hand every call to the provider's nrm2 (tl__prov_nrm2), as the provider's own
+ * entries would have computed it.
+ *
  * Fortran interface (gfortran): arguments by reference, a REAL function returns a float.
  * Pure, no allocation, thread-safe. */
 #include <float.h>
@@ -120,11 +124,24 @@ static double norm_fortran(int n, const double *x, int inc, int width) {
   return norm(n, width, x, step * width);
 }
 
+/* The provider's nrm2 on a Fortran vector: x from its first element as the provider takes
+ * it (the last in memory for a negative increment); 0 for n < 1, as BLAS's nrm2 gives. */
+static double provider_norm(tl_dtype dtype, int n, const void *x, int inc) {
+  if (n < 1) return 0.0;
+  const int64_t step = (int64_t)tl_dtype_size(dtype);
+  const char *first = (const char *)x + (inc < 0 ? (int64_t)(n - 1) * -(int64_t)inc * step : 0);
+  return tl__prov_nrm2(dtype, n, first, inc);
+}
+
+static int own_nrm2(void) { return !(tl__blas_off & TL__BLAS_OWN_NRM2); }
+
 double TL__BLAS_ENTRY(dnrm2_)(const int *n, const double *x, const int *incx) {
+  if (!own_nrm2()) return provider_norm(TL_F64, *n, x, *incx);
   return norm_fortran(*n, x, *incx, 1);
 }
 
 double TL__BLAS_ENTRY(dznrm2_)(const int *n, const double *x, const int *incx) {
+  if (!own_nrm2()) return provider_norm(TL_C128, *n, x, *incx);
   return norm_fortran(*n, x, *incx, 2);
 }
 
@@ -145,9 +162,11 @@ static float norm_float(int n, const float *x, int inc, int width) {
 }
 
 float TL__BLAS_ENTRY(snrm2_)(const int *n, const float *x, const int *incx) {
+  if (!own_nrm2()) return (float)provider_norm(TL_F32, *n, x, *incx);
   return norm_float(*n, x, *incx, 1);
 }
 
 float TL__BLAS_ENTRY(scnrm2_)(const int *n, const float *x, const int *incx) {
+  if (!own_nrm2()) return (float)provider_norm(TL_C64, *n, x, *incx);
   return norm_float(*n, x, *incx, 2);
 }

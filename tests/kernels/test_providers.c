@@ -701,6 +701,51 @@ static void blis_level1_kernels_installed_in_contexts(void) {
 #endif
 }
 
+#if TL_X86_KERNELS
+/* How many of the six slots of `cntx` hold the kernel of `k` for that slot. */
+static int level1_held(const cntx_t *cntx, const tl__blis_level1_kernels *k) {
+  return (cntx->l1v_kers[BLIS_AXPYV_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k->axpyv) +
+         (cntx->l1v_kers[BLIS_DOTXV_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k->dotxv) +
+         (cntx->l1v_kers[BLIS_SCALV_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k->scalv) +
+         (cntx->l1v_kers[BLIS_SCAL2V_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k->scal2v) +
+         (cntx->l1f_kers[BLIS_DOTXF_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k->dotxf) +
+         (cntx->l1f_kers[BLIS_AXPYF_KER].ptr[BLIS_DCOMPLEX] == (void_fp)k->axpyf);
+}
+#endif
+
+/* tl__prov_own_level1(0) (the benchmark's switch) takes tenlane's kernels out of every context
+ * that got them, BLIS's typed calls still compute (on BLIS's reference kernels), and
+ * tl__prov_own_level1(1) puts all six back. */
+static void blis_level1_switch_restores_blis_kernels(void) {
+  if (tl__isa_level() < TL__ISA_AVX2)
+    th_test_skip(
+        "tenlane's level-1 kernels go into the contexts with AVX2 and FMA (CPU or TL_ISA)");
+#if !TL_X86_KERNELS
+  th_test_skip("tenlane's level-1 kernels for BLIS are x86 (AVX2 and FMA) only");
+#else
+  tl__blis_level1_kernels k = tl__blis_level1(tl__isa_level() >= TL__ISA_AVX512);
+  cntx_t *contexts[3] = {tl__blis_context(), tl__blis_context_complex(), bli_gks_query_cntx()};
+  for (int c = 0; c < 3; c++) TH_CHECK(level1_held(contexts[c], &k) == 6);
+  unsigned seed = 41u;
+  for (int on = 0; on <= 1; on++) {
+    tl__prov_own_level1(on);
+    for (int c = 0; c < 3; c++) TH_CHECK(level1_held(contexts[c], &k) == (on ? 6 : 0));
+    for (int c = 0; c < 3; c++) TH_CHECK(contexts[c]->l1v_kers[BLIS_AXPYV_KER].ptr[BLIS_DCOMPLEX]);
+    /* y += alpha x through BLIS's typed API, which takes the process-wide context. */
+    dcomplex x[37], y[37], y0[37], alpha = {0.75, -1.25};
+    fill_random(TL_C128, x, 37, &seed);
+    fill_random(TL_C128, y, 37, &seed);
+    memcpy(y0, y, sizeof y);
+    bli_zaxpyv(BLIS_NO_CONJUGATE, 37, &alpha, x, 1, y, 1);
+    for (int i = 0; i < 37; i++) {
+      double complex want =
+          y0[i].real + I * y0[i].imag + (alpha.real + I * alpha.imag) * (x[i].real + I * x[i].imag);
+      TH_CHECK(cabs(y[i].real + I * y[i].imag - want) <= 1e-14 * (1.0 + cabs(want)));
+    }
+  }
+#endif
+}
+
 #else
 /* Another provider, or a BLIS without the 0.9 internals: tenlane puts no kernels into it. */
 static void blis_only(void) {
@@ -712,6 +757,7 @@ static void blis_complex_axpyv_matches_naive(void) { blis_only(); }
 static void blis_level1v_kernels_match_naive(void) { blis_only(); }
 static void blis_level1f_kernels_match_naive(void) { blis_only(); }
 static void blis_level1_kernels_installed_in_contexts(void) { blis_only(); }
+static void blis_level1_switch_restores_blis_kernels(void) { blis_only(); }
 #endif
 
 /* ---- no provider thread --------------------------------------------------------------- */
@@ -835,6 +881,7 @@ TH_TEST_MAIN(TH_CASE(provider_choice_covers_each_feature_set),
              TH_CASE(small_complex_kernels_match_naive), TH_CASE(blis_complex_axpyv_matches_naive),
              TH_CASE(blis_level1v_kernels_match_naive), TH_CASE(blis_level1f_kernels_match_naive),
              TH_CASE(blis_level1_kernels_installed_in_contexts),
+             TH_CASE(blis_level1_switch_restores_blis_kernels),
              TH_CASE(provider_choice_of_this_process_follows_its_features),
              TH_CASE(no_provider_thread_during_complex_and_lapack_calls),
              TH_CASE(tl_isa_portable_caps_every_choice), TH_CASE(tl_isa_unknown_value_is_an_error))

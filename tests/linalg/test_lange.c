@@ -116,4 +116,43 @@ static void lange_non_finite_empty_and_unknown(void) {
   }
 }
 
-TH_TEST_MAIN(TH_CASE(lange_matches_a_naive_norm), TH_CASE(lange_non_finite_empty_and_unknown))
+/* Switched off (TL__BLAS_OWN_LANGE, bench_providers' row), 'M' is the reference loop's: the
+ * largest fabs or cabs, bit for bit (the padding, NaN, never read); a NaN anywhere gives a NaN
+ * and an infinity an infinity; the other norms are unchanged. */
+static void lange_switched_off_is_the_reference_loop(void) {
+  static const int shapes[][2] = {{1, 1}, {7, 3}, {13, 5}, {33, 17}, {200, 40}};
+  double work[300];
+  const int saved = tl__blas_off;
+  for (int cplx = 0; cplx < 2; cplx++)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+      const int m = shapes[s][0], n = shapes[s][1], ld = m + 3, per = cplx ? 2 : 1;
+      double *a = malloc(sizeof *a * (size_t)(per * ld * n));
+      TH_CHECK(a != NULL);
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < per * ld; i++) a[i + per * ld * j] = i >= per * m ? NAN : draw();
+      double want = 0.0;
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+          const double *e = a + per * (i + ld * j);
+          const double v = cplx ? cabs(e[0] + I * e[1]) : fabs(e[0]);
+          want = v > want ? v : want;
+        }
+      const double one_on = call('1', cplx, m, n, a, ld, work);
+      tl__blas_off = saved | TL__BLAS_OWN_LANGE;
+      const double got = call('M', cplx, m, n, a, ld, work);
+      const double one = call('1', cplx, m, n, a, ld, work);
+      a[per * (m / 2 + ld * (n / 2))] = INFINITY;
+      const double inf = call('M', cplx, m, n, a, ld, work);
+      a[per * (m - 1 + ld * (n - 1))] = NAN;
+      const double nan = call('M', cplx, m, n, a, ld, work);
+      tl__blas_off = saved;
+      TH_CHECK(got == want);
+      TH_CHECK(isinf(inf) && inf > 0);
+      TH_CHECK(isnan(nan));
+      TH_CHECK(one == one_on);
+      free(a);
+    }
+}
+
+TH_TEST_MAIN(TH_CASE(lange_matches_a_naive_norm), TH_CASE(lange_non_finite_empty_and_unknown),
+             TH_CASE(lange_switched_off_is_the_reference_loop))

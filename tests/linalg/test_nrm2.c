@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "kernels/kernels.h"
 #include "linalg/linalg_int.h"
 #include "th_test.h"
 
@@ -130,5 +131,49 @@ static void lapack_reflector_of_huge_entries_is_exact(void) {
   TH_CHECK(tl__nrm2_linked() == 1);
 }
 
+/* Switched off (TL__BLAS_OWN_NRM2, bench_providers' row), each entry gives the provider's nrm2
+ * (tl__prov_nrm2) bit for bit, x from its first element for a negative increment, and 0 for
+ * n < 1; switched on again, tenlane's own. */
+static void nrm2_switched_off_is_the_providers(void) {
+  const int lengths[] = {0, 1, 5, 17, 100, 1000};
+  const int incs[] = {1, 2, -1, -3};
+  enum { CAP = 2 * 1000 * 3 + 8 };
+  double *x = malloc(CAP * sizeof *x);
+  float *xf = malloc(CAP * sizeof *xf);
+  TH_CHECK(x != NULL && xf != NULL);
+  unsigned seed = 11u;
+  for (int i = 0; i < CAP; i++) {
+    seed = seed * 1103515245u + 12345u;
+    x[i] = ((double)(seed >> 8) / 16777216.0) - 0.5;
+    xf[i] = (float)x[i];
+  }
+  const int saved = tl__blas_off;
+  for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+    for (size_t ii = 0; ii < sizeof incs / sizeof incs[0]; ii++) {
+      int n = lengths[li], inc = incs[ii];
+      const int64_t back = n > 0 && inc < 0 ? (int64_t)(n - 1) * -inc : 0;
+      tl__blas_off = saved | TL__BLAS_OWN_NRM2;
+      const double d = dnrm2_(&n, x, &inc), z = dznrm2_(&n, x, &inc);
+      const float s = snrm2_(&n, xf, &inc), c = scnrm2_(&n, xf, &inc);
+      tl__blas_off = saved;
+      if (n < 1) {
+        TH_CHECK(d == 0.0 && z == 0.0 && s == 0.0f && c == 0.0f);
+        continue;
+      }
+      TH_CHECK(d == tl__prov_nrm2(TL_F64, n, x + back, inc));
+      TH_CHECK(z == tl__prov_nrm2(TL_C128, n, x + 2 * back, inc));
+      TH_CHECK(s == (float)tl__prov_nrm2(TL_F32, n, xf + back, inc));
+      TH_CHECK(c == (float)tl__prov_nrm2(TL_C64, n, xf + 2 * back, inc));
+      /* Both compute the same norm, to rounding. */
+      const double tol = 4e-15 * (1 + sqrt((double)n));
+      check_close("dnrm2_ off", n, inc, 1.0, reference(n, x, inc, 1), d, tol);
+      check_close("dznrm2_ off", n, inc, 1.0, reference(n, x, inc, 2), z, tol);
+      check_close("dnrm2_ on", n, inc, 1.0, reference(n, x, inc, 1), dnrm2_(&n, x, &inc), tol);
+    }
+  free(x);
+  free(xf);
+}
+
 TH_TEST_MAIN(TH_CASE(nrm2_matches_a_scaled_reference), TH_CASE(nrm2_propagates_inf_and_nan),
-             TH_CASE(lapack_reflector_of_huge_entries_is_exact))
+             TH_CASE(lapack_reflector_of_huge_entries_is_exact),
+             TH_CASE(nrm2_switched_off_is_the_providers))
