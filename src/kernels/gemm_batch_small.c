@@ -20,7 +20,9 @@
  * hand kernel takes AVX-512 from 9 rows; the chains, so the bits, are the same either way,
  * and at 9 to 12 rows three 256-bit vectors waste fewer masked lanes than two 512-bit ones). As the
  * hand kernel, C with a unit column stride is computed as C^T = B^T A^T (the same products, so the
- * same bits).
+ * same bits). Where the rows fill their last vector, plain loads and stores stand in for
+ * the masked ones; a stack of 16 x 16 f64 entries past the last-level cache prefetches the
+ * next entry while one is computed (bs_ahead). Neither touches a chain.
  *
  * Thread rules: no state; pure core (never fails, allocates nothing). */
 #include <stdint.h>
@@ -117,6 +119,56 @@ static inline void bs_cursor_next(const tl__gemm_batch *g, bs_cursor *cur) {
   }
 }
 
+/* Software prefetch for stacks that stream from memory: while an entry is computed, every
+ * line of the next entry's A, B and C (C for writing) is asked for. Taken only where each
+ * operand's entry spans BS_PREFETCH_MIN to BS_PREFETCH_MAX bytes (16 x 16 doubles, dense:
+ * there the hardware prefetchers, which follow each 4 KiB page on its own, left the loads of
+ * the FMA loop waiting on memory) and the stack's operands pass BS_STREAM_BYTES (so they no
+ * longer sit in the last-level cache, where the prefetch instructions cost more than they
+ * save; smaller entries stream well without them). Prefetches read nothing into registers
+ * and never fault, so values and bits are untouched. */
+#define BS_PREFETCH_MIN 2048
+#define BS_PREFETCH_MAX 4096
+#define BS_STREAM_BYTES ((int64_t)24 << 20)
+
+typedef struct bs_ahead {
+  int on;          /* 1: prefetch the next entry of the stack */
+  int64_t span[3]; /* bytes of A, B, C per entry from the entry's first element */
+  bs_cursor cur;   /* the next entry */
+} bs_ahead;
+
+/* Bytes from an entry's first element past its last (positive strides), or 0. */
+static int64_t bs_span(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t es) {
+  if (rs < 0 || cs < 0) return 0;
+  return ((rows - 1) * rs + (cols - 1) * cs + 1) * es;
+}
+
+static void bs_ahead_start(const tl__gemm_batch *g, int64_t begin, bs_ahead *ah) {
+  const int64_t es = (int64_t)tl_dtype_size(g->dtype);
+  ah->span[0] = bs_span(g->m, g->k, g->rsa, g->csa, es);
+  ah->span[1] = bs_span(g->k, g->n, g->rsb, g->csb, es);
+  ah->span[2] = bs_span(g->m, g->n, g->rsc, g->csc, es);
+  ah->on = begin + 1 < g->batches;
+  for (int o = 0; o < 3; o++)
+    if (ah->span[o] < BS_PREFETCH_MIN || ah->span[o] > BS_PREFETCH_MAX) ah->on = 0;
+  /* only with spans of at most 4 KiB each: no overflow below 2^49 entries */
+  if (ah->on && g->batches * (ah->span[0] + ah->span[1] + ah->span[2]) <= BS_STREAM_BYTES)
+    ah->on = 0;
+  if (ah->on) bs_cursor_start(g, begin + 1, &ah->cur);
+}
+
+/* Prefetch the entry at ah->cur and step it on (nothing past the stack's last entry). */
+static inline void bs_ahead_next(const tl__gemm_batch *g, bs_ahead *ah, int64_t e) {
+  if (!ah->on || e + 1 >= g->batches) return;
+  const int64_t es = (int64_t)tl_dtype_size(g->dtype);
+  const char *a = g->a + ah->cur.oa * es, *b = g->b + ah->cur.ob * es;
+  const char *c = g->c + ah->cur.oc * es;
+  for (int64_t i = 0; i < ah->span[0]; i += 64) __builtin_prefetch(a + i, 0, 3);
+  for (int64_t i = 0; i < ah->span[1]; i += 64) __builtin_prefetch(b + i, 0, 3);
+  for (int64_t i = 0; i < ah->span[2]; i += 64) __builtin_prefetch(c + i, 1, 3);
+  bs_cursor_next(g, &ah->cur);
+}
+
 /* The entry's A', B', C from the cursor. */
 #define BS_POINTERS(T)                                                                            \
   const T *ap = (const T *)(lay->transposed ? g->b : g->a) + (lay->transposed ? cur.ob : cur.oa); \
@@ -154,16 +206,16 @@ BS_PLAIN(bs_plain_f32, float)
 #define BS_BLOCK(NAME, T, TARGET, VT, LANES, MT, SETZERO, LOADU, MLOAD, STOREU, MSTORE, SET1, FMA, \
                  ADD)                                                                              \
   __attribute__((target(TARGET), always_inline)) static inline void NAME##_block(                  \
-      const int MV, const int NC, const T *ap, int64_t csa, const T *bp, int64_t rsb, int64_t csb, \
-      T *cp, int64_t csc, int64_t k, MT mask, int add) {                                           \
+      const int MV, const int NC, const int FULL, const T *ap, int64_t csa, const T *bp,           \
+      int64_t rsb, int64_t csb, T *cp, int64_t csc, int64_t k, MT mask, int add) {                 \
     VT acc[16][4];                                                                                 \
     _Pragma("GCC unroll 16") for (int q = 0; q < NC; q++)                                          \
         _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[q][v] = SETZERO();                \
     for (int64_t p = 0; p < k; p++) {                                                              \
       VT av[4];                                                                                    \
       _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) av[v] =                                 \
-          v == MV - 1 ? MLOAD(ap + p * csa + v * (LANES), mask)                                    \
-                      : LOADU(ap + p * csa + v * (LANES));                                         \
+          !(FULL) && v == MV - 1 ? MLOAD(ap + p * csa + v * (LANES), mask)                         \
+                                 : LOADU(ap + p * csa + v * (LANES));                              \
       _Pragma("GCC unroll 16") for (int q = 0; q < NC; q++) {                                      \
         const VT s = SET1(bp[p * rsb + q * csb]);                                                  \
         _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[q][v] = FMA(av[v], s, acc[q][v]); \
@@ -173,7 +225,7 @@ BS_PLAIN(bs_plain_f32, float)
       _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) {                                       \
         T *cv = cp + q * csc + v * (LANES);                                                        \
         VT r = acc[q][v];                                                                          \
-        if (v == MV - 1) {                                                                         \
+        if (!(FULL) && v == MV - 1) {                                                              \
           if (add) r = ADD(MLOAD(cv, mask), r);                                                    \
           MSTORE(cv, mask, r);                                                                     \
         } else {                                                                                   \
@@ -186,44 +238,54 @@ BS_PLAIN(bs_plain_f32, float)
 
 /* The entries [begin, end) with MV vectors of rows: whole blocks of NCMAX columns, then the
  * rest of the columns in one block (a case at or past NCMAX is never reached, and its block
- * is compiled away). */
-#define BS_TAIL(NAME, MV, NC, NCMAX)                                                               \
-  case NC:                                                                                         \
-    if ((NC) < (NCMAX))                                                                            \
-      NAME##_block(MV, (NC) < (NCMAX) ? (NC) : 1, ap, csa, bp + j0 * csb, rsb, csb, cp + j0 * csc, \
-                   csc, k, mask, add);                                                             \
+ * is compiled away). FULL: the last vector of rows is whole, so plain loads and stores stand
+ * in for the masked ones (same lanes, same chains). */
+#define BS_TAIL(NAME, MV, NC, NCMAX, FULL)                                                \
+  case NC:                                                                                \
+    if ((NC) < (NCMAX))                                                                   \
+      NAME##_block(MV, (NC) < (NCMAX) ? (NC) : 1, FULL, ap, csa, bp + j0 * csb, rsb, csb, \
+                   cp + j0 * csc, csc, k, mask, add);                                     \
     break;
-#define BS_ROWS(NAME, T, TARGET, LANES, MT, MASK, MV, NCMAX)                                   \
-  __attribute__((target(TARGET), noinline)) static void NAME##_rows##MV(                       \
-      const tl__gemm_batch *g, const bs_layout *lay, int64_t begin, int64_t end) {             \
-    bs_cursor cur;                                                                             \
-    bs_cursor_start(g, begin, &cur);                                                           \
-    const int64_t n = lay->n, k = lay->k, csa = lay->csa, rsb = lay->rsb, csb = lay->csb,      \
-                  csc = lay->csc;                                                              \
-    const int add = lay->add;                                                                  \
-    const MT mask = MASK((int)(lay->m - ((MV)-1) * (LANES)));                                  \
-    for (int64_t e = begin; e < end; e++, bs_cursor_next(g, &cur)) {                           \
-      BS_POINTERS(T)                                                                           \
-      int64_t j0 = 0;                                                                          \
-      for (; j0 + (NCMAX) <= n; j0 += (NCMAX))                                                 \
-        NAME##_block(MV, NCMAX, ap, csa, bp + j0 * csb, rsb, csb, cp + j0 * csc, csc, k, mask, \
-                     add);                                                                     \
-      switch (n - j0) {                                                                        \
-        BS_TAIL(NAME, MV, 1, NCMAX)                                                            \
-        BS_TAIL(NAME, MV, 2, NCMAX)                                                            \
-        BS_TAIL(NAME, MV, 3, NCMAX)                                                            \
-        BS_TAIL(NAME, MV, 4, NCMAX)                                                            \
-        BS_TAIL(NAME, MV, 5, NCMAX)                                                            \
-        BS_TAIL(NAME, MV, 6, NCMAX)                                                            \
-        BS_TAIL(NAME, MV, 7, NCMAX)                                                            \
-        BS_TAIL(NAME, MV, 8, NCMAX)                                                            \
-        BS_TAIL(NAME, MV, 9, NCMAX)                                                            \
-        BS_TAIL(NAME, MV, 10, NCMAX)                                                           \
-        BS_TAIL(NAME, MV, 11, NCMAX)                                                           \
-        default:                                                                               \
-          break;                                                                               \
-      }                                                                                        \
-    }                                                                                          \
+#define BS_ENTRIES(NAME, T, MV, NCMAX, FULL)                                                       \
+  for (int64_t e = begin; e < end; e++, bs_cursor_next(g, &cur)) {                                 \
+    BS_POINTERS(T)                                                                                 \
+    bs_ahead_next(g, &ahead, e);                                                                   \
+    int64_t j0 = 0;                                                                                \
+    for (; j0 + (NCMAX) <= n; j0 += (NCMAX))                                                       \
+      NAME##_block(MV, NCMAX, FULL, ap, csa, bp + j0 * csb, rsb, csb, cp + j0 * csc, csc, k, mask, \
+                   add);                                                                           \
+    switch (n - j0) {                                                                              \
+      BS_TAIL(NAME, MV, 1, NCMAX, FULL)                                                            \
+      BS_TAIL(NAME, MV, 2, NCMAX, FULL)                                                            \
+      BS_TAIL(NAME, MV, 3, NCMAX, FULL)                                                            \
+      BS_TAIL(NAME, MV, 4, NCMAX, FULL)                                                            \
+      BS_TAIL(NAME, MV, 5, NCMAX, FULL)                                                            \
+      BS_TAIL(NAME, MV, 6, NCMAX, FULL)                                                            \
+      BS_TAIL(NAME, MV, 7, NCMAX, FULL)                                                            \
+      BS_TAIL(NAME, MV, 8, NCMAX, FULL)                                                            \
+      BS_TAIL(NAME, MV, 9, NCMAX, FULL)                                                            \
+      BS_TAIL(NAME, MV, 10, NCMAX, FULL)                                                           \
+      BS_TAIL(NAME, MV, 11, NCMAX, FULL)                                                           \
+      default:                                                                                     \
+        break;                                                                                     \
+    }                                                                                              \
+  }
+#define BS_ROWS(NAME, T, TARGET, LANES, MT, MASK, MV, NCMAX)                              \
+  __attribute__((target(TARGET), noinline)) static void NAME##_rows##MV(                  \
+      const tl__gemm_batch *g, const bs_layout *lay, int64_t begin, int64_t end) {        \
+    bs_cursor cur;                                                                        \
+    bs_cursor_start(g, begin, &cur);                                                      \
+    const int64_t n = lay->n, k = lay->k, csa = lay->csa, rsb = lay->rsb, csb = lay->csb, \
+                  csc = lay->csc;                                                         \
+    const int add = lay->add;                                                             \
+    const MT mask = MASK((int)(lay->m - ((MV)-1) * (LANES)));                             \
+    bs_ahead ahead;                                                                       \
+    bs_ahead_start(g, begin, &ahead);                                                     \
+    if (lay->m == (MV) * (LANES)) {                                                       \
+      BS_ENTRIES(NAME, T, MV, NCMAX, 1)                                                   \
+    } else {                                                                              \
+      BS_ENTRIES(NAME, T, MV, NCMAX, 0)                                                   \
+    }                                                                                     \
   }
 
 /* Masks of the first r lanes (1 <= r <= lanes). */

@@ -8,7 +8,9 @@
  * naive reference and bit for bit against the hand kernel on each entry, over one- and two-axis
  * batches, column- and row-major C, beta 0 and 1, with the entries outside its range and
  * the padding of C untouched, and what it declines; row vectors times matrices bit for bit
- * against the thin kernel (src/kernels/gemm_thin.c) on each entry. */
+ * against the thin kernel (src/kernels/gemm_thin.c) on each entry; every square extent 1..17
+ * in every dtype with the same bits on a team; a stack past the last-level cache (the
+ * kernel's prefetching path) bit for bit the hand kernel's entries. */
 #include <complex.h>
 #include <math.h>
 #include <stdlib.h>
@@ -55,27 +57,32 @@ static void batch_run_length_bounds(void) {
   TH_CHECK(tl__gemm_batch_run_length(&g, 4) >= 1);
 }
 
-/* c[b] == alpha * a[b] @ b[b] + beta * c0[b] entry by entry, a, b, c of shape (batch, ., .). */
+/* c[z] == alpha * a[z] @ b[z] + beta * c0[z] for entry z, a, b, c of shape (batch, ., .). */
+static void check_entry(const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                        const tl_tensor *c0, double complex alpha, double complex beta, int64_t z) {
+  const int64_t m = a->shape[1], k = a->shape[2], n = b->shape[2];
+  const double tol = th_num_tolerance(a->dtype);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double complex want = 0;
+      double scale = 0;
+      for (int64_t l = 0; l < k; l++) {
+        double complex x = th_num_get(a, (int64_t[]){z, i, l});
+        double complex y = th_num_get(b, (int64_t[]){z, l, j});
+        want += x * y;
+        scale += cabs(x) * cabs(y);
+      }
+      want *= alpha;
+      if (c0) want += beta * th_num_get(c0, (int64_t[]){z, i, j});
+      double complex got = th_num_get(c, (int64_t[]){z, i, j});
+      TH_CHECK(th_num_close_enough(got, want, tol, scale + 1.0));
+    }
+}
+
+/* check_entry for every entry. */
 static void check_batch(const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
                         const tl_tensor *c0, double complex alpha, double complex beta) {
-  const int64_t batches = a->shape[0], m = a->shape[1], k = a->shape[2], n = b->shape[2];
-  const double tol = th_num_tolerance(a->dtype);
-  for (int64_t z = 0; z < batches; z++)
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++) {
-        double complex want = 0;
-        double scale = 0;
-        for (int64_t l = 0; l < k; l++) {
-          double complex x = th_num_get(a, (int64_t[]){z, i, l});
-          double complex y = th_num_get(b, (int64_t[]){z, l, j});
-          want += x * y;
-          scale += cabs(x) * cabs(y);
-        }
-        want *= alpha;
-        if (c0) want += beta * th_num_get(c0, (int64_t[]){z, i, j});
-        double complex got = th_num_get(c, (int64_t[]){z, i, j});
-        TH_CHECK(th_num_close_enough(got, want, tol, scale + 1.0));
-      }
+  for (int64_t z = 0; z < a->shape[0]; z++) check_entry(a, b, c, c0, alpha, beta, z);
 }
 
 static const int64_t shapes[][3] = {{1, 1, 1}, {2, 3, 2},  {4, 4, 4},    {5, 5, 5},   {3, 8, 7},
@@ -409,9 +416,112 @@ static void batch_small_kernel_row_vectors_match_the_thin_kernel(void) {
   TH_CHECK(cases >= 2 * 13 * 16 * 2);
 }
 
+/* Every square extent 1..17 in every dtype, an odd count of entries (enough for the team
+ * to split them), C row-major and column-major: close to the naive sums on one thread, and
+ * the same bits on a team of two (each entry is one kernel call wherever it runs). */
+static void batch_runs_every_square_extent_same_bits_on_a_team(void) {
+  for (int d = 0; d < TL_DTYPE_COUNT; d++)
+    for (int64_t n = 1; n <= 17; n++) {
+      int64_t batches = 601; /* odd, and past the team's threshold from n = 5 */
+      while (batches < 20001 && 2.0 * (double)(n * n * n * batches) < 1.0e6) batches += 600;
+      const int64_t shape[3] = {batches, n, n};
+      tl_tensor a = random_tensor((tl_dtype)d, 3, shape);
+      tl_tensor b = random_tensor((tl_dtype)d, 3, shape);
+      for (int column_major = 0; column_major < 2; column_major++) {
+        tl_tensor c[2];
+        for (int t = 0; t < 2; t++) {
+          th_held held;
+          th_held_open(&held, t + 1);
+          if (column_major)
+            TH_CHECK_OK(tl_tensor_create((tl_dtype)d, 3, shape, &c[t]));
+          else
+            TH_CHECK_OK(tl_tensor_create_row_major((tl_dtype)d, 3, shape, &c[t]));
+          const tl_tensor *ops[2] = {&a, &b};
+          TH_CHECK_OK(tl_einsum_into(held.exec, "bij,bjk->bik", 2, ops, &c[t]));
+          th_held_close(&held);
+        }
+        /* every 7th entry and the last against the naive sums, all of them across the team */
+        for (int64_t z = 0; z < batches; z += 7) check_entry(&a, &b, &c[0], NULL, 1.0, 0.0, z);
+        check_entry(&a, &b, &c[0], NULL, 1.0, 0.0, batches - 1);
+        const size_t bytes = (size_t)(batches * n * n) * tl_dtype_size((tl_dtype)d);
+        TH_CHECK(memcmp(c[0].data, c[1].data, bytes) == 0);
+        for (int t = 0; t < 2; t++) tl_tensor_release(&c[t]);
+      }
+      tl_tensor_release(&a);
+      tl_tensor_release(&b);
+    }
+}
+
+/* A stack of 16 x 16 f64 entries larger than the last-level cache (the kernel prefetches the
+ * next entry there): at every level, whole and cut in two at an odd entry, C row- and
+ * column-major, beta 0 and 1, every entry bit for bit the hand kernel's on that entry alone,
+ * and the first, a middle and the last entry close to the naive sums. */
+static void batch_small_kernel_streaming_stack_matches_hand_kernel(void) {
+  const int64_t e_count = 4099, m = 16, sz = m * m; /* 3 x 4099 x 2 KiB: past 24 MiB */
+  const size_t bytes = (size_t)(e_count * sz) * sizeof(double);
+  double *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes), *c0 = malloc(bytes);
+  double *single = malloc(bytes);
+  TH_CHECK(a && b && c && c0 && single);
+  bs_fill(TL_F64, a, e_count * sz);
+  bs_fill(TL_F64, b, e_count * sz);
+  bs_fill(TL_F64, c0, e_count * sz);
+  const int levels = tl__small_gemm_isa();
+  for (int variant = 0; variant < 4; variant++) {
+    const int row = variant & 1;
+    const double beta = (variant >> 1) ? 1.0 : 0.0;
+    tl__gemm_batch g;
+    memset(&g, 0, sizeof g);
+    g.dtype = TL_F64;
+    g.m = g.n = g.k = m;
+    g.alpha = tl_scalar_real(1.0);
+    g.beta = tl_scalar_real(beta);
+    g.a = (const char *)a, g.b = (const char *)b, g.c = (char *)c;
+    g.rsa = g.rsb = g.rsc = row ? m : 1;
+    g.csa = g.csb = g.csc = row ? 1 : m;
+    g.batches = e_count;
+    g.batch_rank = 1;
+    g.batch_shape[0] = e_count;
+    g.batch_strides[0][0] = g.batch_strides[1][0] = g.batch_strides[2][0] = sz;
+    TH_CHECK(tl__gemm_batch_small_takes(&g));
+    for (int isa = 0; isa <= levels; isa++) {
+      memcpy(single, c0, bytes); /* the hand kernel's bits at this level, entry by entry */
+      for (int64_t e = 0; e < e_count; e++)
+        tl__small_gemm_kernel(isa, TL_F64, m, m, m, g.alpha, a + e * sz, g.rsa, g.csa, b + e * sz,
+                              g.rsb, g.csb, g.beta, single + e * sz, g.rsc, g.csc);
+      for (int cut = 0; cut < 2; cut++) {
+        memcpy(c, c0, bytes);
+        if (cut) {
+          tl__gemm_batch_small(isa, &g, 2049, e_count);
+          tl__gemm_batch_small(isa, &g, 0, 2049);
+        } else {
+          tl__gemm_batch_small(isa, &g, 0, e_count);
+        }
+        TH_CHECK(memcmp(c, single, bytes) == 0);
+      }
+      const int64_t sample[3] = {0, 2048, e_count - 1};
+      for (int s = 0; s < 3; s++) {
+        const int64_t o = sample[s] * sz;
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < m; j++) {
+            double want = beta * c0[o + i * g.rsc + j * g.csc], scale = fabs(want);
+            for (int64_t p = 0; p < m; p++) {
+              const double x = a[o + i * g.rsa + p * g.csa], y = b[o + p * g.rsb + j * g.csb];
+              want += x * y, scale += fabs(x * y);
+            }
+            TH_CHECK(th_num_close_enough(c[o + i * g.rsc + j * g.csc], want,
+                                         th_num_tolerance(TL_F64), scale + 1.0));
+          }
+      }
+    }
+  }
+  free(a), free(b), free(c), free(c0), free(single);
+}
+
 TH_TEST_MAIN(TH_CASE(batch_run_length_bounds), TH_CASE(batch_runs_match_naive_in_every_dtype),
              TH_CASE(batch_runs_match_naive_on_a_team),
              TH_CASE(batch_runs_two_axis_batch_same_bits_on_a_team),
              TH_CASE(batch_small_kernel_matches_naive_and_hand_kernel_at_every_isa),
              TH_CASE(batch_small_kernel_declines_what_is_not_its),
-             TH_CASE(batch_small_kernel_row_vectors_match_the_thin_kernel))
+             TH_CASE(batch_small_kernel_row_vectors_match_the_thin_kernel),
+             TH_CASE(batch_runs_every_square_extent_same_bits_on_a_team),
+             TH_CASE(batch_small_kernel_streaming_stack_matches_hand_kernel))
