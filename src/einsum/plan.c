@@ -123,6 +123,33 @@ static tl_status choose_path(const tl__path_problem *problem, tl_einsum_path_kin
   return TL_OK;
 }
 
+/* 1 when `label` is one of slot's labels. */
+static int slot_has(const tl__einsum_plan *plan, int slot, int label) {
+  int rank;
+  const int *labels = slot_labels(plan, slot, &rank);
+  for (int k = 0; k < rank; k++)
+    if (labels[k] == label) return 1;
+  return 0;
+}
+
+/* Move a step's batch labels (kept, and in both operands) behind its other labels, in the
+ * order they had. The contraction keeps batch labels out of the GEMM's rows and columns, so
+ * each batch entry is one GEMM: with the batch labels slowest, every entry's C is one dense
+ * block (a stack of small products, "zab,zbc->zac", writes C[a,c,z] entry after entry),
+ * where in the middle ([a,z,c]) each entry's columns lay a whole stack apart. The next step
+ * then reads each entry as a dense block too. */
+static void batch_labels_last(const tl__einsum_plan *plan, int big_slot, int small_slot,
+                              int *labels, int count) {
+  int batch[TL_MAX_RANK] = {0}, n_batch = 0, kept = 0;
+  for (int k = 0; k < count; k++) {
+    if (slot_has(plan, big_slot, labels[k]) && slot_has(plan, small_slot, labels[k]))
+      batch[n_batch++] = labels[k];
+    else
+      labels[kept++] = labels[k];
+  }
+  memcpy(labels + kept, batch, sizeof(int) * (size_t)n_batch);
+}
+
 /* The label order of each path step's result; the last step's is the output's. */
 static tl_status order_step_labels(const char *spec, tl__einsum_plan *plan) {
   for (int step = 0; step < plan->path.n_steps; step++) {
@@ -160,6 +187,7 @@ static tl_status order_step_labels(const char *spec, tl__einsum_plan *plan) {
           labels[count++] = label;
         }
       }
+      batch_labels_last(plan, big_slot, small_slot, labels, count);
     }
     plan->step_rank[step] = count;
   }

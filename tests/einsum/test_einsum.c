@@ -661,6 +661,42 @@ static void einsum_intermediates_follow_operand_memory_order(void) {
   free(plan);
 }
 
+/* A batch label (kept by a step, in both of its operands) is the slowest axis of the step's
+ * intermediate, so each entry of a stack of small products is one dense block: for
+ * "zab,zbc,zcd->zad" over C-ordered operands (numpy's stacks) the first step writes [a,c,z]
+ * (densest first), not [a,z,c] with each entry's columns a whole stack apart; the same with
+ * column-major operands and without strides. */
+static void einsum_intermediates_keep_batch_labels_slowest(void) {
+  const char *spec = "zab,zbc,zcd->zad";
+  int ranks[3] = {3, 3, 3};
+  int64_t shapes[3][TL_MAX_RANK] = {{50, 4, 4}, {50, 4, 4}, {50, 4, 4}};
+  int64_t row[3][TL_MAX_RANK], col[3][TL_MAX_RANK];
+  for (int i = 0; i < 3; i++) {
+    tl_strides_row_major(ranks[i], shapes[i], row[i]);
+    tl_strides_col_major(ranks[i], shapes[i], col[i]);
+  }
+  const int64_t *shape_of[3] = {shapes[0], shapes[1], shapes[2]};
+  const int64_t *row_of[3] = {row[0], row[1], row[2]}, *col_of[3] = {col[0], col[1], col[2]};
+  tl__einsum_spec *parsed = malloc(sizeof *parsed);
+  tl__einsum_plan *plan = malloc(sizeof *plan);
+  TH_CHECK(parsed != NULL && plan != NULL);
+  TH_CHECK_OK(tl__einsum_parse(spec, 3, ranks, parsed));
+  const int z = parsed->inputs[0].labels[0];
+  const int64_t *const *strides[3] = {row_of, col_of, NULL};
+  for (int v = 0; v < 3; v++) {
+    TH_CHECK_OK(tl__einsum_plan_build(spec, parsed, shape_of, strides[v], TL_F64,
+                                      TL_EINSUM_PATH_AUTO, NULL, 0, plan));
+    TH_CHECK(plan->path.n_steps == 2);
+    TH_CHECK(plan->step_rank[0] == 3);
+    if (plan->step_labels[0][2] != z)
+      fprintf(stderr, "  strides %d: step 0 labels %d %d %d, batch label %d not last\n", v,
+              plan->step_labels[0][0], plan->step_labels[0][1], plan->step_labels[0][2], z);
+    TH_CHECK(plan->step_labels[0][2] == z);
+  }
+  free(parsed);
+  free(plan);
+}
+
 /* ---- Bad input ------------------------------------------------------------------------ */
 
 typedef struct bad_case {
@@ -917,6 +953,7 @@ TH_TEST_MAIN(TH_CASE(einsum_spec_table_matches_naive_evaluation),
              TH_CASE(einsum_exact_path_matches_brute_force_on_random_networks),
              TH_CASE(einsum_repeated_into_makes_no_heap_allocation),
              TH_CASE(einsum_intermediates_follow_operand_memory_order),
+             TH_CASE(einsum_intermediates_keep_batch_labels_slowest),
              TH_CASE(einsum_rank_64_runs_through_every_route),
              TH_CASE(einsum_bad_input_table_fails_typed_and_writes_nothing),
              TH_CASE(einsum_path_rejects_bad_arguments))
