@@ -618,6 +618,89 @@ lapack_int tl__lapack_laed1(tl_dtype real, lapack_int n, void *d, void *q, lapac
   return checked_info(info);
 }
 
+/* The pieces of laed1 that tridiag.c runs itself when it drives a merge (tl__tridiag_merge):
+ * laed2's deflation, laed4's secular equation for a range of roots, the matrix product and
+ * the norm laed3 would call. laed2 and laed4 have no LAPACKE entry and no string argument. */
+extern void slaed2_(lapack_int *k, const lapack_int *n, const lapack_int *n1, float *d, float *q,
+                    const lapack_int *ldq, lapack_int *indxq, float *rho, float *z, float *dlamda,
+                    float *w, float *q2, lapack_int *indx, lapack_int *indxc, lapack_int *indxp,
+                    lapack_int *coltyp, lapack_int *info);
+extern void dlaed2_(lapack_int *k, const lapack_int *n, const lapack_int *n1, double *d, double *q,
+                    const lapack_int *ldq, lapack_int *indxq, double *rho, double *z,
+                    double *dlamda, double *w, double *q2, lapack_int *indx, lapack_int *indxc,
+                    lapack_int *indxp, lapack_int *coltyp, lapack_int *info);
+extern void slaed4_(const lapack_int *n, const lapack_int *i, const float *d, const float *z,
+                    float *delta, const float *rho, float *dlam, lapack_int *info);
+extern void dlaed4_(const lapack_int *n, const lapack_int *i, const double *d, const double *z,
+                    double *delta, const double *rho, double *dlam, lapack_int *info);
+extern void TL__BLAS_ENTRY(sgemm_)(const char *transa, const char *transb, const int *m,
+                                   const int *n, const int *k, const float *alpha, const float *a,
+                                   const int *lda, const float *b, const int *ldb,
+                                   const float *beta, float *c, const int *ldc,
+                                   size_t transa_length, size_t transb_length);
+extern void TL__BLAS_ENTRY(dgemm_)(const char *transa, const char *transb, const int *m,
+                                   const int *n, const int *k, const double *alpha, const double *a,
+                                   const int *lda, const double *b, const int *ldb,
+                                   const double *beta, double *c, const int *ldc,
+                                   size_t transa_length, size_t transb_length);
+
+lapack_int tl__lapack_laed2(tl_dtype real, lapack_int *k, lapack_int n, lapack_int n1, void *d,
+                            void *q, lapack_int ldq, lapack_int *indxq, double *rho, void *z,
+                            void *dlamda, void *w, void *q2, lapack_int *iwork) {
+  lapack_int info = 0;
+  lapack_int *indx = iwork, *indxc = iwork + n, *coltyp = iwork + 2 * (int64_t)n,
+             *indxp = iwork + 3 * (int64_t)n;
+  tl__prov_lock();
+  if (real == TL_F32) {
+    float r = (float)*rho;
+    slaed2_(k, &n, &n1, d, q, &ldq, indxq, &r, z, dlamda, w, q2, indx, indxc, indxp, coltyp, &info);
+    *rho = (double)r;
+  } else {
+    dlaed2_(k, &n, &n1, d, q, &ldq, indxq, rho, z, dlamda, w, q2, indx, indxc, indxp, coltyp,
+            &info);
+  }
+  tl__prov_unlock();
+  return checked_info(info);
+}
+
+lapack_int tl__lapack_laed4(tl_dtype real, lapack_int k, lapack_int from, lapack_int to,
+                            const void *dlamda, const void *w, void *q, lapack_int ldq, double rho,
+                            void *d) {
+  lapack_int info = 0;
+  tl__prov_lock();
+  for (lapack_int j = from; j < to && info == 0; j++) {
+    lapack_int root = j + 1;
+    size_t column = (size_t)j * (size_t)ldq;
+    if (real == TL_F32) {
+      float r = (float)rho;
+      slaed4_(&k, &root, dlamda, w, (float *)q + column, &r, (float *)d + j, &info);
+    } else {
+      dlaed4_(&k, &root, dlamda, w, (double *)q + column, &rho, (double *)d + j, &info);
+    }
+  }
+  tl__prov_unlock();
+  return checked_info(info);
+}
+
+void tl__blas_gemm_real(tl_dtype real, lapack_int m, lapack_int n, lapack_int k, const void *a,
+                        lapack_int lda, const void *b, lapack_int ldb, void *c, lapack_int ldc) {
+  tl__prov_lock();
+  if (real == TL_F32) {
+    const float one = 1.0f, zero = 0.0f;
+    TL__BLAS_ENTRY(sgemm_)("N", "N", &m, &n, &k, &one, a, &lda, b, &ldb, &zero, c, &ldc, 1, 1);
+  } else {
+    const double one = 1.0, zero = 0.0;
+    TL__BLAS_ENTRY(dgemm_)("N", "N", &m, &n, &k, &one, a, &lda, b, &ldb, &zero, c, &ldc, 1, 1);
+  }
+  tl__prov_unlock();
+}
+
+double tl__blas_nrm2_real(tl_dtype real, lapack_int n, const void *x) {
+  const lapack_int one = 1;
+  if (real == TL_F32) return (double)TL__BLAS_ENTRY(snrm2_)(&n, x, &one);
+  return TL__BLAS_ENTRY(dnrm2_)(&n, x, &one);
+}
+
 static lapack_int ormtr_call(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
                              lapack_int lda, const void *tau, void *c, lapack_int ldc, void *work,
                              lapack_int lwork) {

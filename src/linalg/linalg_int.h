@@ -90,6 +90,25 @@ lapack_int tl__lapack_steqr(tl_dtype real, lapack_int n, void *d, void *e, void 
 lapack_int tl__lapack_laed1(tl_dtype real, lapack_int n, void *d, void *q, lapack_int ldq,
                             lapack_int *indxq, double rho, lapack_int cutpnt, void *work,
                             lapack_int *iwork);
+/* The pieces of one merge that tridiag.c drives itself in place of laed1 (all on the real
+ * dtype). laed2: the deflation of the merge of d (n) and q (n x n, ldq) at n1 with the torn
+ * entry *rho (laed2 replaces it by the rho of the secular equation); k gets the order of the
+ * secular equation, z (n) the updating vector on entry (destroyed), dlamda and w (n) the
+ * poles and weights, q2 (n1^2 + (n - n1)^2) the undeflated columns packed, iwork (4n): the
+ * permutation that groups the columns at iwork + n and the counts of the four column types
+ * at iwork + 2n. laed4: the roots from + 1 .. to of the secular equation of order k (d[j]
+ * the root, column j of q its differences to the poles), stopping at the first failure.
+ * gemm_real: c = a b (m x n, inner k; BLAS gemm 'N', 'N', through tenlane's entry as laed3
+ * calls it). nrm2_real: the Euclidean norm of x (n), tenlane's nrm2. */
+lapack_int tl__lapack_laed2(tl_dtype real, lapack_int *k, lapack_int n, lapack_int n1, void *d,
+                            void *q, lapack_int ldq, lapack_int *indxq, double *rho, void *z,
+                            void *dlamda, void *w, void *q2, lapack_int *iwork);
+lapack_int tl__lapack_laed4(tl_dtype real, lapack_int k, lapack_int from, lapack_int to,
+                            const void *dlamda, const void *w, void *q, lapack_int ldq, double rho,
+                            void *d);
+void tl__blas_gemm_real(tl_dtype real, lapack_int m, lapack_int n, lapack_int k, const void *a,
+                        lapack_int lda, const void *b, lapack_int ldb, void *c, lapack_int ldc);
+double tl__blas_nrm2_real(tl_dtype real, lapack_int n, const void *x);
 lapack_int tl__lapack_ormtr_lower_query(tl_dtype dtype, lapack_int m, lapack_int n,
                                         tl__la_work *sizes);
 lapack_int tl__lapack_ormtr_lower(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
@@ -210,6 +229,9 @@ tl_status tl__la_provider_fail(const char *route, const char *routine, lapack_in
  * at the end. work: TL__TRIDIAG_WORK(n) elements of the real dtype, iwork:
  * TL__TRIDIAG_IWORK(n) (both unused and may be NULL without vectors). e is destroyed.
  * Errors: TL_E_CANCELLED (message naming route and the pieces left), a LAPACK failure. */
+/* 1 sends every merge to LAPACK's laed1 in one call (one piece) instead of tridiag.c's own
+ * merge in chunks: tests compare the two. 0 by default; set it only while no eigh runs. */
+extern int tl__tridiag_by_laed1;
 #define TL__TRIDIAG_WORK(n) (1 + 4 * (int64_t)(n) + (int64_t)(n) * (int64_t)(n))
 #define TL__TRIDIAG_IWORK(n) (3 + 6 * (int64_t)(n))
 tl_status tl__tridiag_solve(tl_exec *exec, const char *route, tl_dtype real, int64_t n, char *d,

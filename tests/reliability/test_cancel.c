@@ -315,7 +315,9 @@ static double eigen_residual(const tl_tensor *a, const tl_tensor *w, const tl_te
   return worst;
 }
 
-static void cancel_in_solver(int vectors, int64_t n, int64_t blocks, int expected_pieces) {
+/* extra_from_end > 0: the flag is also raised as piece total - extra_from_end begins. */
+static void cancel_in_solver(int vectors, int64_t n, int64_t blocks, int expected_pieces,
+                             int extra_from_end) {
   th_held held;
   th_held_open(&held, 1);
   tl_tensor a, w, v;
@@ -334,8 +336,8 @@ static void cancel_in_solver(int vectors, int64_t n, int64_t blocks, int expecte
   tl_tensor_release(&w);
   if (vectors) tl_tensor_release(&v);
   /* The flag raised as the first, a middle and the last piece begins. */
-  int raise_at[3] = {1, total / 2 + 1, total};
-  for (int r = 0; r < 3; r++) {
+  int raise_at[4] = {1, total / 2 + 1, total, total - extra_from_end};
+  for (int r = 0; r < (extra_from_end > 0 ? 4 : 3); r++) {
     atomic_store(&piece_passes, 0);
     atomic_store(&piece_raise_at, raise_at[r]);
     TH_CHECK_STATUS(tl_eigh(held.exec, TL_LOWER, &a, &w, vectors ? &v : NULL), TL_E_CANCELLED);
@@ -355,12 +357,21 @@ static void cancel_in_solver(int vectors, int64_t n, int64_t blocks, int expecte
   th_held_close(&held);
 }
 
-/* With vectors, one unreduced block of order 400: 16 leaves (orders 25) and 15 merges. */
-static void cancel_eigh_inside_divide_and_conquer(void) { cancel_in_solver(1, 400, 1, 31); }
+/* With vectors, one unreduced block of order 400: 16 leaves (orders 25) and 15 merges, the
+ * top one (order 400, above TL__TRIDIAG_CHUNKED) chunked: its deflation, then 2 chunks (of
+ * 327 columns) each of roots, weights and columns, and 2 each of the final sort's gathering
+ * and copying back: 10 pieces more. */
+static void cancel_eigh_inside_divide_and_conquer(void) { cancel_in_solver(1, 400, 1, 41, 0); }
 /* Eigenvalues only of a direct sum of 4 blocks: sterf on each unreduced block. */
-static void cancel_eigh_inside_sterf_blocks(void) { cancel_in_solver(0, 200, 4, 4); }
+static void cancel_eigh_inside_sterf_blocks(void) { cancel_in_solver(0, 200, 4, 4, 0); }
 /* With vectors, 4 blocks of order 50: each 2 leaves and 1 merge. */
-static void cancel_eigh_inside_blocks_with_vectors(void) { cancel_in_solver(1, 200, 4, 12); }
+static void cancel_eigh_inside_blocks_with_vectors(void) { cancel_in_solver(1, 200, 4, 12, 0); }
+/* With vectors, one block of order 600: 32 leaves, 30 merges of one piece, the top merge (of
+ * order 600 in chunks of 218) 10 pieces: the deflation (total - 15), 3 chunks of roots
+ * (total - 14 .. total - 12), 3 of weights, 3 of columns; then the final sort's 6. The flag
+ * goes up as the second chunk of roots begins (total - 13): the merge stops between laed4
+ * calls, 13 pieces left. */
+static void cancel_eigh_inside_top_merge_roots(void) { cancel_in_solver(1, 600, 1, 78, 13); }
 
 /* The rules with no call in progress: NULL, raising twice, lowering a lowered flag. */
 static void cancel_flag_rules(void) {
@@ -384,4 +395,5 @@ TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
              TH_CASE(cancel_qrcp_on_one_thread), TH_CASE(cancel_eigh_on_one_thread),
              TH_CASE(cancel_lu_on_one_thread), TH_CASE(cancel_eigh_inside_divide_and_conquer),
              TH_CASE(cancel_eigh_inside_sterf_blocks),
-             TH_CASE(cancel_eigh_inside_blocks_with_vectors))
+             TH_CASE(cancel_eigh_inside_blocks_with_vectors),
+             TH_CASE(cancel_eigh_inside_top_merge_roots))
