@@ -7,8 +7,9 @@
  * looks at the cancel flag there is at most one panel of the reduction (latrd on
  * TL__EIGH_PANEL columns and its rank-2k update, O(n^2 TL__EIGH_PANEL)), the last block of
  * order <= TL__EIGH_REST, one piece of the tridiagonal solver (tridiag.c: sterf on one
- * unreduced block, O(n^2); with vectors one leaf or one merge of stedc's divide and conquer,
- * driven there), or one back-transformation of TL__EIGH_APPLY columns
+ * unreduced block, O(n^2); with vectors one leaf, one small merge or one chunk of a large
+ * merge of stedc's divide and conquer, driven there), or one back-transformation of
+ * TL__EIGH_APPLY columns
  * (O(n^2 TL__EIGH_APPLY)). */
 #include <float.h>
 #include <math.h>
