@@ -9,14 +9,16 @@
  * longest; then `reps` solves raise the flag from the hook as that piece begins and time
  * from the raise to the solver's return: the median, min and max are printed. Paths: with
  * vectors "merge" (tridiag.c's own merges, chunked above order 362) and "laed1" (every merge
- * one LAPACK laed1 call, tl__tridiag_by_laed1 = 1: the solver before the merges were torn),
- * without vectors "sterf" (one sterf call per block). The solver runs inside a route call
- * of the surface (tl__exec_begin), as in tl_eigh, so that tenlane's dgemm_ sees the flag and
+ * one LAPACK laed1 call, tl__tridiag_by_lapack = 1: the solver before the merges were torn),
+ * without vectors "ql" (tridiag.c's QL iteration in windows of eigenvalues above order 362)
+ * and "sterf" (one sterf call per block, tl__tridiag_by_lapack = 1). The solver runs inside a route
+ * call of the surface (tl__exec_begin), as in tl_eigh, so that tenlane's dgemm_ sees the flag and
  * returns zeros, as it does in laed1's product under tl_eigh.
  *
- * Run: build/benches/cancel/bench_eigh_cancel [n ...] (default 1000 2000 4000; reps 5, 3 at
- * n >= 4000). --rows [--quick]: run-benches' rows (n = 1000; median "merge", anchor "laed1";
- * time from raise to return). Needs the Release build for figures worth citing. */
+ * Run: build/benches/cancel/bench_eigh_cancel [--values] [n ...] (default 1000 2000 4000;
+ * reps 5, 3 at n >= 4000; --values: the rows without vectors only). --rows [--quick]: run-benches'
+ * rows (n = 1000; median "merge", anchor "laed1"; time from raise to return). Needs the Release
+ * build for figures worth citing. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -90,7 +92,7 @@ static run_result solve(tl_exec *exec, tl_dtype real, int64_t n, const double *d
   atomic_store(&passes, 0);
   raise_at = raise;
   target = exec;
-  tl__tridiag_by_laed1 = by_laed1;
+  tl__tridiag_by_lapack = by_laed1;
   uint64_t start = tl_bench_now_ns();
   tl_status status = tl__exec_begin(exec, "bench_eigh_cancel");
   if (status == TL_OK) {
@@ -99,7 +101,7 @@ static run_result solve(tl_exec *exec, tl_dtype real, int64_t n, const double *d
     status = tl__exec_end(exec, status);
   }
   uint64_t end = tl_bench_now_ns();
-  tl__tridiag_by_laed1 = 0;
+  tl__tridiag_by_lapack = 0;
   if (status != (raise > 0 ? TL_E_CANCELLED : TL_OK))
     tl_bench_die("bench_eigh_cancel", "solve", status);
   if (raise > 0) tl_exec_cancel_clear(exec);
@@ -132,7 +134,7 @@ static int by_value(const void *a, const void *b) {
  * Returns the median raise-to-return time. */
 static double measure(tl_exec *exec, tl_dtype real, int64_t n, const double *d0, const double *e0,
                       int vectors, int by_laed1, int reps, int rows, double *max_out) {
-  const char *path = !vectors ? "sterf" : by_laed1 ? "laed1" : "merge";
+  const char *path = !vectors ? (by_laed1 ? "sterf" : "ql") : by_laed1 ? "laed1" : "merge";
   run_result whole = solve(exec, real, n, d0, e0, vectors, by_laed1, 0);
   double after[16];
   for (int r = 0; r < reps; r++) {
@@ -152,7 +154,7 @@ static double measure(tl_exec *exec, tl_dtype real, int64_t n, const double *d0,
 }
 
 int main(int argc, char **argv) {
-  int rows = 0;
+  int rows = 0, values_only = 0;
   int64_t orders[16];
   int count = 0;
   for (int i = 1; i < argc; i++) {
@@ -160,6 +162,8 @@ int main(int argc, char **argv) {
       rows = 1;
     } else if (strcmp(argv[i], "--quick") == 0) {
       continue;
+    } else if (strcmp(argv[i], "--values") == 0) {
+      values_only = 1;
     } else if (count < 16) {
       orders[count++] = atoll(argv[i]);
     }
@@ -212,8 +216,11 @@ int main(int argc, char **argv) {
             (long long)n, mine * 1e9, mine_max * 1e9, ref * 1e9);
         continue;
       }
-      measure(held.exec, real, n, d0, e0, 1, 1, reps, 0, NULL);
-      measure(held.exec, real, n, d0, e0, 1, 0, reps, 0, NULL);
+      if (!values_only) {
+        measure(held.exec, real, n, d0, e0, 1, 1, reps, 0, NULL);
+        measure(held.exec, real, n, d0, e0, 1, 0, reps, 0, NULL);
+      }
+      measure(held.exec, real, n, d0, e0, 0, 1, reps, 0, NULL);
       measure(held.exec, real, n, d0, e0, 0, 0, reps, 0, NULL);
     }
     free(d0), free(e0);

@@ -223,16 +223,18 @@ tl_status tl__la_provider_fail(const char *route, const char *routine, lapack_in
 /* ---- The tridiagonal eigensolver in pieces (tridiag.c) ---------------------------------- */
 
 /* 1 sends every merge to LAPACK's laed1 in one call (one piece) instead of tridiag.c's own
- * merge in chunks: tests compare the two. 0 by default; set it only while no eigh runs. */
-extern int tl__tridiag_by_laed1;
+ * merge in chunks, and every block without vectors to sterf instead of tridiag.c's QL
+ * iteration in chunks: tests compare the two. 0 by default; set it only while no eigh
+ * runs. */
+extern int tl__tridiag_by_lapack;
 /* The eigenvalues of the real symmetric tridiagonal (d: n, e: n - 1, of the real dtype),
  * ascending in d; with z != NULL also its eigenvectors in z (n x n, ldz): stedc's algorithm
  * (compz 'I') without vectors sterf's, run one piece at a time (an unreduced block, a leaf,
- * a merge of the divide and conquer or, for a merge of order > 362, one chunk of its
- * roots, weights or columns) with a look at the cancel flag before each and once at the
- * end. work: TL__TRIDIAG_WORK(n) elements of the real dtype, iwork: TL__TRIDIAG_IWORK(n)
- * (both unused and may be NULL without vectors). e is destroyed. Errors: TL_E_CANCELLED
- * (message naming route and the pieces left), a LAPACK failure. */
+ * a merge of the divide and conquer or, for a merge or a block without vectors of order
+ * > 362, one chunk of its roots, weights, columns or eigenvalues) with a look at the cancel flag
+ * before each and once at the end. work: TL__TRIDIAG_WORK(n) elements of the real dtype, iwork:
+ * TL__TRIDIAG_IWORK(n) (both unused and may be NULL without vectors). e is destroyed. Errors:
+ * TL_E_CANCELLED (message naming route and the pieces left), a LAPACK failure. */
 #define TL__TRIDIAG_WORK(n) (1 + 4 * (int64_t)(n) + (int64_t)(n) * (int64_t)(n))
 #define TL__TRIDIAG_IWORK(n) (3 + 6 * (int64_t)(n))
 tl_status tl__tridiag_solve(tl_exec *exec, const char *route, tl_dtype real, int64_t n, char *d,

@@ -2,8 +2,10 @@
  * solver step) run in pieces, so that tl_exec_cancel is seen inside it.
  *
  * The matrix is cut into unreduced blocks where an off-diagonal entry is negligible (stedc's
- * test: |e_i| <= eps sqrt|d_i| sqrt|d_i+1|). Without vectors every block goes to sterf and
- * the eigenvalues are sorted at the end. With vectors a block of order at most
+ * test: |e_i| <= eps sqrt|d_i| sqrt|d_i+1|). Without vectors a block of order up to
+ * TL__TRIDIAG_CHUNKED goes to sterf, a larger one to ql_block (sterf's root-free QL
+ * iteration written here, a piece per window of chunk_of(m) eigenvalues), and the
+ * eigenvalues are sorted at the end. With vectors a block of order at most
  * TL__TRIDIAG_LEAF goes to steqr; a larger one is scaled to norm 1 and solved by divide and
  * conquer driven here: halved level by level until every part has order <= TL__TRIDIAG_LEAF,
  * each tear a rank-one change (the torn entry taken off the two diagonal entries beside it),
@@ -23,10 +25,11 @@
  *
  * Invariant: before every piece (a block, a leaf, a merge, a chunk of a large merge) the
  * cancel flag is looked at, then the pause point TL__PAUSE_TRIDIAG_PIECE is passed (tests
- * raise the flag there); once more after the last piece. The longest piece is sterf on one
- * block (O(m^2)) without vectors; with vectors the deflation of the top merge (O(m^2) data
- * movement) or one chunk (about TL__TRIDIAG_CHUNK_WORK / m roots, or as many columns of the
- * product, O(m^2) each). */
+ * raise the flag there); once more after the last piece. The longest piece is, without
+ * vectors, one window of the QL iteration (about TL__TRIDIAG_CHUNK_WORK / m eigenvalues,
+ * O(m^2) together) or sterf on a block of order <= TL__TRIDIAG_CHUNKED; with vectors the
+ * deflation of the top merge (O(m^2) data movement) or one chunk (about
+ * TL__TRIDIAG_CHUNK_WORK / m roots, or as many columns of the product, O(m^2) each). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -46,7 +49,7 @@
 #define TL__TRIDIAG_CHUNK_WORK 131072
 #define TL__TRIDIAG_CHUNKED 362
 
-int tl__tridiag_by_laed1 = 0;
+int tl__tridiag_by_lapack = 0;
 
 static double get(tl_dtype real, const char *p, int64_t i) {
   return real == TL_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
@@ -89,10 +92,18 @@ static int64_t chunk_of(int64_t m) {
   return c < 8 ? 8 : c;
 }
 
+/* The pieces the eigenvalues of a block of order m cost without vectors: one for sterf's
+ * size (up to TL__TRIDIAG_CHUNKED, or under tl__tridiag_by_lapack), else one per window of
+ * chunk_of(m) eigenvalues of the QL iteration (ql_block). */
+static int64_t values_pieces(int64_t m) {
+  if (m <= TL__TRIDIAG_CHUNKED || tl__tridiag_by_lapack) return 1;
+  return (m + chunk_of(m) - 1) / chunk_of(m);
+}
+
 /* The pieces one merge of order m costs: one, or for a chunked merge one (the deflation)
  * plus a chunk count for each of its three phases (roots, weights, columns). */
 static int64_t merge_pieces(int64_t m) {
-  if (m <= TL__TRIDIAG_CHUNKED || tl__tridiag_by_laed1) return 1;
+  if (m <= TL__TRIDIAG_CHUNKED || tl__tridiag_by_lapack) return 1;
   return 1 + 3 * ((m + chunk_of(m) - 1) / chunk_of(m));
 }
 
@@ -115,7 +126,8 @@ static int64_t tree_pieces(int64_t m, int64_t levels) {
  * block or without vectors, leaves and merges (with their chunks) for divide and conquer. */
 static int64_t pieces_of(int64_t m, int vectors) {
   if (m <= 1) return 0;
-  if (!vectors || m <= TL__TRIDIAG_LEAF) return 1;
+  if (!vectors) return values_pieces(m);
+  if (m <= TL__TRIDIAG_LEAF) return 1;
   int64_t levels = 0;
   for (int64_t leaves = leaves_of(m); leaves > 1; leaves /= 2) levels++;
   return tree_pieces(m, levels) + sort_pieces(m);
@@ -180,12 +192,153 @@ static tl_status next_piece(progress *p) {
 TL__MERGE_KERNELS(double, d, sqrt, copysign)
 TL__MERGE_KERNELS(float, s, sqrtf, copysignf)
 
+/* The eigenvalues of one unreduced block without vectors, by the root-free QL iteration with
+ * implicit shifts of Pal, Walker and Kahan (the algorithm of LAPACK's sterf), written here
+ * so that it can stop between eigenvalues: ql_window runs the iteration until the top of the
+ * active part (*top, everything above it converged) reaches `stop`. e2 holds the squares of
+ * the off-diagonal entries; a negligible one (e2[i] <= eps^2 |d[i] d[i + 1]|) splits the
+ * active part, the upper piece is iterated on until its top entry converges (a 1 x 1 piece)
+ * or a 2 x 2 piece is solved directly. Each sweep chases the shift (the eigenvalue of the
+ * top 2 x 2 nearer its top entry) up from the split point, carrying the rotation's cosine
+ * and sine squared in c and s. Returns 1 when *sweeps passes `limit` (no convergence). */
+#define TL__QL_KERNEL(T, SUFFIX, SQRT, HYPOT, COPYSIGN, FABS, EPS)                                 \
+  static int ql_window_##SUFFIX(T *d, T *e2, int64_t m, int64_t *top, int64_t stop,                \
+                                int64_t *sweeps, int64_t limit) {                                  \
+    const T eps2 = (EPS) * (EPS);                                                                  \
+    int64_t l = *top;                                                                              \
+    while (l < stop && l < m) {                                                                    \
+      int64_t end = l;                                                                             \
+      while (end + 1 < m && !(FABS(e2[end]) <= eps2 * FABS(d[end] * d[end + 1]))) end++;           \
+      if (end + 1 < m) e2[end] = 0;                                                                \
+      if (end == l) { /* d[l] converged */                                                         \
+        l++;                                                                                       \
+        continue;                                                                                  \
+      }                                                                                            \
+      if (end == l + 1) { /* a 2 x 2 piece: its eigenvalues, the larger by the sum */              \
+        T b = SQRT(e2[l]), p = d[l], q = d[l + 1], sum = p + q;                                    \
+        T root = HYPOT(p - q, 2 * b), big = p > q ? p : q, small = p > q ? q : p;                  \
+        T one = sum > 0 ? (T)0.5 * (sum + root) : sum < 0 ? (T)0.5 * (sum - root) : (T)0.5 * root; \
+        T other = sum != 0 ? (big / one) * small - (b / one) * b : -(T)0.5 * root;                 \
+        d[l] = one, d[l + 1] = other, e2[l] = 0;                                                   \
+        l += 2;                                                                                    \
+        continue;                                                                                  \
+      }                                                                                            \
+      if (++*sweeps > limit) {                                                                     \
+        *top = l;                                                                                  \
+        return 1;                                                                                  \
+      }                                                                                            \
+      T b = SQRT(e2[l]), p = d[l];                                                                 \
+      T g = (d[l + 1] - p) / (2 * b), r = HYPOT(g, (T)1);                                          \
+      T shift = p - b / (g + COPYSIGN(r, g));                                                      \
+      T c = 1, sn = 0, gamma = d[end] - shift, pp = gamma * gamma;                                 \
+      for (int64_t i = end - 1; i >= l; i--) {                                                     \
+        T bb = e2[i], sum = pp + bb;                                                               \
+        if (i != end - 1) e2[i + 1] = sn * sum;                                                    \
+        T old_c = c, old_gamma = gamma, alpha = d[i];                                              \
+        c = pp / sum;                                                                              \
+        sn = bb / sum;                                                                             \
+        gamma = c * (alpha - shift) - sn * old_gamma;                                              \
+        d[i + 1] = old_gamma + (alpha - gamma);                                                    \
+        pp = c != 0 ? (gamma * gamma) / c : old_c * bb;                                            \
+      }                                                                                            \
+      e2[l] = sn * pp;                                                                             \
+      d[l] = shift + gamma;                                                                        \
+    }                                                                                              \
+    *top = l;                                                                                      \
+    return 0;                                                                                      \
+  }
+
+TL__QL_KERNEL(double, d, sqrt, hypot, copysign, fabs, DBL_EPSILON * 0.5)
+TL__QL_KERNEL(float, s, sqrtf, hypotf, copysignf, fabsf, FLT_EPSILON * 0.5f)
+
+/* The eigenvalues of the unreduced block of order m at (d, e) (e destroyed), a piece per
+ * window of chunk_of(m) eigenvalues. As sterf: scaled into [sqrt(safmin) / eps^2,
+ * sqrt(safmax) / 3] when its largest entry is outside (so the squares neither overflow nor
+ * underflow), the order reversed when its last diagonal entry is smaller in magnitude than
+ * its first (QL converges from the top; sterf runs QR then), at most 30 m sweeps. */
+static tl_status ql_block(progress *p, tl_dtype real, int64_t m, char *d, char *e) {
+  double eps = real == TL_F32 ? (double)FLT_EPSILON * 0.5 : DBL_EPSILON * 0.5;
+  double safmin = real == TL_F32 ? (double)FLT_MIN : DBL_MIN;
+  double low = sqrt(safmin) / (eps * eps), high = sqrt(1.0 / safmin) / 3.0;
+  double norm = 0.0;
+  for (int64_t i = 0; i < m; i++) norm = fmax(norm, fabs(get(real, d, i)));
+  for (int64_t i = 0; i + 1 < m; i++) norm = fmax(norm, fabs(get(real, e, i)));
+  double to = norm > high ? high : norm < low && norm > 0.0 ? low : norm;
+  int reverse = fabs(get(real, d, m - 1)) < fabs(get(real, d, 0));
+  for (int64_t i = 0; i < m; i++) { /* scaled, reversed, e squared; in place */
+    int64_t j = reverse ? m - 1 - i : i;
+    if (j < i) continue;
+    double di = get(real, d, i) * (to / norm), dj = get(real, d, j) * (to / norm);
+    if (norm == to) di = get(real, d, i), dj = get(real, d, j);
+    put(real, d, i, dj);
+    put(real, d, j, di);
+  }
+  for (int64_t i = 0; i + 1 < m; i++) {
+    int64_t j = reverse ? m - 2 - i : i;
+    if (j < i) continue;
+    double ei = norm == to ? get(real, e, i) : get(real, e, i) * (to / norm);
+    double ej = norm == to ? get(real, e, j) : get(real, e, j) * (to / norm);
+    put(real, e, i, ej * ej);
+    put(real, e, j, ei * ei);
+  }
+  int64_t step = values_pieces(m) > 1 ? chunk_of(m) : m, top = 0, sweeps = 0;
+  tl_status status;
+  for (int64_t first = 0; first < m; first += step) {
+    if (first > 0 && (status = next_piece(p)) != TL_OK) return status;
+    int64_t stop = first + step < m ? first + step : m;
+    int failed = real == TL_F32
+                     ? ql_window_s((float *)d, (float *)e, m, &top, stop, &sweeps, 30 * m)
+                     : ql_window_d((double *)d, (double *)e, m, &top, stop, &sweeps, 30 * m);
+    if (failed) {
+      return tl__fail(TL_E_PROVIDER,
+                      "%s: the QL iteration (sterf's algorithm) did not converge on a block of "
+                      "order %lld: %lld eigenvalues found after %lld sweeps",
+                      p->route, (long long)m, (long long)top, (long long)sweeps);
+    }
+  }
+  if (norm != to) {
+    for (int64_t i = 0; i < m; i++) put(real, d, i, get(real, d, i) * (norm / to));
+  }
+  return TL_OK;
+}
+
 /* Rows [row, row + rows) of columns [from, to) of q (ldq) copied to the packed to. */
 static void copy_rows(size_t rsize, const char *q, lapack_int ldq, int64_t row, int64_t rows,
                       int64_t from, int64_t to, char *packed) {
   for (int64_t j = from; j < to; j++) {
     memcpy(packed + (size_t)(j - from) * (size_t)rows * rsize,
            q + rsize * ((size_t)row + (size_t)j * (size_t)ldq), (size_t)rows * rsize);
+  }
+}
+
+/* Columns [from, to) of q (ldq, order n, halves cut and n - cut) become the products of the
+ * halves' vectors packed in q2 (laed2's: cut x n12, then (n - cut) x n23) with the rank-one
+ * change's vectors in those columns' top rows (its rows first..first + n23 feed the lower
+ * half, rows 0..n12 the upper), both copied to packed first as the lower product overwrites
+ * them. An empty product gives zeros. */
+static void multiply(tl_dtype real, lapack_int n, lapack_int cut, char *q, lapack_int ldq,
+                     const char *q2, lapack_int first, lapack_int n12, lapack_int n23, int64_t from,
+                     int64_t to, char *packed) {
+  size_t rsize = tl_dtype_size(real);
+  lapack_int columns = (lapack_int)(to - from), n2 = n - cut;
+  char *lower = q + rsize * ((size_t)cut + (size_t)from * (size_t)ldq);
+  char *upper = q + rsize * (size_t)from * (size_t)ldq;
+  copy_rows(rsize, q, ldq, first, n23, from, to, packed);
+  if (n23 > 0) {
+    tl__blas_gemm_real(real, n2, columns, n23, q2 + rsize * (size_t)cut * (size_t)n12, n2, packed,
+                       n23, lower, ldq);
+  } else {
+    for (int64_t j = 0; j < columns; j++) {
+      memset(lower + (size_t)j * (size_t)ldq * rsize, 0, (size_t)n2 * rsize);
+    }
+  }
+  copy_rows(rsize, q, ldq, 0, n12, from, to, packed);
+  if (n12 > 0) {
+    tl__blas_gemm_real(real, cut, columns, n12, q2, cut, packed, n12, upper, ldq);
+  } else {
+    for (int64_t j = 0; j < columns; j++) {
+      memset(upper + (size_t)j * (size_t)ldq * rsize, 0, (size_t)cut * rsize);
+    }
   }
 }
 
@@ -216,8 +369,8 @@ static tl_status merge_halves(progress *p, tl_dtype real, lapack_int n, char *d,
    * the last two groups' lower rows ((n - cut) x n23). The packed copies of q's rows that the
    * products read go after them (laed1's room for them, at most max(n12, n23) x k). */
   const lapack_int *indx = iwork + n, *counts = iwork + 2 * (int64_t)n;
-  lapack_int n12 = counts[0] + counts[1], n23 = counts[1] + counts[2], n2 = n - cut;
-  char *packed = q2 + rsize * ((size_t)cut * (size_t)n12 + (size_t)n2 * (size_t)n23);
+  lapack_int n12 = counts[0] + counts[1], n23 = counts[1] + counts[2];
+  char *packed = q2 + rsize * ((size_t)cut * (size_t)n12 + (size_t)(n - cut) * (size_t)n23);
   int chunked = merge_pieces(n) > 1;
   int64_t step = chunked ? chunk_of(n) : n;
   tl_status status;
@@ -266,26 +419,7 @@ static tl_status merge_halves(progress *p, tl_dtype real, lapack_int n, char *d,
         memcpy(column + rsize, pair + (size_t)(indx[1] - 1) * rsize, rsize);
       }
     }
-    lapack_int columns = (lapack_int)(to - from);
-    char *lower = q + rsize * ((size_t)cut + (size_t)from * (size_t)ldq);
-    char *upper = q + rsize * (size_t)from * (size_t)ldq;
-    copy_rows(rsize, q, ldq, counts[0], n23, from, to, packed);
-    if (n23 > 0) {
-      tl__blas_gemm_real(real, n2, columns, n23, q2 + rsize * (size_t)cut * (size_t)n12, n2, packed,
-                         n23, lower, ldq);
-    } else {
-      for (int64_t j = 0; j < columns; j++) {
-        memset(lower + (size_t)j * (size_t)ldq * rsize, 0, (size_t)n2 * rsize);
-      }
-    }
-    copy_rows(rsize, q, ldq, 0, n12, from, to, packed);
-    if (n12 > 0) {
-      tl__blas_gemm_real(real, cut, columns, n12, q2, cut, packed, n12, upper, ldq);
-    } else {
-      for (int64_t j = 0; j < columns; j++) {
-        memset(upper + (size_t)j * (size_t)ldq * rsize, 0, (size_t)cut * rsize);
-      }
-    }
+    multiply(real, n, cut, q, ldq, q2, counts[0], n12, n23, from, to, packed);
   }
   /* indxq: the roots (ascending in d[0, k)) merged with the deflated values (descending in
    * d[k, n)), the roots first among equals. */
@@ -350,7 +484,7 @@ static tl_status divide_and_conquer(progress *p, tl_dtype real, int64_t m, char 
       char *corner = z + rsize * ((size_t)start + (size_t)start * (size_t)ldz);
       char *dm = d + (size_t)start * rsize;
       double rho = get(real, e, start + cut - 1);
-      if (tl__tridiag_by_laed1) {
+      if (tl__tridiag_by_lapack) {
         lapack_int info = tl__lapack_laed1(real, (lapack_int)size, dm, corner, ldz, indxq + start,
                                            rho, (lapack_int)cut, work, iwork);
         if (info != 0) return tl__la_provider_fail(p->route, "laed1", info);
@@ -405,7 +539,7 @@ tl_status tl__tridiag_solve(tl_exec *exec, const char *route, tl_dtype real, int
   int vectors = z != NULL;
   progress p = {exec, route,
                 vectors ? "divide and conquer: blocks, leaves, merges and their chunks"
-                        : "sterf on each block",
+                        : "sterf or QL on each block, QL in chunks of eigenvalues",
                 0, 0};
   for (int64_t start = 0; start < n;) {
     int64_t end = block_end(real, d, e, start, n);
@@ -428,8 +562,12 @@ tl_status tl__tridiag_solve(tl_exec *exec, const char *route, tl_dtype real, int
     lapack_int info = 0;
     if (m > 1 && !vectors) {
       if ((status = next_piece(&p)) != TL_OK) return status;
-      info = tl__lapack_sterf(real, (lapack_int)m, db, eb);
-      if (info != 0) return tl__la_provider_fail(route, "sterf", info);
+      if (values_pieces(m) > 1) {
+        if ((status = ql_block(&p, real, m, db, eb)) != TL_OK) return status;
+      } else {
+        info = tl__lapack_sterf(real, (lapack_int)m, db, eb);
+        if (info != 0) return tl__la_provider_fail(route, "sterf", info);
+      }
     } else if (m > 1 && m <= TL__TRIDIAG_LEAF) {
       if ((status = next_piece(&p)) != TL_OK) return status;
       info = tl__lapack_steqr(real, (lapack_int)m, db, eb, zb, ldz, work);

@@ -1,7 +1,7 @@
 /* tests/linalg/test_tridiag.c: tl_eigh's tridiagonal solver (src/linalg/tridiag.c) with its
  * own merges (laed2, laed4 in chunks of roots, the weights, vectors and products written in
  * tridiag.c) against the same solver handing every merge to LAPACK's laed1
- * (tl__tridiag_by_laed1 = 1), on random tridiagonals of orders 100, 512 and 1000 (the last
+ * (tl__tridiag_by_lapack = 1), on random tridiagonals of orders 100, 512 and 1000 (the last
  * two with chunked top merges) in f64 and f32: plain random entries, tiny off-diagonal
  * entries (most poles deflate), a constant diagonal with small couplings (a tight cluster),
  * and repeated eigenvalues (a direct sum of equal blocks glued by couplings below the
@@ -79,10 +79,10 @@ static solved solve(th_held *held, tl_dtype real, int64_t n, const double *d, co
       ((double *)ee)[i] = i + 1 < n ? e[i] : 0.0;
     }
   }
-  tl__tridiag_by_laed1 = by_laed1;
+  tl__tridiag_by_lapack = by_laed1;
   TH_CHECK_OK(
       tl__tridiag_solve(held->exec, "test", real, n, dd, ee, z, (lapack_int)n, work, iwork));
-  tl__tridiag_by_laed1 = 0;
+  tl__tridiag_by_lapack = 0;
   solved out = {malloc((size_t)n * sizeof(double)), malloc((size_t)(n * n) * sizeof(double))};
   TH_CHECK(out.w && out.v);
   for (int64_t i = 0; i < n; i++) {
@@ -180,4 +180,75 @@ static void tridiag_merges_match_laed1(void) {
   th_held_close(&held);
 }
 
-TH_TEST_MAIN(TH_CASE(tridiag_merges_match_laed1))
+/* Without vectors: tridiag.c's QL iteration (blocks of order > 362) against LAPACK's sterf
+ * (tl__tridiag_by_lapack = 1), on orders 512, 1000 and 2000, the four kinds above plus a
+ * graded matrix (entries from 1 down to 1e-12 along the diagonal, where the orientation
+ * matters) and the random one scaled by 1e-300 and 1e300 (the scaling into the range where
+ * the squares stay finite): eigenvalues within 50 eps sqrt(n) of the norm. */
+static void values(th_held *held, tl_dtype real, int kind, int64_t n, double scale) {
+  double *d = calloc((size_t)n, sizeof(double)), *e = calloc((size_t)n, sizeof(double));
+  TH_CHECK(d && e);
+  if (kind <= REPEATED) {
+    make((enum kind)kind, n, d, e);
+  } else { /* graded */
+    for (int64_t i = 0; i < n; i++) {
+      double g = pow(1e-12, (double)i / (double)n);
+      d[i] = g * (draw() + 1.0);
+      e[i] = i + 1 < n ? g * draw() : 0.0;
+    }
+  }
+  for (int64_t i = 0; i < n; i++) d[i] *= scale, e[i] *= scale;
+  size_t rsize = tl_dtype_size(real);
+  double *w[2];
+  for (int by = 0; by < 2; by++) {
+    char *dd = malloc((size_t)n * rsize), *ee = malloc((size_t)n * rsize);
+    w[by] = malloc((size_t)n * sizeof(double));
+    TH_CHECK(dd && ee && w[by]);
+    for (int64_t i = 0; i < n; i++) {
+      if (real == TL_F32) {
+        ((float *)dd)[i] = (float)d[i], ((float *)ee)[i] = (float)e[i];
+      } else {
+        ((double *)dd)[i] = d[i], ((double *)ee)[i] = e[i];
+      }
+    }
+    tl__tridiag_by_lapack = by;
+    TH_CHECK_OK(tl__tridiag_solve(held->exec, "test", real, n, dd, ee, NULL, 0, NULL, NULL));
+    tl__tridiag_by_lapack = 0;
+    for (int64_t i = 0; i < n; i++) {
+      w[by][i] = real == TL_F32 ? (double)((float *)dd)[i] : ((double *)dd)[i];
+    }
+    free(dd), free(ee);
+  }
+  double norm = 0.0, worst = 0.0;
+  for (int64_t i = 0; i < n; i++) norm = fmax(norm, fabs(w[1][i]));
+  for (int64_t i = 0; i < n; i++) {
+    if (i > 0) TH_CHECK(w[0][i - 1] <= w[0][i]);
+    worst = fmax(worst, fabs(w[0][i] - w[1][i]) / norm);
+  }
+  double eps = real == TL_F32 ? (double)FLT_EPSILON : DBL_EPSILON;
+  fprintf(stderr,
+          "%s n = %lld %s x %g: QL's eigenvalues within %.2g of the norm of sterf's (%.1f eps)\n",
+          real == TL_F32 ? "f32" : "f64", (long long)n,
+          kind <= REPEATED ? kind_names[kind] : "graded", scale, worst, worst / eps);
+  TH_CHECK(norm > 0.0 && worst <= 50 * eps * sqrt((double)n));
+  free(w[0]), free(w[1]), free(d), free(e);
+}
+
+static void tridiag_values_match_sterf(void) {
+  th_held held;
+  th_held_open(&held, 1);
+  const int64_t orders[] = {512, 1000, 2000};
+  for (int o = 0; o < 3; o++) {
+    for (int kind = RANDOM; kind <= REPEATED + 1; kind++) {
+      values(&held, TL_F64, kind, orders[o], 1.0);
+      values(&held, TL_F32, kind, orders[o], 1.0);
+    }
+  }
+  values(&held, TL_F64, RANDOM, 1000, 1e-300);
+  values(&held, TL_F64, RANDOM, 1000, 1e300);
+  values(&held, TL_F32, RANDOM, 1000, 1e-30);
+  values(&held, TL_F32, RANDOM, 1000, 1e30);
+  th_held_close(&held);
+}
+
+TH_TEST_MAIN(TH_CASE(tridiag_merges_match_laed1), TH_CASE(tridiag_values_match_sterf))

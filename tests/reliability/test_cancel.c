@@ -364,6 +364,9 @@ static void cancel_in_solver(int vectors, int64_t n, int64_t blocks, int expecte
 static void cancel_eigh_inside_divide_and_conquer(void) { cancel_in_solver(1, 400, 1, 41, 0); }
 /* Eigenvalues only of a direct sum of 4 blocks: sterf on each unreduced block. */
 static void cancel_eigh_inside_sterf_blocks(void) { cancel_in_solver(0, 200, 4, 4, 0); }
+/* Eigenvalues only of one block of order 800: the QL iteration in 5 windows of 163
+ * eigenvalues; also raised as the fourth window begins (total - 1). */
+static void cancel_eigh_inside_ql_windows(void) { cancel_in_solver(0, 800, 1, 5, 1); }
 /* With vectors, 4 blocks of order 50: each 2 leaves and 1 merge. */
 static void cancel_eigh_inside_blocks_with_vectors(void) { cancel_in_solver(1, 200, 4, 12, 0); }
 /* With vectors, one block of order 600: 32 leaves, 30 merges of one piece, the top merge (of
@@ -396,4 +399,4 @@ TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
              TH_CASE(cancel_lu_on_one_thread), TH_CASE(cancel_eigh_inside_divide_and_conquer),
              TH_CASE(cancel_eigh_inside_sterf_blocks),
              TH_CASE(cancel_eigh_inside_blocks_with_vectors),
-             TH_CASE(cancel_eigh_inside_top_merge_roots))
+             TH_CASE(cancel_eigh_inside_top_merge_roots), TH_CASE(cancel_eigh_inside_ql_windows))
