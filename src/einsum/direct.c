@@ -81,6 +81,57 @@ static int densest_axis(const tl_tensor *t) {
  * in the inputs' order and then copied through the blocked permute (two streaming passes
  * beat one pass whose reads or writes each touch a new cache line). */
 #define TL__EINSUM_PRODUCT_TILE_MIN 65536
+/* Below the size from which the permute core streams its output (16 MiB, permute_core.c),
+ * the two passes go band by band over the lead input's slowest axis: each band's product is
+ * made into a scratch slot of about BAND_BYTES (a core's L2 on the machines measured) and
+ * copied out from there, so the intermediate does not go out to memory and scratch is one
+ * band per thread, not a copy of the result. A band keeps at least BAND_MIN_INDICES indices
+ * of that axis (whole cache lines of the output when it is the output's dense axis); where
+ * that is more than BAND_MAX_BYTES, or the output streams (a band's copy is too small to
+ * stream, and the whole copy's streaming stores were worth more than the band in a c128
+ * probe), the product is made whole first. */
+#define TL__EINSUM_PRODUCT_STREAM_BYTES ((int64_t)16 << 20)
+#define TL__EINSUM_PRODUCT_BAND_BYTES ((int64_t)1 << 20)
+#define TL__EINSUM_PRODUCT_BAND_MIN_INDICES 16
+#define TL__EINSUM_PRODUCT_BAND_MAX_BYTES ((int64_t)4 << 20)
+
+typedef struct product_bands {
+  tl_tensor out, a, b, tmp; /* whole views; tmp.data is slot 0 */
+  int axis;                 /* the lead input's slowest axis: the one cut into bands */
+  int64_t band;             /* its indices per band */
+  size_t slot_bytes;
+  tl__row_fn mul;
+} product_bands;
+
+static void band_view(tl_tensor *t, int axis, int64_t begin, int64_t len) {
+  t->offset += begin * t->strides[axis];
+  t->shape[axis] = len;
+}
+
+/* Bands [begin, end): each band's product into the worker's slot, then the slot's copy
+ * into out through the permute core. Both are elementwise: a band's bits are those of the
+ * whole product, whoever runs it. */
+static void product_band_chunk(size_t begin, size_t end, int worker_index, void *arg) {
+  const product_bands *j = arg;
+  char *slot = (char *)j->tmp.data + (size_t)(worker_index + 1) * j->slot_bytes;
+  for (size_t item = begin; item < end; item++) {
+    int64_t first = (int64_t)item * j->band, extent = j->out.shape[j->axis];
+    int64_t len = extent - first < j->band ? extent - first : j->band;
+    tl_tensor out = j->out, a = j->a, b = j->b, tmp = j->tmp;
+    band_view(&out, j->axis, first, len);
+    band_view(&a, j->axis, first, len);
+    band_view(&b, j->axis, first, len);
+    tmp.shape[j->axis] = len;
+    tmp.data = slot;
+    const tl_tensor *ts[3] = {&tmp, &a, &b};
+    tl__loop loop;
+    tl__loop_plan(&loop, 3, ts);
+    tl__loop_run(&loop, 0, loop.rows, j->mul, NULL);
+    tl__permute_plan plan;
+    tl__permute_plan_make(&plan, &out, &tmp);
+    tl__permute_run(&plan, 0, plan.blocks);
+  }
+}
 
 tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const int *a_labels,
                              const tl_tensor *b, const int *b_labels, const tl_tensor *out,
@@ -104,7 +155,7 @@ tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const 
     tl_tensor tmp = *out;
     tmp.owned = NULL;
     tmp.offset = 0;
-    int order[TL_MAX_RANK];
+    int order[TL_MAX_RANK] = {0};
     for (int k = 0; k < out->rank; k++) order[k] = k;
     for (int i = 1; i < out->rank; i++) {
       for (int j = i; j > 0; j--) {
@@ -122,8 +173,32 @@ tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const 
       tmp.strides[order[k]] = stride;
       stride *= out->shape[order[k]];
     }
-    tl_status status =
-        tl__exec_scratch(exec, (size_t)stride * tl_dtype_size(out->dtype), 64, &tmp.data);
+    const int64_t es = (int64_t)tl_dtype_size(out->dtype);
+    /* out has at least TILE_MIN elements: rank >= 1, every extent >= 1 */
+    const int slow = out->rank > 0 ? order[out->rank - 1] : 0;
+    const int64_t per_index = stride / out->shape[slow] * es; /* bytes per index of slow */
+    int64_t band = TL__EINSUM_PRODUCT_BAND_BYTES / per_index;
+    if (band < TL__EINSUM_PRODUCT_BAND_MIN_INDICES) band = TL__EINSUM_PRODUCT_BAND_MIN_INDICES;
+    if (band < out->shape[slow] && band * per_index <= TL__EINSUM_PRODUCT_BAND_MAX_BYTES &&
+        stride * es < TL__EINSUM_PRODUCT_STREAM_BYTES) {
+      product_bands job = {*out,
+                           av,
+                           bv,
+                           tmp,
+                           slow,
+                           band,
+                           (size_t)((band * per_index + 63) / 64 * 64),
+                           tl__ew_binary_kernel(TL_OP_MUL, out->dtype)};
+      job.out.owned = NULL;
+      const int64_t bands = (out->shape[slow] + band - 1) / band;
+      const int parallel = team > 1 && bands >= 2;
+      const size_t slots = parallel ? tl__exec_thread_slots(exec) : 1;
+      tl_status status = tl__exec_scratch(exec, slots * job.slot_bytes, 64, &job.tmp.data);
+      if (status != TL_OK) return status;
+      return tl__exec_run_chunks(exec, parallel, (size_t)bands, 1, product_band_chunk, &job,
+                                 "writing a transposing product");
+    }
+    tl_status status = tl__exec_scratch(exec, (size_t)(stride * es), 64, &tmp.data);
     if (status != TL_OK) return status;
     const tl_tensor *ts[3] = {&tmp, &av, &bv};
     tl__loop loop;

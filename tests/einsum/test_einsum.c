@@ -319,6 +319,11 @@ static const spec_case spec_table[] = {
     {"ij,ij->ji", "64x80,64x80"},
     {"ij,ij->ji", "300x250,300x250"}, /* product in the inputs' order, then the tiled copy */
     {"ij,ij->ji", "257x330,257x330"}, /* the same with partial tiles both ways */
+    /* the two passes band by band (direct.c): several bands of about 1 MiB and a partial
+     * last one in every dtype; then bands of the minimum 16 indices of a rank-3 lead's
+     * slowest axis (the complex ones past the band limit: made whole) */
+    {"ij,ij->ji", "700x1100,700x1100"},
+    {"ijk,ijk->kji", "500x60x40,500x60x40"},
     {"ij,ji->ij", "300x250,250x300"},
     {"i,j->ij", "70,66"},
     {"i,j->ij", "300,250"}, /* outer products: direct, each input read along its axis */
