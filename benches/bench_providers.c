@@ -4,10 +4,9 @@
  *     serial's dgemm/zgemm and BLIS called directly with tenlane's context;
  *   - QR (geqrf + orgqr/ungqr), SVD (gesdd, thin) and LU (getrf), n = 64, 256, 512: tl_*_into
  *     against OpenBLAS serial's LAPACK and against reference LAPACK over BLIS with tenlane's
- *     context (the archives tenlane links, called directly; LAPACK's nrm2 and lange calls
- *     reach tenlane's src/linalg/nrm2.c and lange.c as they do inside libtenlane, which only
- *     makes that anchor faster, and its gemv, gemm, ger and trmm calls are capped to BLIS's
- *     kernels, see blis_kernels), the tl row anchored to the faster of the two;
+ *     context (the archives tenlane links, called directly; its gemv, gemm, ger and trmm
+ *     calls are capped to BLIS's kernels, see blis_kernels), the tl row anchored to the faster of
+ * the two;
  *   - GEMM in c64, n = 64, 256, 1024: against OpenBLAS serial's cgemm and BLIS's cgemm
  *     (a table of its own);
  *   - tiny complex GEMM: c128 n = 4, 16 against f64 at the same n (aim: at most 4x), and a
@@ -91,7 +90,7 @@ typedef struct stack {
  * reference LAPACK over BLIS and not tenlane's own kernels. */
 extern int tl__blas_isa_cap;
 extern int tl__blas_off; /* TL__BLAS_OWN_* bits (src/linalg/linalg_int.h) */
-enum { OWN_GEMV = 1, OWN_GER = 2, OWN_GEMM = 4, OWN_NRM2 = 8, OWN_LANGE = 16 }; /* TL__BLAS_OWN_* */
+enum { OWN_GEMV = 1, OWN_GER = 2, OWN_GEMM = 4 }; /* TL__BLAS_OWN_* */
 /* The cap the tl rows run with: 1, or 0 under TL_BENCH_REPLACEMENTS (below). */
 static int tl_rows_blas_cap = 1;
 static void blis_kernels(const stack *s, int on) {
@@ -112,8 +111,8 @@ static int word_in(const char *list, const char *word) {
  * ger.c, gemm_blas.c/gemm_narrow.c send every call to the provider; the others one
  * file each) or without the packed complex GEMM (gemm_packed_complex.c), so that a run with
  * and a run without show what each earns on the user-level routes, against the same anchors.
- * Unset: everything on. (nrm2.c, lange.c and the complex level-1 kernels in BLIS's contexts
- * have rows of their own in the replacements group, not words here.) */
+ * Unset: everything on. (The complex level-1 kernels in BLIS's contexts have a row of their
+ * own in the replacements group, not words here.) */
 static void replacements_from_env(void) {
   const char *want = getenv("TL_BENCH_REPLACEMENTS");
   if (want == NULL) return;
@@ -910,12 +909,11 @@ static int route_picked(const char *route_name) {
  * one verdict per replacement. TL_BENCH_REPLACEMENTS_ONLY=off-gemv,... runs those rows only
  * (each row's run fits a few minutes; the whole table takes longer), and
  * TL_BENCH_REPLACEMENTS_ROUTES=gemm,contract,... those routes only (the verdict says so).
- * nrm2.c and lange.c take the provider's place at link time, so their switches run what a
- * build without them would: off-nrm2 BLIS's normfv (what BLIS's own nrm2 entries call),
- * off-lange the reference LAPACK's loop; off-blis-level1 puts BLIS's reference kernels back
- * into its contexts between calls (tl__prov_own_level1). Their gains at TL_ISA=avx2, where
- * gemv.c and ger.c leave LAPACK's level-2 calls to BLIS, differ: run the group there too. */
-#define REPLACEMENT_COUNT 8
+ * off-blis-level1 puts BLIS's reference kernels back into its contexts between calls
+ * (tl__prov_own_level1). Its gain at TL_ISA=avx2, where gemv.c and ger.c leave LAPACK's
+ * level-2 calls to BLIS, differs: run the group there too. (nrm2.c and lange.c had rows until
+ * 2026-12-05, when they went under the 15% rule.) */
+#define REPLACEMENT_COUNT 6
 static void bench_replacements(const tl_bench_options *opt, const route *routes, int route_count,
                                tl_exec *exec, int size_count) {
   static const int sizes[3] = {64, 256, 512};
@@ -933,12 +931,6 @@ static void bench_replacements(const tl_bench_options *opt, const route *routes,
       {"complex GEMM past the tiny kernel on tenlane's packed kernel (gemm_packed_complex.c)",
        "off-packed-complex", &tl__packed_complex_off, 0, 1, TL__ISA_AVX512,
        "gemm,qr,svd,lu,contract", 6, NULL},
-      {"LAPACK's nrm2 calls on tenlane's one-pass norm (nrm2.c; off: BLIS's normfv, as BLIS's "
-       "own nrm2 entries)",
-       "off-nrm2", &tl__blas_off, 0, OWN_NRM2, TL__ISA_PORTABLE, "qr,svd", 3, NULL},
-      {"LAPACK's ?lange('M') on tenlane's one pass (lange.c; off: the reference LAPACK's loop "
-       "with its disnan calls)",
-       "off-lange", &tl__blas_off, 0, OWN_LANGE, TL__ISA_PORTABLE, "svd", 3, NULL},
       {"complex-double level-1v/1f kernels in BLIS's contexts (blis_level1.c; off: BLIS's "
        "reference kernels back in their slots)",
        "off-blis-level1", &level1_off, 0, 1, TL__ISA_AVX2, "qr,svd,lu", 2, level1_apply},

@@ -22,9 +22,7 @@ set(TL_HOT_SOURCES
   src/linalg/gemv.c
   src/linalg/ger.c
   src/linalg/getrf.c
-  src/linalg/lange.c
-  src/linalg/matrix.c # the finiteness scan of every input (all_finite) vectorizes at -O3
-  src/linalg/nrm2.c)
+  src/linalg/matrix.c) # the finiteness scan of every input (all_finite) vectorizes at -O3
 # small_gemm_core.c: no second copy of every k loop for B's rows at unit stride (it runs
 # no faster).
 set(TL_HOT_SOURCES_NO_VERSIONING src/kernels/small_gemm_core.c)

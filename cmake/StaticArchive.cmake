@@ -1,7 +1,7 @@
 # The installed static library, libtenlane.a, defines no name but tenlane's public tl_ calls.
 #
 # tenlane's objects, the provider archives (LAPACKE, reference LAPACK, BLIS) and tenlane's
-# own BLAS/LAPACK replacements (src/linalg: dgemm_, dgemv_, dnrm2_, dlange_, xerbla_, ...,
+# own BLAS/LAPACK replacements (src/linalg: dgemm_, dgemv_, dger_, xerbla_, ...,
 # which LAPACK's calls must reach) are partially linked into one object (ld -r), so LAPACK's
 # calls bind inside it; then every global symbol but the public tl_ calls is made local
 # (objcopy: hidden symbols and everything not named tl_*). A consumer that links its own

@@ -304,11 +304,11 @@ void tl__prov_ger(tl_dtype dtype, int conj_y, int64_t m, int64_t n, const void *
  * Arguments checked by the caller; m, n > 0, alpha != 0. */
 void tl__prov_trmm(tl_dtype dtype, int right, int upper, int trans, int unit_diag, int64_t m,
                    int64_t n, const void *alpha, const void *a, int64_t lda, void *b, int64_t ldb);
-/* The provider's Euclidean norm (BLAS's nrm2) of n elements of x with increment incx, x from
- * its first element (a negative increment walks back from there), as the provider's own
- * nrm2 entry computes it (BLIS: its normfv with the process-wide context); f32 and c64
- * results widened to double. linalg/nrm2.c falls back on it when switched off
- * (TL__BLAS_OWN_NRM2). n > 0. */
+/* The provider's Euclidean norm (BLAS's nrm2) of n elements of x with increment incx > 0
+ * (providers differ below 1: OpenBLAS 0.3.21 returns 0), as the provider's own nrm2 entry
+ * computes it (BLIS: its normfv with the process-wide context); f32 and c64
+ * results widened to double. The norms of tenlane's own pivoted QR steps and of the
+ * eigensolver's merges (linalg/lapack.c) come from here. n > 0. */
 double tl__prov_nrm2(tl_dtype dtype, int64_t n, const void *x, int64_t incx);
 /* 0 puts the provider's own complex level-1 kernels back into its contexts in the slots where
  * set-up put tenlane's (blis_level1.c), 1 puts tenlane's there again; nothing where set-up

@@ -365,7 +365,7 @@ void tl__prov_gemm(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar al
   tl__prov_unlock();
 }
 
-/* ---- nrm2 (linalg/nrm2.c switched off) and the level-1 switch ---- */
+/* ---- nrm2 and the level-1 switch ---- */
 float snrm2_(const int *n, const float *x, const int *incx);
 double dnrm2_(const int *n, const double *x, const int *incx);
 float scnrm2_(const int *n, const float complex *x, const int *incx);

@@ -33,8 +33,10 @@
  * vector from the end. Sums are in another order than BLIS's, so results differ from its
  * in the last bits; a given call gives the same bits every time on a given CPU.
  *
- * Linking: as nrm2.c's. LAPACK's gemv calls bind to these definitions, and BLIS's archive
- * member (it defines these four and nothing else) is never pulled in; tl__gemv_linked is
+ * Linking: with BLIS (TL_BLAS_OWN_ENTRIES) LAPACK is linked into libtenlane from its archive,
+ * its gemv calls bind to these definitions, and BLIS's archive member (it defines these four
+ * and nothing else) is never pulled in; with a Fortran BLAS provider the entries are named
+ * tl__own_* (TL__BLAS_ENTRY) and LAPACK keeps the provider's. tl__gemv_linked is
  * called by tl__la_begin so that a static link takes this object in before LAPACK's archive
  * is searched. Hidden like every internal symbol. BLIS was initialised by
  * tl__providers_init before any LAPACK call. Pure, no allocation, thread-safe. */

@@ -156,8 +156,17 @@ extern void slaqps_(const lapack_int *m, const lapack_int *n, const lapack_int *
                     const lapack_int *nb, lapack_int *kb, float *a, const lapack_int *lda,
                     lapack_int *jpvt, float *tau, float *vn1, float *vn2, float *auxv, float *f,
                     const lapack_int *ldf);
-extern double TL__BLAS_ENTRY(dnrm2_)(const lapack_int *n, const double *x, const lapack_int *incx);
-extern float TL__BLAS_ENTRY(snrm2_)(const lapack_int *n, const float *x, const lapack_int *incx);
+/* The provider's Euclidean norms through the kernels' boundary (tl__prov_nrm2), in the
+ * argument form of BLAS's nrm2 that the pivoted steps below take; n < 1 gives 0. */
+static double nrm2_d(const lapack_int *n, const double *x, const lapack_int *incx) {
+  return *n > 0 ? tl__prov_nrm2(TL_F64, *n, x, *incx) : 0.0;
+}
+static float nrm2_s(const lapack_int *n, const float *x, const lapack_int *incx) {
+  return *n > 0 ? (float)tl__prov_nrm2(TL_F32, *n, x, *incx) : 0.0f;
+}
+static double nrm2_z(const lapack_int *n, const double complex *x, const lapack_int *incx) {
+  return *n > 0 ? tl__prov_nrm2(TL_C128, *n, x, *incx) : 0.0;
+}
 
 lapack_int tl__lapack_laqps(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int offset,
                             lapack_int nb, void *a, lapack_int lda, lapack_int *jpvt, void *tau,
@@ -234,11 +243,8 @@ static void larf_s(const lapack_int *m, const lapack_int *n, const float *v, con
     }                                                                                 \
   }
 
-TL__QP_STEP(qp_step_d, double, LAPACK_dlarfg, larf_d, TL__BLAS_ENTRY(dnrm2_), DBL_EPSILON * 0.5)
-TL__QP_STEP(qp_step_s, float, LAPACK_slarfg, larf_s, TL__BLAS_ENTRY(snrm2_), FLT_EPSILON * 0.5f)
-
-extern double TL__BLAS_ENTRY(dznrm2_)(const lapack_int *n, const double complex *x,
-                                      const lapack_int *incx);
+TL__QP_STEP(qp_step_d, double, LAPACK_dlarfg, larf_d, nrm2_d, DBL_EPSILON * 0.5)
+TL__QP_STEP(qp_step_s, float, LAPACK_slarfg, larf_s, nrm2_s, FLT_EPSILON * 0.5f)
 
 /* The same step for c128 (zlaqp2's): the reflector is applied as H^H (conj(tau)); the
  * norms are real. */
@@ -280,8 +286,7 @@ static void qp_step_z(lapack_int m, lapack_int n, lapack_int i, double complex *
     double scale = vn1[j] / vn2[j];
     if (temp * scale * scale <= tol3z) {
       lapack_int below = m - i - 1;
-      vn1[j] =
-          below > 0 ? TL__BLAS_ENTRY(dznrm2_)(&below, a + i + 1 + (int64_t)lda * j, &one) : 0.0;
+      vn1[j] = below > 0 ? nrm2_z(&below, a + i + 1 + (int64_t)lda * j, &one) : 0.0;
       vn2[j] = vn1[j];
     } else {
       vn1[j] *= sqrt(temp);
@@ -329,10 +334,9 @@ void tl__lapack_column_norms(tl_dtype dtype, lapack_int m, lapack_int n, const v
       const double *x = (const double *)a + (int64_t)j * lda * parts;
       lapack_int reals = m * parts;
       double sum = sum_squares(x, reals);
-      ((double *)norms)[j] =
-          sum > 1e-280 && sum < 1e280 ? sqrt(sum) : TL__BLAS_ENTRY(dnrm2_)(&reals, x, &one);
+      ((double *)norms)[j] = sum > 1e-280 && sum < 1e280 ? sqrt(sum) : nrm2_d(&reals, x, &one);
     } else {
-      ((float *)norms)[j] = TL__BLAS_ENTRY(snrm2_)(&m, (const float *)a + (int64_t)j * lda, &one);
+      ((float *)norms)[j] = nrm2_s(&m, (const float *)a + (int64_t)j * lda, &one);
     }
   }
 }
@@ -697,8 +701,8 @@ void tl__blas_gemm_real(tl_dtype real, lapack_int m, lapack_int n, lapack_int k,
 
 double tl__blas_nrm2_real(tl_dtype real, lapack_int n, const void *x) {
   const lapack_int one = 1;
-  if (real == TL_F32) return (double)TL__BLAS_ENTRY(snrm2_)(&n, x, &one);
-  return TL__BLAS_ENTRY(dnrm2_)(&n, x, &one);
+  if (real == TL_F32) return (double)nrm2_s(&n, x, &one);
+  return nrm2_d(&n, x, &one);
 }
 
 static lapack_int ormtr_call(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,

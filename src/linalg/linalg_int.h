@@ -253,10 +253,6 @@ int xerbla_(const char *routine, const int *argument, size_t routine_length);
 /* 1 and the routine's name and the argument's position when xerbla_ was called on this
  * thread since the last take (the record is cleared); 0 otherwise. */
 int tl__xerbla_take(char routine[16], int *argument);
-/* nrm2.c defines the BLAS norms LAPACK calls (snrm2_, dnrm2_, scnrm2_, dznrm2_) in place of
- * BLIS's. Returns 1; tl__la_begin calls it so a static link takes nrm2.c's object in before
- * LAPACK's archive is searched. */
-int tl__nrm2_linked(void);
 /* ---- The BLAS entries tenlane defines for LAPACK (gemv.c, gemm_blas.c, ger.c, trmm.c) ---- */
 
 /* The name of one of those entries. With BLIS (TL_BLAS_OWN_ENTRIES, cmake/Providers.cmake)
@@ -297,11 +293,9 @@ extern int tl__blas_isa_cap;
  * time): a TL__BLAS_OWN_* bit set in tl__blas_off sends that file's calls to the provider.
  * 0 by default; set it only while no LAPACK runs. Defined in gemv.c. */
 enum {
-  TL__BLAS_OWN_GEMV = 1,  /* gemv.c */
-  TL__BLAS_OWN_GER = 2,   /* ger.c */
-  TL__BLAS_OWN_GEMM = 4,  /* gemm_blas.c with gemm_narrow.c */
-  TL__BLAS_OWN_NRM2 = 8,  /* nrm2.c: the provider's nrm2 (tl__prov_nrm2) */
-  TL__BLAS_OWN_LANGE = 16 /* lange.c: 'M' by the reference LAPACK's loop (lange.c) */
+  TL__BLAS_OWN_GEMV = 1, /* gemv.c */
+  TL__BLAS_OWN_GER = 2,  /* ger.c */
+  TL__BLAS_OWN_GEMM = 4  /* gemm_blas.c with gemm_narrow.c */
 };
 extern int tl__blas_off;
 /* 1 when tenlane's kernel `which` (TL__BLAS_OWN_*) takes f64 and c128 BLAS calls: not
@@ -312,8 +306,8 @@ static inline int tl__blas_own_kernels(int which) {
 
 /* gemv.c defines the BLAS matrix-vector products LAPACK calls (sgemv_, dgemv_, cgemv_,
  * zgemv_) in place of BLIS's: f64 and c128 on tenlane's AVX-512 kernels, the rest through
- * BLIS's typed gemv. tl__gemv_linked is called by tl__la_begin for the same reason as
- * tl__nrm2_linked. */
+ * BLIS's typed gemv. Returns 1; tl__la_begin calls it so a static link takes gemv.c's object in
+ * before LAPACK's archive is searched. */
 int tl__gemv_linked(void);
 /* gemm_blas.c defines the BLAS matrix products LAPACK calls (sgemm_, dgemm_, cgemm_, zgemm_)
  * in place of BLIS's: f64 and c128 in the shapes gemm_narrow.c takes on its AVX-512 kernels,
@@ -327,10 +321,6 @@ int tl__ger_linked(void);
  * in place of BLIS's: the reference BLAS's checks, then the provider's trmm (no kernel of
  * tenlane's since 2026-12-05). tl__trmm_linked as tl__gemv_linked. */
 int tl__trmm_linked(void);
-/* lange.c defines the general-matrix norms LAPACK's drivers call (dlange_, zlange_) in place
- * of the reference LAPACK's: the max-abs norm in one vectorisable pass, the others as the
- * reference computes them. tl__lange_linked as tl__gemv_linked. */
-int tl__lange_linked(void);
 /* gemm_narrow.c: 1 when its kernels take a product of this shape (ta, tb 0 'N', 1 'T',
  * 2 'C'; esize the bytes of one element): op(A) = A with k <= 128 and C at most 2 MiB, or
  * with n <= 128 and C at most 512 KiB; op(A) = A^T or A^H with op(B) = B, n <= 128,

@@ -19,12 +19,10 @@ tl_status tl__la_begin(tl_exec *exec, const char *route) {
   if (status != TL_OK) return status;
   /* LAPACK's BLAS calls get the context tenlane chose only once it is set. */
   tl__providers_init();
-  (void)tl__nrm2_linked();
   (void)tl__gemv_linked();
   (void)tl__gemm_blas_linked();
   (void)tl__ger_linked();
   (void)tl__trmm_linked();
-  (void)tl__lange_linked();
   char stale_routine[16];
   int stale_argument;
   (void)tl__xerbla_take(stale_routine, &stale_argument); /* not this call's: forget it */

@@ -1,6 +1,6 @@
-/* tests/linalg/test_nrm2.c: the BLAS norms tenlane defines for the LAPACK it links
- * (src/linalg/nrm2.c), against a long double reference: lengths that reach the vector loop's
- * every tail, increments 1, 2, 3, -1 and 0, magnitudes whose squares overflow or underflow a
+/* tests/linalg/test_nrm2.c: the provider's BLAS norms, which the LAPACK tenlane links calls
+ * (tenlane has no nrm2 of its own since 2026-12-05), against a long double reference: lengths
+ * of 0 to 1000, increments 1, 2 and 3, magnitudes whose squares overflow or underflow a
  * double, subnormals, and non-finite elements; and a LAPACK reflector built on them. */
 #include <float.h>
 #include <math.h>
@@ -10,12 +10,6 @@
 #include "kernels/kernels.h"
 #include "linalg/linalg_int.h"
 #include "th_test.h"
-
-/* tenlane's norms, under the name this provider gives them (linalg_int.h). */
-#define snrm2_ TL__BLAS_ENTRY(snrm2_)
-#define dnrm2_ TL__BLAS_ENTRY(dnrm2_)
-#define scnrm2_ TL__BLAS_ENTRY(scnrm2_)
-#define dznrm2_ TL__BLAS_ENTRY(dznrm2_)
 
 float snrm2_(const int *n, const float *x, const int *incx);
 double dnrm2_(const int *n, const double *x, const int *incx);
@@ -59,7 +53,9 @@ static void check_close(const char *what, int n, int inc, double scale, long dou
 
 static void nrm2_matches_a_scaled_reference(void) {
   const int lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 64, 100, 257, 1000};
-  const int incs[] = {1, 2, 3, -1, 0};
+  /* Positive increments only, the ones LAPACK and tenlane pass: providers differ on the
+   * others (OpenBLAS 0.3.21 returns 0 for any increment below 1). */
+  const int incs[] = {1, 2, 3};
   /* 1e-160: every square underflows; 1e160: every square overflows; 1e-310: subnormal. */
   const double scales[] = {1.0, 1e-160, 1e160, 1e-310, 3e300};
   unsigned seed = 7u;
@@ -86,9 +82,11 @@ static void nrm2_matches_a_scaled_reference(void) {
           double *xd = malloc(cap * sizeof *xd);
           TH_CHECK(xd != NULL);
           for (size_t i = 0; i < cap; i++) xd[i] = xf[i];
-          check_close("snrm2_", n, inc, 1.0, reference(n, xd, inc, 1), snrm2_(&n, xf, &inc), 2e-7);
+          /* A provider may sum single precision in single precision: a few ulps per term. */
+          double tolf = 2e-7 * (1 + sqrt((double)n));
+          check_close("snrm2_", n, inc, 1.0, reference(n, xd, inc, 1), snrm2_(&n, xf, &inc), tolf);
           check_close("scnrm2_", n, inc, 1.0, reference(n, xd, inc, 2), scnrm2_(&n, xf, &inc),
-                      2e-7);
+                      tolf);
           free(xd);
         }
       }
@@ -116,11 +114,8 @@ static void nrm2_propagates_inf_and_nan(void) {
   TH_CHECK(isfinite(got) && fabs(got - sqrt(40.0) * (DBL_MAX / 8)) <= 1e-14 * got);
 }
 
-/* dlarfg_ (LAPACK, from the archive libtenlane links) takes its norm from dnrm2_: with BLIS,
- * nrm2.c's, which in this static link takes the Fortran name (BLIS's object defining the same
- * four names would collide); with another provider, the provider's own (nrm2.c's entries are
- * then tl__own_*). Either way a vector of 1e200s must give beta = -sqrt(n) 1e200, with no
- * overflow. */
+/* dlarfg_ (the LAPACK libtenlane links) takes its norm from the provider's dnrm2_: a vector of
+ * 1e200s must give beta = -sqrt(n) 1e200, with no overflow. */
 static void lapack_reflector_of_huge_entries_is_exact(void) {
   double x[9];
   for (int i = 0; i < 9; i++) x[i] = 1e200;
@@ -128,52 +123,7 @@ static void lapack_reflector_of_huge_entries_is_exact(void) {
   int n = 10, one = 1;
   dlarfg_(&n, &alpha, x, &one, &tau);
   TH_CHECK(isfinite(alpha) && fabs(alpha + sqrt(10.0) * 1e200) <= 1e-14 * 1e200 * sqrt(10.0));
-  TH_CHECK(tl__nrm2_linked() == 1);
-}
-
-/* Switched off (TL__BLAS_OWN_NRM2, bench_providers' row), each entry gives the provider's nrm2
- * (tl__prov_nrm2) bit for bit, x from its first element for a negative increment, and 0 for
- * n < 1; switched on again, tenlane's own. */
-static void nrm2_switched_off_is_the_providers(void) {
-  const int lengths[] = {0, 1, 5, 17, 100, 1000};
-  const int incs[] = {1, 2, -1, -3};
-  enum { CAP = 2 * 1000 * 3 + 8 };
-  double *x = malloc(CAP * sizeof *x);
-  float *xf = malloc(CAP * sizeof *xf);
-  TH_CHECK(x != NULL && xf != NULL);
-  unsigned seed = 11u;
-  for (int i = 0; i < CAP; i++) {
-    seed = seed * 1103515245u + 12345u;
-    x[i] = ((double)(seed >> 8) / 16777216.0) - 0.5;
-    xf[i] = (float)x[i];
-  }
-  const int saved = tl__blas_off;
-  for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
-    for (size_t ii = 0; ii < sizeof incs / sizeof incs[0]; ii++) {
-      int n = lengths[li], inc = incs[ii];
-      const int64_t back = n > 0 && inc < 0 ? (int64_t)(n - 1) * -inc : 0;
-      tl__blas_off = saved | TL__BLAS_OWN_NRM2;
-      const double d = dnrm2_(&n, x, &inc), z = dznrm2_(&n, x, &inc);
-      const float s = snrm2_(&n, xf, &inc), c = scnrm2_(&n, xf, &inc);
-      tl__blas_off = saved;
-      if (n < 1) {
-        TH_CHECK(d == 0.0 && z == 0.0 && s == 0.0f && c == 0.0f);
-        continue;
-      }
-      TH_CHECK(d == tl__prov_nrm2(TL_F64, n, x + back, inc));
-      TH_CHECK(z == tl__prov_nrm2(TL_C128, n, x + 2 * back, inc));
-      TH_CHECK(s == (float)tl__prov_nrm2(TL_F32, n, xf + back, inc));
-      TH_CHECK(c == (float)tl__prov_nrm2(TL_C64, n, xf + 2 * back, inc));
-      /* Both compute the same norm, to rounding. */
-      const double tol = 4e-15 * (1 + sqrt((double)n));
-      check_close("dnrm2_ off", n, inc, 1.0, reference(n, x, inc, 1), d, tol);
-      check_close("dznrm2_ off", n, inc, 1.0, reference(n, x, inc, 2), z, tol);
-      check_close("dnrm2_ on", n, inc, 1.0, reference(n, x, inc, 1), dnrm2_(&n, x, &inc), tol);
-    }
-  free(x);
-  free(xf);
 }
 
 TH_TEST_MAIN(TH_CASE(nrm2_matches_a_scaled_reference), TH_CASE(nrm2_propagates_inf_and_nan),
-             TH_CASE(lapack_reflector_of_huge_entries_is_exact),
-             TH_CASE(nrm2_switched_off_is_the_providers))
+             TH_CASE(lapack_reflector_of_huge_entries_is_exact))
