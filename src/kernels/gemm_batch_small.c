@@ -127,6 +127,7 @@ static inline void bs_cursor_next(const tl__gemm_batch *g, bs_cursor *cur) {
  * longer sit in the last-level cache, where the prefetch instructions cost more than they
  * save; smaller entries stream well without them). Prefetches read nothing into registers
  * and never fault, so values and bits are untouched. */
+#if TL_X86_KERNELS /* only the x86 kernels below prefetch */
 #define BS_PREFETCH_MIN 2048
 #define BS_PREFETCH_MAX 4096
 #define BS_STREAM_BYTES ((int64_t)24 << 20)
@@ -168,6 +169,7 @@ static inline void bs_ahead_next(const tl__gemm_batch *g, bs_ahead *ah, int64_t 
   for (int64_t i = 0; i < ah->span[2]; i += 64) __builtin_prefetch(c + i, 1, 3);
   bs_cursor_next(g, &ah->cur);
 }
+#endif
 
 /* The entry's A', B', C from the cursor. */
 #define BS_POINTERS(T)                                                                            \
