@@ -364,6 +364,12 @@ static tl_status merge_halves(progress *p, tl_dtype real, lapack_int n, char *d,
   lapack_int info =
       tl__lapack_laed2(real, &k, n, cut, d, q, ldq, indxq, &rho, z, dlamda, w, q2, iwork);
   if (info != 0) return tl__la_provider_fail(p->route, "laed2", info);
+  if (k == 0) {
+    /* Everything deflated: laed2 left d ascending with q's columns to match, and wrote no
+     * grouping counts. The permutation is the identity, as laed1 sets it. */
+    for (lapack_int i = 0; i < n; i++) indxq[i] = i + 1;
+    return TL_OK;
+  }
   /* laed2's grouping: columns with entries only in the upper half, in both, only in the
    * lower half (counts[0..2]); q2 holds the first two groups' upper rows (cut x n12), then
    * the last two groups' lower rows ((n - cut) x n23). The packed copies of q's rows that the
