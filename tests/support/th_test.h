@@ -21,7 +21,8 @@ void th_test_fail_at(const char *file, int line, const char *what);
  * level cannot run; never for a path that could run. */
 _Noreturn void th_test_skip(const char *why);
 int th_test_main(int argc, char **argv, const th_test_case *cases, size_t count);
-/* Seconds until the binary kills itself (default 60, TL_TEST_ALARM overrides). */
+/* Seconds until the binary kills itself (default 60, TL_TEST_ALARM overrides; ctest sets it
+ * 20 s inside each case's TIMEOUT, see tests/CMakeLists.txt). */
 unsigned th_test_alarm_seconds(void);
 
 #define TH_CHECK(cond)                                       \
