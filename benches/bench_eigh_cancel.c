@@ -16,9 +16,11 @@
  * returns zeros, as it does in laed1's product under tl_eigh.
  *
  * Run: build/benches/cancel/bench_eigh_cancel [--values] [n ...] (default 1000 2000 4000;
- * reps 5, 3 at n >= 4000; --values: the rows without vectors only). --rows [--quick]: run-benches'
- * rows (n = 1000; median "merge", anchor "laed1"; time from raise to return). Needs the Release
- * build for figures worth citing. */
+ * reps 5, 3 at n >= 4000; --values: the rows without vectors only). --whole [--values]
+ * [n ...]: the whole tl_eigh call in f64, c128 (n <= 2000) and f32, with vectors and without
+ * (--values: without only); reps 3, 1 at n >= 4000 (see whole() below). --rows [--quick]:
+ * run-benches' rows (n = 1000; median "merge", anchor "laed1"; time from raise to return). Needs
+ * the Release build for figures worth citing. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,6 +32,7 @@
 #include "bench_session.h"
 #include "exec/exec.h"
 #include "linalg/linalg_int.h"
+#include "tenlane/ops.h"
 
 #define MAX_PIECES 65536
 
@@ -39,11 +42,14 @@ static int raise_at;
 static tl_exec *target;
 static uint64_t raised_ns;
 
+static unsigned char sites[MAX_PIECES];
+static int whole_call; /* --whole: every look of the route counts, not only the solver's */
+
 static void hook(tl__pause_site site) {
-  if (site != TL__PAUSE_TRIDIAG_PIECE) return;
+  if (site != TL__PAUSE_TRIDIAG_PIECE && !(whole_call && site == TL__PAUSE_LINALG_STEP)) return;
   int pass = atomic_fetch_add(&passes, 1) + 1;
   uint64_t now = tl_bench_now_ns();
-  if (pass <= MAX_PIECES) stamps[pass - 1] = now;
+  if (pass <= MAX_PIECES) stamps[pass - 1] = now, sites[pass - 1] = (unsigned char)site;
   if (pass == raise_at) {
     raised_ns = now;
     tl_exec_cancel(target);
@@ -153,6 +159,102 @@ static double measure(tl_exec *exec, tl_dtype real, int64_t n, const double *d0,
   return median;
 }
 
+/* ---- --whole: the whole tl_eigh call ----
+ *
+ * The steps between two looks at the flag anywhere in tl_eigh: the reduction's panels and
+ * last block and the back-transformation's blocks (tl__la_cancelled, TL__PAUSE_LINALG_STEP),
+ * the solver's pieces (TL__PAUSE_TRIDIAG_PIECE), and what runs before the first look
+ * (copying a in, the finiteness check, scaling) and after the last (writing w and v). A step
+ * is named by the phase it begins in: "reduce" (a look before the solver's first piece),
+ * "solve" (a solver piece; it also holds the widening of the vectors in a complex dtype),
+ * "apply" (a look after the solver), and "enter" (before the first look). The last step also
+ * writes w and v. */
+
+typedef struct whole_result {
+  int steps;
+  double total_s, after_s;
+  int longest_at;            /* the step (1-based; 0: before the first look) */
+  double longest_s;          /* its duration */
+  const char *longest_phase; /* its phase */
+  double phase_max[4];       /* enter, reduce, solve, apply */
+} whole_result;
+
+static const char *const phase_names[4] = {"enter", "reduce", "solve", "apply"};
+
+static whole_result whole_run(tl_exec *exec, const tl_tensor *a, int vectors, int raise) {
+  tl_tensor w, v;
+  atomic_store(&passes, 0);
+  raise_at = raise;
+  target = exec;
+  uint64_t start = tl_bench_now_ns();
+  tl_status status = tl_eigh(exec, TL_LOWER, a, &w, vectors ? &v : NULL);
+  uint64_t end = tl_bench_now_ns();
+  /* Raised as the last step begins, the call has no look left and ends with TL_OK. */
+  if (status != TL_OK && (raise == 0 || status != TL_E_CANCELLED))
+    tl_bench_die("bench_eigh_cancel", "tl_eigh", status);
+  if (status == TL_OK) {
+    tl_tensor_release(&w);
+    if (vectors) tl_tensor_release(&v);
+  }
+  if (raise > 0) tl_exec_cancel_clear(exec);
+  whole_result r;
+  memset(&r, 0, sizeof r);
+  r.steps = atomic_load(&passes);
+  r.total_s = (double)(end - start) * 1e-9;
+  if (raise > 0) r.after_s = (double)(end - raised_ns) * 1e-9;
+  int recorded = r.steps < MAX_PIECES ? r.steps : MAX_PIECES, solved = 0;
+  for (int i = -1; i < recorded; i++) {
+    uint64_t from = i < 0 ? start : stamps[i], to = i + 1 < recorded ? stamps[i + 1] : end;
+    int phase = i < 0 ? 0 : sites[i] == TL__PAUSE_TRIDIAG_PIECE ? 2 : solved ? 3 : 1;
+    if (i >= 0 && sites[i] == TL__PAUSE_TRIDIAG_PIECE) solved = 1;
+    double step_s = (double)(to - from) * 1e-9;
+    if (step_s > r.phase_max[phase]) r.phase_max[phase] = step_s;
+    if (step_s > r.longest_s) {
+      r.longest_s = step_s, r.longest_at = i + 1;
+      r.longest_phase = phase_names[phase];
+    }
+  }
+  return r;
+}
+
+static void whole(tl_exec *exec, const int64_t *orders, int count, int values_only) {
+  printf(
+      "# tl_eigh, one thread: its longest step between two looks at the flag, by phase, "
+      "and raise to return with the flag raised as that step begins (seconds)\n");
+  printf(
+      "#    n  dtype what     steps   total_s  longest  phase     enter   reduce    "
+      "solve    apply   median      max  reps\n");
+  const tl_dtype dtypes[3] = {TL_F64, TL_C128, TL_F32};
+  for (int o = 0; o < count; o++) {
+    int64_t n = orders[o], shape[2] = {n, n};
+    int reps = n >= 4000 ? 1 : 3;
+    for (int t = 0; t < 3; t++) {
+      if (dtypes[t] == TL_C128 && n > 2000) continue; /* minutes at one thread */
+      tl_tensor a;
+      if (tl_tensor_create(dtypes[t], 2, shape, &a) != TL_OK ||
+          tl_random_into(exec, 0x5eed + (uint64_t)n, &a) != TL_OK) {
+        tl_bench_die("bench_eigh_cancel", "input", TL_E_NOMEM);
+      }
+      for (int vectors = values_only ? 0 : 1; vectors >= 0; vectors--) {
+        whole_result r = whole_run(exec, &a, vectors, 0);
+        double after[16];
+        for (int k = 0; k < reps; k++) {
+          after[k] = r.longest_at > 0 ? whole_run(exec, &a, vectors, r.longest_at).after_s : NAN;
+        }
+        qsort(after, (size_t)reps, sizeof(double), by_value);
+        printf(
+            "%6lld  %-5s  %-7s  %5d  %8.3f  %7.4f  %-6s  %7.4f  %7.4f  %7.4f  %7.4f  %7.4f  "
+            "%7.4f  %d\n",
+            (long long)n, tl_dtype_name(dtypes[t]), vectors ? "vectors" : "values", r.steps,
+            r.total_s, r.longest_s, r.longest_phase, r.phase_max[0], r.phase_max[1], r.phase_max[2],
+            r.phase_max[3], after[reps / 2], after[reps - 1], reps);
+        fflush(stdout);
+      }
+      tl_tensor_release(&a);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   int rows = 0, values_only = 0;
   int64_t orders[16];
@@ -164,6 +266,8 @@ int main(int argc, char **argv) {
       continue;
     } else if (strcmp(argv[i], "--values") == 0) {
       values_only = 1;
+    } else if (strcmp(argv[i], "--whole") == 0) {
+      whole_call = 1;
     } else if (count < 16) {
       orders[count++] = atoll(argv[i]);
     }
@@ -180,6 +284,12 @@ int main(int argc, char **argv) {
   tl_bench_held held;
   tl_bench_held_open(&held, "bench_eigh_cancel", 1, 0, TL_WAIT);
   atomic_store(&tl__pause_hook, hook);
+  if (whole_call) {
+    whole(held.exec, orders, count, values_only);
+    atomic_store(&tl__pause_hook, NULL);
+    tl_bench_held_close(&held);
+    return 0;
+  }
   if (!rows) {
     printf(
         "# raise to return: the flag raised as the longest piece of the uncancelled run "

@@ -5,12 +5,11 @@
  * Invariant: only the triangle `uplo` of a is read, eigenvalues come out ascending in the
  * real dtype, and w and v are written only after every LAPACK step succeeded. Between two
  * looks at the cancel flag there is at most one panel of the reduction (latrd on
- * TL__EIGH_PANEL columns and its rank-2k update, O(n^2 TL__EIGH_PANEL)), the last block of
+ * panel_width(n) columns and its rank-2k update, O(n^2 panel_width(n))), the last block of
  * order <= TL__EIGH_REST, one piece of the tridiagonal solver (tridiag.c: sterf on one
  * unreduced block, O(n^2); with vectors one leaf, one small merge or one chunk of a large
  * merge of stedc's divide and conquer, driven there), or one back-transformation of
- * TL__EIGH_APPLY columns
- * (O(n^2 TL__EIGH_APPLY)). */
+ * TL__EIGH_APPLY columns (O(n^2 TL__EIGH_APPLY), and it reads every reflector). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -18,12 +17,22 @@
 #include "base/base.h"
 #include "linalg_int.h"
 
-/* Columns of one panel of the reduction (LAPACK's block size for sytrd). */
+/* Columns of one panel of the reduction: LAPACK's block size for sytrd, halved above order
+ * TL__EIGH_PANEL_HALVED, where the trailing block no longer fits in cache and a panel's 32
+ * products with it made it the longest step of the reduction (2026-12-05; figures in
+ * benches/results/2026-12-05-s5-eigh-whole-*.txt). */
 #define TL__EIGH_PANEL 32
+#define TL__EIGH_PANEL_HALVED 2048
 /* The trailing block of at most this order is reduced by one sytrd / hetrd call. */
 #define TL__EIGH_REST 64
-/* Columns of the eigenvector matrix per back-transformation call. */
+/* Columns of the eigenvector matrix per back-transformation call. Fewer columns do not make
+ * a call much shorter: each ormtr call reads every reflector again (at n = 4000, 16 columns
+ * took 0.42 s against 0.50 s for 128; benches/results/2026-12-05-s5-eigh-whole-*.txt). */
 #define TL__EIGH_APPLY 128
+
+static int64_t panel_width(int64_t n) {
+  return n > TL__EIGH_PANEL_HALVED ? TL__EIGH_PANEL / 2 : TL__EIGH_PANEL;
+}
 
 static char *at(char *a, size_t esize, lapack_int lda, int64_t i, int64_t j) {
   return a + esize * ((size_t)i + (size_t)j * (size_t)lda);
@@ -133,7 +142,7 @@ static tl_status reduce(tl_exec *exec, const char *route, tl_dtype dtype, int64_
     if ((status = tl__la_cancelled(exec, route, "the tridiagonal reduction (latrd panels)")) !=
         TL_OK)
       return status;
-    const int64_t nb = TL__EIGH_PANEL;
+    const int64_t nb = panel_width(n);
     tl__lapack_latrd_lower(dtype, (lapack_int)(n - i), (lapack_int)nb, at(a, esize, lda, i, i), lda,
                            e + (size_t)i * rsize, tau + (size_t)i * esize, panel, lda);
     tl__blas_rank2k_lower(dtype, (lapack_int)(n - i - nb), (lapack_int)nb,
@@ -157,9 +166,9 @@ static tl_status reduce(tl_exec *exec, const char *route, tl_dtype dtype, int64_
 }
 
 /* The eigenvectors once a is reduced (reflectors in a, tau; tridiagonal d, e): stedc's
- * algorithm in pieces (tridiag.c) into *z (real, lda x n), widened into zc for a complex dtype,
- * then Q applied TL__EIGH_APPLY columns at a time, the cancel flag looked at before each; *z ends
- * on the result. */
+ * algorithm in pieces (tridiag.c) into *z (real, lda x n), widened into zc for a complex
+ * dtype, then Q applied TL__EIGH_APPLY columns at a time, the cancel flag looked at
+ * before each; *z ends on the result. */
 static tl_status vectors_of(tl_exec *exec, const char *route, tl_dtype dtype, int64_t n, char *a,
                             lapack_int lda, char *d, char *e, const char *tau, char **z, char *zc,
                             char *work, const tl__la_work *apply, lapack_int *iwork) {

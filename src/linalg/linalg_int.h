@@ -144,7 +144,8 @@ tl_status tl__la_disjoint(const tl_tensor *out, const char *out_name, const tl_t
 
 /* After a LAPACK call: TL_OK, or TL_E_CANCELLED (message naming route and routine) when the
  * surface was cancelled meanwhile; the products LAPACK made then returned zeros
- * (gemm_blas.c), so whatever LAPACK left must not be written out. */
+ * (gemm_blas.c), so whatever LAPACK left must not be written out. When not cancelled, the
+ * pause point TL__PAUSE_LINALG_STEP is passed (benches time the steps between looks). */
 tl_status tl__la_cancelled(const tl_exec *exec, const char *route, const char *routine);
 
 /* `count` elements of `esize` bytes from the arena, 64-aligned (count 0 gives a valid

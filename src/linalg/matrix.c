@@ -100,7 +100,10 @@ tl_status tl__la_disjoint(const tl_tensor *out, const char *out_name, const tl_t
 }
 
 tl_status tl__la_cancelled(const tl_exec *exec, const char *route, const char *routine) {
-  if (!tl__exec_cancelled(exec)) return TL_OK;
+  if (!tl__exec_cancelled(exec)) {
+    tl__pause(TL__PAUSE_LINALG_STEP);
+    return TL_OK;
+  }
   return tl__fail(TL_E_CANCELLED,
                   "%s: cancelled while %s ran; its results were dropped (outputs "
                   "unspecified)",

@@ -384,6 +384,78 @@ static void cancel_eigh_inside_blocks_with_vectors(void) { cancel_in_solver(1, 2
  * calls, 13 pieces left. */
 static void cancel_eigh_inside_top_merge_roots(void) { cancel_in_solver(1, 600, 1, 78, 13); }
 
+/* ---- Between tl_eigh's own steps ----
+ *
+ * The reduction's panels and the back-transformation's blocks each begin with a look at the
+ * flag (tl__la_cancelled), which passes TL__PAUSE_LINALG_STEP when the flag is down. The hook
+ * counts those looks before the solver's first piece (the reduction's) and after it (the
+ * back-transformation's), and raises the flag at a chosen look: the step that look began
+ * runs, and the next look stops the call. */
+
+static atomic_int step_passes, step_raise_at, steps_before_solver, solver_seen;
+
+static void raise_at_step(tl__pause_site site) {
+  if (site == TL__PAUSE_TRIDIAG_PIECE) {
+    atomic_store(&solver_seen, 1);
+    return;
+  }
+  if (site != TL__PAUSE_LINALG_STEP) return;
+  int pass = atomic_fetch_add(&step_passes, 1) + 1;
+  if (!atomic_load(&solver_seen)) atomic_store(&steps_before_solver, pass);
+  if (pass == atomic_load(&step_raise_at)) tl_exec_cancel(piece_exec);
+}
+
+/* n = 600 with vectors: 17 panels of 32 columns while more than 64 rows are left, then one
+ * look before the last block of 56 (18 looks); then ceil(600 / 128) = 5 blocks of columns
+ * of the back-transformation. */
+static void cancel_eigh_between_reduction_and_apply_steps(void) {
+  th_held held;
+  th_held_open(&held, 1);
+  tl_tensor a, w, v;
+  make_symmetric(600, 1, &a);
+  piece_exec = held.exec;
+  atomic_store(&step_passes, 0);
+  atomic_store(&step_raise_at, 0);
+  atomic_store(&solver_seen, 0);
+  atomic_store(&tl__pause_hook, raise_at_step);
+  TH_CHECK_OK(tl_eigh(held.exec, TL_LOWER, &a, &w, &v));
+  int total = atomic_load(&step_passes), reduce = atomic_load(&steps_before_solver);
+  fprintf(stderr, "%d looks, %d of them in the reduction\n", total, reduce);
+  TH_CHECK(reduce == 18 && total == 23);
+  TH_CHECK(eigen_residual(&a, &w, &v) < 1e-12 * 600.0);
+  tl_tensor_release(&w);
+  tl_tensor_release(&v);
+  /* A panel, the last block's look, the first and the last back-transformation block. */
+  const int raise_at[4] = {3, reduce, reduce + 1, total};
+  const char *const seen_in[4] = {"the tridiagonal reduction (latrd panels)",
+                                  "the tridiagonal solver", "the back-transformation (ormtr)",
+                                  NULL};
+  for (int r = 0; r < 4; r++) {
+    atomic_store(&step_passes, 0);
+    atomic_store(&solver_seen, 0);
+    atomic_store(&step_raise_at, raise_at[r]);
+    tl_status status = tl_eigh(held.exec, TL_LOWER, &a, &w, &v);
+    fprintf(stderr, "raised at look %d: %s: %s\n", raise_at[r], tl_status_name(status),
+            tl_last_message());
+    if (seen_in[r] == NULL) { /* raised as the last step began: no look is left */
+      TH_CHECK_OK(status);
+      tl_tensor_release(&w);
+      tl_tensor_release(&v);
+    } else {
+      TH_CHECK(status == TL_E_CANCELLED);
+      TH_CHECK(strncmp(tl_last_message(), "tl_eigh: cancelled while ", 25) == 0);
+      TH_CHECK(strstr(tl_last_message(), seen_in[r]) != NULL);
+    }
+    TH_CHECK(atomic_load(&step_passes) == raise_at[r]); /* no step began after the flag */
+    TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
+  }
+  atomic_store(&tl__pause_hook, NULL);
+  tl_tensor_release(&a);
+  tl_exec_cancel(held.exec);
+  check_usable_after(held.exec);
+  th_held_close(&held);
+}
+
 /* The rules with no call in progress: NULL, raising twice, lowering a lowered flag. */
 static void cancel_flag_rules(void) {
   tl_exec_cancel(NULL); /* nothing happens */
@@ -407,4 +479,5 @@ TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
              TH_CASE(cancel_lu_on_one_thread), TH_CASE(cancel_eigh_inside_divide_and_conquer),
              TH_CASE(cancel_eigh_inside_sterf_blocks),
              TH_CASE(cancel_eigh_inside_blocks_with_vectors),
-             TH_CASE(cancel_eigh_inside_top_merge_roots), TH_CASE(cancel_eigh_inside_ql_windows))
+             TH_CASE(cancel_eigh_inside_top_merge_roots), TH_CASE(cancel_eigh_inside_ql_windows),
+             TH_CASE(cancel_eigh_between_reduction_and_apply_steps))
