@@ -25,9 +25,12 @@
  * gives the routine and its info or argument), TL_E_NONFINITE (an input holds NaN or
  * infinity in an element the route would hand to LAPACK or BLAS: every route here takes
  * finite input only; the message names the argument and the first bad element's index,
- * column by column, and nothing is computed or written). Caller-memory outputs (pivots,
- * perm, rank) must not overlap any tensor of the call (TL_E_ALIAS). Surface's thread
- * only; everything is borrowed for the call. */
+ * column by column, and nothing is computed or written). Outputs are not checked: finite
+ * input whose eigenvalues or singular values lie beyond the dtype's range (entries near its
+ * largest value) gets +-inf in those places, as IEEE overflow gives, never NaN, with finite
+ * vectors, and TL_OK. Caller-memory outputs (pivots, perm, rank) must not overlap any
+ * tensor of the call (TL_E_ALIAS). Surface's thread only; everything is borrowed for the
+ * call. */
 #ifndef TENLANE_LINALG_H
 #define TENLANE_LINALG_H
 

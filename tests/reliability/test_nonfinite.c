@@ -18,6 +18,7 @@
 #include "rel_common.h"
 #include "tenlane/linalg.h"
 #include "tenlane/map.h"
+#include "tenlane/ops.h"
 #include "tenlane/phase.h"
 #include "th_fixtures.h"
 #include "th_numeric.h"
@@ -319,9 +320,63 @@ static void nonfinite_int_outputs_overlap_refused(void) {
   case_finished = 1;
 }
 
+/* The count of entries of x (n doubles) that are +-inf, and 1 in *nan when one is NaN. */
+static int64_t count_inf(const double *x, int64_t n, int *nan) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(x[i])) *nan = 1;
+    if (isinf(x[i])) count++;
+  }
+  return count;
+}
+
+/* Finite input whose spectrum passes the dtype's range (a random 100 x 100 matrix scaled to
+ * DBL_MAX / 4: most eigenvalues and singular values are beyond DBL_MAX): tl_eigh and tl_svd
+ * return TL_OK with +-inf in those places (linalg.h), never NaN, in order, and finite
+ * vectors. */
+static void nonfinite_spectrum_beyond_range_overflows_to_inf(void) {
+  begin_case();
+  th_held held;
+  th_held_open(&held, 1);
+  const int64_t n = 100;
+  int64_t shape[2] = {n, n};
+  tl_tensor a, w, v, u, s, vt;
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &a));
+  TH_CHECK_OK(tl_random_into(held.exec, 7, &a));
+  double *entries = a.data;
+  for (int64_t i = 0; i < n * n; i++) entries[i] *= DBL_MAX / 4;
+  int nan = 0;
+  TH_CHECK_OK(tl_eigh(held.exec, TL_LOWER, &a, &w, &v));
+  const double *wd = w.data;
+  int64_t beyond = count_inf(wd, n, &nan);
+  fprintf(stderr, "eigh: %lld of %lld eigenvalues beyond the range\n", (long long)beyond,
+          (long long)n);
+  TH_CHECK(beyond > 0 && beyond < n && !nan);
+  TH_CHECK(wd[0] == -INFINITY && wd[n - 1] == INFINITY);
+  for (int64_t i = 1; i < n; i++) TH_CHECK(wd[i - 1] <= wd[i]);
+  TH_CHECK(count_inf(v.data, n * n, &nan) == 0 && !nan);
+  TH_CHECK_OK(tl_svd(held.exec, NULL, &a, &u, &s, &vt, NULL));
+  const double *sd = s.data;
+  beyond = count_inf(sd, n, &nan);
+  fprintf(stderr, "svd: %lld of %lld singular values beyond the range\n", (long long)beyond,
+          (long long)n);
+  TH_CHECK(beyond > 0 && beyond < n && !nan && sd[0] == INFINITY);
+  for (int64_t i = 1; i < n; i++) TH_CHECK(sd[i - 1] >= sd[i] && sd[i] >= 0.0);
+  TH_CHECK(count_inf(u.data, n * n, &nan) == 0 && count_inf(vt.data, n * n, &nan) == 0 && !nan);
+  tl_tensor_release(&w);
+  tl_tensor_release(&v);
+  tl_tensor_release(&u);
+  tl_tensor_release(&s);
+  tl_tensor_release(&vt);
+  tl_tensor_release(&a);
+  th_held_close(&held);
+  case_finished = 1;
+}
+
 TH_TEST_MAIN(TH_CASE(nonfinite_inf_into_svd_returns),
              TH_CASE(nonfinite_inf_small_svd_with_vectors_returns),
              TH_CASE(nonfinite_one_policy_every_route),
              TH_CASE(nonfinite_lapack_argument_error_keeps_process),
              TH_CASE(nonfinite_lapack_argument_error_typed_anywhere),
-             TH_CASE(nonfinite_int_outputs_overlap_refused))
+             TH_CASE(nonfinite_int_outputs_overlap_refused),
+             TH_CASE(nonfinite_spectrum_beyond_range_overflows_to_inf))
