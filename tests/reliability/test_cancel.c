@@ -323,6 +323,16 @@ static double eigen_residual(const tl_tensor *a, const tl_tensor *w, const tl_te
   return worst;
 }
 
+/* The end of a hook-driven case: the hook removed, the input released, the flag raised once
+ * more for check_usable_after, the session closed. */
+static void finish_hooked(th_held *held, tl_tensor *a) {
+  atomic_store(&tl__pause_hook, NULL);
+  tl_tensor_release(a);
+  tl_exec_cancel(held->exec);
+  check_usable_after(held->exec);
+  th_held_close(held);
+}
+
 /* extra_from_end > 0: the flag is also raised as piece total - extra_from_end begins. */
 static void cancel_in_solver(int vectors, int64_t n, int64_t blocks, int expected_pieces,
                              int extra_from_end) {
@@ -358,11 +368,7 @@ static void cancel_in_solver(int vectors, int64_t n, int64_t blocks, int expecte
     TH_CHECK(atomic_load(&piece_passes) == raise_at[r]); /* no piece began after the flag */
     TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
   }
-  atomic_store(&tl__pause_hook, NULL);
-  tl_tensor_release(&a);
-  tl_exec_cancel(held.exec);
-  check_usable_after(held.exec);
-  th_held_close(&held);
+  finish_hooked(&held, &a);
 }
 
 /* With vectors, one unreduced block of order 400: 16 leaves (orders 25) and 15 merges, the
@@ -449,11 +455,7 @@ static void cancel_eigh_between_reduction_and_apply_steps(void) {
     TH_CHECK(atomic_load(&step_passes) == raise_at[r]); /* no step began after the flag */
     TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
   }
-  atomic_store(&tl__pause_hook, NULL);
-  tl_tensor_release(&a);
-  tl_exec_cancel(held.exec);
-  check_usable_after(held.exec);
-  th_held_close(&held);
+  finish_hooked(&held, &a);
 }
 
 /* The rules with no call in progress: NULL, raising twice, lowering a lowered flag. */
