@@ -81,6 +81,11 @@ typedef struct stack {
                  const fint *, double *, fint *, fint *, size_t);
   void (*dgetrf)(const fint *, const fint *, double *, const fint *, fint *, fint *);
   void (*zgetrf)(const fint *, const fint *, double complex *, const fint *, fint *, fint *);
+  void (*dsyevd)(const char *, const char *, const fint *, double *, const fint *, double *,
+                 double *, const fint *, fint *, const fint *, fint *, size_t, size_t);
+  void (*zheevd)(const char *, const char *, const fint *, double complex *, const fint *, double *,
+                 double complex *, const fint *, double *, const fint *, fint *, const fint *,
+                 fint *, size_t, size_t);
   int blis_kernels; /* its LAPACK's BLAS calls kept on BLIS's kernels (blis_kernels) */
 } stack;
 
@@ -127,7 +132,7 @@ static void replacements_from_env(void) {
 /* Reference LAPACK as tenlane links it (the archives), whose BLAS calls land in tenlane's
  * BLIS with tenlane's context once tl__providers_init has run on the calling thread. */
 void dgemm_(), zgemm_(), cgemm_(), dgeqrf_(), zgeqrf_(), dorgqr_(), zungqr_(), dgesdd_(), zgesdd_(),
-    dgetrf_(), zgetrf_();
+    dgetrf_(), zgetrf_(), dsyevd_(), zheevd_();
 
 static stack reference_stack(void) {
   stack s;
@@ -137,6 +142,7 @@ static stack reference_stack(void) {
   s.dorgqr = (void *)dorgqr_, s.zungqr = (void *)zungqr_;
   s.dgesdd = (void *)dgesdd_, s.zgesdd = (void *)zgesdd_;
   s.dgetrf = (void *)dgetrf_, s.zgetrf = (void *)zgetrf_;
+  s.dsyevd = (void *)dsyevd_, s.zheevd = (void *)zheevd_;
   s.blis_kernels = 1;
   return s;
 }
@@ -259,6 +265,7 @@ static int load_openblas(int quick, stack *s, const char **why) {
   *(void **)&s->dorgqr = dlsym(h, "dorgqr_"), *(void **)&s->zungqr = dlsym(h, "zungqr_");
   *(void **)&s->dgesdd = dlsym(h, "dgesdd_"), *(void **)&s->zgesdd = dlsym(h, "zgesdd_");
   *(void **)&s->dgetrf = dlsym(h, "dgetrf_"), *(void **)&s->zgetrf = dlsym(h, "zgetrf_");
+  *(void **)&s->dsyevd = dlsym(h, "dsyevd_"), *(void **)&s->zheevd = dlsym(h, "zheevd_");
   if (!s->dgemm || !s->zgemm || !s->cgemm || !s->dgeqrf || !s->zgeqrf || !s->dorgqr || !s->zungqr ||
       !s->dgesdd || !s->zgesdd || !s->dgetrf || !s->zgetrf) {
     *why = "OpenBLAS serial: a routine is missing";
@@ -427,6 +434,29 @@ static void direct_lu_run(void *arg) {
   else
     p->st->dgetrf(&n, &n, p->work_a, &n, p->ipiv, &info);
   blis_kernels(p->st, 0);
+}
+
+/* The eigenproblem of a's lower triangle with vectors, the same algorithm on both sides:
+ * tenlane's tl_eigh drives syevd / heevd's steps itself (src/linalg/eigh.c). */
+static void tl_eigh_run(void *arg) {
+  problem *p = arg;
+  tl_status status = tl_eigh_into(p->exec, TL_LOWER, &p->a, &p->s, &p->out1);
+  if (status != TL_OK) die("tl_eigh_into", status);
+}
+
+static void direct_eigh_run(void *arg) {
+  problem *p = arg;
+  fint n = p->n, info, liwork = 8 * n, lrwork = 5 * n * n + 7 * n;
+  fresh_copy(p);
+  blis_kernels(p->st, 1);
+  if (p->cplx)
+    p->st->zheevd("V", "L", &n, p->work_a, &n, p->sv, p->work, &p->lwork, p->rwork, &lrwork,
+                  p->iwork, &liwork, &info, 1, 1);
+  else
+    p->st->dsyevd("V", "L", &n, p->work_a, &n, p->sv, p->work, &p->lwork, p->iwork, &liwork, &info,
+                  1, 1);
+  blis_kernels(p->st, 0);
+  if (info != 0) die(p->cplx ? "zheevd" : "dsyevd", TL_E_PROVIDER);
 }
 
 /* ---- rows --------------------------------------------------------------------------------- */
@@ -1005,7 +1035,7 @@ static void bench_replacements(const tl_bench_options *opt, const route *routes,
     if (shown[i]) printf("  %s\n", verdicts[i]);
 }
 
-/* TL_BENCH_PROVIDERS_ONLY=gemm|qr|svd|lu|c64|tiny|lanes|replacements runs those groups only
+/* TL_BENCH_PROVIDERS_ONLY=gemm|qr|svd|lu|eigh|c64|tiny|lanes|replacements runs those groups only
  * (for investigation; several may be named, e.g. "tiny,lanes"). */
 static int wanted(const char *group) {
   const char *only = getenv("TL_BENCH_PROVIDERS_ONLY");
@@ -1034,17 +1064,19 @@ int main(int argc, char **argv) {
   tl_bench_table_init(&tables[2], "providers c64 GEMM, 1 thread", env.round_trip, &env.opt);
   tl_bench_table_init(&tables[3], "providers c128 tiny GEMM, 1 vs 2 lanes", env.round_trip,
                       &env.opt);
-  const route routes[4] = {
+  const route routes[5] = {
       {"gemm", "tl_gemm_into", "?gemm", tl_gemm_run, direct_gemm_run},
       {"qr", "tl_qr_into", "?geqrf+?orgqr", tl_qr_run, direct_qr_run},
       {"svd", "tl_svd_into", "?gesdd", tl_svd_run, direct_svd_run},
       {"lu", "tl_lu_into", "?getrf", tl_lu_run, direct_lu_run},
+      {"eigh", "tl_eigh_into", "?syevd/?heevd", tl_eigh_run, direct_eigh_run},
   };
-  static const int gemm_sizes[3] = {64, 256, 1024}, la_sizes[3] = {64, 256, 512};
+  /* eigh also at n = 1024, where its cancellable steps (eigh.c) are the most numerous. */
+  static const int gemm_sizes[4] = {64, 256, 1024}, la_sizes[4] = {64, 256, 512, 1024};
   const int size_count = quick ? 1 : 3;
   for (int d = 0; d < 2; d++)
-    for (int r = 0; r < 4; r++)
-      for (int z = 0; z < size_count && wanted(routes[r].what); z++) {
+    for (int r = 0; r < 5; r++)
+      for (int z = 0; z < size_count + (r == 4 && !quick) && wanted(routes[r].what); z++) {
         problem p;
         problem_make(&p, d ? TL_C128 : TL_F64, r == 0 ? gemm_sizes[z] : la_sizes[z], held.exec);
         bench_route(&tables[d], &env.opt, &routes[r], &p, have_ob ? &ob : NULL, ob_why, &ref);

@@ -165,7 +165,10 @@ TL_API tl_status tl_triangular_solve(tl_exec *exec, tl_side side, tl_uplo uplo, 
 
 /* a (n x n) = v diag(w) v^H with w ascending (real dtype) and v unitary; only the triangle
  * `uplo` of a is read. v may be NULL (eigenvalues only). The `_into` form takes w (n) and
- * v (n x n). */
+ * v (n x n). A call also stops at tl_exec_cancel between two of its steps (at most about
+ * 0.1 s apart on one core of the project's machine up to n = 4000; docs/reliability.md):
+ * TL_E_CANCELLED, tl_eigh hands nothing out, and tl_eigh_into's w and v are unspecified,
+ * since the copy of v out is one of the steps. */
 TL_API tl_status tl_eigh_into(tl_exec *exec, tl_uplo uplo, const tl_tensor *a, tl_tensor *w,
                               tl_tensor *v);
 TL_API tl_status tl_eigh(tl_exec *exec, tl_uplo uplo, const tl_tensor *a, tl_tensor *w,

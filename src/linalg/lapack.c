@@ -487,8 +487,8 @@ void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, 
 /* ---- The pieces of syevd / heevd that tl_eigh drives itself (eigh.c), lower triangle
  * only: the tridiagonal reduction one panel at a time (latrd + a rank-2k update, what
  * sytrd / hetrd loop over), the tridiagonal solvers (sterf, stedc) and the back-
- * transformation (ormtr / unmtr). latrd has no LAPACKE entry: it is called under its
- * Fortran name (hidden string lengths last), as are BLAS syr2k / her2k. */
+ * transformation (larft + larfb per block of reflectors). latrd has no LAPACKE entry: it is called
+ * under its Fortran name (hidden string lengths last), as are BLAS syr2k / her2k. */
 
 extern void slatrd_(const char *uplo, const lapack_int *n, const lapack_int *nb, float *a,
                     const lapack_int *lda, float *e, float *tau, float *w, const lapack_int *ldw,
@@ -705,36 +705,80 @@ double tl__blas_nrm2_real(tl_dtype real, lapack_int n, const void *x) {
   return nrm2_d(&n, x, &one);
 }
 
-static lapack_int ormtr_call(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
-                             lapack_int lda, const void *tau, void *c, lapack_int ldc, void *work,
-                             lapack_int lwork) {
+/* LAPACK's unblocked application of a QR factor's reflectors (what ormqr / unmqr fall back
+ * to), under its Fortran name: LAPACKE has no entry for it. */
+extern void sorm2r_(const char *side, const char *trans, const lapack_int *m, const lapack_int *n,
+                    const lapack_int *k, float *a, const lapack_int *lda, const float *tau,
+                    float *c, const lapack_int *ldc, float *work, lapack_int *info, size_t side_len,
+                    size_t trans_len);
+extern void dorm2r_(const char *side, const char *trans, const lapack_int *m, const lapack_int *n,
+                    const lapack_int *k, double *a, const lapack_int *lda, const double *tau,
+                    double *c, const lapack_int *ldc, double *work, lapack_int *info,
+                    size_t side_len, size_t trans_len);
+extern void cunm2r_(const char *side, const char *trans, const lapack_int *m, const lapack_int *n,
+                    const lapack_int *k, float complex *a, const lapack_int *lda,
+                    const float complex *tau, float complex *c, const lapack_int *ldc,
+                    float complex *work, lapack_int *info, size_t side_len, size_t trans_len);
+extern void zunm2r_(const char *side, const char *trans, const lapack_int *m, const lapack_int *n,
+                    const lapack_int *k, double complex *a, const lapack_int *lda,
+                    const double complex *tau, double complex *c, const lapack_int *ldc,
+                    double complex *work, lapack_int *info, size_t side_len, size_t trans_len);
+
+lapack_int tl__lapack_orm2r_left(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k, void *a,
+                                 lapack_int lda, const void *tau, void *c, lapack_int ldc,
+                                 void *work) {
+  lapack_int info = 0;
+  tl__prov_lock();
   switch (dtype) {
     case TL_F32:
-      return checked(LAPACKE_sormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c, ldc,
-                                         work, lwork));
+      sorm2r_("L", "N", &m, &n, &k, a, &lda, tau, c, &ldc, work, &info, 1, 1);
+      break;
     case TL_F64:
-      return checked(LAPACKE_dormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c, ldc,
-                                         work, lwork));
+      dorm2r_("L", "N", &m, &n, &k, a, &lda, tau, c, &ldc, work, &info, 1, 1);
+      break;
     case TL_C64:
-      return checked(LAPACKE_cunmtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c, ldc,
-                                         work, lwork));
+      cunm2r_("L", "N", &m, &n, &k, a, &lda, tau, c, &ldc, work, &info, 1, 1);
+      break;
     case TL_C128:
-      return checked(LAPACKE_zunmtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', m, n, a, lda, tau, c, ldc,
-                                         work, lwork));
+      zunm2r_("L", "N", &m, &n, &k, a, &lda, tau, c, &ldc, work, &info, 1, 1);
+      break;
+  }
+  return unlock_with(info);
+}
+
+/* One block of sytrd's reflectors (storage 'C', direction 'F'): its triangular factor t
+ * (larft), then the block applied from the left to c (larfb 'L', 'N'). */
+lapack_int tl__lapack_larft_forward(tl_dtype dtype, lapack_int m, lapack_int k, const void *v,
+                                    lapack_int ldv, const void *tau, void *t, lapack_int ldt) {
+  switch (dtype) {
+    case TL_F32:
+      return checked(LAPACKE_slarft_work(LAPACK_COL_MAJOR, 'F', 'C', m, k, v, ldv, tau, t, ldt));
+    case TL_F64:
+      return checked(LAPACKE_dlarft_work(LAPACK_COL_MAJOR, 'F', 'C', m, k, v, ldv, tau, t, ldt));
+    case TL_C64:
+      return checked(LAPACKE_clarft_work(LAPACK_COL_MAJOR, 'F', 'C', m, k, v, ldv, tau, t, ldt));
+    case TL_C128:
+      return checked(LAPACKE_zlarft_work(LAPACK_COL_MAJOR, 'F', 'C', m, k, v, ldv, tau, t, ldt));
   }
   return -1;
 }
 
-lapack_int tl__lapack_ormtr_lower(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
-                                  lapack_int lda, const void *tau, void *c, lapack_int ldc,
-                                  void *work, lapack_int lwork) {
-  return ormtr_call(dtype, m, n, a, lda, tau, c, ldc, work, lwork);
-}
-
-lapack_int tl__lapack_ormtr_lower_query(tl_dtype dtype, lapack_int m, lapack_int n,
-                                        tl__la_work *sizes) {
-  double complex q = 0;
-  lapack_int ld = tl__la_ld(m);
-  lapack_int info = ormtr_call(dtype, m, n, NULL, ld, NULL, NULL, ld, &q, -1);
-  return queried(sizes, size_from(dtype, &q), 0, 0, info);
+lapack_int tl__lapack_larfb_left(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k,
+                                 const void *v, lapack_int ldv, const void *t, lapack_int ldt,
+                                 void *c, lapack_int ldc, void *work, lapack_int ldwork) {
+  switch (dtype) {
+    case TL_F32:
+      return checked(LAPACKE_slarfb_work(LAPACK_COL_MAJOR, 'L', 'N', 'F', 'C', m, n, k, v, ldv, t,
+                                         ldt, c, ldc, work, ldwork));
+    case TL_F64:
+      return checked(LAPACKE_dlarfb_work(LAPACK_COL_MAJOR, 'L', 'N', 'F', 'C', m, n, k, v, ldv, t,
+                                         ldt, c, ldc, work, ldwork));
+    case TL_C64:
+      return checked(LAPACKE_clarfb_work(LAPACK_COL_MAJOR, 'L', 'N', 'F', 'C', m, n, k, v, ldv, t,
+                                         ldt, c, ldc, work, ldwork));
+    case TL_C128:
+      return checked(LAPACKE_zlarfb_work(LAPACK_COL_MAJOR, 'L', 'N', 'F', 'C', m, n, k, v, ldv, t,
+                                         ldt, c, ldc, work, ldwork));
+  }
+  return -1;
 }

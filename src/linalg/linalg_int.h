@@ -70,8 +70,8 @@ lapack_int tl__lapack_getrs(tl_dtype dtype, char trans, lapack_int n, lapack_int
  * tau (real e) get the panel's entries, w (ldw x nb) the update factor; the trailing block is
  * not updated. rank2k: c -= a b^H + b a^H on the lower triangle of c (n x n; a and b n x k),
  * BLAS syr2k / her2k. sytrd: the whole reduction (sytrd / hetrd): d, e real. sterf: the
- * eigenvalues of the tridiagonal (d, e), ascending in d. ormtr: c (m x n)
- * = Q c, Q from sytrd's reflectors (ormtr / unmtr, side 'L', trans 'N'). */
+ * eigenvalues of the tridiagonal (d, e), ascending in d. The back-transformation's
+ * pieces (larft_forward, larfb_left) are below. */
 void tl__lapack_latrd_lower(tl_dtype dtype, lapack_int n, lapack_int nb, void *a, lapack_int lda,
                             void *e, void *tau, void *w, lapack_int ldw);
 void tl__blas_rank2k_lower(tl_dtype dtype, lapack_int n, lapack_int k, const void *a,
@@ -109,11 +109,20 @@ lapack_int tl__lapack_laed4(tl_dtype real, lapack_int k, lapack_int from, lapack
 void tl__blas_gemm_real(tl_dtype real, lapack_int m, lapack_int n, lapack_int k, const void *a,
                         lapack_int lda, const void *b, lapack_int ldb, void *c, lapack_int ldc);
 double tl__blas_nrm2_real(tl_dtype real, lapack_int n, const void *x);
-lapack_int tl__lapack_ormtr_lower_query(tl_dtype dtype, lapack_int m, lapack_int n,
-                                        tl__la_work *sizes);
-lapack_int tl__lapack_ormtr_lower(tl_dtype dtype, lapack_int m, lapack_int n, const void *a,
-                                  lapack_int lda, const void *tau, void *c, lapack_int ldc,
-                                  void *work, lapack_int lwork);
+/* orm2r_left: c (m x n) = H(1) ... H(k) c, the k reflectors stored column-wise in a (m x k,
+ * below the diagonal; the diagonal is read and restored), one at a time (orm2r / unm2r,
+ * 'L', 'N'); work holds n elements. */
+lapack_int tl__lapack_orm2r_left(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k, void *a,
+                                 lapack_int lda, const void *tau, void *c, lapack_int ldc,
+                                 void *work);
+/* larft_forward: t (k x k, upper) of the block of k reflectors stored column-wise in v
+ * (m x k, unit lower trapezoidal, diagonal not read), H(1) ... H(k) = I - v t v^H. larfb_left:
+ * c (m x n) = H(1) ... H(k) c; work is ldwork x k with ldwork >= n. */
+lapack_int tl__lapack_larft_forward(tl_dtype dtype, lapack_int m, lapack_int k, const void *v,
+                                    lapack_int ldv, const void *tau, void *t, lapack_int ldt);
+lapack_int tl__lapack_larfb_left(tl_dtype dtype, lapack_int m, lapack_int n, lapack_int k,
+                                 const void *v, lapack_int ldv, const void *t, lapack_int ldt,
+                                 void *c, lapack_int ldc, void *work, lapack_int ldwork);
 /* b = inv(op(a)) b (side 'L') or b inv(op(a)) (side 'R'), BLAS trsm with alpha 1; b is
  * m x n. Never fails. */
 void tl__blas_trsm(tl_dtype dtype, char side, char uplo, char trans, char diag, lapack_int m,
@@ -147,10 +156,23 @@ tl_status tl__la_disjoint(const tl_tensor *out, const char *out_name, const tl_t
  * (gemm_blas.c), so whatever LAPACK left must not be written out. When not cancelled, the
  * pause point TL__PAUSE_LINALG_STEP is passed (benches time the steps between looks). */
 tl_status tl__la_cancelled(const tl_exec *exec, const char *route, const char *routine);
+/* Columns of a rows-deep matrix of esize elements that one step of a plain pass (copy,
+ * fill, widening) covers between two looks at the flag: TL__LA_PASS_BYTES of them, at least
+ * one. The first touch of a fresh scratch or result is the slow part of such a pass (at
+ * n = 4000 f64 0.1-0.3 s for one matrix). */
+#define TL__LA_PASS_BYTES ((int64_t)8 << 20)
+static inline int64_t tl__la_pass_columns(int64_t rows, size_t esize) {
+  int64_t column = rows * (int64_t)esize;
+  return column >= TL__LA_PASS_BYTES ? 1 : TL__LA_PASS_BYTES / (column > 0 ? column : 1);
+}
 
 /* `count` elements of `esize` bytes from the arena, 64-aligned (count 0 gives a valid
  * pointer). TL_E_SHAPE on overflow. */
 tl_status tl__la_scratch(tl_exec *exec, int64_t count, size_t esize, void **out);
+/* A fresh result in the surface's order (as tl__exec_fresh) left unfilled, for a route
+ * that writes every element of it in steps: no step pays for its whole first touch. */
+tl_status tl__la_fresh_unfilled(const tl_exec *exec, tl_dtype dtype, int rank, const int64_t *shape,
+                                tl_tensor *out);
 
 /* The three workspaces a query sized, from the arena: sizes->work elements of esize bytes,
  * sizes->rwork of rsize (the real dtype) and sizes->iwork lapack_ints. */

@@ -13,6 +13,7 @@
 #include "kernels/kernels.h"
 #include "base/fault.h"
 #include "linalg_int.h"
+#include "tensor/tensor_int.h"
 
 tl_status tl__la_begin(tl_exec *exec, const char *route) {
   tl_status status = tl__exec_begin(exec, route);
@@ -108,6 +109,11 @@ tl_status tl__la_cancelled(const tl_exec *exec, const char *route, const char *r
                   "%s: cancelled while %s ran; its results were dropped (outputs "
                   "unspecified)",
                   route, routine);
+}
+
+tl_status tl__la_fresh_unfilled(const tl_exec *exec, tl_dtype dtype, int rank, const int64_t *shape,
+                                tl_tensor *out) {
+  return tl__tensor_create_unfilled(dtype, rank, shape, exec->order == TL_ORDER_ROW_MAJOR, out);
 }
 
 tl_status tl__la_scratch(tl_exec *exec, int64_t count, size_t esize, void **out) {

@@ -552,14 +552,19 @@ tl_status tl__tridiag_solve(tl_exec *exec, const char *route, tl_dtype real, int
     p.total += pieces_of(end - start, vectors);
     start = end;
   }
+  tl_status status;
   if (vectors) { /* the identity, as stedc starts (a block of order 1 keeps its column) */
+    int64_t step = tl__la_pass_columns(n, rsize);
     for (int64_t j = 0; j < n; j++) {
+      if (j > 0 && j % step == 0 &&
+          (status = tl__la_cancelled(exec, route, "the solver's start (z set to the identity)")) !=
+              TL_OK)
+        return status;
       char *column = z + (size_t)j * (size_t)ldz * rsize;
       memset(column, 0, (size_t)n * rsize);
       put(real, column, j, 1.0);
     }
   }
-  tl_status status;
   for (int64_t start = 0; start < n;) {
     /* The same cut as counted above: d and e of later blocks are untouched so far. */
     int64_t end = block_end(real, d, e, start, n), m = end - start;

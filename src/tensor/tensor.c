@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "tensor_int.h"
 
 size_t tl_dtype_size(tl_dtype dtype) {
   switch (dtype) {
@@ -169,7 +170,7 @@ tl_status tl_tensor_validate(const tl_tensor *t, const char *name) {
 }
 
 static tl_status create_impl(tl_dtype dtype, int rank, const int64_t *shape, int row_major,
-                             tl_tensor *out) {
+                             int zeroed, tl_tensor *out) {
   if (out == NULL) return tl__fail(TL_E_INVALID, "out is NULL");
   tl_status status = check_header(dtype, rank, shape, "shape");
   if (status != TL_OK) return status;
@@ -204,7 +205,7 @@ static tl_status create_impl(tl_dtype dtype, int rank, const int64_t *shape, int
   void *buffer = tl__alloc(bytes == 0 ? 64 : bytes, 64);
   if (buffer == NULL)
     return tl__fail(TL_E_NOMEM, "tensor buffer of %zu bytes could not be allocated", bytes);
-  if (bytes > 0) memset(buffer, 0, bytes);
+  if (bytes > 0 && zeroed) memset(buffer, 0, bytes);
   t.data = buffer;
   t.owned = buffer;
   *out = t;
@@ -212,17 +213,22 @@ static tl_status create_impl(tl_dtype dtype, int rank, const int64_t *shape, int
 }
 
 tl_status tl_tensor_create(tl_dtype dtype, int rank, const int64_t *shape, tl_tensor *out) {
-  return create_impl(dtype, rank, shape, 0, out);
+  return create_impl(dtype, rank, shape, 0, 1, out);
 }
 
 tl_status tl_tensor_create_row_major(tl_dtype dtype, int rank, const int64_t *shape,
                                      tl_tensor *out) {
-  return create_impl(dtype, rank, shape, 1, out);
+  return create_impl(dtype, rank, shape, 1, 1, out);
+}
+
+tl_status tl__tensor_create_unfilled(tl_dtype dtype, int rank, const int64_t *shape, int row_major,
+                                     tl_tensor *out) {
+  return create_impl(dtype, rank, shape, row_major, 0, out);
 }
 
 tl_status tl_tensor_create_like(const tl_tensor *like, tl_tensor *out) {
   if (like == NULL) return tl__fail(TL_E_INVALID, "like is NULL");
-  return create_impl(like->dtype, like->rank, like->shape, 0, out);
+  return create_impl(like->dtype, like->rank, like->shape, 0, 1, out);
 }
 
 tl_status tl_tensor_wrap(tl_dtype dtype, int rank, const int64_t *shape, const int64_t *strides,

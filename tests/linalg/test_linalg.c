@@ -660,10 +660,12 @@ static void linalg_eigh_reconstructs_hermitian_matrices(void) {
   th_held h;
   th_held_open(&h, 1);
   int failures = 0;
-  /* 100 and 150 pass through tenlane's panel loop (latrd panels of 32 columns while more
-   * than 64 remain) and, at 150, two back-transformation calls of up to 128 columns; 100
-   * in the first two layouts only (one per triangle), 150 in the first (the checks are
-   * O(n^3) through get(), slow under TSan). */
+  /* Up to 64 the reflectors are applied one at a time (orm2r); 100 and 150 pass through
+   * tenlane's panel loop (latrd panels of 32 columns while more than 64 remain) and the
+   * back-transformation's blocks of 32 reflectors (4 and 5, each on every column at once:
+   * linalg_eigh_applies_reflectors_in_column_steps covers the column steps); 100 in the
+   * first two layouts only (one per triangle), 150 in the first (the checks are O(n^3)
+   * through get(), slow under TSan). */
   static const int64_t sizes[] = {0, 1, 2, 5, 24, 100, 150};
   for (int dtype = 0; dtype < TL_DTYPE_COUNT; dtype++) {
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
@@ -724,6 +726,52 @@ static void linalg_eigh_reconstructs_hermitian_matrices(void) {
     }
   }
   TH_CHECK(failures == 0);
+  th_held_close(&h);
+}
+
+/* c128 at n = 760: the back-transformation applies its blocks of 32 reflectors to at most
+ * 2^26 / (rows x 32 x 4) columns per step (eigh.c), so the first blocks (759 rows: 690
+ * columns) take two steps, the later ones one. The columns on both sides of that cut, and
+ * the first and last, are eigenvectors of the Hermitian matrix and orthonormal (checked
+ * column by column: O(n^2) each). */
+static void linalg_eigh_applies_reflectors_in_column_steps(void) {
+  th_held h;
+  th_held_open(&h, 1);
+  const int64_t n = 760, cols[6] = {0, 1, 689, 690, 691, 759};
+  mat a;
+  mat_make(&a, TL_C128, 2, n, n, COL);
+  mat_random(&a.view);
+  for (int64_t i = 0; i < n; i++) {
+    for (int64_t j = 0; j <= i; j++) {
+      double complex x = i == j ? creal(get(&a.view, i, j)) : get(&a.view, i, j);
+      set(&a.view, i, j, x);
+      set(&a.view, j, i, conj(x));
+    }
+  }
+  tl_tensor w, v;
+  TH_CHECK_OK(tl_eigh(h.exec, TL_LOWER, &a.view, &w, &v));
+  double tol = tol_of(TL_C128) * (double)(n + 1) * 10, scale = fro(&a.view) + 1, worst = 0;
+  for (int c = 0; c < 6; c++) {
+    int64_t j = cols[c];
+    double res = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double complex x = -get(&v, i, j) * get(&w, j, 0);
+      for (int64_t q = 0; q < n; q++) x += get(&a.view, i, q) * get(&v, q, j);
+      res += pow(cabs(x), 2);
+    }
+    worst = fmax(worst, sqrt(res) / scale);
+    for (int d = 0; d < 6; d++) {
+      double complex dot = 0;
+      for (int64_t q = 0; q < n; q++) dot += conj(get(&v, q, j)) * get(&v, q, cols[d]);
+      worst = fmax(worst, cabs(dot - (c == d ? 1.0 : 0.0)));
+    }
+  }
+  fprintf(stderr, "eigh c128 n = 760, column steps: worst residual or orthonormality %.3g\n",
+          worst);
+  TH_CHECK(worst <= tol);
+  tl_tensor_release(&w);
+  tl_tensor_release(&v);
+  mat_free(&a);
   th_held_close(&h);
 }
 
@@ -1063,6 +1111,7 @@ TH_TEST_MAIN(TH_CASE(linalg_qr_reconstructs_with_orthonormal_q),
              TH_CASE(linalg_lu_reconstructs_and_solves),
              TH_CASE(linalg_triangular_solve_reads_one_triangle),
              TH_CASE(linalg_eigh_reconstructs_hermitian_matrices),
+             TH_CASE(linalg_eigh_applies_reflectors_in_column_steps),
              TH_CASE(linalg_eigh_scales_tiny_and_huge_input),
              TH_CASE(linalg_repeated_into_makes_no_heap_allocation),
              TH_CASE(linalg_bad_input_table_fails_typed_and_writes_nothing),

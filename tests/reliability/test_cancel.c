@@ -411,9 +411,11 @@ static void raise_at_step(tl__pause_site site) {
   if (pass == atomic_load(&step_raise_at)) tl_exec_cancel(piece_exec);
 }
 
-/* n = 600 with vectors: 17 panels of 32 columns while more than 64 rows are left, then one
- * look before the last block of 56 (18 looks); then ceil(600 / 128) = 5 blocks of columns
- * of the back-transformation. */
+/* n = 600 with vectors: two looks in the entry (after the copy of a, after its check),
+ * then 17 panels of 32 columns while more than 64 rows are left, each with a look before
+ * latrd and one before the rank-2k update, and one look before the last block of 56 (37
+ * looks before the solver); then the back-transformation's 19 blocks of 32 reflectors (or
+ * fewer), each applied to all 600 columns in one step, and a look after the last (20). */
 static void cancel_eigh_between_reduction_and_apply_steps(void) {
   th_held held;
   th_held_open(&held, 1);
@@ -427,15 +429,15 @@ static void cancel_eigh_between_reduction_and_apply_steps(void) {
   TH_CHECK_OK(tl_eigh(held.exec, TL_LOWER, &a, &w, &v));
   int total = atomic_load(&step_passes), reduce = atomic_load(&steps_before_solver);
   fprintf(stderr, "%d looks, %d of them in the reduction\n", total, reduce);
-  TH_CHECK(reduce == 18 && total == 23);
+  TH_CHECK(reduce == 37 && total == 57);
   TH_CHECK(eigen_residual(&a, &w, &v) < 1e-12 * 600.0);
   tl_tensor_release(&w);
   tl_tensor_release(&v);
-  /* A panel, the last block's look, the first and the last back-transformation block. */
+  /* A panel's latrd, the last block's look, the first and the last back-transformation block. */
   const int raise_at[4] = {3, reduce, reduce + 1, total};
-  const char *const seen_in[4] = {"the tridiagonal reduction (latrd panels)",
-                                  "the tridiagonal solver", "the back-transformation (ormtr)",
-                                  NULL};
+  const char *const seen_in[4] = {"the tridiagonal reduction (rank-2k updates)",
+                                  "the tridiagonal solver",
+                                  "the back-transformation (larfb blocks)", NULL};
   for (int r = 0; r < 4; r++) {
     atomic_store(&step_passes, 0);
     atomic_store(&solver_seen, 0);
@@ -455,6 +457,58 @@ static void cancel_eigh_between_reduction_and_apply_steps(void) {
     TH_CHECK(atomic_load(&step_passes) == raise_at[r]); /* no step began after the flag */
     TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
   }
+  finish_hooked(&held, &a);
+}
+
+/* Order 1100 (f64, 8.8 KB a column): the copy of the vectors out takes two steps of at most
+ * 8 MiB, with a look between them, the last look of the call. Raised at the look before it
+ * (after the back-transformation), tl_eigh ends there: cancelled, nothing handed out, no
+ * leak (ASan); tl_eigh_into alike. Uncancelled, both steps' columns are eigenvectors. */
+static void cancel_eigh_while_copying_the_vectors_out(void) {
+  const int64_t n = 1100;
+  th_held held;
+  th_held_open(&held, 1);
+  tl_tensor a, w, v;
+  make_symmetric(n, 1, &a);
+  piece_exec = held.exec;
+  atomic_store(&step_passes, 0);
+  atomic_store(&step_raise_at, 0);
+  atomic_store(&tl__pause_hook, raise_at_step);
+  TH_CHECK_OK(tl_eigh(held.exec, TL_LOWER, &a, &w, &v));
+  int total = atomic_load(&step_passes);
+  const int64_t columns[3] = {0, 953, n - 1}; /* 953: the first column of the second step */
+  for (int c = 0; c < 3; c++) {
+    int64_t j = columns[c];
+    double wj = *(const double *)((const char *)w.data + j * w.strides[0] * 8), worst = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+      double sum = 0.0;
+      for (int64_t k = 0; k < n; k++) sum += entry(&a, i, k) * entry(&v, k, j);
+      worst = fmax(worst, fabs(sum - wj * entry(&v, i, j)));
+    }
+    TH_CHECK(worst < 1e-12 * (double)n);
+  }
+  tl_tensor w_out, v_out;
+  TH_CHECK_OK(tl_tensor_create_like(&w, &w_out));
+  TH_CHECK_OK(tl_tensor_create_like(&v, &v_out));
+  tl_tensor_release(&w);
+  tl_tensor_release(&v);
+  for (int into = 0; into < 2; into++) {
+    atomic_store(&step_passes, 0);
+    atomic_store(&step_raise_at, total - 1);
+    memset(&w, 0, sizeof w);
+    memset(&v, 0, sizeof v);
+    tl_status status = into ? tl_eigh_into(held.exec, TL_LOWER, &a, &w_out, &v_out)
+                            : tl_eigh(held.exec, TL_LOWER, &a, &w, &v);
+    fprintf(stderr, "raised at look %d of %d: %s: %s\n", total - 1, total, tl_status_name(status),
+            tl_last_message());
+    TH_CHECK(status == TL_E_CANCELLED);
+    TH_CHECK(strstr(tl_last_message(), "the copy of the vectors out") != NULL);
+    TH_CHECK(atomic_load(&step_passes) == total - 1);
+    TH_CHECK(w.data == NULL && v.data == NULL); /* nothing handed out */
+    TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
+  }
+  tl_tensor_release(&w_out);
+  tl_tensor_release(&v_out);
   finish_hooked(&held, &a);
 }
 
@@ -482,4 +536,5 @@ TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
              TH_CASE(cancel_eigh_inside_sterf_blocks),
              TH_CASE(cancel_eigh_inside_blocks_with_vectors),
              TH_CASE(cancel_eigh_inside_top_merge_roots), TH_CASE(cancel_eigh_inside_ql_windows),
-             TH_CASE(cancel_eigh_between_reduction_and_apply_steps))
+             TH_CASE(cancel_eigh_between_reduction_and_apply_steps),
+             TH_CASE(cancel_eigh_while_copying_the_vectors_out))
