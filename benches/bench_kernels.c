@@ -6,7 +6,8 @@
  *     half of C (aim >= 0.95x);
  *   - permute: 2-D 8192^2 and 8200^2 f64 transposes, a 3-D 512x512x256 in all five
  *     non-trivial orders, a 6-D one, and in c128 a 3-D 512x512x128 (2,1,0) and the 6-D one,
- *     on 2 threads, against a 2-thread copy of the same bytes (aim >= 0.8x);
+ *     and the einsum benchmark's bit reversal of 3-element runs (19-D, f64 and c128), on 2
+ *     threads, against a 2-thread copy of the same bytes (aim >= 0.8x);
  *   - reduce sum over one axis and axpby on strided views (every other column of a wider
  *     matrix) against a 2-thread read (sum) and triad over the same bytes (aim >= 0.85x);
  *   - tiny contraction 2x2 and 8x8 f64 tl_contract_into on a held session, ns per call,
@@ -526,6 +527,19 @@ int main(int argc, char **argv) {
                   3, s3c, orders[4]);
     bench_permute(&table, &env.opt, h2.exec, quick ? "6-D 8x8x16^4 c128" : "6-D 16^6 c128", TL_C128,
                   6, s6, p6);
+    /* The einsum benchmark's permutation network: a run of 3 kept first, 18 axes of 2
+     * reversed (a bit reversal of 3-element runs; 2^14 in --quick). */
+    int64_t sb[19];
+    int pb[19];
+    const int bits = quick ? 14 : 18;
+    sb[0] = 3, pb[0] = 0;
+    for (int k = 1; k <= bits; k++) sb[k] = 2, pb[k] = bits + 1 - k;
+    bench_permute(&table, &env.opt, h2.exec,
+                  quick ? "15-D 3x2^14 bit reversal" : "19-D 3x2^18 bit reversal", TL_F64, bits + 1,
+                  sb, pb);
+    bench_permute(&table, &env.opt, h2.exec,
+                  quick ? "15-D 3x2^14 bit reversal c128" : "19-D 3x2^18 bit reversal c128",
+                  TL_C128, bits + 1, sb, pb);
   }
   if (!quick && wanted("stream")) bench_streams(&table, &env.opt, h2.exec);
   tl_bench_held_close(&h2);

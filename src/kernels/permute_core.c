@@ -311,6 +311,30 @@ static int dst_rows_aligned(const tl__loop *loop, int64_t bytes) {
   return 1;
 }
 
+/* A dense run shared by both operands that is too short to copy row by row (at most
+ * TL__FOLD_BYTES: a 2^18 x 3 f64 bit-reversal copied 262,144 runs of 24 bytes, each from a
+ * new place) becomes the element: axis 0 is dropped, the element grows to the run, and the
+ * other strides are counted in runs. Only when every other stride is a multiple of the run
+ * and at least two axes remain to tile over. Returns 1 when folded. */
+#define TL__FOLD_BYTES 64
+static int fold_short_run(tl__loop *loop) {
+  const int64_t run = loop->shape[0], es = loop->esize[0];
+  if (loop->rank < 3 || run * es > TL__FOLD_BYTES) return 0;
+  for (int k = 1; k < loop->rank; k++)
+    if (loop->strides[0][k] % run != 0 || loop->strides[1][k] % run != 0) return 0;
+  for (int k = 1; k < loop->rank; k++) {
+    loop->shape[k - 1] = loop->shape[k];
+    loop->strides[0][k - 1] = loop->strides[0][k] / run;
+    loop->strides[1][k - 1] = loop->strides[1][k] / run;
+  }
+  loop->rank--;
+  loop->esize[0] = loop->esize[1] = run * es;
+  loop->inner = loop->shape[0];
+  loop->rows = 1;
+  for (int k = 1; k < loop->rank; k++) loop->rows *= loop->shape[k];
+  return 1;
+}
+
 void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const tl_tensor *src) {
   const tl_tensor *ts[2] = {dst, src};
   memset(plan, 0, sizeof *plan);
@@ -322,9 +346,11 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
   /* Rows contiguous in both (a permute that keeps the dense axis): a large output whose
    * rows are long gets streaming stores, as a large memcpy would (no read for ownership). */
   if (loop->strides[0][0] == 1 && loop->strides[1][0] == 1) {
-    plan->stream = loop->rows * loop->inner * loop->esize[0] >= ((int64_t)16 << 20) &&
-                   loop->inner * loop->esize[0] >= 512 && have_avx2();
-    return;
+    if (!fold_short_run(&plan->loop)) {
+      plan->stream = loop->rows * loop->inner * loop->esize[0] >= ((int64_t)16 << 20) &&
+                     loop->inner * loop->esize[0] >= 512 && have_avx2();
+      return;
+    }
   }
   /* The loop axis along which src is densest. */
   int p = -1;
@@ -440,8 +466,12 @@ void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end) {
   const int64_t tile_rows = plan->tile1, tile_cols = plan->tile0;
   const int64_t d0 = loop->strides[0][0], s0 = loop->strides[1][0];
   const int64_t dp = loop->strides[0][p], sp = loop->strides[1][p];
-  const int fast = d0 == 1 && sp == 1;
-  tile_fn kernel = plan->stream ? tile_kernel_nt(es, plan->align64) : tile_kernel(es);
+  /* The tile kernels move 4-, 8- and 16-byte elements; a folded run (fold_short_run) of
+   * another size goes through tile_general. */
+  const int fast = d0 == 1 && sp == 1 && (es == 4 || es == 8 || es == 16);
+  tile_fn kernel = !fast          ? NULL
+                   : plan->stream ? tile_kernel_nt(es, plan->align64)
+                                  : tile_kernel(es);
   if (plan->grouped) {
     tl__permute_group_run(plan, begin, end, tl__permute_isa());
     begin = end;

@@ -151,8 +151,12 @@ static void group_portable(int64_t es, int64_t rows, int64_t cols, const char *s
     group_scalar4(0, rows, 0, cols, src, col_off, dst, row_off);
   else if (es == 8)
     group_scalar8(0, rows, 0, cols, src, col_off, dst, row_off);
-  else
+  else if (es == 16)
     group_scalar16(0, rows, 0, cols, src, col_off, dst, row_off);
+  else /* a folded run (permute_core.c's fold_short_run): offsets count whole elements */
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t c = 0; c < cols; c++)
+        memcpy(dst + (c + row_off[r]) * es, src + (r + col_off[c]) * es, (size_t)es);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)

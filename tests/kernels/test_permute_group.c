@@ -181,10 +181,72 @@ static void permute_short_axes_streaming_output_matches_naive(void) {
   th_held_close(&h);
 }
 
+/* A dense run shared by source and destination (the permutation keeps axis 0, of extent 1
+ * to 8) with the other axes in random order: the plan folds a short run into the element
+ * (permute_core.c's fold_short_run: elements of 4 to 64 bytes, tiled or grouped). Random
+ * shapes of rank 3 to 6, every dtype and layout, and the einsum benchmark's bit-reversal
+ * (2^10 x run, axes 1..10 reversed) for run 1 to 5; the test requires that a good share of
+ * cases folded. Returns through the harness. */
+static void shared_runs_at_this_isa(void) {
+  rng = 0x9e3779b97f4a7c15ull;
+  th_held h;
+  th_held_open(&h, 1);
+  const tl_dtype dtypes[4] = {TL_F32, TL_F64, TL_C64, TL_C128};
+  int folded = 0, total = 0;
+  for (int t = 0; t < 160; t++) {
+    int rank = (int)draw(3, 6);
+    int64_t shape[TL_MAX_RANK], numel = 1;
+    int perm[TL_MAX_RANK];
+    for (int k = 0; k < rank; k++) {
+      shape[k] = k == 0 ? draw(1, 8) : draw(1, 9);
+      if (numel * shape[k] > 100000) shape[k] = 2;
+      numel *= shape[k];
+      perm[k] = k;
+    }
+    for (int k = rank - 1; k > 1; k--) { /* axis 0 stays first */
+      int j = (int)draw(1, k), tmp = perm[k];
+      perm[k] = perm[j], perm[j] = tmp;
+    }
+    tl_dtype dt = dtypes[t % 4];
+    int lx = (int)draw(0, 3), lo = t % 4 == 3;
+    tl_tensor xb, x, permuted, ob, out;
+    int64_t oshape[TL_MAX_RANK];
+    for (int k = 0; k < rank; k++) oshape[k] = shape[perm[k]];
+    make_view(dt, rank, shape, lx, &xb, &x);
+    make_view(dt, rank, oshape, lo, &ob, &out);
+    TH_CHECK_OK(tl_tensor_permute_view(&x, perm, &permuted));
+    tl__permute_plan plan;
+    tl__permute_plan_make(&plan, &out, &permuted);
+    folded += plan.loop.esize[0] != (int64_t)tl_dtype_size(dt);
+    total++;
+    tl_tensor_release(&xb);
+    tl_tensor_release(&ob);
+    check_case(h.exec, dt, rank, shape, perm, lx, lo);
+  }
+  for (int64_t run = 1; run <= 5; run++) {
+    int64_t shape[11];
+    int perm[11];
+    shape[0] = run;
+    perm[0] = 0;
+    for (int k = 1; k < 11; k++) shape[k] = 2, perm[k] = 11 - k;
+    for (int d = 0; d < 4; d++) check_case(h.exec, dtypes[d], 11, shape, perm, 0, 0);
+  }
+  th_held_close(&h);
+  char what[96];
+  fprintf(stderr, "%d of %d shared-run cases folded\n", folded, total);
+  snprintf(what, sizeof what, "only %d of %d shared-run cases folded", folded, total);
+  if (folded * 4 < total) th_test_fail_at(__FILE__, __LINE__, what);
+}
+
+static void permute_shared_short_runs_match_naive(void) {
+  KT_FOR_EACH_PERMUTE_ISA(isa) shared_runs_at_this_isa();
+}
+
 /* every instruction set the CPU has: the portable, AVX2 and AVX-512 group kernels */
 static void permute_short_axes_match_naive_in_every_dtype(void) {
   KT_FOR_EACH_PERMUTE_ISA(isa) short_axes_at_this_isa();
 }
 
 TH_TEST_MAIN(TH_CASE(permute_short_axes_match_naive_in_every_dtype),
+             TH_CASE(permute_shared_short_runs_match_naive),
              TH_CASE(permute_short_axes_streaming_output_matches_naive))
