@@ -127,6 +127,9 @@ NETWORKS = [
     ("batched_dot_bi,bi->b_4096x256", [[0, 1], [0, 1]], [0], {0: 4096, 1: 256}),
     ("full_ij,ij->_2048", [[0, 1], [0, 1]], [], {0: 2048, 1: 2048}),
     ("vecmat_i,ij->j_4096", [[0], [0, 1]], [1], {0: 4096, 1: 4096}),
+    # A tall product with a B of a few elements, and its one-column form.
+    ("tall_ik,kj->ij_65536x4x3", [[0, 1], [1, 2]], [0, 2], {0: 65536, 1: 4, 2: 3}),
+    ("tall_matvec_ik,k->i_65536x4", [[0, 1], [1]], [0], {0: 65536, 1: 4}),
 ]
 
 

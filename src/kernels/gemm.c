@@ -48,6 +48,7 @@ typedef struct gemm_job {
   int small_stack; /* 1: whole entries through gemm_batch_small.c */
   int thin;        /* 1: the whole product is one row or one column (gemm_thin.c) */
   int dots;        /* 1: every entry is one 1 x 1 product, runs of entries at once (gemm_thin.c) */
+  int tiny;        /* 1: a tall product with a tiny B, row by row (gemm_tiny_nk.c) */
   int kernel;      /* TL__SERIAL_*: the whole product's kernel, for every block */
 } gemm_job;
 
@@ -82,6 +83,11 @@ static void gemm_block(const gemm_job *job, int64_t batch, int64_t begin, int64_
   if (job->thin && tl__gemm_thin(g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb,
                                  g->csb, g->beta, c, g->rsc, g->csc))
     return;
+  if (job->tiny) {
+    tl__gemm_tiny_nk(g->dtype, m, n, g->k, g->alpha, a, g->rsa, b, g->rsb, g->csb, g->beta, c,
+                     g->rsc, g->csc);
+    return;
+  }
   tl__gemm_serial_on(job->kernel, g->dtype, m, n, g->k, g->alpha, a, g->rsa, g->csa, b, g->rsb,
                      g->csb, g->beta, c, g->rsc, g->csc, pack);
 }
@@ -130,12 +136,27 @@ static void cap_block_for_cancel(gemm_job *job, const tl__gemm_batch *g) {
   job->blocks = (dim + len - 1) / len;
 }
 
+/* A tall product whose B is a few columns (2^18 rows of A times a 4 x 3 B, as a tensor
+ * network's last step has when nothing needs permuting) goes row by row through
+ * gemm_tiny_nk.c's vector rows, which stream A once: a provider packs A and pads B to its
+ * register tile for such a product. Only where those rows run (tl__gemm_tiny_nk_fast: f64
+ * and c128 up to 4 columns); the portable rows trail the provider from 8 columns on. A's k
+ * elements of a row must be contiguous. The choice is the whole product's, and each row's
+ * bits depend on its own values alone, so blocks of rows on any team give the same bits. */
+#define TINY_ROUTE_MIN_ROWS 512
+static int tiny_route(const tl__gemm_batch *g) {
+  return g->m >= TINY_ROUTE_MIN_ROWS && (g->csa == 1 || g->k == 1) &&
+         tl__gemm_tiny_nk_fits(g->dtype, g->n, g->k) &&
+         tl__gemm_tiny_nk_fast(g->dtype, g->n, g->alpha, g->beta, g->n > 1 ? g->csc : 1);
+}
+
 tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (g->m == 0 || g->n == 0 || g->batches == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
-  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0, 0, 0, 0};
-  job.thin = g->m == 1 || g->n == 1;
+  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0, 0, 0, 0, 0};
+  job.tiny = tiny_route(g);
+  job.thin = !job.tiny && (g->m == 1 || g->n == 1);
   job.kernel = tl__gemm_serial_kernel(g->dtype, g->m, g->n, g->k, g->rsa, g->rsc, g->csb, g->csc);
   double flops =
       2.0 * (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) * (double)g->batches;
@@ -155,8 +176,8 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
    * a provider must say so, provider_split). Elsewhere the product stays whole, cut only
    * for cancellation, which does not depend on the team: two threads give one thread's
    * bits on every provider. */
-  const int cut =
-      job.thin || job.kernel != TL__SERIAL_PROVIDER || tl__provider_current().provider_split;
+  const int cut = job.thin || job.tiny || job.kernel != TL__SERIAL_PROVIDER ||
+                  tl__provider_current().provider_split;
   if (parallel && cut) {
     if (g->batches < (int64_t)team * 4) {
       /* Cut each GEMM into blocks of C: one per worker while blocks are small (every block

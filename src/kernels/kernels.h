@@ -364,13 +364,30 @@ void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end);
  * A's rows of k contiguous elements rsa apart, B k x n at (rsb, csb) (strides in elements).
  * _fits: 1 when (dtype, n, k) is in reach (a float dtype, n, k <= TL__TINY_NK_MAX, n k <=
  * TL__TINY_NK_MAX_ELEMENTS). beta 0 does not read C. Pure, any thread, never fails; each
- * row's bits depend on n, k and its values only, never on m or where the row sits. */
+ * row's bits depend on n, k and its values only, never on m, where the row sits, or the
+ * instruction set (_at: at level isa, at most tl__isa_level(), for tests; the plain call
+ * runs at tl__isa_level()). */
 #define TL__TINY_NK_MAX 16
 #define TL__TINY_NK_MAX_ELEMENTS 64
 int tl__gemm_tiny_nk_fits(tl_dtype dtype, int64_t n, int64_t k);
 void tl__gemm_tiny_nk(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
                       const void *a, int64_t rsa, const void *b, int64_t rsb, int64_t csb,
                       tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+void tl__gemm_tiny_nk_at(int isa, tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
+                         const void *a, int64_t rsa, const void *b, int64_t rsb, int64_t csb,
+                         tl_scalar beta, void *c, int64_t rsc, int64_t csc);
+/* _fast: 1 when tl__gemm_tiny_nk runs its vector rows for such a call (f64 and c128 with
+ * n <= 4, alpha 1, beta 0, csc 1, on an x86 build at AVX2 or above), 0 where it runs the
+ * portable rows, which trail a provider's GEMM once n passes a few columns.
+ * _rows: where _fast, the rows of a block of contract.c's blocked route read where they
+ * lie: group i's `runs` consecutive rows of A (k contiguous elements each, k apart) start at
+ * byte offset row_at[i] from a; row r of group i is C's row at element offset
+ * run_c[r] + i * rsc from c, its n elements contiguous. Each row gets tl__gemm_tiny_nk's
+ * bits. Pure, any thread, never fails. */
+int tl__gemm_tiny_nk_fast(tl_dtype dtype, int64_t n, tl_scalar alpha, tl_scalar beta, int64_t csc);
+void tl__gemm_tiny_nk_rows(tl_dtype dtype, int64_t groups, int64_t runs, int64_t n, int64_t k,
+                           const void *a, const int64_t *row_at, const void *b, int64_t rsb,
+                           int64_t csb, void *c, int64_t rsc, const int64_t *run_c);
 
 /* The thin GEMM's inner loops (gemm_thin_core.c), pure, never failing. isa: TL__ISA_* at
  * most tl__gemm_thin_isa() (tests run each level). tl__thin_dot: the unconjugated dot of k

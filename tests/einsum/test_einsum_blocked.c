@@ -7,7 +7,9 @@
  *   (rows gathered by the permute plan), k = 4 and k = 3 (12-byte f32 rows: no whole words);
  * - W of 3 columns (each run's GEMM by the tiny-B kernel) and of 17 (past its reach);
  * - the large operand first and second (the route swaps them);
- * - two threads give one thread's bits (blocks are whole GEMMs on any thread). */
+ * - two threads give one thread's bits (blocks are whole GEMMs on any thread);
+ * - the same products with the rows in order (one tall GEMM, gemm.c's tiny-B route);
+ * - and with the output's n axis first, where f64 and c128 rows are read in place. */
 #include <complex.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,27 +43,32 @@ static void fill(tl_tensor *t) {
 
 /* One case: A's k axis first (k_first 1: contiguous in a column-major A) or last; the large operand
  * first or second in the spec. Returns the output (caller releases). */
+static int reversed_out = 1; /* 0: the rows land in order (a plain tall product) */
+static int n_first = 0;      /* 1: the output's n axis first (contiguous in tenlane's order) */
+
 static void run(tl_exec *exec, tl_dtype dtype, int64_t k, int k_first, int large_first,
                 const tl_tensor *a, const tl_tensor *w, tl_tensor *out) {
   /* legs a..q, k is 'x', n is 'y' */
   char legs[LEGS + 1], reversed[LEGS + 1], a_term[LEGS + 2], spec[96];
-  for (int i = 0; i < LEGS; i++) legs[i] = (char)('a' + i), reversed[LEGS - 1 - i] = legs[i];
+  for (int i = 0; i < LEGS; i++)
+    legs[i] = (char)('a' + i), reversed[reversed_out ? LEGS - 1 - i : i] = legs[i];
   legs[LEGS] = reversed[LEGS] = '\0';
   snprintf(a_term, sizeof a_term, k_first == 1 ? "x%s" : "%sx", legs);
+  const char *pre = n_first ? "y" : "", *post = n_first ? "" : "y";
   if (large_first)
-    snprintf(spec, sizeof spec, "%s,xy->%sy", a_term, reversed);
+    snprintf(spec, sizeof spec, "%s,xy->%s%s%s", a_term, pre, reversed, post);
   else
-    snprintf(spec, sizeof spec, "xy,%s->%sy", a_term, reversed);
+    snprintf(spec, sizeof spec, "xy,%s->%s%s%s", a_term, pre, reversed, post);
   int64_t shape[LEGS + 1];
-  for (int i = 0; i < LEGS; i++) shape[i] = 2;
-  shape[LEGS] = w->shape[1];
+  for (int i = 0; i <= LEGS; i++) shape[i] = 2;
+  shape[n_first ? 0 : LEGS] = w->shape[1];
   TH_CHECK_OK(tl_tensor_create(dtype, LEGS + 1, shape, out));
   const tl_tensor *ops[2] = {large_first ? a : w, large_first ? w : a};
   TH_CHECK_OK(tl_einsum_into(exec, spec, 2, ops, out));
   (void)k;
 }
 
-static void einsum_permuted_rows_by_blocks_match_reference(void) {
+static void check_every_dtype(void) {
   th_held one, two;
   th_held_open(&one, 1);
   th_held_open(&two, 2);
@@ -94,7 +101,7 @@ static void einsum_permuted_rows_by_blocks_match_reference(void) {
             for (int i = 0; i < LEGS; i++) {
               int64_t bit = (row >> i) & 1;
               ai[k_first == 1 ? i + 1 : i] = bit;
-              oi[LEGS - 1 - i] = bit;
+              oi[(reversed_out ? LEGS - 1 - i : i) + n_first] = bit;
             }
             for (int64_t n = 0; n < n_out; n++) {
               double complex want = 0;
@@ -107,7 +114,7 @@ static void einsum_permuted_rows_by_blocks_match_reference(void) {
                 want += p;
                 scale += cabs(p);
               }
-              oi[LEGS] = n;
+              oi[n_first ? 0 : LEGS] = n;
               if (!th_num_close_enough(th_num_get(&got1, oi), want, th_num_tolerance(dt) * 8,
                                        scale)) {
                 fprintf(stderr, "  %s k %lld k_first %d large_first %d row %lld n %lld\n",
@@ -134,4 +141,29 @@ static void einsum_permuted_rows_by_blocks_match_reference(void) {
   th_held_close(&two);
 }
 
-TH_TEST_MAIN(TH_CASE(einsum_permuted_rows_by_blocks_match_reference))
+static void einsum_permuted_rows_by_blocks_match_reference(void) {
+  reversed_out = 1;
+  check_every_dtype();
+}
+
+/* The same products with the rows in order: one tall GEMM, which gemm.c gives to the tiny-B
+ * rows when k is contiguous in A (k last) and to the provider otherwise. */
+static void einsum_tall_products_with_a_tiny_b_match_reference(void) {
+  reversed_out = 0;
+  check_every_dtype();
+}
+
+/* The permuted rows with the output's n axis contiguous: with A's k contiguous too (k first),
+ * f64 and c128 rows are read where they lie, without the packed copy
+ * (tl__gemm_tiny_nk_rows, on an x86 build at AVX2 or above); the other dtypes and layouts
+ * pack as before. */
+static void einsum_permuted_rows_read_in_place_match_reference(void) {
+  reversed_out = 1;
+  n_first = 1;
+  check_every_dtype();
+  n_first = 0;
+}
+
+TH_TEST_MAIN(TH_CASE(einsum_permuted_rows_by_blocks_match_reference),
+             TH_CASE(einsum_tall_products_with_a_tiny_b_match_reference),
+             TH_CASE(einsum_permuted_rows_read_in_place_match_reference))

@@ -101,6 +101,41 @@ static void gemm_tiny_nk_matches_naive(void) {
   TH_CHECK(bad == 0);
 }
 
+/* Every instruction set the machine has gives the portable kernel's bits (the AVX2 rows take
+ * f64 and c128 with n <= 4, alpha 1, beta 0 and contiguous columns of C; the other calls
+ * fall through to the portable rows at every level). */
+static void gemm_tiny_nk_same_bits_at_every_isa(void) {
+  static const tl_dtype wide[2] = {TL_F64, TL_C128};
+  uint64_t state = 31;
+  int bad = 0, compared = 0;
+  for (int di = 0; di < 2; di++) {
+    tl_dtype dt = wide[di];
+    for (int64_t n = 1; n <= 5; n++)
+      for (int64_t k = 1; k <= 16; k += 3)
+        for (int unit = 0; unit < 2; unit++) {
+          int64_t m = M_MAX, rsa = k + 1, rsc = n + 1;
+          for (int64_t i = 0; i < A_ELEMS; i++)
+            th_num_store(dt, buf_a, i, th_num_uniform(&state) - 0.5);
+          for (int64_t i = 0; i < B_ELEMS; i++)
+            th_num_store(dt, buf_b, i, th_num_uniform(&state) - 0.5);
+          for (int64_t i = 0; i < C_ELEMS; i++) th_num_store(dt, buf_c0, i, NAN);
+          tl_scalar alpha = tl_scalar_real(unit ? 1.0 : 0.5), beta = tl_scalar_real(0.0);
+          tl__gemm_tiny_nk_at(TL__ISA_PORTABLE, dt, m, n, k, alpha, buf_a, rsa, buf_b, n, 1, beta,
+                              buf_c0, rsc, 1);
+          for (int isa = TL__ISA_AVX2; isa <= tl__isa_level(); isa++) {
+            for (int64_t i = 0; i < C_ELEMS; i++) th_num_store(dt, buf_c, i, NAN);
+            tl__gemm_tiny_nk_at(isa, dt, m, n, k, alpha, buf_a, rsa, buf_b, n, 1, beta, buf_c, rsc,
+                                1);
+            if (memcmp(buf_c, buf_c0, (size_t)(m * rsc) * tl_dtype_size(dt)) != 0) bad++;
+            compared++;
+          }
+        }
+  }
+  if (bad) fprintf(stderr, "  %d of %d calls differ from the portable bits\n", bad, compared);
+  if (compared == 0) fprintf(stderr, "  this machine runs the portable kernels only\n");
+  TH_CHECK(bad == 0);
+}
+
 static void gemm_tiny_nk_reach(void) {
   for (int di = 0; di < 4; di++) {
     TH_CHECK(tl__gemm_tiny_nk_fits(dtypes[di], 3, 4));
@@ -113,4 +148,5 @@ static void gemm_tiny_nk_reach(void) {
   }
 }
 
-TH_TEST_MAIN(TH_CASE(gemm_tiny_nk_matches_naive), TH_CASE(gemm_tiny_nk_reach))
+TH_TEST_MAIN(TH_CASE(gemm_tiny_nk_matches_naive), TH_CASE(gemm_tiny_nk_same_bits_at_every_isa),
+             TH_CASE(gemm_tiny_nk_reach))
