@@ -205,8 +205,10 @@ void tl__advise_huge(void *buffer, size_t bytes);
 /* The team a step of `flops` real floating-point operations moving `bytes`, with `parts`
  * independent parts a split can share out (a contraction's or product's output elements, a
  * one-operand step's input elements), should run on: `team` when the split's saving beats
- * its cost, else 1 (threads.c). */
-int tl__einsum_step_team(struct tl_exec *exec, int team, double flops, double bytes, double parts);
+ * its cost, else 1 (threads.c). real_gemm: 1 for a contraction in a real dtype, whose
+ * split must save more (see threads.c). */
+int tl__einsum_step_team(struct tl_exec *exec, int team, double flops, double bytes, double parts,
+                         int real_gemm);
 /* The measured cost of one split over `team` threads, in seconds (measured on the first
  * call, then kept), as tl__einsum_step_team weighs it; tests read it. */
 double tl__einsum_split_seconds(struct tl_exec *exec, int team);

@@ -231,10 +231,10 @@ static double numel_d(const tl_tensor *t) {
 
 /* The team one step runs on: the surface's, unless the cost model says a split does not
  * pay (then the step's routes see a team request of one). */
-static int step_team(tl_exec *exec, double flops, double bytes, double parts) {
+static int step_team(tl_exec *exec, double flops, double bytes, double parts, int real_gemm) {
   int team;
   if (tl__exec_team(exec, &team) != TL_OK) return 1;
-  return tl__einsum_step_team(exec, team, flops, bytes, parts);
+  return tl__einsum_step_team(exec, team, flops, bytes, parts, real_gemm);
 }
 
 /* One pairwise step: an elementwise product when it sums nothing, else a contraction. */
@@ -245,7 +245,7 @@ static tl_status run_step(tl_exec *exec, const tl_tensor *a, const int *a_labels
   double complex_factor = tl_dtype_is_complex(c->dtype) ? 4.0 : 1.0;
   double moved = (numel_d(a) + numel_d(b) + numel_d(c)) * esize;
   if (tl__einsum_step_sums_nothing(a_labels, a->rank, b_labels, b->rank, c_labels, c->rank)) {
-    int team = step_team(exec, numel_d(c) * complex_factor, moved, numel_d(c));
+    int team = step_team(exec, numel_d(c) * complex_factor, moved, numel_d(c), 0);
     return tl__einsum_product(exec, team, a, a_labels, b, b_labels, c, c_labels);
   }
   /* 2 * (product of every label's extent): the extents of a, times b's labels a lacks. */
@@ -254,7 +254,8 @@ static tl_status run_step(tl_exec *exec, const tl_tensor *a, const int *a_labels
     if (index_of(a_labels, a->rank, b_labels[k]) < 0) flops *= (double)b->shape[k];
   }
   int saved = exec->team_request;
-  if (step_team(exec, flops, moved, numel_d(c)) == 1) exec->team_request = 1;
+  if (step_team(exec, flops, moved, numel_d(c), !tl_dtype_is_complex(c->dtype)) == 1)
+    exec->team_request = 1;
   tl_status status = tl_contract_into(exec, c_labels, a, a_labels, b, b_labels, c);
   exec->team_request = saved;
   return status;
@@ -266,7 +267,7 @@ static tl_status run_fold(tl_exec *exec, const tl_tensor *in, const int *in_to_o
                           const tl_tensor *out) {
   double moved = (numel_d(in) + numel_d(out)) * (double)tl_dtype_size(in->dtype);
   int saved = exec->team_request;
-  if (step_team(exec, numel_d(in), moved, numel_d(in)) == 1) exec->team_request = 1;
+  if (step_team(exec, numel_d(in), moved, numel_d(in), 0) == 1) exec->team_request = 1;
   tl_status status = tl__einsum_fold_route(exec, in, in_to_out, out);
   exec->team_request = saved;
   return status;

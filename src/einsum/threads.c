@@ -33,8 +33,15 @@
 #define TL__EINSUM_SPLIT_MARGIN 3.0
 /* Seconds a split must save whatever the measured split cost: the f64 matrix chain's
  * GEMMs (120 x 80..400 x 80..400, 75-180 us on one thread) ran 1.36x slower split in two
- * (quiet window, 2026-12-04), its c128 GEMMs (225-700 us) 0.82x. */
+ * (quiet window, 2026-12-04), its c128 GEMMs (225-700 us) 0.82x. A real GEMM must save
+ * more: at 1e-4 one f64 step of the chain still split (160 x 310 x 140, estimated saving
+ * 100 us); alone it ran 0.94x of one thread, but inside the network the whole call took
+ * 1.09-1.26x the one-thread time (2026-12-05; without that split, 1.03x). A real GEMM's
+ * blocks go to the provider, each packing the shared operand again; the complex ones run
+ * tenlane's kernels, whose steps of the same size gained (the c128 language model
+ * b256_h128: 0.67x at 1e-4, 0.99x when held to 2.5e-4). */
 #define TL__EINSUM_MIN_SAVING 1.0e-4
+#define TL__EINSUM_MIN_SAVING_REAL_GEMM 2.5e-4
 #define TL__EINSUM_MIN_PARTS 16.0
 #define TL__EINSUM_SPLIT_SAMPLES 7
 
@@ -77,12 +84,13 @@ double tl__einsum_split_seconds(tl_exec *exec, int team) {
   return measured_split_seconds(exec, team);
 }
 
-int tl__einsum_step_team(tl_exec *exec, int team, double flops, double bytes, double parts) {
+int tl__einsum_step_team(tl_exec *exec, int team, double flops, double bytes, double parts,
+                         int real_gemm) {
   if (team <= 1) return 1;
   if (parts < TL__EINSUM_MIN_PARTS * (double)team) return 1;
   double serial = flops / TL__EINSUM_FLOP_RATE + bytes / TL__EINSUM_BYTE_RATE;
   double saving = serial * (1.0 - 1.0 / (double)team);
   /* Below the least saving that pays: decide without measuring. */
-  if (saving < TL__EINSUM_MIN_SAVING) return 1;
+  if (saving < (real_gemm ? TL__EINSUM_MIN_SAVING_REAL_GEMM : TL__EINSUM_MIN_SAVING)) return 1;
   return saving >= TL__EINSUM_SPLIT_MARGIN * measured_split_seconds(exec, team) ? team : 1;
 }

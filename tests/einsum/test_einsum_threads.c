@@ -87,20 +87,28 @@ static void einsum_cost_model_splits_only_steps_that_pay(void) {
    * to splitting there. */
   double split = tl__einsum_split_seconds(two.exec, 2);
   double gemm = 2.0e9, gemm_bytes = 8.0 * 3e6;
-  TH_CHECK(tl__einsum_step_team(two.exec, 2, gemm, gemm_bytes, 1e6) == 2);
+  TH_CHECK(tl__einsum_step_team(two.exec, 2, gemm, gemm_bytes, 1e6, 1) == 2);
   double outer = 4096.0 * 4096;
   if (split < 1e-4)
-    TH_CHECK(tl__einsum_step_team(two.exec, 2, outer, 8.0 * (outer + 8192), outer) == 2);
+    TH_CHECK(tl__einsum_step_team(two.exec, 2, outer, 8.0 * (outer + 8192), outer, 0) == 2);
   else
     fprintf(stderr, "  measured split %.0f us (a loaded machine): the 4096^2 case not held\n",
             split * 1e6);
   /* the f64 matrix chain's GEMMs (120x300x80: about 90 us on one core) stay on one thread */
   double chain = 2.0 * 120 * 300 * 80, chain_bytes = 8.0 * (120 * 300 + 300 * 80 + 120 * 80);
-  TH_CHECK(tl__einsum_step_team(two.exec, 2, chain, chain_bytes, 120.0 * 80) == 1);
+  TH_CHECK(tl__einsum_step_team(two.exec, 2, chain, chain_bytes, 120.0 * 80, 1) == 1);
+  /* and so does its largest, 160x310x140 (about 180 us): split, it made the whole network
+   * slower at two threads than at one. The same estimate for a complex step splits where a
+   * split costs what a pool's does (tenlane's complex kernels gained there). */
+  double big = 2.0 * 160 * 310 * 140, big_bytes = 8.0 * (160 * 310 + 310 * 140 + 160 * 140);
+  TH_CHECK(tl__einsum_step_team(two.exec, 2, big, big_bytes, 160.0 * 140, 1) == 1);
+  if (split < 1e-5)
+    TH_CHECK(tl__einsum_step_team(two.exec, 2, big, big_bytes, 160.0 * 140, 0) == 2);
   /* a full contraction ij,ij-> has one output element: nothing to cut, however large */
-  TH_CHECK(tl__einsum_step_team(two.exec, 2, 2.0 * 4096 * 4096, 8.0 * 2 * 4096 * 4096, 1.0) == 1);
+  TH_CHECK(tl__einsum_step_team(two.exec, 2, 2.0 * 4096 * 4096, 8.0 * 2 * 4096 * 4096, 1.0, 1) ==
+           1);
   /* a team of one never splits */
-  TH_CHECK(tl__einsum_step_team(two.exec, 1, 1e12, 1e12, 1e9) == 1);
+  TH_CHECK(tl__einsum_step_team(two.exec, 1, 1e12, 1e12, 1e9, 0) == 1);
   th_held_close(&two);
 }
 
