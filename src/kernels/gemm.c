@@ -147,7 +147,7 @@ static void cap_block_for_cancel(gemm_job *job, const tl__gemm_batch *g) {
 static int tiny_route(const tl__gemm_batch *g) {
   return g->m >= TINY_ROUTE_MIN_ROWS && (g->csa == 1 || g->k == 1) &&
          tl__gemm_tiny_nk_fits(g->dtype, g->n, g->k) &&
-         tl__gemm_tiny_nk_fast(g->dtype, g->n, g->alpha, g->beta, g->n > 1 ? g->csc : 1);
+         tl__gemm_tiny_nk_fast(g->dtype, g->n, g->alpha, g->beta, g->csc);
 }
 
 tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {

@@ -207,12 +207,57 @@ static inline TL__AVX2 void row_c128(const double *x, int64_t n, int64_t k, cons
   }
 }
 
+/* One column of C (n = 1): a row would use one lane of four, so four rows go at once, a
+ * lane each: element p of the four rows times B's p-th value, summed in p order, which is
+ * each row's own sum (the bits of row_f64). Returns the rows done (a multiple of 4). With
+ * k = 4 and rows k apart the four rows are one 4 x 4 block, loaded whole and transposed. */
+static inline TL__AVX2 int64_t column_f64(int64_t m, int64_t k, const double *a, int64_t rsa,
+                                          const double *b, int64_t rsb, double *c, int64_t rsc) {
+  __m256d bv[TL__TINY_NK_MAX];
+  for (int64_t p = 0; p < k; p++) bv[p] = _mm256_set1_pd(b[p * rsb]);
+  int64_t r = 0;
+  for (; r + 4 <= m; r += 4) {
+    const double *x = a + r * rsa;
+    __m256d acc;
+    if (k == 4 && rsa == 4) {
+      __m256d r0 = _mm256_loadu_pd(x), r1 = _mm256_loadu_pd(x + 4);
+      __m256d r2 = _mm256_loadu_pd(x + 8), r3 = _mm256_loadu_pd(x + 12);
+      __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      __m256d c0 = _mm256_permute2f128_pd(t0, t2, 0x20), c1 = _mm256_permute2f128_pd(t1, t3, 0x20);
+      __m256d c2 = _mm256_permute2f128_pd(t0, t2, 0x31), c3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+      acc = _mm256_mul_pd(c0, bv[0]);
+      acc = _mm256_add_pd(acc, _mm256_mul_pd(c1, bv[1]));
+      acc = _mm256_add_pd(acc, _mm256_mul_pd(c2, bv[2]));
+      acc = _mm256_add_pd(acc, _mm256_mul_pd(c3, bv[3]));
+    } else {
+      acc = _mm256_mul_pd(_mm256_set_pd(x[3 * rsa], x[2 * rsa], x[rsa], x[0]), bv[0]);
+      for (int64_t p = 1; p < k; p++) {
+        __m256d col = _mm256_set_pd(x[3 * rsa + p], x[2 * rsa + p], x[rsa + p], x[p]);
+        acc = _mm256_add_pd(acc, _mm256_mul_pd(col, bv[p]));
+      }
+    }
+    if (rsc == 1) {
+      _mm256_storeu_pd(c + r, acc);
+    } else {
+      __m128d lo = _mm256_castpd256_pd128(acc), hi = _mm256_extractf128_pd(acc, 1);
+      _mm_store_sd(c + r * rsc, lo);
+      _mm_storeh_pd(c + (r + 1) * rsc, lo);
+      _mm_store_sd(c + (r + 2) * rsc, hi);
+      _mm_storeh_pd(c + (r + 3) * rsc, hi);
+    }
+  }
+  return r;
+}
+
 static TL__AVX2 void tiny_f64_4_avx2(int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa,
                                      const double *b, int64_t rsb, int64_t csb, double *c,
                                      int64_t rsc) {
   __m256d bt[TL__TINY_NK_MAX];
   load_b_f64(n, k, b, rsb, csb, bt);
-  for (int64_t r = 0; r < m; r++) row_f64(a + r * rsa, n, k, bt, c + r * rsc);
+  int64_t r = 0;
+  if (n == 1) r = column_f64(m, k, a, rsa, b, rsb, c, rsc);
+  for (; r < m; r++) row_f64(a + r * rsa, n, k, bt, c + r * rsc);
 }
 
 static TL__AVX2 void tiny_c128_avx2(int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa,
@@ -265,7 +310,7 @@ static TL__AVX2 void rows_avx2(int complex_dt, int64_t groups, int64_t runs, int
 /* 1 when the AVX2 rows above take the call. */
 static int avx2_takes(int isa, tl_dtype dtype, int64_t n, tl_scalar alpha, tl_scalar beta,
                       int64_t csc) {
-  if (isa < TL__ISA_AVX2 || n > 4 || csc != 1) return 0;
+  if (isa < TL__ISA_AVX2 || n > 4 || (n > 1 && csc != 1)) return 0; /* one column: any csc */
   if (alpha.re != 1.0 || alpha.im != 0.0 || beta.re != 0.0 || beta.im != 0.0) return 0;
   return dtype == TL_F64 || dtype == TL_C128;
 }

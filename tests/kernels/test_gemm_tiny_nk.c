@@ -111,9 +111,12 @@ static void gemm_tiny_nk_same_bits_at_every_isa(void) {
   for (int di = 0; di < 2; di++) {
     tl_dtype dt = wide[di];
     for (int64_t n = 1; n <= 5; n++)
-      for (int64_t k = 1; k <= 16; k += 3)
-        for (int unit = 0; unit < 2; unit++) {
-          int64_t m = M_MAX, rsa = k + 1, rsc = n + 1;
+      for (int64_t k = 1; k <= 16; k += 3) /* 1, 4, 7, 10, 13, 16 */
+        for (int variant = 0; variant < 4; variant++) {
+          /* variant bit 0: alpha 1 (else 0.5); bit 1: rows of A k apart and, for one column,
+           * C's rows contiguous (the 4 x 4 blocks of the one-column rows when k = 4) */
+          int unit = variant & 1, packed = variant >> 1;
+          int64_t m = M_MAX, rsa = packed ? k : k + 1, rsc = packed && n == 1 ? 1 : n + 1;
           for (int64_t i = 0; i < A_ELEMS; i++)
             th_num_store(dt, buf_a, i, th_num_uniform(&state) - 0.5);
           for (int64_t i = 0; i < B_ELEMS; i++)
