@@ -124,10 +124,11 @@ TL__TINY_COMPLEX(tiny_c64_8, float, 8)
 TL__TINY_COMPLEX(tiny_c64_16, float, 16)
 
 /* ---- AVX2 rows for the common widths ------------------------------------------------------
- * f64 with n <= 4 and c128 with n <= 4, alpha 1, beta 0 and C's columns contiguous (the
- * einsum steps that come here): the same products and sums as the portable kernels above,
- * in the same order, with no fused multiply-add (the portable build has none either), so
- * the bits are the portable kernel's; the registers hold a whole row of C, and the stores
+ * f64 with n <= 4 and c128 with n <= 4, alpha 1, beta 0 and C's columns contiguous (any
+ * layout for a single column; the einsum steps that come here): the same products and sums
+ * as the portable kernels above, in the same order, with no fused multiply-add (the
+ * portable build has none either), so the bits are the portable kernel's; the registers
+ * hold a whole row of C, and the stores
  * write the n elements straight from them. The portable f64 row took about 11 cycles
  * (2^18 rows of a 4 x 3 B: 0.95 ms on one core of the AVX-512 machine, in cache), most of
  * it in the scalar stores and spills. */

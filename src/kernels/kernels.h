@@ -377,8 +377,8 @@ void tl__gemm_tiny_nk_at(int isa, tl_dtype dtype, int64_t m, int64_t n, int64_t 
                          const void *a, int64_t rsa, const void *b, int64_t rsb, int64_t csb,
                          tl_scalar beta, void *c, int64_t rsc, int64_t csc);
 /* _fast: 1 when tl__gemm_tiny_nk runs its vector rows for such a call (f64 and c128 with
- * n <= 4, alpha 1, beta 0, csc 1, on an x86 build at AVX2 or above), 0 where it runs the
- * portable rows, which trail a provider's GEMM once n passes a few columns.
+ * n <= 4, alpha 1, beta 0, csc 1 unless n is 1, on an x86 build at AVX2 or above), 0 where
+ * it runs the portable rows, which trail a provider's GEMM once n passes a few columns.
  * _rows: where _fast, the rows of a block of contract.c's blocked route read where they
  * lie: group i's `runs` consecutive rows of A (k contiguous elements each, k apart) start at
  * byte offset row_at[i] from a; row r of group i is C's row at element offset
