@@ -7,7 +7,7 @@ Categories: language model (batched HMM likelihood), graphical model (a grid of 
 factors summed out), MPS (an inner product), MERA (a norm of a binary tree with
 disentanglers), matrix chain, tensor-network permutation (rank-19 intermediates), two
 networks above 10^9 flops (a large matrix chain, a language model of hidden size 512), and the
-diagnostic binary terms (ij,ij->ij; ij,ij->ji; i,j->ij; bij,bjk->bik; the batched dot bi,bi->b;
+diagnostic binary terms (ij,ij->ij; ij,ij->ji; ij,ji->ij; i,j->ij; bij,bjk->bik; the batched dot bi,bi->b;
 the full contraction ij,ij->; the vector-matrix product i,ij->j).
 
 Each network is one tenlane call (integer labels, the path passed in opt_einsum's linear
@@ -122,6 +122,7 @@ NETWORKS = [
     ("language_model_b512_h512_t8", *language_model(8, 512, 512)),
     ("hadamard_ij,ij->ij_2048", [[0, 1], [0, 1]], [0, 1], {0: 2048, 1: 2048}),
     ("hadamard_ij,ij->ji_1024", [[0, 1], [0, 1]], [1, 0], {0: 1024, 1: 1024}),
+    ("hadamard_ij,ji->ij_1024", [[0, 1], [1, 0]], [0, 1], {0: 1024, 1: 1024}),
     ("outer_i,j->ij_4096", [[0], [1]], [0, 1], {0: 4096, 1: 4096}),
     ("batched_bij,bjk->bik_32x64", [[0, 1, 2], [0, 2, 3]], [0, 1, 3], {0: 32, 1: 64, 2: 64, 3: 64}),
     ("batched_dot_bi,bi->b_4096x256", [[0, 1], [0, 1]], [0], {0: 4096, 1: 256}),

@@ -4,7 +4,10 @@
  * - A pairwise step that sums nothing (a Hadamard product in any axis order, an outer
  *   product, a broadcast product) is one elementwise multiply over the result's index
  *   space, each input seen through a view with the result's axes (stride 0 where it lacks
- *   the label). Through GEMM it was a batch of 1x1x1 products, one per element.
+ *   the label). Through GEMM it was a batch of 1x1x1 products, one per element. One whose
+ *   output runs across an input's dense axis goes through product_tiles.c in one pass
+ *   where it can, else through two (the product in the input's order, then the blocked
+ *   copy).
  * - A one-operand step (a transpose, a diagonal, a trace, a reduction) of at least
  *   TL__EINSUM_DIRECT_MIN elements is a blocked copy (tl_copy_into) when it sums nothing,
  *   else a sum (tl_reduce_into) into the output seen in the input's axis order. Smaller
@@ -133,6 +136,12 @@ static void product_band_chunk(size_t begin, size_t end, int worker_index, void 
   }
 }
 
+/* Blocks [begin, end) of the one-pass route (product_tiles.c). */
+static void product_tiles_chunk(size_t begin, size_t end, int worker_index, void *arg) {
+  (void)worker_index;
+  tl__product_tiles_run(arg, (int64_t)begin, (int64_t)end);
+}
+
 tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const int *a_labels,
                              const tl_tensor *b, const int *b_labels, const tl_tensor *out,
                              const int *out_labels) {
@@ -149,6 +158,15 @@ tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const 
     if (densest_axis(&av) != out_axis) lead = &av;
   } else if (out_axis >= 0 && bv.strides[out_axis] != 0 && densest_axis(&bv) != out_axis) {
     lead = &bv;
+  }
+  /* One pass of transposed tiles where the instruction set, dtype and layout allow it (on
+   * any input read across its dense axis, either one); else the two passes below. */
+  tl__product_tiles tiles;
+  if (tl_tensor_numel(out) >= TL__EINSUM_PRODUCT_TILE_MIN &&
+      tl__product_tiles_plan(&tiles, out, &av, &bv)) {
+    const int parallel = team > 1 && tiles.blocks >= 2;
+    return tl__exec_run_chunks(exec, parallel, (size_t)tiles.blocks, 1, product_tiles_chunk, &tiles,
+                               "writing a transposing product");
   }
   if (lead != NULL && tl_tensor_numel(out) >= TL__EINSUM_PRODUCT_TILE_MIN) {
     /* Scratch in lead's order: its axes by lead's strides, column-major. */

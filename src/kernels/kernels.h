@@ -125,6 +125,29 @@ void tl__permute_group_run(const tl__permute_plan *plan, int64_t begin, int64_t 
 void tl__transpose_tile(int64_t esize, int64_t r, int64_t c, const char *src, int64_t ss, char *dst,
                         int64_t ds);
 
+/* ---- Products written across an input's dense axis (product_tiles.c) -------------------- */
+typedef struct tl__product_tiles {
+  tl__loop loop;    /* out, a, b (all of out's shape); axis 0 is out's dense axis */
+  int axis;         /* the loop axis along which the across inputs are dense */
+  int across[2];    /* per input: 1 dense along `axis`, 0 dense along axis 0 */
+  int64_t head;     /* elements of axis 0 before out's first 64-byte boundary: band 0 if > 0 */
+  int64_t col_head; /* indices of `axis` before the lead across input's lines: fringe */
+  int64_t band;     /* elements of axis 0 per band after the head (whole lines: 128 bytes) */
+  int64_t bands;    /* bands along axis 0, the head's included */
+  int64_t blocks;   /* independent work blocks: bands times the other axes' indices */
+  tl__row_fn mul;   /* the row kernel, for the fringes */
+} tl__product_tiles;
+/* Plan out = a * b (inputs seen with out's axes, stride 0 where broadcast) as tiles. 1 when
+ * this route takes it: an AVX-512 level (tl__isa_level), f64 or c128 throughout, out dense
+ * along its first loop axis, at least one input dense along another axis (and the other
+ * either dense there too or dense along out's), both axes at least a cache line long, and
+ * out's rows in one phase of 64 bytes (output lines go out by streaming stores).
+ * 0 otherwise (plan unusable). Never fails, allocates nothing. */
+int tl__product_tiles_plan(tl__product_tiles *plan, const tl_tensor *out, const tl_tensor *a,
+                           const tl_tensor *b);
+/* Run blocks [begin, end) of the plan on the calling thread; any split gives the same bits. */
+void tl__product_tiles_run(const tl__product_tiles *plan, int64_t begin, int64_t end);
+
 /* ---- Providers (provider.c, and the boundary below) -------------------------------------- */
 /* One single-threaded GEMM call: C = alpha * A * B + beta * C with general element strides
  * (rs = row stride, cs = column stride). Tiny complex shapes run gemm_small_complex.c,

@@ -15,7 +15,9 @@
 __attribute__((target("avx512f"), always_inline)) static inline void tl__transpose8x8_pd512(
     __m512d r[8]) {
   __m512d t[8], u[8];
-  for (int q = 0; q < 8; q += 2) {
+  /* unrolled, so t and r stay in registers (gcc -O2 otherwise kept this loop, and the
+   * arrays on the stack, inside product_tiles.c's kernels) */
+  _Pragma("GCC unroll 4") for (int q = 0; q < 8; q += 2) {
     t[q] = _mm512_unpacklo_pd(r[q], r[q + 1]);     /* even columns of rows q, q+1 */
     t[q + 1] = _mm512_unpackhi_pd(r[q], r[q + 1]); /* odd columns */
   }

@@ -1,0 +1,259 @@
+/* src/kernels/product_tiles.c: an elementwise product whose output runs across an input's
+ * dense axis (einsum's ij,ij->ji, ij,ji->ij, ij,j->ji), made in one pass of tiles.
+ *
+ * The loop plan (loop.c) puts the output's dense axis first. An input is "across" when it
+ * is dense along another loop axis, the plan's `axis`, and "along" when it is dense along
+ * axis 0 as the output is. A micro-tile is one cache line by one cache line (8 x 8
+ * doubles, 4 x 4 complex doubles): the across inputs' lines are loaded, multiplied and
+ * transposed in registers (or transposed and then multiplied by the along input's lines),
+ * and each output line is written by one 64-byte store. Tiles go in bands of 128 bytes of
+ * the output's dense axis, each band walking the whole of `axis`, so every across input
+ * is read as 16 (f64) or 8 (c128) sequential streams with software prefetch ahead of them.
+ *
+ * Output lines are written with streaming stores, so every line written whole must start
+ * on a 64-byte boundary: the elements before the first boundary are a head band of their
+ * own, and an output whose rows start at different phases is left to the two-pass route.
+ * A cached store first reads the line it writes (read for ownership), and here each such
+ * read is in another output row, which no prefetcher follows. In a scratch probe on this
+ * project's AMD EPYC (1024^2 f64 ij,ij->ji, one core, the same buffers every call) the
+ * tiles took 0.7-1.1 ms with cached stores, prefetch for writing included, and 0.48-0.65 ms
+ * streamed; streamed and then read back whole they still came out ahead (0.83-0.87 against
+ * 0.82-1.18 ms). The across input's rows are met on whole lines where their phase allows
+ * (col_head): 16 bytes off, every load straddles two lines, and the probe went from 0.48 to
+ * 0.9 ms.
+ *
+ * Bits: each element is one product of the row kernels' formula (tl__ew_binary_kernel),
+ * which the fringes call directly: no fused multiply-add, complex re = ar br - ai bi and
+ * im = ai br + ar bi, each product rounded and then summed. So this route, the two-pass
+ * route it replaces and tl_mul give the same bits on every instruction set. Pure core:
+ * never fails, allocates nothing. */
+#include <string.h>
+
+#include "base/isa.h"
+#include "kernels.h"
+#if TL_X86_KERNELS
+#include <immintrin.h>
+
+#include "transpose512.h"
+#endif
+
+/* Bytes of the output's dense axis per band, and how far ahead along `axis` the across
+ * inputs are prefetched (the same probe: bands of 64, 256 and 512 bytes were slower, and
+ * so were distances of 0 and 128 bytes; 512 was slower for f64 and no faster for c128). */
+#define TL__PT_BAND_BYTES 128
+#define TL__PT_AHEAD_BYTES 256
+
+int tl__product_tiles_plan(tl__product_tiles *plan, const tl_tensor *out, const tl_tensor *a,
+                           const tl_tensor *b) {
+  memset(plan, 0, sizeof *plan);
+#if TL_X86_KERNELS
+  if (tl__isa_level() < TL__ISA_AVX512) return 0;
+  if (out->dtype != a->dtype || out->dtype != b->dtype) return 0;
+  if (out->dtype != TL_F64 && out->dtype != TL_C128) return 0;
+  const tl_tensor *ts[3] = {out, a, b};
+  tl__loop *loop = &plan->loop;
+  tl__loop_plan(loop, 3, ts);
+  const int64_t es = loop->esize[0];
+  const int64_t line = 64 / es; /* elements per cache line: the micro-tile's side */
+  if (loop->rank < 2 || loop->strides[0][0] != 1 || loop->shape[0] < line) return 0;
+  /* The lead: the first input that varies along axis 0 but is not dense there; `axis` is
+   * where it is dense. An input constant along axis 0 (the a of an outer product i,j->ij)
+   * leads nothing: the row kernel writes such products at store bandwidth already. */
+  int axis = -1;
+  for (int i = 1; i <= 2 && axis < 0; i++) {
+    if (loop->strides[i][0] == 1 || loop->strides[i][0] == 0) continue;
+    for (int k = 1; k < loop->rank; k++) {
+      if (loop->strides[i][k] == 1) {
+        axis = k;
+        break;
+      }
+    }
+    if (axis < 0) return 0; /* dense nowhere: no line of it is read whole */
+  }
+  if (axis < 0 || loop->shape[axis] < line) return 0;
+  for (int i = 1; i <= 2; i++) {
+    plan->across[i - 1] = loop->strides[i][0] != 1;
+    if (plan->across[i - 1] && loop->strides[i][axis] != 1) return 0;
+  }
+  /* Streaming stores need every output line they write to start on a 64-byte boundary:
+   * the step along every axis but the dense one a multiple of 64 bytes, and the bands
+   * starting where a line does. Cached stores here cost two lines' reads per store when
+   * the rows are not aligned (1.5-1.8 ms on the 1024^2 f64 probe, numpy's unaligned out=),
+   * more than the two-pass route: such outputs are left to it. */
+  const uintptr_t misaligned = (uintptr_t)loop->base[0] % 64;
+  if (misaligned % (uintptr_t)es != 0) return 0;
+  for (int k = 1; k < loop->rank; k++)
+    if ((loop->strides[0][k] * es) % 64 != 0) return 0;
+  plan->axis = axis;
+  /* The across input's loads: a line's worth that straddles two lines costs both (1024^2
+   * f64 from numpy's arrays, 16 bytes past a line: 0.48 -> 0.9 ms in the scratch probe).
+   * When every one of its rows starts at the same phase, the columns before its first
+   * boundary go to the fringe and the tiles start on whole lines. */
+  const int lead = plan->across[0] && loop->strides[1][0] != 0 ? 1 : 2;
+  const uintptr_t phase = (uintptr_t)loop->base[lead] % 64;
+  int uniform = phase % (uintptr_t)es == 0;
+  for (int k = 0; k < loop->rank; k++)
+    if (k != axis) uniform &= (loop->strides[lead][k] * es) % 64 == 0;
+  plan->col_head = uniform ? (int64_t)((64 - phase) % 64) / es : 0;
+  if (plan->col_head > loop->shape[axis]) plan->col_head = loop->shape[axis];
+  plan->head = (int64_t)((64 - misaligned) % 64) / es;
+  if (plan->head > loop->shape[0]) plan->head = loop->shape[0];
+  plan->band = TL__PT_BAND_BYTES / es;
+  plan->bands = (plan->head > 0) + (loop->shape[0] - plan->head + plan->band - 1) / plan->band;
+  int64_t other = 1;
+  for (int k = 1; k < loop->rank; k++)
+    if (k != axis) other *= loop->shape[k];
+  plan->blocks = plan->bands * other;
+  plan->mul = tl__ew_binary_kernel(TL_OP_MUL, out->dtype);
+  return 1;
+#else
+  (void)out, (void)a, (void)b;
+  return 0;
+#endif
+}
+
+#if TL_X86_KERNELS
+#define TL_AVX512 __attribute__((target("avx512f")))
+
+/* Two complex doubles' products per 128-bit lane pair, the row kernels' formula: even
+ * lanes p - q, odd lanes p + q, each of p and q a rounded product. */
+static inline TL_AVX512 __m512d cmul_512(__m512d x, __m512d y) {
+  __m512d yr = _mm512_movedup_pd(y), yi = _mm512_permute_pd(y, 0xff);
+  __m512d xs = _mm512_permute_pd(x, 0x55);
+  __m512d p = _mm512_mul_pd(x, yr), q = _mm512_mul_pd(xs, yi);
+  return _mm512_mask_sub_pd(_mm512_add_pd(p, q), 0x55, p, q);
+}
+
+/* One band's tiles: output rows j (along `axis`) of elements i0.. (along axis 0), Q lines
+ * per micro-tile of Q elements each. o, x, y point at element (i0, 0) of the output and
+ * the two inputs; s0/sp are their strides in elements along axis 0 / `axis`. */
+typedef struct band_args {
+  char *o;
+  const char *x, *y;
+  int64_t o_sp, x_s0, x_sp, y_s0, y_sp; /* elements */
+  int64_t rows;                         /* along axis 0 in this band: a multiple of Q */
+  int64_t cols;                         /* along `axis`: a multiple of Q */
+  int x_across, y_across;
+} band_args;
+
+/* One band's kernel; XA, YA: whether x, y are across (constants, so each variant's loop
+ * has no branch). Across lines are input rows i + q, along lines output rows j + q. */
+/* The micro-tile's loops unrolled, so r and w stay in registers (gcc -O2 kept them as
+ * loops over stack arrays). */
+#define TL__PT_UNROLL _Pragma("GCC unroll 8")
+#define TL__PT_BAND_KERNEL(NAME, Q, UNITS, MUL, TRANSPOSE, XA, YA)                            \
+  static TL_AVX512 void NAME(const band_args *g) {                                            \
+    const int64_t u = (UNITS), ahead = TL__PT_AHEAD_BYTES / (8 * (UNITS));                    \
+    const double *x = (const double *)g->x, *y = (const double *)g->y;                        \
+    double *o = (double *)g->o;                                                               \
+    /* per line q: x's and y's step between lines, and along `axis` per column */             \
+    const int64_t xl = ((XA) ? g->x_s0 : g->x_sp) * u, yl = ((YA) ? g->y_s0 : g->y_sp) * u;   \
+    const int64_t xc = g->x_sp * u, yc = g->y_sp * u, ol = g->o_sp * u;                       \
+    const int64_t xr = g->x_s0 * u, yr = g->y_s0 * u;                                         \
+    const int64_t xa = ((XA) ? ahead * u : ahead * xc), ya = ((YA) ? ahead * u : ahead * yc); \
+    for (int64_t j = 0; j < g->cols; j += (Q)) {                                              \
+      const int pf = j + ahead < g->cols;                                                     \
+      for (int64_t i = 0; i < g->rows; i += (Q)) {                                            \
+        __m512d r[Q], w[Q];                                                                   \
+        const double *xs = x + i * xr + j * xc, *ys = y + i * yr + j * yc;                    \
+        if (pf) {                                                                             \
+          TL__PT_UNROLL for (int q = 0; q < (Q); q++) {                                       \
+            _mm_prefetch((const char *)(xs + q * xl + xa), _MM_HINT_T0);                      \
+            _mm_prefetch((const char *)(ys + q * yl + ya), _MM_HINT_T0);                      \
+          }                                                                                   \
+        }                                                                                     \
+        TL__PT_UNROLL for (int q = 0; q < (Q); q++) r[q] = _mm512_loadu_pd(xs + q * xl);      \
+        TL__PT_UNROLL for (int q = 0; q < (Q); q++) w[q] = _mm512_loadu_pd(ys + q * yl);      \
+        if ((XA) && (YA)) {                                                                   \
+          TL__PT_UNROLL for (int q = 0; q < (Q); q++) r[q] = MUL(r[q], w[q]);                 \
+          TRANSPOSE(r);                                                                       \
+        } else {                                                                              \
+          if (XA) TRANSPOSE(r);                                                               \
+          if (YA) TRANSPOSE(w);                                                               \
+          TL__PT_UNROLL for (int q = 0; q < (Q); q++) r[q] = MUL(r[q], w[q]);                 \
+        }                                                                                     \
+        double *os = o + (i + j * g->o_sp) * u;                                               \
+        TL__PT_UNROLL for (int q = 0; q < (Q); q++) _mm512_stream_pd(os + q * ol, r[q]);      \
+      }                                                                                       \
+    }                                                                                         \
+  }
+
+TL__PT_BAND_KERNEL(band_f64_xy, 8, 1, _mm512_mul_pd, tl__transpose8x8_pd512, 1, 1)
+TL__PT_BAND_KERNEL(band_f64_x, 8, 1, _mm512_mul_pd, tl__transpose8x8_pd512, 1, 0)
+TL__PT_BAND_KERNEL(band_f64_y, 8, 1, _mm512_mul_pd, tl__transpose8x8_pd512, 0, 1)
+TL__PT_BAND_KERNEL(band_c128_xy, 4, 2, cmul_512, tl__transpose4x4_c512, 1, 1)
+TL__PT_BAND_KERNEL(band_c128_x, 4, 2, cmul_512, tl__transpose4x4_c512, 1, 0)
+TL__PT_BAND_KERNEL(band_c128_y, 4, 2, cmul_512, tl__transpose4x4_c512, 0, 1)
+
+typedef void (*band_fn)(const band_args *g);
+/* [c128][kind]: kind 0 both across, 1 x only, 2 y only */
+static const band_fn band_kernels[2][3] = {{band_f64_xy, band_f64_x, band_f64_y},
+                                           {band_c128_xy, band_c128_x, band_c128_y}};
+#endif
+
+/* Output row j's elements [i_begin, i_end) along axis 0, by the row kernel. */
+static void fringe_row(const tl__product_tiles *plan, char *const *base, int64_t j, int64_t i_begin,
+                       int64_t i_end) {
+  const tl__loop *loop = &plan->loop;
+  const int ax = plan->axis;
+  char *p[3];
+  int64_t s[3];
+  for (int k = 0; k < 3; k++) {
+    p[k] = base[k] + (i_begin * loop->strides[k][0] + j * loop->strides[k][ax]) * loop->esize[k];
+    s[k] = loop->strides[k][0];
+  }
+  plan->mul(i_end - i_begin, p, s, NULL);
+}
+
+void tl__product_tiles_run(const tl__product_tiles *plan, int64_t begin, int64_t end) {
+  const tl__loop *loop = &plan->loop;
+  const int ax = plan->axis;
+  const int64_t es = loop->esize[0], line = 64 / es;
+  const int64_t n0 = loop->shape[0], np = loop->shape[ax];
+  /* tiled columns [c0, c1) along `axis`, whole lines of the lead input */
+  const int64_t c0 = plan->col_head, c1 = c0 + (np - c0) / line * line;
+  for (int64_t block = begin; block < end; block++) {
+    const int64_t band = block % plan->bands;
+    int64_t rem = block / plan->bands;
+    char *base[3];
+    for (int k = 0; k < 3; k++) base[k] = loop->base[k];
+    for (int a = 1; a < loop->rank; a++) {
+      if (a == ax) continue;
+      const int64_t idx = rem % loop->shape[a];
+      rem /= loop->shape[a];
+      for (int k = 0; k < 3; k++) base[k] += idx * loop->strides[k][a] * loop->esize[k];
+    }
+    /* band 0 is the head (the elements before the first aligned line) when there is one */
+    const int64_t h = plan->head;
+    const int64_t i0 = h == 0 ? band * plan->band : band == 0 ? 0 : h + (band - 1) * plan->band;
+    const int64_t len = h > 0 && band == 0 ? h : plan->band;
+    const int64_t i1 = n0 - i0 < len ? n0 : i0 + len;
+    int64_t i_full = i0 + (i1 - i0) / line * line;
+#if TL_X86_KERNELS
+    if (i_full > i0 && c1 > c0) {
+      band_args g = {base[0] + (i0 + c0 * loop->strides[0][ax]) * es,
+                     base[1] + (i0 * loop->strides[1][0] + c0 * loop->strides[1][ax]) * es,
+                     base[2] + (i0 * loop->strides[2][0] + c0 * loop->strides[2][ax]) * es,
+                     loop->strides[0][ax],
+                     loop->strides[1][0],
+                     loop->strides[1][ax],
+                     loop->strides[2][0],
+                     loop->strides[2][ax],
+                     i_full - i0,
+                     c1 - c0,
+                     plan->across[0],
+                     plan->across[1]};
+      const int kind = g.x_across && g.y_across ? 0 : g.x_across ? 1 : 2;
+      band_kernels[es == 16][kind](&g);
+    }
+#else
+    i_full = i0; /* no plan is made without the x86 kernels: the row kernel does it all */
+#endif
+    for (int64_t j = 0; j < c0; j++) fringe_row(plan, base, j, i0, i1);
+    for (int64_t j = c0; j < c1 && i_full < i1; j++) fringe_row(plan, base, j, i_full, i1);
+    for (int64_t j = c1; j < np; j++) fringe_row(plan, base, j, i0, i1);
+  }
+#if TL_X86_KERNELS
+  _mm_sfence(); /* streaming stores are weakly ordered: publish them */
+#endif
+}

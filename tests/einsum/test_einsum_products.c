@@ -1,0 +1,233 @@
+/* tests/einsum/test_einsum_products.c: einsum products that sum nothing and write their
+ * output across an input's dense axis (ij,ij->ji, ij,ji->ij, ij,j->ji and a rank-3 one),
+ * which product_tiles.c makes in one pass of transposed tiles on AVX-512 machines and
+ * direct.c's two passes elsewhere.
+ *
+ * Every element must be the row kernels' product bit for bit (one rounded product for the
+ * real dtypes; re = ar br - ai bi, im = ar bi + ai br for the complex ones), so the check
+ * is exact, in every dtype, for every memory order of the three tensors, with extents that
+ * leave partial tiles both ways, and with tensors placed off the 64-byte lines (an output
+ * whose first whole line comes after a head of elements, inputs whose rows start mid-line,
+ * rows of different phases, a negative stride). Two threads must give one thread's bits.
+ * The route itself is asked, on the same tensors, whether it takes the aligned cases, so
+ * a change that quietly sends them elsewhere fails here. */
+#include <complex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/isa.h"
+#include "kernels/kernels.h"
+#include "tenlane/einsum.h"
+#include "tenlane/tensor.h"
+#include "th_fixtures.h"
+#include "th_numeric.h"
+#include "th_test.h"
+
+static uint64_t rng_state = 0x70d0c7511e5ull;
+
+typedef struct product_case {
+  const char *terms[3]; /* a, b, out */
+  int64_t shape[3][3];
+  /* 1 when the one-pass route must take the case with all three tensors column-major
+   * (tiles[0]) or all row-major (tiles[1]) on lines (placements 0-2 below) */
+  int tiles[2];
+} product_case;
+
+/* 259 and 261 leave partial tiles (8 doubles, 4 complex doubles) and a partial band along
+ * each axis; every output has at least the einsum's 65536-element threshold. In the last
+ * case with everything column-major, b runs across a's dense axis and along neither of
+ * out's: no one-pass tile reads both, and the route declines. */
+static const product_case product_cases[] = {
+    {{"ij", "ij", "ji"}, {{259, 261}, {259, 261}, {261, 259}}, {1, 1}},
+    {{"ij", "ji", "ij"}, {{259, 261}, {261, 259}, {259, 261}}, {1, 1}},
+    {{"ji", "ij", "ij"}, {{261, 259}, {259, 261}, {259, 261}}, {1, 1}},
+    {{"ij", "j", "ji"}, {{259, 261}, {261}, {261, 259}}, {1, 1}},
+    {{"j", "ij", "ji"}, {{261}, {259, 261}, {261, 259}}, {1, 1}},
+    {{"ijk", "ijk", "kji"}, {{41, 37, 47}, {41, 37, 47}, {47, 37, 41}}, {1, 1}},
+    {{"ijk", "kij", "jik"}, {{41, 37, 47}, {47, 41, 37}, {37, 41, 47}}, {0, 1}},
+};
+#define CASES (sizeof product_cases / sizeof product_cases[0])
+
+/* Where a tensor lies: `row_major` picks the dense order; `shift` elements between the
+ * buffer's 64-byte aligned start and element 0; every stride past the dense one rounded up
+ * to a multiple of `align` elements, then `pad` added; `flip` reverses the slowest axis of
+ * a tensor of rank 2 or more (a negative stride). */
+typedef struct placement {
+  int shift, align, pad, flip;
+} placement;
+
+static const placement placements[5][3] = {
+    /* a, b, out */
+    {{0, 8, 0, 0}, {0, 8, 0, 0}, {0, 8, 0, 0}}, /* rows on whole lines */
+    {{1, 8, 0, 0}, {1, 8, 0, 0}, {1, 8, 0, 0}}, /* a head band in out, inputs mid-line */
+    {{5, 8, 8, 1}, {0, 1, 1, 0}, {3, 8, 0, 0}}, /* a flipped; b's rows at many phases */
+    {{0, 8, 0, 0}, {2, 8, 0, 0}, {0, 8, 1, 0}}, /* out's rows at many phases: declined */
+    {{0, 1, 0, 0}, {0, 1, 0, 0}, {0, 1, 0, 0}}, /* dense, as numpy lays 259 x 261 out */
+};
+#define PLACEMENTS 5
+
+typedef struct placed {
+  tl_tensor storage, view;
+} placed;
+
+static void place(placed *p, tl_dtype dtype, int rank, const int64_t *shape, int row_major,
+                  placement where) {
+  int64_t strides[3], step = 1;
+  for (int n = 0; n < rank; n++) {
+    int k = row_major ? rank - 1 - n : n;
+    strides[k] = step;
+    step *= shape[k];
+    step = (step + where.align - 1) / where.align * where.align + where.pad;
+  }
+  int64_t total = step + where.shift;
+  TH_CHECK_OK(tl_tensor_create(dtype, 1, &total, &p->storage));
+  p->view = p->storage;
+  p->view.owned = NULL;
+  p->view.rank = rank;
+  p->view.offset = where.shift;
+  for (int k = 0; k < rank; k++) p->view.shape[k] = shape[k], p->view.strides[k] = strides[k];
+  if (where.flip && rank > 1) {
+    int slow = row_major ? 0 : rank - 1;
+    p->view.offset += (shape[slow] - 1) * strides[slow];
+    p->view.strides[slow] = -strides[slow];
+  }
+}
+
+static void fill(const tl_tensor *t) {
+  int64_t idx[3] = {0, 0, 0};
+  do {
+    double re = th_num_uniform(&rng_state) - 0.5, im = th_num_uniform(&rng_state) - 0.5;
+    th_num_set_parts(t, idx, re, im);
+  } while (th_num_next_index(t->rank, t->shape, idx));
+}
+
+/* `in` (labels `term`) seen with out's axes, stride 0 where it lacks a label. */
+static tl_tensor in_out_axes(const tl_tensor *in, const char *term, const tl_tensor *out,
+                             const char *out_term) {
+  tl_tensor v = *in;
+  v.rank = out->rank;
+  for (int r = 0; r < out->rank; r++) {
+    const char *hit = strchr(term, out_term[r]);
+    v.shape[r] = out->shape[r];
+    v.strides[r] = hit != NULL ? in->strides[hit - term] : 0;
+  }
+  return v;
+}
+
+/* The row kernels' product of x and y in `dtype`: one rounding per product, and for the
+ * complex dtypes each part's two products rounded before their sum. */
+static double complex product(tl_dtype dtype, double complex x, double complex y) {
+  const double xr = creal(x), xi = cimag(x), yr = creal(y), yi = cimag(y);
+  switch (dtype) {
+    case TL_F32:
+      return (double)((float)xr * (float)yr);
+    case TL_F64:
+      return xr * yr;
+    case TL_C64: {
+      float p0 = (float)xr * (float)yr, p1 = (float)xi * (float)yi;
+      float p2 = (float)xr * (float)yi, p3 = (float)xi * (float)yr;
+      return CMPLX((double)(p0 - p1), (double)(p2 + p3));
+    }
+    default: {
+      double p0 = xr * yr, p1 = xi * yi, p2 = xr * yi, p3 = xi * yr;
+      return CMPLX(p0 - p1, p2 + p3);
+    }
+  }
+}
+
+/* 1 when every element of out is exactly the product of its inputs' elements. */
+static int exact(const product_case *c, tl_dtype dtype, const tl_tensor *a, const tl_tensor *b,
+                 const tl_tensor *out, const char *what) {
+  const tl_tensor av = in_out_axes(a, c->terms[0], out, c->terms[2]);
+  const tl_tensor bv = in_out_axes(b, c->terms[1], out, c->terms[2]);
+  int64_t idx[3] = {0, 0, 0};
+  do {
+    double complex want = product(dtype, th_num_get(&av, idx), th_num_get(&bv, idx));
+    double complex got = th_num_get(out, idx);
+    if (creal(got) != creal(want) || cimag(got) != cimag(want)) {
+      fprintf(stderr,
+              "  %s,%s->%s %s %s: element (%lld, %lld, %lld) is %.17g%+.17gi, want "
+              "%.17g%+.17gi\n",
+              c->terms[0], c->terms[1], c->terms[2], tl_dtype_name(dtype), what, (long long)idx[0],
+              (long long)idx[1], (long long)idx[2], creal(got), cimag(got), creal(want),
+              cimag(want));
+      return 0;
+    }
+  } while (th_num_next_index(out->rank, out->shape, idx));
+  return 1;
+}
+
+/* Whether the one-pass route takes the case as placed (AVX-512 levels, f64 and c128 only):
+ * -1 when no answer is required of it. */
+static int tiles_expected(const product_case *c, tl_dtype dtype, int orders, int p) {
+  if (tl__isa_level() < TL__ISA_AVX512 || (dtype != TL_F64 && dtype != TL_C128)) return -1;
+  if (orders != 0 && orders != 7) return -1;
+  if (p == 3) return 0;
+  if (p == 4) return -1; /* depends on the extents' bytes */
+  return c->tiles[orders == 7];
+}
+
+static void einsum_transposing_products_are_exact_in_every_layout(void) {
+  th_held one, two;
+  th_held_open(&one, 1);
+  th_held_open(&two, 2);
+  int failures = 0, taken = 0;
+  for (size_t c = 0; c < CASES; c++) {
+    const product_case *pc = &product_cases[c];
+    char spec[32];
+    snprintf(spec, sizeof spec, "%s,%s->%s", pc->terms[0], pc->terms[1], pc->terms[2]);
+    const int ranks[3] = {(int)strlen(pc->terms[0]), (int)strlen(pc->terms[1]),
+                          (int)strlen(pc->terms[2])};
+    for (int d = 0; d < TL_DTYPE_COUNT; d++) {
+      const tl_dtype dtype = (tl_dtype)d;
+      for (int orders = 0; orders < 8; orders++) {
+        for (int p = 0; p < PLACEMENTS; p++) {
+          placed a, b, o1, o2;
+          place(&a, dtype, ranks[0], pc->shape[0], orders & 1, placements[p][0]);
+          place(&b, dtype, ranks[1], pc->shape[1], orders >> 1 & 1, placements[p][1]);
+          place(&o1, dtype, ranks[2], pc->shape[2], orders >> 2, placements[p][2]);
+          place(&o2, dtype, ranks[2], pc->shape[2], orders >> 2, placements[p][2]);
+          fill(&a.view);
+          fill(&b.view);
+          const tl_tensor *ops[2] = {&a.view, &b.view};
+          TH_CHECK_OK(tl_einsum_into(one.exec, spec, 2, ops, &o1.view));
+          TH_CHECK_OK(tl_einsum_into(two.exec, spec, 2, ops, &o2.view));
+          char what[64];
+          snprintf(what, sizeof what, "orders %d placement %d", orders, p);
+          int ok = exact(pc, dtype, &a.view, &b.view, &o1.view, what);
+          const size_t bytes = (size_t)tl_tensor_numel(&o1.storage) * tl_dtype_size(dtype);
+          if (ok && memcmp(o1.storage.data, o2.storage.data, bytes) != 0) {
+            fprintf(stderr, "  %s %s %s: two threads differ from one\n", spec, tl_dtype_name(dtype),
+                    what);
+            ok = 0;
+          }
+          const int expected = tiles_expected(pc, dtype, orders, p);
+          if (expected >= 0) {
+            tl__product_tiles plan;
+            tl_tensor av = in_out_axes(&a.view, pc->terms[0], &o1.view, pc->terms[2]);
+            tl_tensor bv = in_out_axes(&b.view, pc->terms[1], &o1.view, pc->terms[2]);
+            const int took = tl__product_tiles_plan(&plan, &o1.view, &av, &bv);
+            if (took != expected) {
+              fprintf(stderr, "  %s %s %s: the one-pass route said %d, expected %d\n", spec,
+                      tl_dtype_name(dtype), what, took, expected);
+              ok = 0;
+            }
+            taken += took;
+          }
+          failures += !ok;
+          tl_tensor_release(&a.storage);
+          tl_tensor_release(&b.storage);
+          tl_tensor_release(&o1.storage);
+          tl_tensor_release(&o2.storage);
+        }
+      }
+    }
+  }
+  TH_CHECK(failures == 0);
+  if (tl__isa_level() >= TL__ISA_AVX512) TH_CHECK(taken > 0);
+  th_held_close(&one);
+  th_held_close(&two);
+}
+
+TH_TEST_MAIN(TH_CASE(einsum_transposing_products_are_exact_in_every_layout))
