@@ -136,9 +136,10 @@ typedef struct tl__product_tiles {
   int64_t bands;    /* bands along axis 0, the head's included */
   int64_t blocks;   /* independent work blocks: bands times the other axes' indices */
   tl__row_fn mul;   /* the row kernel, for the fringes */
+  int mul_kind;     /* for 8-byte elements: 0 f64, 1 c64 */
 } tl__product_tiles;
 /* Plan out = a * b (inputs seen with out's axes, stride 0 where broadcast) as tiles. 1 when
- * this route takes it: an AVX-512 level (tl__isa_level), f64 or c128 throughout, out dense
+ * this route takes it: an AVX-512 level (tl__isa_level), f64, c64 or c128 throughout, out dense
  * along its first loop axis, at least one input dense along another axis (and the other
  * either dense there too or dense along out's), both axes at least a cache line long, and
  * out's rows in one phase of 64 bytes (output lines go out by streaming stores).
