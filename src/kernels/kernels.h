@@ -132,14 +132,18 @@ typedef struct tl__product_tiles {
   int across[2];    /* per input: 1 dense along `axis`, 0 dense along axis 0 */
   int64_t head;     /* elements of axis 0 before out's first 64-byte boundary: band 0 if > 0 */
   int64_t col_head; /* indices of `axis` before the lead across input's lines: fringe */
-  int64_t band;     /* elements of axis 0 per band after the head (whole lines: 128 bytes) */
-  int64_t bands;    /* bands along axis 0, the head's included */
-  int64_t blocks;   /* independent work blocks: bands times the other axes' indices */
-  tl__row_fn mul;   /* the row kernel, for the fringes */
-  int mul_kind;     /* for 8-byte elements: 0 f64, 1 c64 */
+  int64_t y_back;   /* > 0: b's rows lie this many units of the kernel's element (4 bytes
+                     * for f32, else 8) past the tiles' lines; tiles [y_lo, y_hi) of
+                     * `axis` read them as shifted whole lines (product_tiles.c) */
+  int64_t y_lo, y_hi;
+  int64_t band;   /* elements of axis 0 per band after the head (whole lines: 128 bytes) */
+  int64_t bands;  /* bands along axis 0, the head's included */
+  int64_t blocks; /* independent work blocks: bands times the other axes' indices */
+  tl__row_fn mul; /* the row kernel, for the fringes */
+  tl_dtype dtype;
 } tl__product_tiles;
 /* Plan out = a * b (inputs seen with out's axes, stride 0 where broadcast) as tiles. 1 when
- * this route takes it: an AVX-512 level (tl__isa_level), f64, c64 or c128 throughout, out dense
+ * this route takes it: an AVX-512 level (tl__isa_level), one dtype throughout, out dense
  * along its first loop axis, at least one input dense along another axis (and the other
  * either dense there too or dense along out's), both axes at least a cache line long, and
  * out's rows in one phase of 64 bytes (output lines go out by streaming stores).

@@ -1,5 +1,7 @@
-/* src/kernels/transpose512.h: an 8 x 8 transpose of doubles in AVX-512 registers, shared by
- * the permute tiles (permute_core.c) and the grouped permute tiles (permute_group.c).
+/* src/kernels/transpose512.h: transposes of one cache line by one cache line in AVX-512
+ * registers (8 x 8 doubles, 4 x 4 complex doubles, 16 x 16 floats), shared by the permute
+ * tiles (permute_core.c), the grouped permute tiles (permute_group.c) and the product
+ * tiles (product_tiles.c).
  *
  * With 512-bit registers one row of the block is one 64-byte cache line, so the block
  * writes each destination line with a single store: a streaming store then leaves the
@@ -49,6 +51,34 @@ __attribute__((target("avx512f"), always_inline)) static inline void tl__transpo
   r[1] = _mm512_shuffle_f64x2(u1, w1, 0x88);
   r[2] = _mm512_shuffle_f64x2(u0, w0, 0xDD);
   r[3] = _mm512_shuffle_f64x2(u1, w1, 0xDD);
+}
+
+/* r[k] becomes column k of the 16 x 16 block of floats whose rows were r[0..15]: the
+ * 4 x 4 blocks of each 128-bit lane transposed by unpacks, then each group of four
+ * registers' lanes by the 4 x 4 lane transpose above (lane shuffles move bits of any
+ * type). */
+__attribute__((target("avx512f"), always_inline)) static inline void tl__transpose16x16_ps512(
+    __m512 r[16]) {
+  __m512 t[16];
+  _Pragma("GCC unroll 8") for (int q = 0; q < 16; q += 2) {
+    t[q] = _mm512_unpacklo_ps(r[q], r[q + 1]);
+    t[q + 1] = _mm512_unpackhi_ps(r[q], r[q + 1]);
+  }
+  /* u[4g + c], lane l: column 4l + c of rows 4g..4g+3 */
+  __m512d u[16];
+  _Pragma("GCC unroll 4") for (int g = 0; g < 4; g++) {
+    __m512d t0 = _mm512_castps_pd(t[4 * g]), t1 = _mm512_castps_pd(t[4 * g + 1]);
+    __m512d t2 = _mm512_castps_pd(t[4 * g + 2]), t3 = _mm512_castps_pd(t[4 * g + 3]);
+    u[4 * g] = _mm512_unpacklo_pd(t0, t2);
+    u[4 * g + 1] = _mm512_unpackhi_pd(t0, t2);
+    u[4 * g + 2] = _mm512_unpacklo_pd(t1, t3);
+    u[4 * g + 3] = _mm512_unpackhi_pd(t1, t3);
+  }
+  _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+    __m512d lanes[4] = {u[c], u[4 + c], u[8 + c], u[12 + c]};
+    tl__transpose4x4_c512(lanes);
+    _Pragma("GCC unroll 4") for (int l = 0; l < 4; l++) r[4 * l + c] = _mm512_castpd_ps(lanes[l]);
+  }
 }
 #endif
 
