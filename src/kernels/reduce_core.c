@@ -8,6 +8,8 @@
 
 #include "reduce_core.h"
 
+#include "base/isa.h"
+
 static double identity(tl_reduce_op op) {
   switch (op) {
     case TL_REDUCE_PROD:
@@ -42,26 +44,6 @@ static inline void load(tl_dtype dtype, const char *p, double *re, double *im) {
   }
 }
 
-/* Sum of x[0 .. n-1] (doubles or floats, summed in double) by eight running sums: sums[k]
- * takes the indices equal to k modulo 8, so for complex numbers laid out as pairs the even
- * sums hold real parts, the odd ones imaginary parts. */
-#define TL__SUM8(NAME, T)                                                   \
-  static void NAME(const T *x, int64_t n, double sums[8]) {                 \
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;  \
-    int64_t i = 0;                                                          \
-    for (; i + 8 <= n; i += 8) {                                            \
-      s0 += x[i], s1 += x[i + 1], s2 += x[i + 2], s3 += x[i + 3];           \
-      s4 += x[i + 4], s5 += x[i + 5], s6 += x[i + 6], s7 += x[i + 7];       \
-    }                                                                       \
-    double tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};                              \
-    for (int k = 0; i < n; i++, k++) tail[k] = x[i];                        \
-    sums[0] = s0 + tail[0], sums[1] = s1 + tail[1], sums[2] = s2 + tail[2]; \
-    sums[3] = s3 + tail[3], sums[4] = s4 + tail[4], sums[5] = s5 + tail[5]; \
-    sums[6] = s6 + tail[6], sums[7] = s7 + tail[7];                         \
-  }
-TL__SUM8(sum8, double)
-TL__SUM8(sum8_float, float)
-
 /* Sum of squares of x[0 .. n-1] in double (four running sums). */
 #define TL__SUM_SQUARES(NAME, T)                                                \
   static double NAME(const T *x, int64_t n) {                                   \
@@ -76,17 +58,18 @@ TL__SUM8(sum8_float, float)
 TL__SUM_SQUARES(sum_squares, double)
 TL__SUM_SQUARES(sum_squares_float, float)
 
-/* Unit-stride complex sums and norms of a run into acc[0..1]; 0 when not this case. */
+/* Unit-stride complex sums and norms of a run into acc[0..1]; 0 when not this case. The
+ * pairs' parts are summed as one run of 2n reals: even accumulators hold real parts. */
 static int complex_run_into_scalar(const tl__reduce_plan *pl, const char *p, int64_t n,
                                    double *acc) {
-  double sums[8];
   if (pl->op == TL_REDUCE_SUM) {
+    double re, im;
     if (pl->dtype == TL_C128)
-      sum8((const double *)p, 2 * n, sums);
+      tl__sum16_f64(tl__isa_level(), (const double *)p, 2 * n, 1, &re, &im);
     else
-      sum8_float((const float *)p, 2 * n, sums);
-    acc[0] += (sums[0] + sums[2]) + (sums[4] + sums[6]);
-    acc[1] += (sums[1] + sums[3]) + (sums[5] + sums[7]);
+      tl__sum16_f32(tl__isa_level(), (const float *)p, 2 * n, 1, &re, &im);
+    acc[0] += re;
+    acc[1] += im;
     return 1;
   }
   if (pl->op == TL_REDUCE_NORM2) { /* |z|^2 = re^2 + im^2 */
@@ -104,25 +87,13 @@ static void run_into_scalar(const tl__reduce_plan *pl, const char *p, int64_t n,
   if ((pl->dtype == TL_C128 || pl->dtype == TL_C64) && s == 1 &&
       complex_run_into_scalar(pl, p, n, acc))
     return;
-  if (op == TL_REDUCE_SUM && pl->dtype == TL_F64 && s == 1) {
-    const double *x = (const double *)p;
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      s0 += x[i], s1 += x[i + 1], s2 += x[i + 2], s3 += x[i + 3];
-      s4 += x[i + 4], s5 += x[i + 5], s6 += x[i + 6], s7 += x[i + 7];
-    }
-    for (; i < n; i++) s0 += x[i];
-    acc[0] += ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
-    return;
-  }
-  if (op == TL_REDUCE_SUM && pl->dtype == TL_F32 && s == 1) {
-    const float *x = (const float *)p;
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) s0 += x[i], s1 += x[i + 1], s2 += x[i + 2], s3 += x[i + 3];
-    for (; i < n; i++) s0 += x[i];
-    acc[0] += (s0 + s1) + (s2 + s3);
+  if (op == TL_REDUCE_SUM && (pl->dtype == TL_F64 || pl->dtype == TL_F32) && s == 1) {
+    double re, im;
+    if (pl->dtype == TL_F64)
+      tl__sum16_f64(tl__isa_level(), (const double *)p, n, 0, &re, &im);
+    else
+      tl__sum16_f32(tl__isa_level(), (const float *)p, n, 0, &re, &im);
+    acc[0] += re;
     return;
   }
   if (op == TL_REDUCE_NORM2 && pl->dtype == TL_F64 && s == 1) {

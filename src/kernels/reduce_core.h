@@ -3,7 +3,7 @@
  *
  * Two shapes of loop, chosen by where the input is dense:
  *   - inner: the input's densest axis is reduced. Each output element is one accumulator
- *     fed by unit-stride runs of the input (vectorised, several partial sums).
+ *     fed by unit-stride runs of the input (sixteen partial sums, reduce_sums.c).
  *   - outer: the densest axis is kept. A chunk of up to CHUNK (8192) outputs along it is
  *     held in accumulators (scratch, one block per worker) while the reduced axes stream
  *     past, so the input is read in long sequential runs.
@@ -55,5 +55,13 @@ void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements);
 void tl__reduce_run(size_t begin, size_t end, int worker_index, void *arg);
 /* With parts > 1: merge each item's partials in part order and store the results. */
 void tl__reduce_combine(const tl__reduce_plan *pl);
+
+/* reduce_sums.c: the total of x[0..n-1] by sixteen running double sums (s[k] takes the
+ * indices equal to k modulo 16, then the last n % 16 go one by one into s[0], s[1], ...),
+ * totalled pairwise: with `pairs` the even sums into *re and the odd ones into *im (complex
+ * numbers as pairs of reals), else all into *re (and *im = 0). The same bits at every
+ * instruction-set level `isa` (TL__ISA_*). */
+void tl__sum16_f64(int isa, const double *x, int64_t n, int pairs, double *re, double *im);
+void tl__sum16_f32(int isa, const float *x, int64_t n, int pairs, double *re, double *im);
 
 #endif

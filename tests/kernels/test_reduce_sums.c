@@ -1,0 +1,87 @@
+/* tests/kernels/test_reduce_sums.c: the reduce core's unit-stride sums (reduce_sums.c)
+ * give the same bits at every instruction-set level this CPU has, for doubles and floats,
+ * real and as complex pairs, over every length from 0 to 80 (each tail of the sixteen
+ * accumulators, once and twice over) and a few long ones, with values of mixed magnitude
+ * and sign, values that cancel (+-1e16 among small ones: any change of order shows in the
+ * bits) and a NaN; and each total of the first kind is the plain sum within rounding. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/isa.h"
+#include "kernels/reduce_core.h"
+#include "th_numeric.h"
+#include "th_test.h"
+
+#define LEN_MAX 4099
+static double xd[LEN_MAX];
+static float xf[LEN_MAX];
+
+static int same(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static void fill(uint64_t *state, int64_t n, int kind) {
+  for (int64_t i = 0; i < n; i++) {
+    double v = (th_num_uniform(state) - 0.5) * pow(10.0, (double)(i % 7) - 3.0);
+    if (kind == 1) v = i % 3 == 0 ? (i % 2 ? -1e16 : 1e16) : v;
+    if (kind == 2 && i == n / 2) v = NAN;
+    xd[i] = v;
+    xf[i] = (float)v;
+  }
+}
+
+static void reduce_sums_same_bits_at_every_isa(void) {
+  const int top = tl__isa_cpu_level();
+  uint64_t state = 41;
+  int bad = 0, compared = 0;
+  static const int64_t longs[] = {255, 256, 257, 1024, 1031, LEN_MAX};
+  for (int64_t c = 0; c < 81 + (int64_t)(sizeof longs / sizeof longs[0]); c++) {
+    const int64_t n = c <= 80 ? c : longs[c - 81];
+    for (int kind = 0; kind < 3; kind++) {
+      fill(&state, n, kind);
+      for (int pairs = 0; pairs < 2; pairs++) {
+        for (int f32 = 0; f32 < 2; f32++) {
+          double re0 = 0, im0 = 0;
+          for (int isa = TL__ISA_PORTABLE; isa <= top; isa++) {
+            double re, im;
+            if (f32)
+              tl__sum16_f32(isa, xf, n, pairs, &re, &im);
+            else
+              tl__sum16_f64(isa, xd, n, pairs, &re, &im);
+            if (isa == TL__ISA_PORTABLE) {
+              re0 = re, im0 = im;
+              /* the plain sum, within rounding (finite data) */
+              double want_re = 0, want_im = 0, mag = 0;
+              for (int64_t i = 0; i < n; i++) {
+                double v = f32 ? (double)xf[i] : xd[i];
+                if (pairs && i % 2)
+                  want_im += v;
+                else
+                  want_re += v;
+                mag += fabs(v);
+              }
+              if (kind == 0 && (fabs(re - want_re) > 1e-13 * (mag + 1) ||
+                                fabs(im - want_im) > 1e-13 * (mag + 1))) {
+                fprintf(stderr, "  n %lld pairs %d f32 %d: total %g%+gi, plain %g%+gi\n",
+                        (long long)n, pairs, f32, re, im, want_re, want_im);
+                bad++;
+              }
+              continue;
+            }
+            compared++;
+            if (!same(re, re0) || !same(im, im0)) {
+              fprintf(stderr,
+                      "  n %lld pairs %d f32 %d kind %d: %s gives %.17g%+.17gi, portable "
+                      "%.17g%+.17gi\n",
+                      (long long)n, pairs, f32, kind, tl__isa_name(isa), re, im, re0, im0);
+              bad++;
+            }
+          }
+        }
+      }
+    }
+  }
+  TH_CHECK(bad == 0);
+  if (top > TL__ISA_PORTABLE) TH_CHECK(compared > 0);
+}
+
+TH_TEST_MAIN(TH_CASE(reduce_sums_same_bits_at_every_isa))
