@@ -7,10 +7,13 @@
  * then calls the handler that was there (Python's, which marks the signal for
  * PyErr_CheckSignals). The lanes read the count between items and stop taking work once it
  * moved; the driver, back with the GIL, runs Python's handler (PyErr_CheckSignals): a
- * KeyboardInterrupt propagates, a handler that returns lets the call go on. The handler that
- * was there is put back when the outermost watch ends, unless someone replaced ours
- * meanwhile. Nothing is installed where SIGINT is ignored or left to its default action, nor
- * on other threads (Python would never raise there). */
+ * KeyboardInterrupt propagates, a handler that returns lets the call go on. Once in, ours
+ * stays after the call: between calls it only counts and forwards, so Python sees what it
+ * would have seen, and each call is spared two of its four system calls (about 1.5 us
+ * each on this project's VMs, which was most of a trace's time on a 1024^2 array). A
+ * handler set meanwhile (signal.signal) replaces ours; the next call finds that out with
+ * one query and puts ours in front of it. Nothing is installed where SIGINT is ignored or
+ * left to its default action, nor on other threads (Python would never raise there). */
 #include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
 
 #include <errno.h>
@@ -23,9 +26,9 @@ static atomic_uint interrupts; /* SIGINTs our handler saw */
  * or NULL: our handler raises its cancellation flag (tl_exec_cancel is one atomic store,
  * safe in a signal handler). */
 static _Atomic(tl_exec *) cancel_target;
-static struct sigaction previous; /* the handler ours calls; set before ours goes in */
+static struct sigaction previous; /* the handler ours calls; set while ours is not in place */
 static int depth;                 /* nested watches on the main thread (GIL held) */
-static int installed;             /* ours is in place (GIL held) */
+static int installed;             /* ours is in place for the outermost watch (GIL held) */
 static unsigned long main_ident;  /* the main thread's ident, once known */
 
 static void on_sigint(int sig, siginfo_t *info, void *context) {
@@ -62,12 +65,18 @@ void tlpy_watch_begin(tlpy_watch *watch) {
     watch->active = installed;
     return;
   }
+  installed = 0;
   struct sigaction now;
   if (sigaction(SIGINT, NULL, &now) != 0) return;
+  if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_sigint) {
+    installed = 1; /* still in place from an earlier call, in front of `previous` */
+    watch->active = 1;
+    return;
+  }
   int handled =
       (now.sa_flags & SA_SIGINFO) || (now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN);
   if (!handled) return; /* ignored, or the default action ends the process anyway */
-  previous = now;
+  previous = now;       /* ours is not in place: no handler of ours reads it now */
   struct sigaction ours;
   memset(&ours, 0, sizeof ours);
   ours.sa_sigaction = on_sigint;
@@ -88,31 +97,29 @@ void tlpy_watch_rearm(tlpy_watch *watch) {
 
 void tlpy_watch_end(tlpy_watch *watch) {
   if (!tlpy_on_main_thread() || depth == 0) return;
-  if (--depth > 0 || !installed) return;
-  installed = 0;
-  struct sigaction now;
-  /* Put the old handler back only if ours is still the one in place: a callback that ran
-   * signal.signal() meanwhile made its choice, and ours calls nothing any more. */
-  if (sigaction(SIGINT, NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO) &&
-      now.sa_sigaction == on_sigint)
-    sigaction(SIGINT, &previous, NULL);
+  /* Ours stays in place (see the top of this file); the next call checks it is. */
+  if (--depth == 0) installed = 0;
   (void)watch;
 }
 
 /* 1 when SIGINT's Python-level handler is signal.default_int_handler (which raises
  * KeyboardInterrupt). GIL held; any failure to tell counts as 0. */
 static int default_handler_in_place(void) {
-  PyObject *signal_module = PyImport_ImportModule("signal");
-  PyObject *getsignal = signal_module ? PyObject_GetAttrString(signal_module, "getsignal") : NULL;
+  /* signal.getsignal and signal.default_int_handler, looked up once and kept for the
+   * process (an import and two lookups per call were a microsecond of a small call) */
+  static PyObject *getsignal, *standard;
+  if (getsignal == NULL || standard == NULL) {
+    PyObject *signal_module = PyImport_ImportModule("signal");
+    if (signal_module != NULL && getsignal == NULL)
+      getsignal = PyObject_GetAttrString(signal_module, "getsignal");
+    if (signal_module != NULL && standard == NULL)
+      standard = PyObject_GetAttrString(signal_module, "default_int_handler");
+    Py_XDECREF(signal_module);
+  }
   PyObject *now = getsignal ? PyObject_CallFunction(getsignal, "i", SIGINT) : NULL;
-  PyObject *standard =
-      signal_module ? PyObject_GetAttrString(signal_module, "default_int_handler") : NULL;
   int same = now != NULL && standard != NULL && now == standard;
   if (PyErr_Occurred()) PyErr_Clear();
-  Py_XDECREF(standard);
   Py_XDECREF(now);
-  Py_XDECREF(getsignal);
-  Py_XDECREF(signal_module);
   return same;
 }
 

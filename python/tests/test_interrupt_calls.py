@@ -154,3 +154,33 @@ def test_a_handler_that_returns_lets_the_call_finish():
             session_works(s)
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+def test_between_calls_sigint_reaches_python_as_before():
+    # After a watched call the binding's handler stays in front of Python's: a SIGINT then
+    # must still raise KeyboardInterrupt, once, and a handler set afterwards must be the one
+    # that runs (with the next watched call putting ours back in front of it).
+    a = np.ones((600, 600))
+    with tenlane.Context(threads=1) as ctx, ctx.session() as s:
+        s.matmul(a, a)  # large enough to be watched: the handler goes in
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # Python runs handlers between bytecodes
+                time.sleep(0.001)
+        seen = []
+        old = signal.signal(signal.SIGINT, lambda *args: seen.append(1))
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            deadline = time.monotonic() + 5
+            while not seen and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert seen == [1]
+            s.matmul(a, a)  # ours back in front of the user's handler
+            os.kill(os.getpid(), signal.SIGINT)
+            deadline = time.monotonic() + 5
+            while len(seen) < 2 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert seen == [1, 1]
+        finally:
+            signal.signal(signal.SIGINT, old)
+        session_works(s)
