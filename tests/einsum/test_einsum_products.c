@@ -133,11 +133,11 @@ static double complex product(tl_dtype dtype, double complex x, double complex y
     case TL_C64: {
       float p0 = (float)xr * (float)yr, p1 = (float)xi * (float)yi;
       float p2 = (float)xr * (float)yi, p3 = (float)xi * (float)yr;
-      return CMPLX((double)(p0 - p1), (double)(p2 + p3));
+      return __builtin_complex((double)(p0 - p1), (double)(p2 + p3));
     }
     default: {
       double p0 = xr * yr, p1 = xi * yi, p2 = xr * yi, p3 = xi * yr;
-      return CMPLX(p0 - p1, p2 + p3);
+      return __builtin_complex(p0 - p1, p2 + p3);
     }
   }
 }
