@@ -11,15 +11,17 @@
  * stays after the call: between calls it only counts and forwards, so Python sees what it
  * would have seen, and each call is spared two of its four system calls (about 1.5 us
  * each on this project's VMs, which was most of a trace's time on a 1024^2 array). A
- * handler set meanwhile (signal.signal) replaces ours; the next call finds that out with
- * one query and puts ours in front of it. Nothing is installed where SIGINT is ignored or
- * left to its default action, nor on other threads (Python would never raise there). */
+ * handler set meanwhile (signal.signal) replaces ours; the next call finds that out and
+ * puts ours in front of it (still_in_front says when the query can be skipped). Nothing
+ * is installed where SIGINT is ignored or left to its default action, nor on other
+ * threads (Python would never raise there). */
 #include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
 
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 static atomic_uint interrupts; /* SIGINTs our handler saw */
 /* The surface of the single long call the main thread runs without the GIL (tlpy_cancel_begin),
@@ -57,6 +59,54 @@ int tlpy_on_main_thread(void) {
   return main_ident != 0 && PyThread_get_thread_ident() == main_ident;
 }
 
+/* SIGINT's Python-level handler (a new reference; NULL, with no error set, when it cannot be
+ * told). _signal is the C module under signal: signal.getsignal wraps the same call in
+ * Python and tries to turn the handler into an enum member, which raises and catches a
+ * ValueError whenever the handler is a function (default_int_handler is one): about a
+ * microsecond of every call. GIL held. */
+static PyObject *python_handler(void) {
+  static PyObject *getsignal;
+  if (getsignal == NULL) {
+    PyObject *module = PyImport_ImportModule("_signal");
+    if (module == NULL) { /* not CPython's layout: the public module */
+      PyErr_Clear();
+      module = PyImport_ImportModule("signal");
+    }
+    if (module != NULL) getsignal = PyObject_GetAttrString(module, "getsignal");
+    Py_XDECREF(module);
+  }
+  PyObject *now = getsignal ? PyObject_CallFunction(getsignal, "i", SIGINT) : NULL;
+  if (PyErr_Occurred()) PyErr_Clear();
+  return now;
+}
+
+/* The query that ours is still in front costs a system call, and on this project's VMs a
+ * system call also empties the TLB: a row sum of a 1024^2 array took 141 us with it and 125
+ * us without. The query is skipped while Python's handler is the object it was when ours
+ * was last seen in front, for at most a second: signal.signal, the way Python code replaces
+ * a handler, also changes that object. What the skip cannot see (C code replacing the
+ * handler with sigaction, or signal.signal putting back the very same handler) is seen by
+ * the next query, within a second; until then a call may go unwatched, which leaves Ctrl-C
+ * to act when it returns, as it would without tenlane. GIL held. */
+static PyObject *front_handler;  /* Python's handler when ours was last seen in front */
+static struct timespec front_at; /* when that was */
+static void note_in_front(void) {
+  Py_XSETREF(front_handler, python_handler());
+  if (clock_gettime(CLOCK_MONOTONIC, &front_at) != 0) Py_CLEAR(front_handler);
+}
+static int still_in_front(void) {
+  if (front_handler == NULL) return 0;
+  struct timespec t;
+  if (clock_gettime(CLOCK_MONOTONIC, &t) != 0) return 0;
+  const double age =
+      (double)(t.tv_sec - front_at.tv_sec) + 1e-9 * (double)(t.tv_nsec - front_at.tv_nsec);
+  if (age < 0.0 || age >= 1.0) return 0;
+  PyObject *now = python_handler();
+  const int same = now != NULL && now == front_handler;
+  Py_XDECREF(now);
+  return same;
+}
+
 void tlpy_watch_begin(tlpy_watch *watch) {
   watch->active = 0;
   watch->seen = atomic_load_explicit(&interrupts, memory_order_relaxed);
@@ -66,11 +116,17 @@ void tlpy_watch_begin(tlpy_watch *watch) {
     return;
   }
   installed = 0;
+  if (still_in_front()) {
+    installed = 1;
+    watch->active = 1;
+    return;
+  }
   struct sigaction now;
   if (sigaction(SIGINT, NULL, &now) != 0) return;
   if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_sigint) {
     installed = 1; /* still in place from an earlier call, in front of `previous` */
     watch->active = 1;
+    note_in_front();
     return;
   }
   int handled =
@@ -85,6 +141,7 @@ void tlpy_watch_begin(tlpy_watch *watch) {
   if (sigaction(SIGINT, &ours, NULL) != 0) return;
   installed = 1;
   watch->active = 1;
+  note_in_front();
 }
 
 int tlpy_watch_fired(const tlpy_watch *watch) {
@@ -105,20 +162,15 @@ void tlpy_watch_end(tlpy_watch *watch) {
 /* 1 when SIGINT's Python-level handler is signal.default_int_handler (which raises
  * KeyboardInterrupt). GIL held; any failure to tell counts as 0. */
 static int default_handler_in_place(void) {
-  /* signal.getsignal and signal.default_int_handler, looked up once and kept for the
-   * process (an import and two lookups per call were a microsecond of a small call) */
-  static PyObject *getsignal, *standard;
-  if (getsignal == NULL || standard == NULL) {
-    PyObject *signal_module = PyImport_ImportModule("signal");
-    if (signal_module != NULL && getsignal == NULL)
-      getsignal = PyObject_GetAttrString(signal_module, "getsignal");
-    if (signal_module != NULL && standard == NULL)
-      standard = PyObject_GetAttrString(signal_module, "default_int_handler");
-    Py_XDECREF(signal_module);
+  static PyObject *standard; /* looked up once and kept for the process */
+  if (standard == NULL) {
+    PyObject *module = PyImport_ImportModule("signal");
+    if (module != NULL) standard = PyObject_GetAttrString(module, "default_int_handler");
+    Py_XDECREF(module);
+    if (PyErr_Occurred()) PyErr_Clear();
   }
-  PyObject *now = getsignal ? PyObject_CallFunction(getsignal, "i", SIGINT) : NULL;
-  int same = now != NULL && standard != NULL && now == standard;
-  if (PyErr_Occurred()) PyErr_Clear();
+  PyObject *now = python_handler();
+  const int same = now != NULL && standard != NULL && now == standard;
   Py_XDECREF(now);
   return same;
 }

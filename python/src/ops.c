@@ -3,7 +3,8 @@
  *
  * Operands are read in place (operand.c); results are fresh tenlane tensors handed to
  * numpy (result.c). A failing route writes nothing: an `out=` array is unchanged. Calls
- * whose operands hold TLPY_NOGIL_ELEMENTS or more release the GIL while they compute. */
+ * whose operands hold TLPY_NOGIL_ELEMENTS or more release the GIL while they compute
+ * (einsum: unless its labels span fewer elements, as a trace or a diagonal does). */
 
 #include "tlpy.h" /* first: Python.h sets feature macros the C headers read */
 
@@ -125,6 +126,33 @@ static int einsum_shape(const char *spec, int n, const tlpy_operand *ops, int *r
   return 0;
 }
 
+/* The elements an einsum of letter labels walks: the product of its labels' extents
+ * (a trace "ii->" of an n x n operand walks n, a product "ij,ij->ij" walks n^2), at most
+ * `cap`. Specs with "..." or integer labels, and ones that do not parse here, count as
+ * `cap` (the route reports the errors). */
+static int64_t einsum_walk(const char *spec, int n, const tlpy_operand *ops, int64_t cap) {
+  int64_t extent[128] = {0};
+  const char *c = spec;
+  for (int term = 0; term < n; term++, c++) {
+    const tl_tensor *t = &ops[term].tensor;
+    int axis = 0;
+    for (; *c && *c != ',' && *c != '-'; c++) {
+      if (*c == ' ') continue;
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')) || axis >= t->rank) return cap;
+      const int64_t e = t->shape[axis++];
+      if (e > extent[(unsigned char)*c]) extent[(unsigned char)*c] = e;
+    }
+    if (axis != t->rank || (term + 1 < n && *c != ',')) return cap;
+  }
+  int64_t walk = 1;
+  for (int label = 'A'; label <= 'z'; label++) {
+    if (extent[label] == 0) continue;
+    if (walk > cap / extent[label]) return cap;
+    walk *= extent[label];
+  }
+  return walk;
+}
+
 /* einsum of the operands on exec (the caller checked the session) into out_obj or a fresh
  * result. */
 static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, int n,
@@ -132,7 +160,11 @@ static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, 
                             int n_given, const int *given) {
   const tl_tensor *ptrs[TL_EINSUM_MAX_OPERANDS];
   for (int i = 0; i < n; i++) ptrs[i] = &ops[i].tensor;
-  int big = tlpy_elements(n, ops) >= TLPY_NOGIL_ELEMENTS;
+  /* A call whose labels walk few elements is quick however large its operands are: the
+   * GIL and the Ctrl-C watch are kept (the watch's sigaction query was a sixth of a
+   * 1024 x 1024 trace). */
+  int big = tlpy_elements(n, ops) >= TLPY_NOGIL_ELEMENTS &&
+            einsum_walk(spec, n, ops, TLPY_NOGIL_ELEMENTS) >= TLPY_NOGIL_ELEMENTS;
   tl_status status;
   if (out_obj) {
     tlpy_operand out;

@@ -3,7 +3,11 @@
  * real and as complex pairs, over every length from 0 to 80 (each tail of the sixteen
  * accumulators, once and twice over) and a few long ones, with values of mixed magnitude
  * and sign, values that cancel (+-1e16 among small ones: any change of order shows in the
- * bits) and a NaN; and each total of the first kind is the plain sum within rounding. */
+ * bits) and a NaN, starting at each of the sixteen element positions in a 64-byte line
+ * (the AVX-512 paths read whole lines and keep their accumulators rotated by that
+ * position); and each total of the first kind is the plain sum within rounding. Runs not
+ * on element boundaries (which C callers may pass; Python refuses them) take the AVX-512
+ * paths' unaligned loads and give the bits of an aligned copy. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,8 +18,11 @@
 #include "th_test.h"
 
 #define LEN_MAX 4099
-static double xd[LEN_MAX];
-static float xf[LEN_MAX];
+#define STARTS 16 /* element positions in a 64-byte line (f32; f64 has 8) */
+static _Alignas(64) double xd_line[LEN_MAX + STARTS];
+static _Alignas(64) float xf_line[LEN_MAX + STARTS];
+static double *xd = xd_line;
+static float *xf = xf_line;
 
 static int same(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
 
@@ -36,44 +43,50 @@ static void reduce_sums_same_bits_at_every_isa(void) {
   static const int64_t longs[] = {255, 256, 257, 1024, 1031, LEN_MAX};
   for (int64_t c = 0; c < 81 + (int64_t)(sizeof longs / sizeof longs[0]); c++) {
     const int64_t n = c <= 80 ? c : longs[c - 81];
-    for (int kind = 0; kind < 3; kind++) {
-      fill(&state, n, kind);
-      for (int pairs = 0; pairs < 2; pairs++) {
-        for (int f32 = 0; f32 < 2; f32++) {
-          double re0 = 0, im0 = 0;
-          for (int isa = TL__ISA_PORTABLE; isa <= top; isa++) {
-            double re, im;
-            if (f32)
-              tl__sum16_f32(isa, xf, n, pairs, &re, &im);
-            else
-              tl__sum16_f64(isa, xd, n, pairs, &re, &im);
-            if (isa == TL__ISA_PORTABLE) {
-              re0 = re, im0 = im;
-              /* the plain sum, within rounding (finite data) */
-              double want_re = 0, want_im = 0, mag = 0;
-              for (int64_t i = 0; i < n; i++) {
-                double v = f32 ? (double)xf[i] : xd[i];
-                if (pairs && i % 2)
-                  want_im += v;
-                else
-                  want_re += v;
-                mag += fabs(v);
+    for (int start = 0; start < STARTS; start++) {
+      xd = xd_line + start;
+      xf = xf_line + start;
+      /* the lanes before and after the run are poison: a sum that reads them shows it */
+      for (int k = 0; k < LEN_MAX + STARTS; k++) xd_line[k] = 1e300, xf_line[k] = 1e30f;
+      for (int kind = 0; kind < 3; kind++) {
+        fill(&state, n, kind);
+        for (int pairs = 0; pairs < 2; pairs++) {
+          for (int f32 = 0; f32 < 2; f32++) {
+            double re0 = 0, im0 = 0;
+            for (int isa = TL__ISA_PORTABLE; isa <= top; isa++) {
+              double re, im;
+              if (f32)
+                tl__sum16_f32(isa, xf, n, pairs, &re, &im);
+              else
+                tl__sum16_f64(isa, xd, n, pairs, &re, &im);
+              if (isa == TL__ISA_PORTABLE) {
+                re0 = re, im0 = im;
+                /* the plain sum, within rounding (finite data) */
+                double want_re = 0, want_im = 0, mag = 0;
+                for (int64_t i = 0; i < n; i++) {
+                  double v = f32 ? (double)xf[i] : xd[i];
+                  if (pairs && i % 2)
+                    want_im += v;
+                  else
+                    want_re += v;
+                  mag += fabs(v);
+                }
+                if (kind == 0 && (fabs(re - want_re) > 1e-13 * (mag + 1) ||
+                                  fabs(im - want_im) > 1e-13 * (mag + 1))) {
+                  fprintf(stderr, "  n %lld pairs %d f32 %d: total %g%+gi, plain %g%+gi\n",
+                          (long long)n, pairs, f32, re, im, want_re, want_im);
+                  bad++;
+                }
+                continue;
               }
-              if (kind == 0 && (fabs(re - want_re) > 1e-13 * (mag + 1) ||
-                                fabs(im - want_im) > 1e-13 * (mag + 1))) {
-                fprintf(stderr, "  n %lld pairs %d f32 %d: total %g%+gi, plain %g%+gi\n",
-                        (long long)n, pairs, f32, re, im, want_re, want_im);
+              compared++;
+              if (!same(re, re0) || !same(im, im0)) {
+                fprintf(stderr,
+                        "  n %lld pairs %d f32 %d kind %d: %s gives %.17g%+.17gi, portable "
+                        "%.17g%+.17gi\n",
+                        (long long)n, pairs, f32, kind, tl__isa_name(isa), re, im, re0, im0);
                 bad++;
               }
-              continue;
-            }
-            compared++;
-            if (!same(re, re0) || !same(im, im0)) {
-              fprintf(stderr,
-                      "  n %lld pairs %d f32 %d kind %d: %s gives %.17g%+.17gi, portable "
-                      "%.17g%+.17gi\n",
-                      (long long)n, pairs, f32, kind, tl__isa_name(isa), re, im, re0, im0);
-              bad++;
             }
           }
         }
@@ -84,4 +97,34 @@ static void reduce_sums_same_bits_at_every_isa(void) {
   if (top > TL__ISA_PORTABLE) TH_CHECK(compared > 0);
 }
 
-TH_TEST_MAIN(TH_CASE(reduce_sums_same_bits_at_every_isa))
+/* A run whose start is not a multiple of its element size, at the top level against the
+ * portable sum of an aligned copy. */
+static void reduce_sums_off_element_boundaries(void) {
+  const int top = tl__isa_cpu_level();
+  if (top == TL__ISA_PORTABLE) th_test_skip("no vector level on this CPU");
+  static _Alignas(64) unsigned char bytes[(LEN_MAX + 2) * sizeof(double)];
+  uint64_t state = 7;
+  int bad = 0;
+  static const int64_t lengths[] = {0, 1, 7, 15, 16, 17, 33, 100, 1031};
+  for (size_t c = 0; c < sizeof lengths / sizeof lengths[0]; c++) {
+    const int64_t n = lengths[c];
+    xd = xd_line;
+    xf = xf_line;
+    fill(&state, n, 0);
+    for (int pairs = 0; pairs < 2; pairs++) {
+      double want_re, want_im, re, im;
+      memcpy(bytes + 4, xd, (size_t)n * sizeof(double));
+      tl__sum16_f64(TL__ISA_PORTABLE, xd, n, pairs, &want_re, &want_im);
+      tl__sum16_f64(top, (const double *)(const void *)(bytes + 4), n, pairs, &re, &im);
+      bad += !same(re, want_re) || !same(im, want_im);
+      memcpy(bytes + 2, xf, (size_t)n * sizeof(float));
+      tl__sum16_f32(TL__ISA_PORTABLE, xf, n, pairs, &want_re, &want_im);
+      tl__sum16_f32(top, (const float *)(const void *)(bytes + 2), n, pairs, &re, &im);
+      bad += !same(re, want_re) || !same(im, want_im);
+    }
+  }
+  TH_CHECK(bad == 0);
+}
+
+TH_TEST_MAIN(TH_CASE(reduce_sums_same_bits_at_every_isa),
+             TH_CASE(reduce_sums_off_element_boundaries))
