@@ -18,7 +18,7 @@ its own kernels for this CPU); the header line names the library numpy actually 
 whose result shrinks memory most, ties by cost), the same for both engines.
 
 Printed per network and dtype (f64, c128): real flops of the path, numpy's time, tenlane's
-time at 1 and 2 threads (medians), tenlane 1T / numpy, tenlane 2T / tenlane 1T, and the peak
+time at 1 and 2 threads (medians over five alternating rounds), tenlane 1T / numpy, tenlane 2T / tenlane 1T, and the peak
 resident memory each engine added during one call (VmHWM after /proc/self/clear_refs, less
 the resident memory before the call), with the geometric mean of the 1-thread ratio. Each
 peak is taken in a fresh process (this script again, --peak-child) that loads the operands
@@ -44,6 +44,7 @@ import tenlane  # noqa: E402
 QUICK = "--quick" in sys.argv
 ONLY = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
 BUDGET_S = 0.25 if not QUICK else 0.02  # time per (network, engine) measurement
+ROUNDS = 5 if not QUICK else 1  # alternating rounds per measurement (median_times)
 
 
 # ---- networks: (name, [label lists], output labels, {label: extent}) ------------------------
@@ -252,15 +253,25 @@ def peak_child(job_file):
     ctx.close()
 
 
-def median_time(fn):
-    fn()
-    times, spent = [], 0.0
-    while (spent < BUDGET_S and len(times) < 50) or len(times) < 3:
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-        spent += times[-1]
-    return sorted(times)[len(times) // 2]
+def median_times(fns):
+    """Median time of each of fns, measured in ROUNDS alternating rounds (each engine's calls
+    of a round back to back, after one untimed call). This VM's speed changes for seconds
+    at a time (the same call ran at 0.9 ms in one stretch and 1.7 ms in the next, numpy's
+    calls too): measured one after the other, each engine saw a different stretch, and a
+    ratio swung from 0.96 to 1.58 between runs. Alternating lets each engine see each
+    stretch alike."""
+    samples = [[] for _ in fns]
+    for _ in range(ROUNDS):
+        for fn, times in zip(fns, samples):
+            fn()
+            spent, first = 0.0, len(times)
+            while (spent < BUDGET_S / ROUNDS and len(times) - first < 50 // ROUNDS) or \
+                    len(times) - first < 2:
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+                spent += times[-1]
+    return [sorted(times)[len(times) // 2] for times in samples]
 
 
 def numpy_blas():
@@ -318,9 +329,9 @@ def main():
             del got
             np_peak = fresh_peak_mib("numpy", ops, spec, path, steps)
             tl_peak = fresh_peak_mib("tenlane", ops, spec, path, steps)
-            t_np = median_time(lambda: run_numpy(ops, steps))
-            t1 = median_time(lambda: s1.einsum(spec, *ops, path=path))
-            t2 = median_time(lambda: s2.einsum(spec, *ops, path=path))
+            t_np, t1, t2 = median_times([lambda: run_numpy(ops, steps),
+                                         lambda: s1.einsum(spec, *ops, path=path),
+                                         lambda: s2.einsum(spec, *ops, path=path)])
             real = flops * (4 if dtype == np.complex128 else 1)
             ratios.append(t1 / t_np)
             fmt = lambda v: "n/a" if v is None else f"{v:.1f}"  # noqa: E731
