@@ -284,6 +284,7 @@ typedef struct blocked_job {
   int64_t row_words;     /* 8-byte words of one row of a (its k elements), with row_at */
   int tiny;              /* 1: each run's GEMM by tl__gemm_tiny_nk (B of a few elements) */
   int direct;            /* 1: tiny, and its rows read a where it lies (tl__gemm_tiny_nk_rows) */
+  int stream;            /* 1: direct rows written with streaming stores (a large c) */
   char *slots;
   size_t slot_bytes, pack_offset, pack_bytes;
 } blocked_job;
@@ -332,7 +333,7 @@ static void blocked_chunk(size_t begin, size_t end, int worker_index, void *arg)
     if (j->direct) {
       tl__gemm_tiny_nk_rows(g->dtype, g->m, j->runs, g->n, g->k,
                             (const char *)j->src.data + (j->src.offset + oa) * es, j->row_at, g->b,
-                            g->rsb, g->csb, g->c + oc * es, g->rsc, j->run_c);
+                            g->rsb, g->csb, g->c + oc * es, g->rsc, j->run_c, j->stream);
       continue;
     }
     if (j->row_at != NULL) {
@@ -588,6 +589,13 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
   /* Where the tiny rows can read a in place, nothing is gathered: the packed copy was about
    * half of the f64 network step's time once the rows themselves took AVX2 (2026-12-05). */
   j.direct = j.tiny && by_rows && tl__gemm_tiny_nk_fast(c->dtype, j.g.n, alpha, beta, j.g.csc);
+  /* The direct rows scatter C's rows over the whole of c (a bit reversal's rows lie MiBs
+   * apart), and a cached store first reads each line in. Beyond one core's second-level
+   * cache, f64 rows are streamed, which skips that read; c128 rows (48 bytes for n = 3,
+   * six 8-byte streaming stores) were slower streamed. Figures in the commit message. */
+  int64_t c_bytes;
+  j.stream = j.direct && c->dtype == TL_F64 && tl__i64_mul(tl_tensor_numel(c), es, &c_bytes) &&
+             c_bytes >= TL__STREAM_MIN_BYTES;
   int64_t blocks = x->extent_m / (rows * runs);
   return tl__exec_run_chunks(exec, parallel, (size_t)blocks, 1, blocked_chunk, &j,
                              "computing a contraction block by block");

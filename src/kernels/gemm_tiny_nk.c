@@ -161,12 +161,27 @@ static inline TL__AVX2 void load_b_f64(int64_t n, int64_t k, const double *b, in
   }
 }
 
+/* Streaming (non-temporal) stores of the first `count` doubles of v, 8 bytes each (C's rows
+ * need only be 8-byte aligned). */
+static inline TL__AVX2 void stream_words(double *y, int64_t count, __m256d v) {
+  const __m128d lo = _mm256_castpd256_pd128(v), hi = _mm256_extractf128_pd(v, 1);
+  long long *z = (long long *)(void *)y;
+  _mm_stream_si64(z, _mm_cvtsi128_si64(_mm_castpd_si128(lo)));
+  if (count > 1)
+    _mm_stream_si64(z + 1, _mm_cvtsi128_si64(_mm_castpd_si128(_mm_unpackhi_pd(lo, lo))));
+  if (count > 2) _mm_stream_si64(z + 2, _mm_cvtsi128_si64(_mm_castpd_si128(hi)));
+  if (count > 3)
+    _mm_stream_si64(z + 3, _mm_cvtsi128_si64(_mm_castpd_si128(_mm_unpackhi_pd(hi, hi))));
+}
 static inline TL__AVX2 void row_f64(const double *x, int64_t n, int64_t k, const __m256d *bt,
-                                    double *y) {
+                                    double *y, int stream) {
   __m256d acc = _mm256_mul_pd(_mm256_broadcast_sd(x), bt[0]);
   for (int64_t p = 1; p < k; p++)
     acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_broadcast_sd(x + p), bt[p]));
-  store_f64_row(y, n, acc);
+  if (stream)
+    stream_words(y, n, acc);
+  else
+    store_f64_row(y, n, acc);
 }
 
 /* c128, two vectors of two pairs per row of B: bp / bs as the portable kernel's. */
@@ -258,7 +273,7 @@ static TL__AVX2 void tiny_f64_4_avx2(int64_t m, int64_t n, int64_t k, const doub
   load_b_f64(n, k, b, rsb, csb, bt);
   int64_t r = 0;
   if (n == 1) r = column_f64(m, k, a, rsa, b, rsb, c, rsc);
-  for (; r < m; r++) row_f64(a + r * rsa, n, k, bt, c + r * rsc);
+  for (; r < m; r++) row_f64(a + r * rsa, n, k, bt, c + r * rsc, 0);
 }
 
 static TL__AVX2 void tiny_c128_avx2(int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa,
@@ -280,7 +295,8 @@ static TL__AVX2 void tiny_c128_avx2(int64_t m, int64_t n, int64_t k, const doubl
 #define SUB_RUN 8
 static TL__AVX2 void rows_avx2(int complex_dt, int64_t groups, int64_t runs, int64_t n, int64_t k,
                                const char *a, const int64_t *row_at, const double *b, int64_t rsb,
-                               int64_t csb, double *c, int64_t rsc, const int64_t *run_c) {
+                               int64_t csb, double *c, int64_t rsc, const int64_t *run_c,
+                               int stream) {
   const int64_t parts = complex_dt ? 2 : 1;
   __m256d bt[TL__TINY_NK_MAX];
   c128_b t;
@@ -302,10 +318,11 @@ static TL__AVX2 void rows_avx2(int complex_dt, int64_t groups, int64_t runs, int
         if (complex_dt)
           row_c128(x + 2 * r * k, n, k, &t, y + 2 * run_c[r]);
         else
-          row_f64(x + r * k, n, k, bt, y + run_c[r]);
+          row_f64(x + r * k, n, k, bt, y + run_c[r], stream);
       }
     }
   }
+  if (stream) _mm_sfence(); /* the streamed rows are ordered before the caller's next stores */
 }
 
 /* 1 when the AVX2 rows above take the call. */
@@ -367,11 +384,11 @@ int tl__gemm_tiny_nk_fast(tl_dtype dtype, int64_t n, tl_scalar alpha, tl_scalar 
 
 void tl__gemm_tiny_nk_rows(tl_dtype dtype, int64_t groups, int64_t runs, int64_t n, int64_t k,
                            const void *a, const int64_t *row_at, const void *b, int64_t rsb,
-                           int64_t csb, void *c, int64_t rsc, const int64_t *run_c) {
+                           int64_t csb, void *c, int64_t rsc, const int64_t *run_c, int stream) {
 #if TL_X86_KERNELS
-  rows_avx2(dtype == TL_C128, groups, runs, n, k, a, row_at, b, rsb, csb, c, rsc, run_c);
+  rows_avx2(dtype == TL_C128, groups, runs, n, k, a, row_at, b, rsb, csb, c, rsc, run_c, stream);
 #else
   (void)dtype, (void)groups, (void)runs, (void)n, (void)k, (void)a, (void)row_at, (void)b;
-  (void)rsb, (void)csb, (void)c, (void)rsc, (void)run_c;
+  (void)rsb, (void)csb, (void)c, (void)rsc, (void)run_c, (void)stream;
 #endif
 }

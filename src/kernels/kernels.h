@@ -411,11 +411,16 @@ void tl__gemm_tiny_nk_at(int isa, tl_dtype dtype, int64_t m, int64_t n, int64_t 
  * lie: group i's `runs` consecutive rows of A (k contiguous elements each, k apart) start at
  * byte offset row_at[i] from a; row r of group i is C's row at element offset
  * run_c[r] + i * rsc from c, its n elements contiguous. Each row gets tl__gemm_tiny_nk's
- * bits. Pure, any thread, never fails. */
+ * bits. stream 1 (f64 only): C's rows are written with non-temporal stores (then a store
+ * fence), for a C too large to stay in the cache for whoever reads it next. Pure, any
+ * thread, never fails. */
+/* Outputs of at least this many bytes (one core's second-level cache on the project's
+ * machines) are written with streaming stores where a kernel offers them. */
+#define TL__STREAM_MIN_BYTES ((int64_t)1 << 20)
 int tl__gemm_tiny_nk_fast(tl_dtype dtype, int64_t n, tl_scalar alpha, tl_scalar beta, int64_t csc);
 void tl__gemm_tiny_nk_rows(tl_dtype dtype, int64_t groups, int64_t runs, int64_t n, int64_t k,
                            const void *a, const int64_t *row_at, const void *b, int64_t rsb,
-                           int64_t csb, void *c, int64_t rsc, const int64_t *run_c);
+                           int64_t csb, void *c, int64_t rsc, const int64_t *run_c, int stream);
 
 /* The thin GEMM's inner loops (gemm_thin_core.c), pure, never failing. isa: TL__ISA_* at
  * most tl__gemm_thin_isa() (tests run each level). tl__thin_dot: the unconjugated dot of k

@@ -22,8 +22,9 @@
 #include "th_numeric.h"
 #include "th_test.h"
 
-#define LEGS 17
-#define ROWS ((int64_t)1 << LEGS)
+#define LEGS_MAX 17
+static int n_legs = LEGS_MAX; /* the output's 2-extent axes */
+#define ROWS ((int64_t)1 << n_legs)
 /* Rows checked against the reference: every 7th (each block holds hundreds of them; a
  * sanitizer build checking all 2^17 rows of 32 cases ran past the test alarm). The two
  * thread counts are compared on every element. */
@@ -45,24 +46,25 @@ static void fill(tl_tensor *t) {
  * first or second in the spec. Returns the output (caller releases). */
 static int reversed_out = 1; /* 0: the rows land in order (a plain tall product) */
 static int n_first = 0;      /* 1: the output's n axis first (contiguous in tenlane's order) */
+static int one_column = 0;   /* 1: W has one column (n 1) instead of 3 */
 
 static void run(tl_exec *exec, tl_dtype dtype, int64_t k, int k_first, int large_first,
                 const tl_tensor *a, const tl_tensor *w, tl_tensor *out) {
   /* legs a..q, k is 'x', n is 'y' */
-  char legs[LEGS + 1], reversed[LEGS + 1], a_term[LEGS + 2], spec[96];
-  for (int i = 0; i < LEGS; i++)
-    legs[i] = (char)('a' + i), reversed[reversed_out ? LEGS - 1 - i : i] = legs[i];
-  legs[LEGS] = reversed[LEGS] = '\0';
+  char legs[LEGS_MAX + 1], reversed[LEGS_MAX + 1], a_term[LEGS_MAX + 2], spec[96];
+  for (int i = 0; i < n_legs; i++)
+    legs[i] = (char)('a' + i), reversed[reversed_out ? n_legs - 1 - i : i] = legs[i];
+  legs[n_legs] = reversed[n_legs] = '\0';
   snprintf(a_term, sizeof a_term, k_first == 1 ? "x%s" : "%sx", legs);
   const char *pre = n_first ? "y" : "", *post = n_first ? "" : "y";
   if (large_first)
     snprintf(spec, sizeof spec, "%s,xy->%s%s%s", a_term, pre, reversed, post);
   else
     snprintf(spec, sizeof spec, "xy,%s->%s%s%s", a_term, pre, reversed, post);
-  int64_t shape[LEGS + 1];
-  for (int i = 0; i <= LEGS; i++) shape[i] = 2;
-  shape[n_first ? 0 : LEGS] = w->shape[1];
-  TH_CHECK_OK(tl_tensor_create(dtype, LEGS + 1, shape, out));
+  int64_t shape[LEGS_MAX + 1];
+  for (int i = 0; i <= n_legs; i++) shape[i] = 2;
+  shape[n_first ? 0 : n_legs] = w->shape[1];
+  TH_CHECK_OK(tl_tensor_create(dtype, n_legs + 1, shape, out));
   const tl_tensor *ops[2] = {large_first ? a : w, large_first ? w : a};
   TH_CHECK_OK(tl_einsum_into(exec, spec, 2, ops, out));
   (void)k;
@@ -79,13 +81,13 @@ static void check_every_dtype(void) {
         /* k_first 2: k last and W 4 x 17, past the tiny-B kernel's reach (the provider's
          * GEMM per run); once per dtype. */
         if (k_first == 2 && k != 4) continue;
-        const int64_t n_out = k_first == 2 ? 17 : 3;
+        const int64_t n_out = k_first == 2 ? 17 : one_column ? 1 : 3;
         tl_dtype dt = dtypes[d];
-        int64_t a_shape[LEGS + 1], w_shape[2] = {k, n_out};
-        for (int i = 0; i <= LEGS; i++) a_shape[i] = 2;
-        a_shape[k_first == 1 ? 0 : LEGS] = k;
+        int64_t a_shape[LEGS_MAX + 1], w_shape[2] = {k, n_out};
+        for (int i = 0; i <= n_legs; i++) a_shape[i] = 2;
+        a_shape[k_first == 1 ? 0 : n_legs] = k;
         tl_tensor a, w;
-        TH_CHECK_OK(tl_tensor_create(dt, LEGS + 1, a_shape, &a));
+        TH_CHECK_OK(tl_tensor_create(dt, n_legs + 1, a_shape, &a));
         TH_CHECK_OK(tl_tensor_create(dt, 2, w_shape, &w));
         fill(&a);
         fill(&w);
@@ -96,25 +98,25 @@ static void check_every_dtype(void) {
           size_t bytes = (size_t)tl_tensor_numel(&got1) * tl_dtype_size(dt);
           int same = memcmp(got1.data, got2.data, bytes) == 0;
           int bad = 0;
-          int64_t ai[LEGS + 1], oi[LEGS + 1], wi[2];
+          int64_t ai[LEGS_MAX + 1], oi[LEGS_MAX + 1], wi[2];
           for (int64_t row = 0; row < ROWS && bad < 3; row += ROW_STEP) {
-            for (int i = 0; i < LEGS; i++) {
+            for (int i = 0; i < n_legs; i++) {
               int64_t bit = (row >> i) & 1;
               ai[k_first == 1 ? i + 1 : i] = bit;
-              oi[(reversed_out ? LEGS - 1 - i : i) + n_first] = bit;
+              oi[(reversed_out ? n_legs - 1 - i : i) + n_first] = bit;
             }
             for (int64_t n = 0; n < n_out; n++) {
               double complex want = 0;
               double scale = 0;
               for (int64_t kk = 0; kk < k; kk++) {
-                ai[k_first == 1 ? 0 : LEGS] = kk;
+                ai[k_first == 1 ? 0 : n_legs] = kk;
                 wi[0] = kk;
                 wi[1] = n;
                 double complex p = th_num_get(&a, ai) * th_num_get(&w, wi);
                 want += p;
                 scale += cabs(p);
               }
-              oi[n_first ? 0 : LEGS] = n;
+              oi[n_first ? 0 : n_legs] = n;
               if (!th_num_close_enough(th_num_get(&got1, oi), want, th_num_tolerance(dt) * 8,
                                        scale)) {
                 fprintf(stderr, "  %s k %lld k_first %d large_first %d row %lld n %lld\n",
@@ -164,6 +166,17 @@ static void einsum_permuted_rows_read_in_place_match_reference(void) {
   n_first = 0;
 }
 
+/* The same with one column of W and 2^16 rows: an f64 output under TL__STREAM_MIN_BYTES,
+ * whose rows are stored through the cache (the larger f64 ones above are streamed). */
+static void einsum_permuted_rows_in_place_small_match_reference(void) {
+  n_legs = 16;
+  one_column = 1;
+  einsum_permuted_rows_read_in_place_match_reference();
+  one_column = 0;
+  n_legs = LEGS_MAX;
+}
+
 TH_TEST_MAIN(TH_CASE(einsum_permuted_rows_by_blocks_match_reference),
              TH_CASE(einsum_tall_products_with_a_tiny_b_match_reference),
-             TH_CASE(einsum_permuted_rows_read_in_place_match_reference))
+             TH_CASE(einsum_permuted_rows_read_in_place_match_reference),
+             TH_CASE(einsum_permuted_rows_in_place_small_match_reference))
