@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 PHONY_TCI := bench-fanout bench-tci
-.PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-replacements bench-einsum bench-plot scale-out install format format-check lint clean python \
+.PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-replacements bench-einsum bench-einsum-terms bench-plot scale-out install format format-check lint clean python \
 	fuzz soak valgrind test-aarch64 test-reference test-openblas
 
 all: build
@@ -128,6 +128,11 @@ bench-replacements: build
 # memory, ratios (benches/einsum_networks.py).
 bench-einsum: build
 	scripts/with-openblas $(BUILD) /usr/bin/python3 benches/einsum_networks.py $(BUILD)
+
+# Single einsum terms of each class in all four dtypes, tenlane (1 thread) against numpy's
+# np.einsum on the same operands, alternating (benches/einsum_terms.py).
+bench-einsum-terms: build
+	scripts/with-openblas $(BUILD) /usr/bin/python3 benches/einsum_terms.py $(BUILD)
 
 # The fan-out sweeps (scripts/fanout-sweep) are run afresh each time: f64, c128 and a bond
 # drawn per patch.

@@ -1,0 +1,109 @@
+"""Single einsum terms, class by class, through tenlane and numpy on the same operands.
+
+The network benchmark (einsum_networks.py) times whole networks and four diagnostic terms in
+f64 and c128; this one covers each term class of issue 29 (Hadamard products in three axis
+orders, outer products and broadcasts, batched products, traces, diagonals and reductions)
+in all four dtypes, on a square size that stays in the last-level cache (256) and one that
+does not fit the second level (1024), as a user calls them: `s.einsum(spec, *ops)` on a
+1-thread context against `np.einsum(spec, *ops)` (numpy's default, no path search: every term
+here is one step). Operands are C-ordered arrays as numpy makes them (large ones start 16
+bytes past a 64-byte line).
+
+Each row alternates the two engines in five rounds of ten calls after one untimed call each,
+and prints each engine's median over its calls and tenlane / numpy. Rows marked "view":
+numpy returns a view of its operand there (a diagonal, a transpose), without computing, while
+tenlane writes a new array; the ratio is printed for completeness and measures different work.
+float32 and complex64 sums differ in kind too: tenlane adds floats in double and rounds once
+at the end, numpy's einsum adds them in float (a sum of 2^20 uniform floats: relative error
+6e-9 against 5e-8), and the widening is most of tenlane's time on those rows.
+
+Usage: scripts/with-openblas BUILD /usr/bin/python3 benches/einsum_terms.py BUILD [--quick]
+(`make bench-einsum-terms`; --quick: one round of two calls, to check the script runs)."""
+
+import os
+import sys
+import time
+
+build = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "build"
+sys.path.insert(0, os.path.abspath(os.path.join(build, "python")))  # the built package
+
+import numpy as np  # noqa: E402
+import tenlane  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+ROUNDS, CALLS = (1, 2) if QUICK else (5, 10)
+DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
+def terms(n):
+    """(class, spec, operand shapes, numpy returns a view) at size n."""
+    b, m = max(4, n // 16), 32
+    return [
+        ("hadamard", "ij,ij->ij", [(n, n), (n, n)], False),
+        ("hadamard", "ij,ji->ij", [(n, n), (n, n)], False),
+        ("hadamard", "ij,ij->ji", [(n, n), (n, n)], False),
+        ("outer", "i,j->ij", [(n,), (n,)], False),
+        ("broadcast", "ij,j->ij", [(n, n), (n,)], False),
+        ("batched", "bij,bjk->bik", [(b, m, m), (b, m, m)], False),
+        ("batched", "bi,bi->b", [(n, n), (n, n)], False),
+        ("trace", "ii->", [(n, n)], False),
+        ("diagonal", "ii->i", [(n, n)], True),
+        ("reduction", "ij->i", [(n, n)], False),
+        ("reduction", "ij->j", [(n, n)], False),
+        ("reduction", "ij->", [(n, n)], False),
+    ]
+
+
+def operand(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if dtype.startswith("complex"):
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def medians(fns):
+    samples = [[] for _ in fns]
+    for _ in range(ROUNDS):
+        for fn, times in zip(fns, samples):
+            fn()
+            for _ in range(CALLS):
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+    return [sorted(times)[len(times) // 2] for times in samples]
+
+
+def main():
+    rng = np.random.default_rng(29)
+    ctx = tenlane.Context(threads=1)
+    print(f"# einsum terms: tenlane (1 thread) vs numpy {np.__version__} np.einsum, medians of "
+          f"{ROUNDS} alternating rounds of {CALLS} calls")
+    print(f"{'class':10} {'spec':13} {'n':>5} {'dtype':10} {'numpy us':>10} {'tl us':>10} "
+          f"{'tl/np':>6}")
+    ratios = []
+    with ctx.session() as s:
+        for n in (256, 1024):
+            for cls, spec, shapes, view in terms(n):
+                for dtype in DTYPES:
+                    ops = [operand(rng, shape, dtype) for shape in shapes]
+                    got, want = s.einsum(spec, *ops), np.einsum(spec, *ops)
+                    scale = max(1.0, float(np.abs(want).max()))
+                    tol = 1e-3 if dtype in ("float32", "complex64") else 1e-10
+                    if not float(np.abs(got - want).max()) <= tol * scale * max(shapes[0]):
+                        print(f"{spec} {dtype} n {n}: tenlane and numpy differ")
+                        sys.exit(1)
+                    t_np, t_tl = medians([lambda: np.einsum(spec, *ops),
+                                          lambda: s.einsum(spec, *ops)])
+                    if not view:
+                        ratios.append(t_tl / t_np)
+                    print(f"{cls:10} {spec:13} {n:5} {dtype:10} {t_np * 1e6:10.1f} "
+                          f"{t_tl * 1e6:10.1f} {t_tl / t_np:6.2f}" + ("  view" if view else ""),
+                          flush=True)
+    worst = max(ratios)
+    over = sum(r > 1.0 for r in ratios)
+    print(f"# rows other than views: {len(ratios)}, above 1.0: {over}, worst {worst:.2f}, "
+          f"geometric mean {float(np.exp(np.mean(np.log(ratios)))):.2f}")
+
+
+if __name__ == "__main__":
+    main()
