@@ -148,9 +148,21 @@ static inline TL_AVX512 void add_line_f32(const float *p, unsigned m, __m512d *r
   if (m1) *r1 = _mm512_mask_add_pd(*r1, m1, *r1, widen_hi(v));
 }
 
-/* Runs not on element boundaries: unaligned loads, then the last n % 16 elements. */
-static TL_AVX512 void sum16_f64_512_unaligned(const double *x, int64_t n, __m512d *a0,
-                                              __m512d *a1) {
+/* Sixteen elements from the aligned p into the rotated accumulators. */
+static inline TL_AVX512 void add_full_f64(const double *p, __m512d *r0, __m512d *r1) {
+  *r0 = _mm512_add_pd(*r0, _mm512_load_pd(p));
+  *r1 = _mm512_add_pd(*r1, _mm512_load_pd(p + 8));
+}
+static inline TL_AVX512 void add_full_f32(const float *p, __m512d *r0, __m512d *r1) {
+  const __m512 v = _mm512_load_ps(p);
+  *r0 = _mm512_add_pd(*r0, widen_lo(v));
+  *r1 = _mm512_add_pd(*r1, widen_hi(v));
+}
+
+/* Runs not on element boundaries: unaligned loads in order, then the last n % 16 elements
+ * under a mask (no rotation). */
+static inline TL_AVX512 void add_unaligned_f64(const double *x, int64_t n, __m512d *a0,
+                                               __m512d *a1) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     *a0 = _mm512_add_pd(*a0, _mm512_loadu_pd(x + i));
@@ -161,65 +173,49 @@ static TL_AVX512 void sum16_f64_512_unaligned(const double *x, int64_t n, __m512
   *a0 = _mm512_mask_add_pd(*a0, m0, *a0, _mm512_maskz_loadu_pd(m0, x + i));
   *a1 = _mm512_mask_add_pd(*a1, m1, *a1, _mm512_maskz_loadu_pd(m1, x + i + 8));
 }
-
-static TL_AVX512 void sum16_f64_512(const double *x, int64_t n, int pairs, double *re, double *im) {
-  __m512d r0 = _mm512_setzero_pd(), r1 = _mm512_setzero_pd();
-  if ((uintptr_t)x % sizeof(double) != 0) {
-    sum16_f64_512_unaligned(x, n, &r0, &r1);
-    total_512(r0, r1, pairs, re, im);
-    return;
+static inline TL_AVX512 void add_unaligned_f32(const float *x, int64_t n, __m512d *a0,
+                                               __m512d *a1) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    *a0 = _mm512_add_pd(*a0, widen_lo(v));
+    *a1 = _mm512_add_pd(*a1, widen_hi(v));
   }
-  /* positions [back, end) of the lines from p hold the run */
-  const int64_t back = (int64_t)((uintptr_t)x / sizeof(double) % 8), end = back + n;
-  const double *p = x - back;
-  int64_t q = 0;
-  if (back > 0) { /* the first line(s), from the run's first element */
-    if (n > 0) add_lines_f64(p, lanes16(back, end), &r0, &r1);
-    q = 16;
-  }
-  for (; q + 16 <= end; q += 16) {
-    prefetch_ahead(p + q);
-    r0 = _mm512_add_pd(r0, _mm512_load_pd(p + q));
-    r1 = _mm512_add_pd(r1, _mm512_load_pd(p + q + 8));
-  }
-  if (q < end) add_lines_f64(p + q, lanes16(0, end - q), &r0, &r1);
-  unrotate(&r0, &r1, back);
-  total_512(r0, r1, pairs, re, im);
+  const unsigned m = lanes16(0, n - i);
+  const __m512 v = _mm512_maskz_loadu_ps((__mmask16)m, x + i);
+  *a0 = _mm512_mask_add_pd(*a0, (__mmask8)(m & 0xFF), *a0, widen_lo(v));
+  *a1 = _mm512_mask_add_pd(*a1, (__mmask8)(m >> 8), *a1, widen_hi(v));
 }
 
-static TL_AVX512 void sum16_f32_512(const float *x, int64_t n, int pairs, double *re, double *im) {
-  __m512d r0 = _mm512_setzero_pd(), r1 = _mm512_setzero_pd();
-  if ((uintptr_t)x % sizeof(float) != 0) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      const __m512 v = _mm512_loadu_ps(x + i);
-      r0 = _mm512_add_pd(r0, widen_lo(v));
-      r1 = _mm512_add_pd(r1, widen_hi(v));
-    }
-    const unsigned m = lanes16(0, n - i);
-    const __m512 v = _mm512_maskz_loadu_ps((__mmask16)m, x + i);
-    r0 = _mm512_mask_add_pd(r0, (__mmask8)(m & 0xFF), r0, widen_lo(v));
-    r1 = _mm512_mask_add_pd(r1, (__mmask8)(m >> 8), r1, widen_hi(v));
-    total_512(r0, r1, pairs, re, im);
-    return;
+/* The AVX-512 sum of a run of T, 64 / sizeof(T) elements to a line: positions [back, end)
+ * of the lines from the aligned p hold the run; the first group of sixteen (when the run
+ * starts inside a line) and the last are added under masks (ADD_MASKED), the others whole
+ * (ADD_FULL). */
+#define TL__SUM16_512(NAME, T, ADD_MASKED, ADD_FULL, ADD_UNALIGNED)                              \
+  static TL_AVX512 void NAME(const T *x, int64_t n, int pairs, double *re, double *im) {         \
+    __m512d r0 = _mm512_setzero_pd(), r1 = _mm512_setzero_pd();                                  \
+    if ((uintptr_t)x % sizeof(T) != 0) {                                                         \
+      ADD_UNALIGNED(x, n, &r0, &r1);                                                             \
+      total_512(r0, r1, pairs, re, im);                                                          \
+      return;                                                                                    \
+    }                                                                                            \
+    const int64_t back = (int64_t)((uintptr_t)x / sizeof(T) % (64 / sizeof(T))), end = back + n; \
+    const T *p = x - back;                                                                       \
+    int64_t q = 0;                                                                               \
+    if (back > 0) { /* the first group, from the run's first element */                          \
+      if (n > 0) ADD_MASKED(p, lanes16(back, end), &r0, &r1);                                    \
+      q = 16;                                                                                    \
+    }                                                                                            \
+    for (; q + 16 <= end; q += 16) {                                                             \
+      prefetch_ahead(p + q);                                                                     \
+      ADD_FULL(p + q, &r0, &r1);                                                                 \
+    }                                                                                            \
+    if (q < end) ADD_MASKED(p + q, lanes16(0, end - q), &r0, &r1);                               \
+    unrotate(&r0, &r1, back);                                                                    \
+    total_512(r0, r1, pairs, re, im);                                                            \
   }
-  const int64_t back = (int64_t)((uintptr_t)x / sizeof(float) % 16), end = back + n;
-  const float *p = x - back;
-  int64_t q = 0;
-  if (back > 0) { /* the first line(s), from the run's first element */
-    if (n > 0) add_line_f32(p, lanes16(back, end), &r0, &r1);
-    q = 16;
-  }
-  for (; q + 16 <= end; q += 16) {
-    prefetch_ahead(p + q);
-    const __m512 v = _mm512_load_ps(p + q);
-    r0 = _mm512_add_pd(r0, widen_lo(v));
-    r1 = _mm512_add_pd(r1, widen_hi(v));
-  }
-  if (q < end) add_line_f32(p + q, lanes16(0, end - q), &r0, &r1);
-  unrotate(&r0, &r1, back);
-  total_512(r0, r1, pairs, re, im);
-}
+TL__SUM16_512(sum16_f64_512, double, add_lines_f64, add_full_f64, add_unaligned_f64)
+TL__SUM16_512(sum16_f32_512, float, add_line_f32, add_full_f32, add_unaligned_f32)
 
 /* a[0] = s0..s3, ..., a[3] = s12..s15. */
 static inline TL_AVX2 void total_256(__m256d a0, __m256d a1, __m256d a2, __m256d a3, int pairs,
@@ -274,32 +270,23 @@ TL__SUM16_256(sum16_f64_256, double, TL__LOAD4_F64)
 TL__SUM16_256(sum16_f32_256, float, TL__LOAD4_F32)
 #endif
 
-void tl__sum16_f64(int isa, const double *x, int64_t n, int pairs, double *re, double *im) {
+/* The public entry points: the highest path isa allows. */
 #if TL_X86_KERNELS
-  if (isa >= TL__ISA_AVX512) {
-    sum16_f64_512(x, n, pairs, re, im);
-    return;
+#define TL__SUM16_ENTRY(NAME, T, AVX512, AVX2, PORTABLE)                         \
+  void NAME(int isa, const T *x, int64_t n, int pairs, double *re, double *im) { \
+    if (isa >= TL__ISA_AVX512)                                                   \
+      AVX512(x, n, pairs, re, im);                                               \
+    else if (isa >= TL__ISA_AVX2)                                                \
+      AVX2(x, n, pairs, re, im);                                                 \
+    else                                                                         \
+      PORTABLE(x, n, pairs, re, im);                                             \
   }
-  if (isa >= TL__ISA_AVX2) {
-    sum16_f64_256(x, n, pairs, re, im);
-    return;
+#else
+#define TL__SUM16_ENTRY(NAME, T, AVX512, AVX2, PORTABLE)                         \
+  void NAME(int isa, const T *x, int64_t n, int pairs, double *re, double *im) { \
+    (void)isa;                                                                   \
+    PORTABLE(x, n, pairs, re, im);                                               \
   }
 #endif
-  (void)isa;
-  sum16_f64_portable(x, n, pairs, re, im);
-}
-
-void tl__sum16_f32(int isa, const float *x, int64_t n, int pairs, double *re, double *im) {
-#if TL_X86_KERNELS
-  if (isa >= TL__ISA_AVX512) {
-    sum16_f32_512(x, n, pairs, re, im);
-    return;
-  }
-  if (isa >= TL__ISA_AVX2) {
-    sum16_f32_256(x, n, pairs, re, im);
-    return;
-  }
-#endif
-  (void)isa;
-  sum16_f32_portable(x, n, pairs, re, im);
-}
+TL__SUM16_ENTRY(tl__sum16_f64, double, sum16_f64_512, sum16_f64_256, sum16_f64_portable)
+TL__SUM16_ENTRY(tl__sum16_f32, float, sum16_f32_512, sum16_f32_256, sum16_f32_portable)
