@@ -65,9 +65,9 @@ static int complex_run_into_scalar(const tl__reduce_plan *pl, const char *p, int
   if (pl->op == TL_REDUCE_SUM) {
     double re, im;
     if (pl->dtype == TL_C128)
-      tl__sum16_f64(tl__isa_level(), (const double *)p, 2 * n, 1, &re, &im);
+      tl__sum16_f64(pl->isa, (const double *)p, 2 * n, 1, &re, &im);
     else
-      tl__sum16_f32(tl__isa_level(), (const float *)p, 2 * n, 1, &re, &im);
+      tl__sum16_f32(pl->isa, (const float *)p, 2 * n, 1, &re, &im);
     acc[0] += re;
     acc[1] += im;
     return 1;
@@ -90,9 +90,9 @@ static void run_into_scalar(const tl__reduce_plan *pl, const char *p, int64_t n,
   if (op == TL_REDUCE_SUM && (pl->dtype == TL_F64 || pl->dtype == TL_F32) && s == 1) {
     double re, im;
     if (pl->dtype == TL_F64)
-      tl__sum16_f64(tl__isa_level(), (const double *)p, n, 0, &re, &im);
+      tl__sum16_f64(pl->isa, (const double *)p, n, 0, &re, &im);
     else
-      tl__sum16_f32(tl__isa_level(), (const float *)p, n, 0, &re, &im);
+      tl__sum16_f32(pl->isa, (const float *)p, n, 0, &re, &im);
     acc[0] += re;
     return;
   }
@@ -368,6 +368,7 @@ void tl__reduce_sort_axes(int n, int64_t *key, int64_t *e, int64_t *s1, int64_t 
 }
 
 void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements) {
+  pl->isa = tl__isa_level(); /* once, not per run: a run can be a few elements */
   int empty = 0;
   for (int k = 0; k < pl->nr; k++) empty |= pl->re[k] == 0;
   if (empty) pl->nr = 0; /* nothing to reduce: every output is the identity */

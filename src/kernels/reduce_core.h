@@ -43,12 +43,13 @@ typedef struct tl__reduce_plan {
   double *partials;  /* [item][part][2] (inner) or [item][part][2 * CHUNK] (outer) */
   double *acc_slots; /* outer mode: one 2 * CHUNK accumulator block per worker (+1) */
   int64_t total;     /* elements read: reduced extent times outputs */
+  int isa;           /* TL__ISA_* level of the unit-stride sums, read once per plan */
 } tl__reduce_plan;
 
 /* An insertion sort of up to 16 axes (extent, strides...) ascending by key. */
 void tl__reduce_sort_axes(int n, int64_t *key, int64_t *e, int64_t *s1, int64_t *s2);
-/* Choose inner or outer mode, count items and parts for a team (the axes are filled in,
- * op, dtypes and bases set). */
+/* Choose inner or outer mode, count items and parts for a team, and read the instruction
+ * set level (the axes are filled in, op, dtypes and bases set). */
 void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements);
 /* Items [begin, end) of the plan (item * parts + part), on thread slot worker_index + 1; a
  * tl_pool_range_fn. */
