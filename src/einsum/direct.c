@@ -148,6 +148,15 @@ tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const 
   tl_tensor av, bv;
   view_in_out_axes(a, a_labels, out, out_labels, &av);
   view_in_out_axes(b, b_labels, out, out_labels, &bv);
+  /* One pass of transposed tiles where the instruction set, dtype and layout allow it (on
+   * any input read across its dense axis, either one); else the two passes below. */
+  tl__product_tiles tiles;
+  if (tl_tensor_numel(out) >= TL__EINSUM_PRODUCT_TILE_MIN &&
+      tl__product_tiles_plan(&tiles, out, &av, &bv)) {
+    const int parallel = team > 1 && tiles.blocks >= 2;
+    return tl__exec_run_chunks(exec, parallel, (size_t)tiles.blocks, 1, product_tiles_chunk, &tiles,
+                               "writing a transposing product");
+  }
   /* The input that would be read across its dense axis, if any: a when it varies along the
    * output's dense axis but is densest along another; else b on the same terms when a is
    * constant along it (an outer product i,j->ij reads b along the output's rows and a not at
@@ -158,15 +167,6 @@ tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const 
     if (densest_axis(&av) != out_axis) lead = &av;
   } else if (out_axis >= 0 && bv.strides[out_axis] != 0 && densest_axis(&bv) != out_axis) {
     lead = &bv;
-  }
-  /* One pass of transposed tiles where the instruction set, dtype and layout allow it (on
-   * any input read across its dense axis, either one); else the two passes below. */
-  tl__product_tiles tiles;
-  if (tl_tensor_numel(out) >= TL__EINSUM_PRODUCT_TILE_MIN &&
-      tl__product_tiles_plan(&tiles, out, &av, &bv)) {
-    const int parallel = team > 1 && tiles.blocks >= 2;
-    return tl__exec_run_chunks(exec, parallel, (size_t)tiles.blocks, 1, product_tiles_chunk, &tiles,
-                               "writing a transposing product");
   }
   if (lead != NULL && tl_tensor_numel(out) >= TL__EINSUM_PRODUCT_TILE_MIN) {
     /* Scratch in lead's order: its axes by lead's strides, column-major. */
