@@ -11,7 +11,8 @@ diagnostic binary terms (ij,ij->ij; ij,ij->ji; ij,ji->ij; i,j->ij; bij,bjk->bik;
 the full contraction ij,ij->; the vector-matrix product i,ij->j).
 
 Each network is one tenlane call (integer labels, the path passed in opt_einsum's linear
-format), on a context of 1 and of 2 threads; numpy runs the same pairwise steps with
+format, order="K": the result in the layout its last step gives, as numpy's einsum returns
+it by default), on a context of 1 and of 2 threads; numpy runs the same pairwise steps with
 np.einsum(..., optimize=True) (BLAS through tensordot where it applies). `make bench-einsum`
 runs this script under scripts/with-openblas, so numpy's BLAS is OpenBLAS serial (one thread,
 its own kernels for this CPU); the header line names the library numpy actually loaded. The path is this script's greedy one (the pair
@@ -249,7 +250,7 @@ def peak_child(job_file):
     path = [tuple(p) for p in job["path"]]
     ctx = tenlane.Context(threads=1)
     with ctx.session() as s:
-        print(peak_mib(lambda: s.einsum(job["spec"], *ops, path=path)))
+        print(peak_mib(lambda: s.einsum(job["spec"], *ops, path=path, order="K")))
     ctx.close()
 
 
@@ -298,8 +299,8 @@ def main():
     print(f"# numpy's BLAS (loaded in this process): {numpy_blas()}")
     print("# what each side returns: numpy's einsum hands back each step's result in the layout it "
           "computed it (a strided view where the requested axis order differs, e.g. the "
-          "permutation network's last step and ij,ij->ji); tenlane writes every result in the "
-          "requested order (C order)")
+          "permutation network's last step and ij,ij->ji); tenlane is called with order=\"K\", "
+          "which does the same (its default, order=\"C\", writes the requested order)")
     print(f"{'network':34} {'dtype':5} {'Gflop':>8} {'numpy ms':>9} {'tl 1T ms':>9} {'tl 2T ms':>9} "
           f"{'1T/np':>6} {'2T/1T':>6} {'np MiB':>7} {'tl MiB':>7}")
     ratios = []
@@ -321,7 +322,7 @@ def main():
                 scale = 1.0 / math.sqrt(max(1, max(shape))) if len(terms) > 4 else 1.0
                 ops.append((x * scale).astype(dtype))
             want = run_numpy(ops, steps)
-            got = s1.einsum(spec, *ops, path=path)
+            got = s1.einsum(spec, *ops, path=path, order="K")
             err = np.abs(got - want).max() / max(1e-300, np.abs(want).max())
             if not err < 1e-8:
                 print(f"{name}: tenlane and numpy differ (relative {err:.2e})")
@@ -330,8 +331,8 @@ def main():
             np_peak = fresh_peak_mib("numpy", ops, spec, path, steps)
             tl_peak = fresh_peak_mib("tenlane", ops, spec, path, steps)
             t_np, t1, t2 = median_times([lambda: run_numpy(ops, steps),
-                                         lambda: s1.einsum(spec, *ops, path=path),
-                                         lambda: s2.einsum(spec, *ops, path=path)])
+                                         lambda: s1.einsum(spec, *ops, path=path, order="K"),
+                                         lambda: s2.einsum(spec, *ops, path=path, order="K")])
             real = flops * (4 if dtype == np.complex128 else 1)
             ratios.append(t1 / t_np)
             fmt = lambda v: "n/a" if v is None else f"{v:.1f}"  # noqa: E731

@@ -4,9 +4,9 @@ The network benchmark (einsum_networks.py) times whole networks and four diagnos
 f64 and c128; this one covers each term class of issue 29 (Hadamard products in three axis
 orders, outer products and broadcasts, batched products, traces, diagonals and reductions)
 in all four dtypes, on a square size that stays in the last-level cache (256) and one that
-does not fit the second level (1024), as a user calls them: `s.einsum(spec, *ops)` on a
-1-thread context against `np.einsum(spec, *ops)` (numpy's default, no path search: every term
-here is one step). Operands are C-ordered arrays as numpy makes them (large ones start 16
+does not fit the second level (1024), as a user calls them: `s.einsum(spec, *ops, order="K")`
+on a 1-thread context against `np.einsum(spec, *ops)` (numpy's defaults: no path search and
+order="K"; every term here is one step). Operands are C-ordered arrays as numpy makes them (large ones start 16
 bytes past a 64-byte line).
 
 Each row alternates the two engines in five rounds of ten calls after one untimed call each,
@@ -86,14 +86,14 @@ def main():
             for cls, spec, shapes, view in terms(n):
                 for dtype in DTYPES:
                     ops = [operand(rng, shape, dtype) for shape in shapes]
-                    got, want = s.einsum(spec, *ops), np.einsum(spec, *ops)
+                    got, want = s.einsum(spec, *ops, order="K"), np.einsum(spec, *ops)
                     scale = max(1.0, float(np.abs(want).max()))
                     tol = 1e-3 if dtype in ("float32", "complex64") else 1e-10
                     if not float(np.abs(got - want).max()) <= tol * scale * max(shapes[0]):
                         print(f"{spec} {dtype} n {n}: tenlane and numpy differ")
                         sys.exit(1)
                     t_np, t_tl = medians([lambda: np.einsum(spec, *ops),
-                                          lambda: s.einsum(spec, *ops)])
+                                          lambda: s.einsum(spec, *ops, order="K")])
                     if not view:
                         ratios.append(t_tl / t_np)
                     print(f"{cls:10} {spec:13} {n:5} {dtype:10} {t_np * 1e6:10.1f} "

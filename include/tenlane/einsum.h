@@ -52,8 +52,21 @@ typedef enum tl_einsum_path_kind {
   TL_EINSUM_PATH_AUTO = 0,    /* exact up to TL_EINSUM_AUTO_OPTIMAL_MAX operands, else greedy */
   TL_EINSUM_PATH_GREEDY = 1,  /* pick the pair that shrinks memory most, ties by cost */
   TL_EINSUM_PATH_OPTIMAL = 2, /* exact minimum cost over all pairwise orders */
-  TL_EINSUM_PATH_GIVEN = 3    /* the caller's path (tl_einsum_with_path_into only) */
+  TL_EINSUM_PATH_GIVEN = 3    /* the caller's path: tl_einsum_with_path(_into), or options */
 } tl_einsum_path_kind;
+
+/* The memory layout of a fresh result (tl_einsum_ex). Into forms write the caller's out in
+ * whatever strides it has. */
+typedef enum tl_einsum_layout {
+  TL_EINSUM_LAYOUT_ORDER = 0, /* dense in the surface's order (tl_exec_set_order) */
+  /* Dense, in the order the last step writes without moving anything (numpy's order='K'):
+   * the labels of the last step's first input outermost, in the order that input holds
+   * them in memory, then the second input's other labels, in its memory order (numpy's
+   * tensordot layout; a single-operand spec: the operand's order). A product of two
+   * C-ordered matrices is C-ordered; "ij,ij->ji" comes out in the inputs' layout, as a
+   * transposed view would. */
+  TL_EINSUM_LAYOUT_KEEP = 1
+} tl_einsum_layout;
 
 /* out = einsum(spec, operands[0..n_operands-1]) into a caller tensor whose shape must be
  * the spec's output shape and whose dtype the operands'. out must not overlap any operand
@@ -77,19 +90,36 @@ TL_API tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
 typedef struct tl_einsum_options {
   size_t size;                   /* sizeof(tl_einsum_options), set by tl_einsum_options_init */
   tl_einsum_path_kind path_kind; /* TL_EINSUM_PATH_AUTO by default */
+  /* Fields below were added later, past the first version's size (its padding included): a
+   * caller built against an older header passes that smaller size, and they take their
+   * defaults. */
+  const int *path;         /* with path_kind TL_EINSUM_PATH_GIVEN: the path, in the format of */
+  int n_steps;             /* tl_einsum_with_path_into (path borrowed for the call) */
+  tl_einsum_layout layout; /* of a fresh result (tl_einsum_ex); TL_EINSUM_LAYOUT_ORDER */
 } tl_einsum_options;
 
-/* Fill `options` with the defaults (the path kind TL_EINSUM_PATH_AUTO) and set its size.
- * NULL is ignored. Any thread. */
+/* Fill `options` with the defaults (the path kind TL_EINSUM_PATH_AUTO, the layout
+ * TL_EINSUM_LAYOUT_ORDER, no path) and set its size. NULL is ignored. Any thread. */
 TL_API void tl_einsum_options_init(tl_einsum_options *options);
 
-/* tl_einsum_into with options (NULL = the defaults; borrowed for the call). TL_E_INVALID
- * also for options->size below the first version's size (options not filled by
- * tl_einsum_options_init), an unknown path kind, and TL_EINSUM_PATH_OPTIMAL with more than
- * TL_EINSUM_OPTIMAL_MAX operands. */
+/* tl_einsum_into with options (NULL = the defaults; borrowed for the call; the layout is
+ * ignored, out's strides rule). TL_E_INVALID also for options->size below the first
+ * version's size (options not filled by tl_einsum_options_init), an unknown path kind or
+ * layout, TL_EINSUM_PATH_OPTIMAL with more than TL_EINSUM_OPTIMAL_MAX operands, and
+ * TL_EINSUM_PATH_GIVEN from options too old to hold a path, or with a path that is not one
+ * (as tl_einsum_with_path_into). */
 TL_API tl_status tl_einsum_ex_into(tl_exec *exec, const tl_einsum_options *options,
                                    const char *spec, int n_operands,
                                    const tl_tensor *const *operands, tl_tensor *out);
+
+/* Fresh form of tl_einsum_ex_into: *out becomes a new owned tensor in options->layout
+ * (release it with tl_tensor_release); on failure *out is untouched. With
+ * TL_EINSUM_LAYOUT_KEEP a result whose requested axis order differs from the order the
+ * operands give it is not permuted (which can cost more than the contraction itself, as
+ * for a result whose axes come out reversed), and out->strides say where each axis lies. Errors as
+ * tl_einsum_ex_into, less the ones about out's shape and aliasing. Surface's thread only. */
+TL_API tl_status tl_einsum_ex(tl_exec *exec, const tl_einsum_options *options, const char *spec,
+                              int n_operands, const tl_tensor *const *operands, tl_tensor *out);
 
 /* The same along the contraction path the caller gives (from opt_einsum, cotengra, or by
  * hand), in opt_einsum's linear format: before step k the tensors left form a list (the

@@ -58,74 +58,6 @@ int tlpy_path_kind(PyObject *obj, const char *where, tl_einsum_path_kind *out) {
 
 /* ---- einsum ------------------------------------------------------------------------- */
 
-/* The output shape of spec over ops (numpy's rules), for a fresh result with an explicit
- * path kind. Returns 0, or -1 when the spec does not parse here (the route then reports). */
-static int einsum_shape(const char *spec, int n, const tlpy_operand *ops, int *rank,
-                        int64_t *shape) {
-  int64_t extent[128];
-  int seen[128] = {0};
-  int64_t ell[TL_MAX_RANK];
-  int ell_rank = 0;
-  for (int k = 0; k < TL_MAX_RANK; k++) ell[k] = 1;
-  const char *c = spec;
-  for (int term = 0; term < n; term++) {
-    const tl_tensor *t = &ops[term].tensor;
-    char letters[TL_MAX_RANK + 1];
-    int count = 0, ell_at = -1;
-    for (; *c && *c != ',' && *c != '-'; c++) {
-      if (*c == ' ') continue;
-      if (*c == '.') {
-        if (strncmp(c, "...", 3) || ell_at >= 0) return -1;
-        ell_at = count;
-        c += 2;
-      } else if (count < TL_MAX_RANK && ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'))) {
-        letters[count++] = *c;
-      } else {
-        return -1;
-      }
-    }
-    int here = t->rank - count;
-    if (here < 0 || (ell_at < 0 && here != 0)) return -1;
-    if (here > ell_rank) ell_rank = here;
-    for (int j = 0; j < count; j++) {
-      int axis = (ell_at >= 0 && j >= ell_at) ? j + here : j;
-      int label = (unsigned char)letters[j];
-      if (!seen[label] || extent[label] == 1) extent[label] = t->shape[axis];
-      seen[label]++;
-    }
-    for (int j = 0; j < here; j++) { /* aligned from the right */
-      int64_t e = t->shape[ell_at + j];
-      int slot = TL_MAX_RANK - here + j;
-      if (e != 1) ell[slot] = e;
-    }
-    if (term + 1 < n) {
-      if (*c != ',') return -1;
-      c++;
-    }
-  }
-  *rank = 0;
-  if (!strncmp(c, "->", 2)) {
-    for (c += 2; *c; c++) {
-      if (*c == ' ') continue;
-      if (*c == '.') {
-        if (strncmp(c, "...", 3)) return -1;
-        for (int j = 0; j < ell_rank; j++) shape[(*rank)++] = ell[TL_MAX_RANK - ell_rank + j];
-        c += 2;
-      } else {
-        int label = (unsigned char)*c;
-        if (label >= 128 || !seen[label] || *rank >= TL_MAX_RANK) return -1;
-        shape[(*rank)++] = extent[label];
-      }
-    }
-  } else {
-    if (*c) return -1;
-    for (int j = 0; j < ell_rank; j++) shape[(*rank)++] = ell[TL_MAX_RANK - ell_rank + j];
-    for (int label = 'A'; label <= 'z'; label++)
-      if (seen[label] == 1 && *rank < TL_MAX_RANK) shape[(*rank)++] = extent[label];
-  }
-  return 0;
-}
-
 /* The elements an einsum of letter labels walks: the product of its labels' extents
  * (a trace "ii->" of an n x n operand walks n, a product "ij,ij->ij" walks n^2), at most
  * `cap`. Specs with "..." or integer labels, and ones that do not parse here, count as
@@ -154,10 +86,10 @@ static int64_t einsum_walk(const char *spec, int n, const tlpy_operand *ops, int
 }
 
 /* einsum of the operands on exec (the caller checked the session) into out_obj or a fresh
- * result. */
+ * result in `layout`. */
 static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, int n,
                             tlpy_operand *ops, PyObject *out_obj, tl_einsum_path_kind kind,
-                            int n_given, const int *given) {
+                            int n_given, const int *given, tl_einsum_layout layout) {
   const tl_tensor *ptrs[TL_EINSUM_MAX_OPERANDS];
   for (int i = 0; i < n; i++) ptrs[i] = &ops[i].tensor;
   /* A call whose labels walk few elements is quick however large its operands are: the
@@ -165,38 +97,23 @@ static PyObject *einsum_run(tl_exec *exec, const char *where, const char *spec, 
    * 1024 x 1024 trace). */
   int big = tlpy_elements(n, ops) >= TLPY_NOGIL_ELEMENTS &&
             einsum_walk(spec, n, ops, TLPY_NOGIL_ELEMENTS) >= TLPY_NOGIL_ELEMENTS;
+  tl_einsum_options options;
+  tl_einsum_options_init(&options);
+  options.path_kind = n_given >= 0 ? TL_EINSUM_PATH_GIVEN : kind;
+  options.n_steps = n_given;
+  options.path = given;
+  options.layout = layout;
   tl_status status;
   if (out_obj) {
     tlpy_operand out;
     if (tlpy_operand_get(out_obj, 1, where, "out", &out) < 0) return NULL;
-    if (n_given >= 0) {
-      TLPY_RUN(big,
-               status = tl_einsum_with_path_into(exec, n_given, given, spec, n, ptrs, &out.tensor));
-    } else {
-      TLPY_RUN(big, status = tl_einsum_ex_into(
-                        exec, &(tl_einsum_options){sizeof(tl_einsum_options), kind}, spec, n, ptrs,
-                        &out.tensor));
-    }
+    TLPY_RUN(big, status = tl_einsum_ex_into(exec, &options, spec, n, ptrs, &out.tensor));
     tlpy_operand_release(&out);
     if (status != TL_OK) return tlpy_raise_last(status);
     return Py_NewRef(out_obj);
   }
   tl_tensor result;
-  int rank;
-  int64_t shape[TL_MAX_RANK];
-  if (n_given >= 0) {
-    TLPY_RUN(big, status = tl_einsum_with_path(exec, n_given, given, spec, n, ptrs, &result));
-  } else if (kind == TL_EINSUM_PATH_AUTO || einsum_shape(spec, n, ops, &rank, shape) < 0) {
-    TLPY_RUN(big, status = tl_einsum(exec, spec, n, ptrs, &result));
-  } else {
-    status = tlpy_create(ops[0].tensor.dtype, rank, shape, &result);
-    if (status == TL_OK) {
-      TLPY_RUN(big, status = tl_einsum_ex_into(
-                        exec, &(tl_einsum_options){sizeof(tl_einsum_options), kind}, spec, n, ptrs,
-                        &result));
-      if (status != TL_OK) tl_tensor_release(&result);
-    }
-  }
+  TLPY_RUN(big, status = tl_einsum_ex(exec, &options, spec, n, ptrs, &result));
   return tlpy_result_or_raise(status, &result);
 }
 
@@ -239,10 +156,28 @@ static int promote(tl_exec *exec, int n, tlpy_operand *ops, tl_tensor *promoted)
   return count;
 }
 
+/* order=: "C" (the default) or "K" (numpy's default: the layout the computation gives). */
+static int einsum_order(PyObject *order_obj, const char *where, tl_einsum_layout *layout) {
+  *layout = TL_EINSUM_LAYOUT_ORDER;
+  if (order_obj == NULL || order_obj == Py_None) return 0;
+  const char *order = PyUnicode_Check(order_obj) ? PyUnicode_AsUTF8(order_obj) : NULL;
+  if (order && !strcmp(order, "C")) return 0;
+  if (order && !strcmp(order, "K")) {
+    *layout = TL_EINSUM_LAYOUT_KEEP;
+    return 0;
+  }
+  PyErr_Clear();
+  PyObject *repr = PyObject_Repr(order_obj);
+  const char *text = repr ? PyUnicode_AsUTF8(repr) : NULL;
+  if (text) tlpy_raise(TL_E_INVALID, "%s: order must be 'C' or 'K', not %.80s", where, text);
+  Py_XDECREF(repr);
+  return -1;
+}
+
 static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames) {
   static const char *where = "tenlane.Session.einsum";
-  PyObject *out_obj = NULL, *path_obj = NULL;
+  PyObject *out_obj = NULL, *path_obj = NULL, *order_obj = NULL;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t k = 0; k < nkw; k++) {
     const char *key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
@@ -250,10 +185,14 @@ static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_
       out_obj = args[nargs + k];
     else if (key && (!strcmp(key, "path") || !strcmp(key, "optimize"))) /* numpy's name */
       path_obj = args[nargs + k];
+    else if (key && !strcmp(key, "order"))
+      order_obj = args[nargs + k];
     else
       return tlpy_raise(TL_E_INVALID, "%s: unknown keyword '%s'", where, key ? key : "?");
   }
   if (out_obj == Py_None) out_obj = NULL;
+  tl_einsum_layout layout;
+  if (einsum_order(order_obj, where, &layout) < 0) return NULL;
   char sublist_spec[TL_EINSUM_SPEC_MAX + 1];
   PyObject *arrays[TL_EINSUM_MAX_OPERANDS];
   const char *spec;
@@ -290,8 +229,9 @@ static PyObject *session_einsum(PyObject *self, PyObject *const *args, Py_ssize_
   tl_exec *exec = tlpy_session_exec((tlpy_session *)self, where);
   tl_tensor promoted[TL_EINSUM_MAX_OPERANDS];
   int count = exec ? promote(exec, n, ops, promoted) : -1;
-  PyObject *r =
-      count >= 0 ? einsum_run(exec, where, spec, n, ops, out_obj, kind, n_given, given) : NULL;
+  PyObject *r = count >= 0
+                    ? einsum_run(exec, where, spec, n, ops, out_obj, kind, n_given, given, layout)
+                    : NULL;
   for (int i = 0; i < count; i++) tl_tensor_release(&promoted[i]);
   release_all(n, ops);
   return r;
@@ -465,7 +405,8 @@ static PyObject *session_matmul(PyObject *self, PyObject *args, PyObject *kwargs
                        : ra == 1          ? "j,...jk->...k"
                        : rb == 1          ? "...ij,j->...i"
                                           : "...ij,...jk->...ik";
-    r = einsum_run(exec, where, spec, 2, ops, out_obj, TL_EINSUM_PATH_AUTO, -1, NULL);
+    r = einsum_run(exec, where, spec, 2, ops, out_obj, TL_EINSUM_PATH_AUTO, -1, NULL,
+                   TL_EINSUM_LAYOUT_ORDER);
   }
   release_all(2, ops);
   return r;

@@ -1,8 +1,10 @@
 """einsum's call forms beyond a spec string: numpy's sublist form (more labels than the 52
-letters) and an explicit contraction path in opt_einsum's linear format, against numpy."""
+letters), an explicit contraction path in opt_einsum's linear format, and order="K" (the
+result in the layout the computation gives, as numpy's default), against numpy."""
 
 import numpy as np
 import pytest
+import tenlane
 
 from conftest import DTYPES, random_array, tolerance
 
@@ -62,3 +64,50 @@ def test_invalid_paths_raise_clearly(s, rng):
             s.einsum("ij,jk,kl->il", *ops, path=path)
         except ValueError as e:
             assert says in str(e), (path, str(e))
+
+
+# (spec, operand shapes, a Fortran-ordered first operand): where order="K" lays the result
+# out as numpy's einsum does (numpy's strides are the reference), and a case numpy answers
+# with a view of its input (the diagonal), which only needs equal values.
+KEEP_CASES = [
+    ("ij,ij->ji", [(5, 7), (5, 7)], False),
+    ("ij,jk->ki", [(5, 7), (7, 3)], False),
+    ("ij,jk->ik", [(5, 7), (7, 3)], True),
+    ("ij->ji", [(5, 7)], False),
+    ("i,j->ij", [(5,), (7,)], False),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], False),
+    ("ab,bc,cd->da", [(5, 7), (7, 3), (3, 9)], False),
+    ("ij,j->ji", [(5, 7), (7,)], False),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("spec,shapes,fortran", KEEP_CASES)
+def test_order_k_lays_out_as_numpy(s, rng, dtype, spec, shapes, fortran):
+    ops = [random_array(rng, shape, dtype) for shape in shapes]
+    if fortran:
+        ops[0] = np.asfortranarray(ops[0])
+    want = np.einsum(spec, *ops)
+    kept = s.einsum(spec, *ops, order="K")
+    ordered = s.einsum(spec, *ops)  # order="C", the default
+    close(kept, want, dtype)
+    assert kept.strides == want.strides
+    assert ordered.flags.c_contiguous
+    close(kept, ordered, dtype)  # the routes may differ with the layout, so may the bits
+    assert s.einsum(spec, *ops, order="C").flags.c_contiguous
+
+
+def test_order_k_with_a_path_and_errors(s, rng):
+    a, b, c = (random_array(rng, shape, np.float64) for shape in [(5, 7), (7, 3), (3, 9)])
+    want = np.einsum("ab,bc,cd->da", a, b, c)
+    got = s.einsum("ab,bc,cd->da", a, b, c, order="K", path=[(1, 2), (0, 1)])
+    close(got, want, np.float64)
+    assert got.strides == want.strides
+    diagonal = s.einsum("ii->i", np.ones((4, 4)), order="K")  # numpy returns a view here
+    np.testing.assert_array_equal(diagonal, np.ones(4))
+    for bad in ("F", "k", "", 1, b"K"):
+        with pytest.raises(tenlane.InvalidError, match="order must be 'C' or 'K'"):
+            s.einsum("ij->ji", a, order=bad)
+    out = np.zeros((7, 5))
+    assert s.einsum("ij->ji", a, out=out, order="K") is out  # out= keeps its own layout
+    np.testing.assert_array_equal(out, a.T)

@@ -179,6 +179,10 @@ tl_status tl__einsum_plan_build(const char *spec, const tl__einsum_spec *parsed,
                                 tl_dtype dtype, tl_einsum_path_kind kind, const int *linear,
                                 int linear_steps, tl__einsum_plan *out);
 
+/* strides[0..out_rank) (elements) of the dense fresh result in TL_EINSUM_LAYOUT_KEEP
+ * (einsum.h) for the plan's output axes. Never fails. */
+void tl__einsum_keep_strides(const tl__einsum_plan *plan, int64_t *strides);
+
 /* ---- Fold (fold.c) ------------------------------------------------------------------ */
 
 /* out = in summed over every axis k with in_to_out[k] < 0, axis k landing on output axis

@@ -335,14 +335,20 @@ static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
   return TL_OK;
 }
 
-/* The fresh result, in the surface's order, not zeroed: every route einsum ends with writes
+/* The fresh result, dense in `layout`, not zeroed: every route einsum ends with writes
  * each output element (zeroing it first touched every page twice: a 2048^2 Hadamard
  * product's fresh form took several times numpy's a * b). */
-static tl_status fresh_unzeroed(const tl_exec *exec, const tl__einsum_plan *plan, tl_tensor *out) {
+static tl_status fresh_unzeroed(const tl_exec *exec, const tl__einsum_plan *plan,
+                                tl_einsum_layout layout, tl_tensor *out) {
   int64_t strides[TL_MAX_RANK];
   int rank = plan->out_rank;
-  int ok = exec->order == TL_ORDER_ROW_MAJOR ? tl_strides_row_major(rank, plan->out_shape, strides)
-                                             : tl_strides_col_major(rank, plan->out_shape, strides);
+  int ok = 1;
+  if (layout == TL_EINSUM_LAYOUT_KEEP)
+    tl__einsum_keep_strides(plan, strides);
+  else if (exec->order == TL_ORDER_ROW_MAJOR)
+    ok = tl_strides_row_major(rank, plan->out_shape, strides);
+  else
+    ok = tl_strides_col_major(rank, plan->out_shape, strides);
   size_t bytes = tl_dtype_size(plan->dtype);
   for (int k = 0; ok && k < rank; k++) ok = tl__size_mul(bytes, (size_t)plan->out_shape[k], &bytes);
   if (!ok) return tl__fail(TL_E_SHAPE, "einsum: the result's size overflows");
@@ -363,7 +369,8 @@ static tl_status fresh_unzeroed(const tl_exec *exec, const tl__einsum_plan *plan
 
 static tl_status einsum_impl(tl_exec *exec, const char *spec, int n,
                              const tl_tensor *const *operands, tl_einsum_path_kind kind,
-                             const given_path *path, tl_tensor *out, int fresh) {
+                             const given_path *path, tl_einsum_layout layout, tl_tensor *out,
+                             int fresh) {
   tl_status status = check_arguments(spec, n, operands, out);
   if (status != TL_OK) return status;
   int team;
@@ -378,7 +385,7 @@ static tl_status einsum_impl(tl_exec *exec, const char *spec, int n,
     return run_plan(exec, plan, operands, out);
   }
   tl_tensor result;
-  status = fresh_unzeroed(exec, plan, &result);
+  status = fresh_unzeroed(exec, plan, layout, &result);
   if (status != TL_OK) return status;
   status = run_plan(exec, plan, operands, &result);
   if (status != TL_OK) {
@@ -394,26 +401,64 @@ void tl_einsum_options_init(tl_einsum_options *options) {
   memset(options, 0, sizeof *options);
   options->size = sizeof *options;
   options->path_kind = TL_EINSUM_PATH_AUTO;
+  options->layout = TL_EINSUM_LAYOUT_ORDER;
+}
+
+/* The options' path kind, path and layout (the defaults for NULL, and for fields past a
+ * caller's size). */
+static tl_status read_options(const char *where, const tl_einsum_options *options,
+                              tl_einsum_path_kind *kind, given_path *path,
+                              tl_einsum_layout *layout) {
+  *kind = TL_EINSUM_PATH_AUTO;
+  *layout = TL_EINSUM_LAYOUT_ORDER;
+  path->n_steps = 0;
+  path->pairs = NULL;
+  if (options == NULL) return TL_OK;
+  tl_status status = tl__check_struct_size(where, "tl_einsum_options", options->size,
+                                           TL__SIZE_THROUGH(tl_einsum_options, path_kind));
+  if (status != TL_OK) return status;
+  *kind = options->path_kind;
+  const int has_path = options->size >= TL__SIZE_THROUGH(tl_einsum_options, n_steps);
+  if (options->size >= TL__SIZE_THROUGH(tl_einsum_options, layout)) *layout = options->layout;
+  if (*layout != TL_EINSUM_LAYOUT_ORDER && *layout != TL_EINSUM_LAYOUT_KEEP)
+    return tl__fail(TL_E_INVALID, "%s: unknown layout %d", where, (int)*layout);
+  if (*kind == TL_EINSUM_PATH_GIVEN) {
+    if (!has_path) {
+      return tl__fail(TL_E_INVALID,
+                      "%s: kind TL_EINSUM_PATH_GIVEN needs a path, and options of %zu bytes "
+                      "hold none (use tl_einsum_options_init, or tl_einsum_with_path_into)",
+                      where, options->size);
+    }
+    path->n_steps = options->n_steps;
+    path->pairs = options->path;
+  }
+  return TL_OK;
 }
 
 tl_status tl_einsum_ex_into(tl_exec *exec, const tl_einsum_options *options, const char *spec,
                             int n_operands, const tl_tensor *const *operands, tl_tensor *out) {
   tl_status status = tl__exec_begin(exec, "tl_einsum_ex_into");
   if (status != TL_OK) return status;
-  tl_einsum_path_kind kind = TL_EINSUM_PATH_AUTO;
-  if (options != NULL) {
-    status = tl__check_struct_size("tl_einsum_ex_into", "tl_einsum_options", options->size,
-                                   TL__SIZE_THROUGH(tl_einsum_options, path_kind));
-    if (status != TL_OK) return tl__exec_end(exec, status);
-    kind = options->path_kind;
-  }
-  if (kind == TL_EINSUM_PATH_GIVEN) {
-    return tl__exec_end(exec, tl__fail(TL_E_INVALID,
-                                       "tl_einsum_ex_into: kind TL_EINSUM_PATH_GIVEN needs a path "
-                                       "(use tl_einsum_with_path_into)"));
-  }
-  given_path none = {0, NULL};
-  return tl__exec_end(exec, einsum_impl(exec, spec, n_operands, operands, kind, &none, out, 0));
+  tl_einsum_path_kind kind;
+  tl_einsum_layout layout;
+  given_path path;
+  status = read_options("tl_einsum_ex_into", options, &kind, &path, &layout);
+  if (status != TL_OK) return tl__exec_end(exec, status);
+  return tl__exec_end(exec,
+                      einsum_impl(exec, spec, n_operands, operands, kind, &path, layout, out, 0));
+}
+
+tl_status tl_einsum_ex(tl_exec *exec, const tl_einsum_options *options, const char *spec,
+                       int n_operands, const tl_tensor *const *operands, tl_tensor *out) {
+  tl_status status = tl__exec_begin(exec, "tl_einsum_ex");
+  if (status != TL_OK) return status;
+  tl_einsum_path_kind kind;
+  tl_einsum_layout layout;
+  given_path path;
+  status = read_options("tl_einsum_ex", options, &kind, &path, &layout);
+  if (status != TL_OK) return tl__exec_end(exec, status);
+  return tl__exec_end(exec,
+                      einsum_impl(exec, spec, n_operands, operands, kind, &path, layout, out, 1));
 }
 
 tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
@@ -421,8 +466,8 @@ tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
   tl_status status = tl__exec_begin(exec, "tl_einsum_into");
   if (status != TL_OK) return status;
   given_path none = {0, NULL};
-  return tl__exec_end(
-      exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, &none, out, 0));
+  return tl__exec_end(exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO,
+                                        &none, TL_EINSUM_LAYOUT_ORDER, out, 0));
 }
 
 tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,
@@ -430,8 +475,8 @@ tl_status tl_einsum(tl_exec *exec, const char *spec, int n_operands,
   tl_status status = tl__exec_begin(exec, "tl_einsum");
   if (status != TL_OK) return status;
   given_path none = {0, NULL};
-  return tl__exec_end(
-      exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO, &none, out, 1));
+  return tl__exec_end(exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_AUTO,
+                                        &none, TL_EINSUM_LAYOUT_ORDER, out, 1));
 }
 
 tl_status tl_einsum_with_path_into(tl_exec *exec, int n_steps, const int *path, const char *spec,
@@ -440,8 +485,8 @@ tl_status tl_einsum_with_path_into(tl_exec *exec, int n_steps, const int *path, 
   tl_status status = tl__exec_begin(exec, "tl_einsum_with_path_into");
   if (status != TL_OK) return status;
   given_path given = {n_steps, path};
-  return tl__exec_end(
-      exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_GIVEN, &given, out, 0));
+  return tl__exec_end(exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_GIVEN,
+                                        &given, TL_EINSUM_LAYOUT_ORDER, out, 0));
 }
 
 tl_status tl_einsum_with_path(tl_exec *exec, int n_steps, const int *path, const char *spec,
@@ -449,6 +494,6 @@ tl_status tl_einsum_with_path(tl_exec *exec, int n_steps, const int *path, const
   tl_status status = tl__exec_begin(exec, "tl_einsum_with_path");
   if (status != TL_OK) return status;
   given_path given = {n_steps, path};
-  return tl__exec_end(
-      exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_GIVEN, &given, out, 1));
+  return tl__exec_end(exec, einsum_impl(exec, spec, n_operands, operands, TL_EINSUM_PATH_GIVEN,
+                                        &given, TL_EINSUM_LAYOUT_ORDER, out, 1));
 }

@@ -195,6 +195,53 @@ static tl_status order_step_labels(const char *spec, tl__einsum_plan *plan) {
   return TL_OK;
 }
 
+/* TL_EINSUM_LAYOUT_KEEP's order (einsum.h): the output's labels, densest first. The last
+ * step's second input's labels that its first lacks, in the second's memory order, then the
+ * first's labels in its own (a single operand: its labels). */
+static int keep_order(const tl__einsum_plan *plan, int *labels) {
+  int count = 0, first = 0, second = -1;
+  if (plan->path.n_steps > 0) {
+    first = plan->path.pairs[plan->path.n_steps - 1][0];
+    second = plan->path.pairs[plan->path.n_steps - 1][1];
+  }
+  const int sides[2] = {second, first};
+  for (int side = 0; side < 2; side++) {
+    if (sides[side] < 0) continue;
+    int rank;
+    const int *in = slot_memory_order(plan, sides[side], &rank);
+    for (int k = 0; k < rank; k++) {
+      int wanted = 0, seen = 0;
+      for (int m = 0; m < plan->out_rank; m++) wanted |= plan->out_labels[m] == in[k];
+      for (int m = 0; m < count; m++) seen |= labels[m] == in[k];
+      if (side == 0 && slot_has(plan, first, in[k])) continue; /* the first input places it */
+      if (wanted && !seen) labels[count++] = in[k];
+    }
+  }
+  return count;
+}
+
+void tl__einsum_keep_strides(const tl__einsum_plan *plan, int64_t *strides) {
+  int order[TL_MAX_RANK];
+  const int count = keep_order(plan, order);
+  int64_t stride = 1;
+  int placed[TL_MAX_RANK] = {0};
+  for (int k = 0; k < count; k++) {
+    for (int m = 0; m < plan->out_rank; m++) {
+      if (plan->out_labels[m] != order[k]) continue;
+      strides[m] = stride;
+      placed[m] = 1;
+    }
+    stride *= plan->extent[order[k]];
+  }
+  /* Any label neither input of the last step holds (none should be) goes outermost, in the
+   * output's order from the back, so the layout stays dense. */
+  for (int m = plan->out_rank - 1; m >= 0; m--) {
+    if (placed[m]) continue;
+    strides[m] = stride;
+    stride *= plan->out_shape[m];
+  }
+}
+
 /* Offsets in the surface's scratch of every summed operand and intermediate. */
 static tl_status layout_scratch(const char *spec, tl__einsum_plan *plan) {
   int n = plan->n_inputs;

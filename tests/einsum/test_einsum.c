@@ -398,8 +398,9 @@ static int run_case(tl_exec *exec, const spec_case *c, tl_dtype dtype, int layou
     TH_CHECK_OK(tl_tensor_create(dtype, out_rank, out_shape, &out));
     double poison = 1234.5;
     for_each_index(&out, fill_value_at, &poison);
-    status = tl_einsum_ex_into(exec, &(tl_einsum_options){sizeof(tl_einsum_options), kind}, c->spec,
-                               n, views, &out);
+    status = tl_einsum_ex_into(
+        exec, &(tl_einsum_options){.size = sizeof(tl_einsum_options), .path_kind = kind}, c->spec,
+        n, views, &out);
   }
   int ok = status == TL_OK;
   if (!ok) {
@@ -823,9 +824,10 @@ static int run_bad(tl_exec *exec, const bad_case *c) {
   tl_tensor before_target = target;
   tl_status status =
       c->variant == BAD_KIND
-          ? tl_einsum_ex_into(
-                e, &(tl_einsum_options){sizeof(tl_einsum_options), (tl_einsum_path_kind)7}, c->spec,
-                n_pass, operand_list, out_arg)
+          ? tl_einsum_ex_into(e,
+                              &(tl_einsum_options){.size = sizeof(tl_einsum_options),
+                                                   .path_kind = (tl_einsum_path_kind)7},
+                              c->spec, n_pass, operand_list, out_arg)
           : tl_einsum_into(e, c->spec, n_pass, operand_list, out_arg);
   int ok = status == c->expected && tl_last_message()[0] != '\0';
   if (!ok) {

@@ -6,7 +6,11 @@
  *   products computed here.
  * - An explicit path in opt_einsum's linear format gives the automatic path's result, is
  *   cached (a repeated call makes no heap allocation), and every malformed path is
- *   TL_E_INVALID with a message naming the step, with the output untouched. */
+ *   TL_E_INVALID with a message naming the step, with the output untouched.
+ * - TL_EINSUM_LAYOUT_KEEP (tl_einsum_ex) lays a fresh result out as the last step's inputs
+ *   hold their labels, whatever the surface's order, with the bits of the ordered result;
+ *   options of the older size ignore the field, an unknown layout is TL_E_INVALID, and a
+ *   path passed in the options is the path tl_einsum_with_path takes. */
 #include <complex.h>
 #include <math.h>
 #include <stdint.h>
@@ -232,9 +236,10 @@ static void einsum_invalid_paths_fail_typed_and_write_nothing(void) {
   }
   TH_CHECK_STATUS(tl_einsum_with_path_into(h.exec, 2, NULL, "ij,jk,kl->il", 3, ops, &out),
                   TL_E_INVALID);
-  TH_CHECK_STATUS(tl_einsum_ex_into(
-                      h.exec, &(tl_einsum_options){sizeof(tl_einsum_options), TL_EINSUM_PATH_GIVEN},
-                      "ij,jk,kl->il", 3, ops, &out),
+  TH_CHECK_STATUS(tl_einsum_ex_into(h.exec,
+                                    &(tl_einsum_options){.size = sizeof(tl_einsum_options),
+                                                         .path_kind = TL_EINSUM_PATH_GIVEN},
+                                    "ij,jk,kl->il", 3, ops, &out),
                   TL_E_INVALID);
   for (int k = 0; k < 9; k++) TH_CHECK(o[k] == 1234.5);
   /* the surface still works, with a good path */
@@ -245,7 +250,109 @@ static void einsum_invalid_paths_fail_typed_and_write_nothing(void) {
   th_held_close(&h);
 }
 
+/* 1 when a and b hold the same bits at every index. */
+static int same_values(const tl_tensor *a, const tl_tensor *b) {
+  if (a->rank != b->rank || tl_tensor_numel(a) != tl_tensor_numel(b)) return 0;
+  int64_t idx[TL_MAX_RANK];
+  for (int64_t p = 0; p < tl_tensor_numel(a); p++) {
+    int64_t rest = p;
+    for (int k = 0; k < a->rank; k++) idx[k] = rest % a->shape[k], rest /= a->shape[k];
+    tl_scalar x, y;
+    TH_CHECK_OK(tl_tensor_get(a, idx, &x));
+    TH_CHECK_OK(tl_tensor_get(b, idx, &y));
+    if (memcmp(&x, &y, sizeof x) != 0) return 0;
+  }
+  return 1;
+}
+
+static void einsum_keep_layout_follows_the_operands(void) {
+  th_held h;
+  th_held_open(&h, 1);
+  int64_t s45[2] = {4, 5}, s53[2] = {5, 3}, s3[1] = {3}, s453[3] = {4, 5, 3};
+  /* the surface is column-major: a, b, c hold their first axis densest; r is row-major */
+  tl_tensor a = random_tensor(h.exec, TL_F64, 2, s45, 1),
+            b = random_tensor(h.exec, TL_F64, 2, s45, 2);
+  tl_tensor c = random_tensor(h.exec, TL_F64, 2, s53, 3),
+            v = random_tensor(h.exec, TL_F64, 1, s3, 4);
+  tl_tensor r, t = random_tensor(h.exec, TL_F64, 3, s453, 6);
+  TH_CHECK_OK(tl_tensor_create_row_major(TL_F64, 2, s45, &r));
+  TH_CHECK_OK(tl_random_into(h.exec, 5, &r));
+  static const struct {
+    const char *spec;
+    int n;
+    int ops[3];      /* 0 a, 1 b, 2 c, 3 r, 4 v, 5 t */
+    int64_t want[3]; /* the KEEP strides */
+  } cases[] = {
+      {"ij,ij->ji", 2, {0, 1}, {4, 1}},       /* a's layout: the transpose of a */
+      {"ij,ij->ij", 2, {3, 0}, {5, 1}},       /* r's layout (row-major), not the surface's */
+      {"ij,jk->ik", 2, {0, 2}, {3, 1}},       /* a's i outermost, then c's k */
+      {"ij,jk->ki", 2, {0, 2}, {1, 3}},       /* the same memory, other axis order */
+      {"ij->ji", 1, {3}, {1, 5}},             /* one operand: r's own order */
+      {"ij,jk,k->ij", 3, {0, 2, 4}, {1, 4}},  /* a network: its last step's inputs */
+      {"bjk,jl->lkb", 2, {5, 2}, {1, 12, 3}}, /* t's b then k outermost, c's l innermost */
+  };
+  const tl_tensor *all[6] = {&a, &b, &c, &r, &v, &t};
+  tl_einsum_options keep;
+  tl_einsum_options_init(&keep);
+  TH_CHECK(keep.layout == TL_EINSUM_LAYOUT_ORDER && keep.path == NULL);
+  keep.layout = TL_EINSUM_LAYOUT_KEEP;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const tl_tensor *ops[3];
+    for (int i = 0; i < cases[k].n; i++) ops[i] = all[cases[k].ops[i]];
+    tl_tensor ordered, kept;
+    TH_CHECK_OK(tl_einsum(h.exec, cases[k].spec, cases[k].n, ops, &ordered));
+    TH_CHECK_OK(tl_einsum_ex(h.exec, &keep, cases[k].spec, cases[k].n, ops, &kept));
+    int strides_ok = 1;
+    for (int d = 0; d < kept.rank; d++) strides_ok &= kept.strides[d] == cases[k].want[d];
+    if (!strides_ok) {
+      fprintf(stderr, "  %s: strides", cases[k].spec);
+      for (int d = 0; d < kept.rank; d++) fprintf(stderr, " %lld", (long long)kept.strides[d]);
+      fprintf(stderr, "\n");
+    }
+    TH_CHECK(strides_ok);
+    TH_CHECK(same_values(&ordered, &kept));
+    tl_tensor_release(&ordered);
+    tl_tensor_release(&kept);
+  }
+  /* options of the first version's size (its sizeof): the later fields are not read */
+  tl_einsum_options old = keep;
+  old.size = offsetof(tl_einsum_options, path);
+  const tl_tensor *ab[2] = {&a, &b};
+  tl_tensor o;
+  TH_CHECK_OK(tl_einsum_ex(h.exec, &old, "ij,ij->ji", 2, ab, &o));
+  TH_CHECK(o.strides[0] == 1 && o.strides[1] == 5); /* the surface's column-major order */
+  tl_tensor_release(&o);
+  /* an unknown layout: typed, named, *out untouched */
+  tl_einsum_options bad = keep;
+  bad.layout = (tl_einsum_layout)7;
+  tl_tensor untouched = {0};
+  untouched.rank = -3;
+  TH_CHECK_STATUS(tl_einsum_ex(h.exec, &bad, "ij,ij->ji", 2, ab, &untouched), TL_E_INVALID);
+  TH_CHECK(strstr(tl_last_message(), "unknown layout 7") != NULL);
+  TH_CHECK(untouched.rank == -3);
+  /* a path in the options: tl_einsum_with_path's result; GIVEN from old options: refused */
+  const tl_tensor *chain[3] = {&a, &c, &v};
+  int path[4] = {1, 2, 0, 1};
+  tl_einsum_options given = keep;
+  given.path_kind = TL_EINSUM_PATH_GIVEN;
+  given.n_steps = 2;
+  given.path = path;
+  tl_tensor with_path, with_options;
+  TH_CHECK_OK(tl_einsum_with_path(h.exec, 2, path, "ij,jk,k->ij", 3, chain, &with_path));
+  TH_CHECK_OK(tl_einsum_ex(h.exec, &given, "ij,jk,k->ij", 3, chain, &with_options));
+  TH_CHECK(same_values(&with_path, &with_options));
+  given.size = offsetof(tl_einsum_options, path);
+  TH_CHECK_STATUS(tl_einsum_ex(h.exec, &given, "ij,jk,k->ij", 3, chain, &o), TL_E_INVALID);
+  TH_CHECK(strstr(tl_last_message(), "needs a path") != NULL);
+  tl_tensor_release(&with_path);
+  tl_tensor_release(&with_options);
+  tl_tensor *owned[6] = {&a, &b, &c, &r, &v, &t};
+  for (int i = 0; i < 6; i++) tl_tensor_release(owned[i]);
+  th_held_close(&h);
+}
+
 TH_TEST_MAIN(TH_CASE(einsum_integer_labels_match_letters),
              TH_CASE(einsum_network_of_61_labels_matches_the_chain_product),
              TH_CASE(einsum_explicit_path_matches_auto_and_is_cached),
+             TH_CASE(einsum_keep_layout_follows_the_operands),
              TH_CASE(einsum_invalid_paths_fail_typed_and_write_nothing))

@@ -108,12 +108,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
       tl_tensor greedy, exact;
       if (tl_tensor_create_like(&fresh, &greedy) != TL_OK) abort();
       if (tl_tensor_create_like(&fresh, &exact) != TL_OK) abort();
-      tl_status g = tl_einsum_ex_into(
-          exec, &(tl_einsum_options){sizeof(tl_einsum_options), TL_EINSUM_PATH_GREEDY}, spec, n,
-          ops, &greedy);
-      tl_status e = tl_einsum_ex_into(
-          exec, &(tl_einsum_options){sizeof(tl_einsum_options), TL_EINSUM_PATH_OPTIMAL}, spec, n,
-          ops, &exact);
+      tl_status g = tl_einsum_ex_into(exec,
+                                      &(tl_einsum_options){.size = sizeof(tl_einsum_options),
+                                                           .path_kind = TL_EINSUM_PATH_GREEDY},
+                                      spec, n, ops, &greedy);
+      tl_status e = tl_einsum_ex_into(exec,
+                                      &(tl_einsum_options){.size = sizeof(tl_einsum_options),
+                                                           .path_kind = TL_EINSUM_PATH_OPTIMAL},
+                                      spec, n, ops, &exact);
       if (g != TL_OK || e != TL_OK)
         finding("an _into path failed where the fresh form ran", spec, g, e);
       if (!same(&fresh, &greedy) || !same(&fresh, &exact))

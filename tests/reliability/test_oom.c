@@ -131,9 +131,10 @@ static void prep_ring(route_fx *fx) {
 }
 static tl_status call_einsum_optimal(route_fx *fx) {
   const tl_tensor *ops[4] = {&fx->in[0], &fx->in[1], &fx->in[2], &fx->in[3]};
-  return tl_einsum_ex_into(fx->held.exec,
-                           &(tl_einsum_options){sizeof(tl_einsum_options), TL_EINSUM_PATH_OPTIMAL},
-                           "ab,bc,cd,da->", 4, ops, &fx->out[0]);
+  return tl_einsum_ex_into(
+      fx->held.exec,
+      &(tl_einsum_options){.size = sizeof(tl_einsum_options), .path_kind = TL_EINSUM_PATH_OPTIMAL},
+      "ab,bc,cd,da->", 4, ops, &fx->out[0]);
 }
 static void prep_path(route_fx *fx) { rel_watch_add(&fx->watch, &fx->path, sizeof fx->path); }
 static tl_status call_einsum_path(route_fx *fx) {
