@@ -342,16 +342,13 @@ static tl_status fresh_unzeroed(const tl_exec *exec, const tl__einsum_plan *plan
                                 tl_einsum_layout layout, tl_tensor *out) {
   int64_t strides[TL_MAX_RANK];
   int rank = plan->out_rank;
-  int ok = 1;
-  if (layout == TL_EINSUM_LAYOUT_KEEP)
-    tl__einsum_keep_strides(plan, strides);
-  else if (exec->order == TL_ORDER_ROW_MAJOR)
-    ok = tl_strides_row_major(rank, plan->out_shape, strides);
-  else
-    ok = tl_strides_col_major(rank, plan->out_shape, strides);
+  int ok = exec->order == TL_ORDER_ROW_MAJOR ? tl_strides_row_major(rank, plan->out_shape, strides)
+                                             : tl_strides_col_major(rank, plan->out_shape, strides);
   size_t bytes = tl_dtype_size(plan->dtype);
   for (int k = 0; ok && k < rank; k++) ok = tl__size_mul(bytes, (size_t)plan->out_shape[k], &bytes);
   if (!ok) return tl__fail(TL_E_SHAPE, "einsum: the result's size overflows");
+  /* after the size check: the kept layout's strides are products of the same extents */
+  if (layout == TL_EINSUM_LAYOUT_KEEP) tl__einsum_keep_strides(plan, strides);
   void *buffer = tl__alloc(bytes == 0 ? 64 : bytes, 64);
   if (buffer == NULL) {
     return tl__fail(TL_E_NOMEM, "einsum: the allocator gave no memory for a %zu-byte result",

@@ -231,14 +231,14 @@ void tl__einsum_keep_strides(const tl__einsum_plan *plan, int64_t *strides) {
       strides[m] = stride;
       placed[m] = 1;
     }
-    stride *= plan->extent[order[k]];
+    stride *= plan->extent[order[k]] > 1 ? plan->extent[order[k]] : 1; /* empty: as numpy */
   }
   /* Any label neither input of the last step holds (none should be) goes outermost, in the
    * output's order from the back, so the layout stays dense. */
   for (int m = plan->out_rank - 1; m >= 0; m--) {
     if (placed[m]) continue;
     strides[m] = stride;
-    stride *= plan->out_shape[m];
+    stride *= plan->out_shape[m] > 1 ? plan->out_shape[m] : 1;
   }
 }
 

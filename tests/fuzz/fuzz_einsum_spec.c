@@ -4,12 +4,13 @@
  * Input: byte 0 gives the operand count (1..6); then per operand a rank byte (0..4) and one
  * byte per extent (0..4); then a path-kind byte; the rest, cut at 1100 bytes and ended with
  * NUL, is the spec. The target plans the spec with tl_einsum_path and, when that accepts it
- * and the work is small, runs it on small integer-valued f64 tensors three ways (fresh with
- * the automatic path, into with the greedy path, into with the exact path). It stops the
- * process (a finding) when:
+ * and the work is small, runs it on small integer-valued f64 tensors four ways (fresh with
+ * the automatic path, into with the greedy path, into with the exact path, fresh in the
+ * operands' layout: TL_EINSUM_LAYOUT_KEEP). It stops the process (a finding) when:
  *   - the planner and the executing call disagree on accepting the spec (same status),
  *   - a rejection leaves no message,
- *   - the three executions differ (integer data: every path computes exactly the same sums),
+ *   - the four executions differ (integer data: every path computes exactly the same sums),
+ *   - the kept layout is not dense (every element its own place, within the count),
  *   - anything crashes, reads or writes out of bounds, leaks or hits undefined behaviour
  *     (ASan + UBSan + LeakSanitizer in the fuzz build). */
 #include <stdint.h>
@@ -52,6 +53,28 @@ static int same(const tl_tensor *x, const tl_tensor *y) {
   for (int64_t i = 0; i < n; i++)
     if (!(a[i] == b[i])) return 0;
   return 1;
+}
+
+/* The same values index by index, whatever the two layouts. */
+static int same_at(const tl_tensor *x, const tl_tensor *y) {
+  int64_t n = tl_tensor_numel(x), idx[TL_MAX_RANK];
+  if (n != tl_tensor_numel(y) || x->rank != y->rank) return 0;
+  for (int64_t p = 0; p < n; p++) {
+    int64_t rest = p;
+    for (int k = 0; k < x->rank; k++) idx[k] = rest % x->shape[k], rest /= x->shape[k];
+    tl_scalar a, b;
+    if (tl_tensor_get(x, idx, &a) != TL_OK || tl_tensor_get(y, idx, &b) != TL_OK) return 0;
+    if (!(a.re == b.re)) return 0;
+  }
+  return 1;
+}
+
+/* Dense: no two indices share an element, and the last lies within the element count. */
+static int dense(const tl_tensor *t) {
+  int64_t n = tl_tensor_numel(t), last = 0;
+  for (int k = 0; k < t->rank; k++)
+    if (t->shape[k] > 0) last += (t->shape[k] - 1) * t->strides[k];
+  return !tl_tensor_self_overlap(t) && (n == 0 || last == n - 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size);
@@ -120,6 +143,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
         finding("an _into path failed where the fresh form ran", spec, g, e);
       if (!same(&fresh, &greedy) || !same(&fresh, &exact))
         finding("paths computed different results", spec, TL_OK, TL_OK);
+      tl_einsum_options keep;
+      tl_einsum_options_init(&keep);
+      keep.layout = TL_EINSUM_LAYOUT_KEEP;
+      tl_tensor kept;
+      tl_status k = tl_einsum_ex(exec, &keep, spec, n, ops, &kept);
+      if (k != TL_OK) finding("the kept layout failed where the ordered one ran", spec, TL_OK, k);
+      if (k == TL_OK && (!same_at(&fresh, &kept) || !dense(&kept)))
+        finding("the kept layout differs or is not dense", spec, TL_OK, TL_OK);
+      if (k == TL_OK) tl_tensor_release(&kept);
       tl_tensor_release(&greedy);
       tl_tensor_release(&exact);
       tl_tensor_release(&fresh);
