@@ -90,9 +90,13 @@ static PyObject *python_handler(void) {
  * to act when it returns, as it would without tenlane. GIL held. */
 static PyObject *front_handler;  /* Python's handler when ours was last seen in front */
 static struct timespec front_at; /* when that was */
+/* front_handler when the outermost tlpy_watch_begin now running read it (so that
+ * tlpy_cancel_begin need not read it again), else NULL. Borrowed. */
+static PyObject *begin_handler;
 static void note_in_front(void) {
   Py_XSETREF(front_handler, python_handler());
   if (clock_gettime(CLOCK_MONOTONIC, &front_at) != 0) Py_CLEAR(front_handler);
+  begin_handler = front_handler;
 }
 static int still_in_front(void) {
   if (front_handler == NULL) return 0;
@@ -104,6 +108,7 @@ static int still_in_front(void) {
   PyObject *now = python_handler();
   const int same = now != NULL && now == front_handler;
   Py_XDECREF(now);
+  if (same) begin_handler = front_handler;
   return same;
 }
 
@@ -111,6 +116,7 @@ void tlpy_watch_begin(tlpy_watch *watch) {
   watch->active = 0;
   watch->seen = atomic_load_explicit(&interrupts, memory_order_relaxed);
   if (!tlpy_on_main_thread()) return;
+  begin_handler = NULL;
   if (depth++ > 0) {
     watch->active = installed;
     return;
@@ -160,7 +166,8 @@ void tlpy_watch_end(tlpy_watch *watch) {
 }
 
 /* 1 when SIGINT's Python-level handler is signal.default_int_handler (which raises
- * KeyboardInterrupt). GIL held; any failure to tell counts as 0. */
+ * KeyboardInterrupt): the one the watch just read, when it read one. Main thread, GIL held;
+ * any failure to tell counts as 0. */
 static int default_handler_in_place(void) {
   static PyObject *standard; /* looked up once and kept for the process */
   if (standard == NULL) {
@@ -169,7 +176,7 @@ static int default_handler_in_place(void) {
     Py_XDECREF(module);
     if (PyErr_Occurred()) PyErr_Clear();
   }
-  PyObject *now = python_handler();
+  PyObject *now = begin_handler ? Py_NewRef(begin_handler) : python_handler();
   const int same = now != NULL && standard != NULL && now == standard;
   Py_XDECREF(now);
   return same;
