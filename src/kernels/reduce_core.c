@@ -352,7 +352,7 @@ void tl__reduce_run(size_t begin, size_t end, int worker_index, void *arg) {
     run_item(pl, (int64_t)w / pl->parts, (int64_t)w % pl->parts, worker_index + 1);
 }
 
-/* Sort axes (extent, strides...) ascending by key; n <= 16. */
+/* Sort axes (extent, strides...) ascending by key; n <= TL_MAX_RANK. */
 void tl__reduce_sort_axes(int n, int64_t *key, int64_t *e, int64_t *s1, int64_t *s2) {
   for (int i = 1; i < n; i++) {
     for (int j = i; j > 0 && key[j - 1] > key[j]; j--) {

@@ -46,7 +46,7 @@ typedef struct tl__reduce_plan {
   int isa;           /* TL__ISA_* level of the unit-stride sums, read once per plan */
 } tl__reduce_plan;
 
-/* An insertion sort of up to 16 axes (extent, strides...) ascending by key. */
+/* An insertion sort of up to TL_MAX_RANK axes (extent, strides...) ascending by key. */
 void tl__reduce_sort_axes(int n, int64_t *key, int64_t *e, int64_t *s1, int64_t *s2);
 /* Choose inner or outer mode, count items and parts for a team, and read the instruction
  * set level (the axes are filled in, op, dtypes and bases set). */
