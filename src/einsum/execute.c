@@ -432,30 +432,29 @@ static tl_status read_options(const char *where, const tl_einsum_options *option
   return TL_OK;
 }
 
-tl_status tl_einsum_ex_into(tl_exec *exec, const tl_einsum_options *options, const char *spec,
-                            int n_operands, const tl_tensor *const *operands, tl_tensor *out) {
-  tl_status status = tl__exec_begin(exec, "tl_einsum_ex_into");
+/* tl_einsum_ex_into (fresh 0) and tl_einsum_ex (fresh 1). */
+static tl_status einsum_with_options(tl_exec *exec, const char *where,
+                                     const tl_einsum_options *options, const char *spec, int n,
+                                     const tl_tensor *const *operands, tl_tensor *out, int fresh) {
+  tl_status status = tl__exec_begin(exec, where);
   if (status != TL_OK) return status;
   tl_einsum_path_kind kind;
   tl_einsum_layout layout;
   given_path path;
-  status = read_options("tl_einsum_ex_into", options, &kind, &path, &layout);
+  status = read_options(where, options, &kind, &path, &layout);
   if (status != TL_OK) return tl__exec_end(exec, status);
-  return tl__exec_end(exec,
-                      einsum_impl(exec, spec, n_operands, operands, kind, &path, layout, out, 0));
+  return tl__exec_end(exec, einsum_impl(exec, spec, n, operands, kind, &path, layout, out, fresh));
+}
+
+tl_status tl_einsum_ex_into(tl_exec *exec, const tl_einsum_options *options, const char *spec,
+                            int n_operands, const tl_tensor *const *operands, tl_tensor *out) {
+  return einsum_with_options(exec, "tl_einsum_ex_into", options, spec, n_operands, operands, out,
+                             0);
 }
 
 tl_status tl_einsum_ex(tl_exec *exec, const tl_einsum_options *options, const char *spec,
                        int n_operands, const tl_tensor *const *operands, tl_tensor *out) {
-  tl_status status = tl__exec_begin(exec, "tl_einsum_ex");
-  if (status != TL_OK) return status;
-  tl_einsum_path_kind kind;
-  tl_einsum_layout layout;
-  given_path path;
-  status = read_options("tl_einsum_ex", options, &kind, &path, &layout);
-  if (status != TL_OK) return tl__exec_end(exec, status);
-  return tl__exec_end(exec,
-                      einsum_impl(exec, spec, n_operands, operands, kind, &path, layout, out, 1));
+  return einsum_with_options(exec, "tl_einsum_ex", options, spec, n_operands, operands, out, 1);
 }
 
 tl_status tl_einsum_into(tl_exec *exec, const char *spec, int n_operands,
