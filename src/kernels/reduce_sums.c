@@ -98,8 +98,9 @@ static inline TL_AVX512 void total_512(__m512d a0, __m512d a1, int pairs, double
  * sixteen accumulators are kept rotated by `back` and put in order once, at the end
  * (unrotate). Each still adds its elements in index order, so the bits are those of the
  * other paths. The first and last lines are read under masks, so no lane outside the run
- * is read. A software prefetch 1 KiB ahead keeps the lines coming (a scratch probe, one
- * core, 1024 rows of 1024 doubles: 78-90 us with it, 98-102 us without). */
+ * is read. With `prefetch` (the reduce plan's choice, by the input's size: reduce_core.h),
+ * a software prefetch 1 KiB ahead keeps the lines coming (a scratch probe, one core, 1024
+ * rows of 1024 doubles: 78-90 us with it, 98-102 us without). */
 #define TL__SUM_PREFETCH 1024
 
 static inline TL_AVX512 void prefetch_ahead(const void *p) {
@@ -192,7 +193,8 @@ static inline TL_AVX512 void add_unaligned_f32(const float *x, int64_t n, __m512
  * starts inside a line) and the last are added under masks (ADD_MASKED), the others whole
  * (ADD_FULL). */
 #define TL__SUM16_512(NAME, T, ADD_MASKED, ADD_FULL, ADD_UNALIGNED)                              \
-  static TL_AVX512 void NAME(const T *x, int64_t n, int pairs, double *re, double *im) {         \
+  static TL_AVX512 void NAME(int prefetch, const T *x, int64_t n, int pairs, double *re,         \
+                             double *im) {                                                       \
     __m512d r0 = _mm512_setzero_pd(), r1 = _mm512_setzero_pd();                                  \
     if ((uintptr_t)x % sizeof(T) != 0) {                                                         \
       ADD_UNALIGNED(x, n, &r0, &r1);                                                             \
@@ -206,10 +208,13 @@ static inline TL_AVX512 void add_unaligned_f32(const float *x, int64_t n, __m512
       if (n > 0) ADD_MASKED(p, lanes16(back, end), &r0, &r1);                                    \
       q = 16;                                                                                    \
     }                                                                                            \
-    for (; q + 16 <= end; q += 16) {                                                             \
-      prefetch_ahead(p + q);                                                                     \
-      ADD_FULL(p + q, &r0, &r1);                                                                 \
+    if (prefetch) {                                                                              \
+      for (; q + 16 <= end; q += 16) {                                                           \
+        prefetch_ahead(p + q);                                                                   \
+        ADD_FULL(p + q, &r0, &r1);                                                               \
+      }                                                                                          \
     }                                                                                            \
+    for (; q + 16 <= end; q += 16) ADD_FULL(p + q, &r0, &r1);                                    \
     if (q < end) ADD_MASKED(p + q, lanes16(0, end - q), &r0, &r1);                               \
     unrotate(&r0, &r1, back);                                                                    \
     total_512(r0, r1, pairs, re, im);                                                            \
@@ -272,20 +277,20 @@ TL__SUM16_256(sum16_f32_256, float, TL__LOAD4_F32)
 
 /* The public entry points: the highest path isa allows. */
 #if TL_X86_KERNELS
-#define TL__SUM16_ENTRY(NAME, T, AVX512, AVX2, PORTABLE)                         \
-  void NAME(int isa, const T *x, int64_t n, int pairs, double *re, double *im) { \
-    if (isa >= TL__ISA_AVX512)                                                   \
-      AVX512(x, n, pairs, re, im);                                               \
-    else if (isa >= TL__ISA_AVX2)                                                \
-      AVX2(x, n, pairs, re, im);                                                 \
-    else                                                                         \
-      PORTABLE(x, n, pairs, re, im);                                             \
+#define TL__SUM16_ENTRY(NAME, T, AVX512, AVX2, PORTABLE)                                       \
+  void NAME(int isa, int prefetch, const T *x, int64_t n, int pairs, double *re, double *im) { \
+    if (isa >= TL__ISA_AVX512)                                                                 \
+      AVX512(prefetch, x, n, pairs, re, im);                                                   \
+    else if (isa >= TL__ISA_AVX2)                                                              \
+      AVX2(x, n, pairs, re, im);                                                               \
+    else                                                                                       \
+      PORTABLE(x, n, pairs, re, im);                                                           \
   }
 #else
-#define TL__SUM16_ENTRY(NAME, T, AVX512, AVX2, PORTABLE)                         \
-  void NAME(int isa, const T *x, int64_t n, int pairs, double *re, double *im) { \
-    (void)isa;                                                                   \
-    PORTABLE(x, n, pairs, re, im);                                               \
+#define TL__SUM16_ENTRY(NAME, T, AVX512, AVX2, PORTABLE)                                       \
+  void NAME(int isa, int prefetch, const T *x, int64_t n, int pairs, double *re, double *im) { \
+    (void)isa, (void)prefetch;                                                                 \
+    PORTABLE(x, n, pairs, re, im);                                                             \
   }
 #endif
 TL__SUM16_ENTRY(tl__sum16_f64, double, sum16_f64_512, sum16_f64_256, sum16_f64_portable)

@@ -1,5 +1,6 @@
 /* tests/kernels/test_reduce_sums.c: the reduce core's unit-stride sums (reduce_sums.c)
- * give the same bits at every instruction-set level this CPU has, for doubles and floats,
+ * give the same bits at every instruction-set level this CPU has, with and without the
+ * software prefetch, for doubles and floats,
  * real and as complex pairs, over every length from 0 to 80 (each tail of the sixteen
  * accumulators, once and twice over) and a few long ones, with values of mixed magnitude
  * and sign, values that cancel (+-1e16 among small ones: any change of order shows in the
@@ -53,13 +54,14 @@ static void reduce_sums_same_bits_at_every_isa(void) {
         for (int pairs = 0; pairs < 2; pairs++) {
           for (int f32 = 0; f32 < 2; f32++) {
             double re0 = 0, im0 = 0;
-            for (int isa = TL__ISA_PORTABLE; isa <= top; isa++) {
+            for (int level = 2 * TL__ISA_PORTABLE; level <= 2 * top + 1; level++) {
+              const int isa = level / 2, prefetch = level % 2; /* each level, both ways */
               double re, im;
               if (f32)
-                tl__sum16_f32(isa, xf, n, pairs, &re, &im);
+                tl__sum16_f32(isa, prefetch, xf, n, pairs, &re, &im);
               else
-                tl__sum16_f64(isa, xd, n, pairs, &re, &im);
-              if (isa == TL__ISA_PORTABLE) {
+                tl__sum16_f64(isa, prefetch, xd, n, pairs, &re, &im);
+              if (level == 2 * TL__ISA_PORTABLE) {
                 re0 = re, im0 = im;
                 /* the plain sum, within rounding (finite data) */
                 double want_re = 0, want_im = 0, mag = 0;
@@ -82,9 +84,10 @@ static void reduce_sums_same_bits_at_every_isa(void) {
               compared++;
               if (!same(re, re0) || !same(im, im0)) {
                 fprintf(stderr,
-                        "  n %lld pairs %d f32 %d kind %d: %s gives %.17g%+.17gi, portable "
-                        "%.17g%+.17gi\n",
-                        (long long)n, pairs, f32, kind, tl__isa_name(isa), re, im, re0, im0);
+                        "  n %lld pairs %d f32 %d kind %d: %s (prefetch %d) gives %.17g%+.17gi, "
+                        "portable %.17g%+.17gi\n",
+                        (long long)n, pairs, f32, kind, tl__isa_name(isa), prefetch, re, im, re0,
+                        im0);
                 bad++;
               }
             }
@@ -114,12 +117,12 @@ static void reduce_sums_off_element_boundaries(void) {
     for (int pairs = 0; pairs < 2; pairs++) {
       double want_re, want_im, re, im;
       memcpy(bytes + 4, xd, (size_t)n * sizeof(double));
-      tl__sum16_f64(TL__ISA_PORTABLE, xd, n, pairs, &want_re, &want_im);
-      tl__sum16_f64(top, (const double *)(const void *)(bytes + 4), n, pairs, &re, &im);
+      tl__sum16_f64(TL__ISA_PORTABLE, 0, xd, n, pairs, &want_re, &want_im);
+      tl__sum16_f64(top, 1, (const double *)(const void *)(bytes + 4), n, pairs, &re, &im);
       bad += !same(re, want_re) || !same(im, want_im);
       memcpy(bytes + 2, xf, (size_t)n * sizeof(float));
-      tl__sum16_f32(TL__ISA_PORTABLE, xf, n, pairs, &want_re, &want_im);
-      tl__sum16_f32(top, (const float *)(const void *)(bytes + 2), n, pairs, &re, &im);
+      tl__sum16_f32(TL__ISA_PORTABLE, 0, xf, n, pairs, &want_re, &want_im);
+      tl__sum16_f32(top, 1, (const float *)(const void *)(bytes + 2), n, pairs, &re, &im);
       bad += !same(re, want_re) || !same(im, want_im);
     }
   }
