@@ -210,11 +210,11 @@ static int keep_order(const tl__einsum_plan *plan, int *labels) {
     int rank;
     const int *in = slot_memory_order(plan, sides[side], &rank);
     for (int k = 0; k < rank; k++) {
-      int wanted = 0, seen = 0;
+      /* each label once: an input holds it once, and the second's skips the first's */
+      if (side == 0 && slot_has(plan, first, in[k])) continue;
+      int wanted = 0;
       for (int m = 0; m < plan->out_rank; m++) wanted |= plan->out_labels[m] == in[k];
-      for (int m = 0; m < count; m++) seen |= labels[m] == in[k];
-      if (side == 0 && slot_has(plan, first, in[k])) continue; /* the first input places it */
-      if (wanted && !seen) labels[count++] = in[k];
+      if (wanted) labels[count++] = in[k];
     }
   }
   return count;
