@@ -162,18 +162,21 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
     }                                                                                              \
   }                                                                                                \
   typedef struct NAME##_scale {                                                                    \
-    int alpha_one;                                                                                 \
-    int beta_kind; /* 0: beta 0 (C not read), 1: beta 1, 2: any other */                           \
+    int alpha_one, alpha_real;                                                                     \
+    int beta_kind; /* 0: beta 0 (C not read), 1: beta 1, 2: other real, 3: any other */            \
     T alr, ali, ber, bei;                                                                          \
   } NAME##_scale;                                                                                  \
   /* alpha times one register of finished products, plus beta times what C held. */                \
   __attribute__((target("avx512f"))) static inline V NAME##_finish(                                \
       V acc_r, V acc_i, const NAME##_scale *s, MASK mask, const T *z) {                            \
     V v = FMADDSUB(acc_r, SET1((T)1), SWAP(acc_i));                                                \
-    if (!s->alpha_one) v = FMADDSUB(v, SET1(s->alr), MUL(SWAP(v), SET1(s->ali)));                  \
+    /* a real alpha or beta scales each part alone, so an infinite part stays infinite */          \
+    if (s->alpha_real && !s->alpha_one) v = MUL(v, SET1(s->alr));                                  \
+    if (!s->alpha_real) v = FMADDSUB(v, SET1(s->alr), MUL(SWAP(v), SET1(s->ali)));                 \
     if (s->beta_kind == 0) return v;                                                               \
     const V old = MASKZ_LOADU(mask, z);                                                            \
     if (s->beta_kind == 1) return ADD(v, old);                                                     \
+    if (s->beta_kind == 2) return ADD(v, MUL(old, SET1(s->ber)));                                  \
     return ADD(v, FMADDSUB(old, SET1(s->ber), MUL(SWAP(old), SET1(s->bei))));                      \
   }                                                                                                \
   TL__PACKED_TILE_WIDTHS(NAME, 1, T, V, MASK, LANES, SET1, LOADU, MASK_STOREU, FMADD, ZERO,        \
@@ -194,11 +197,12 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
     const int64_t mc_most = block_rows(kc_most, KC, MC, mr);                                       \
     T *pa = pack, *pb = pack + 2 * kc_most * at_most(round_up(m, mr), mc_most);                    \
     NAME##_scale s;                                                                                \
-    s.alpha_one = alpha.re == 1.0 && alpha.im == 0.0;                                              \
+    s.alpha_one = alpha.re == 1.0 && alpha.im == 0.0, s.alpha_real = alpha.im == 0.0;              \
     s.alr = (T)alpha.re, s.ali = (T)alpha.im, s.ber = (T)beta.re, s.bei = (T)beta.im;              \
     const int first_beta = beta.re == 0.0 && beta.im == 0.0   ? 0                                  \
                            : beta.re == 1.0 && beta.im == 0.0 ? 1                                  \
-                                                              : 2;                                 \
+                           : beta.im == 0.0                   ? 2                                  \
+                                                              : 3;                                                   \
     for (int64_t jc = 0; jc < n; jc += NC_COLS) {                                                  \
       const int64_t nc = n - jc < NC_COLS ? n - jc : NC_COLS;                                      \
       for (int64_t pc = 0; pc < k; pc += KC) {                                                     \

@@ -44,10 +44,12 @@
           si += x[0] * y[1] + x[1] * y[0];                                                    \
         }                                                                                     \
         T *z = c + 2 * (i * rsc + j * csc);                                                   \
-        T vr = alr * sr - ali * si, vi = alr * si + ali * sr;                                 \
+        /* a real alpha or beta scales each part alone (inf stays inf) */                     \
+        T vr = ali == 0 ? alr * sr : alr * sr - ali * si;                                     \
+        T vi = ali == 0 ? alr * si : alr * si + ali * sr;                                     \
         if (!beta_zero) {                                                                     \
-          vr += ber * z[0] - bei * z[1];                                                      \
-          vi += ber * z[1] + bei * z[0];                                                      \
+          vr += bei == 0 ? ber * z[0] : ber * z[0] - bei * z[1];                              \
+          vi += bei == 0 ? ber * z[1] : ber * z[1] + bei * z[0];                              \
         }                                                                                     \
         z[0] = vr;                                                                            \
         z[1] = vi;                                                                            \
@@ -64,15 +66,18 @@ TL__PORTABLE_COMPLEX(portable_c128, double)
  * products, apply alpha and beta, store. One definition per register type. */
 #define TL__FINISH256(FIN, STORE, V, T, SWAP_IMM, ADDSUB, MUL, ADD, PERMUTE, LOADU, STOREU)    \
   typedef struct FIN {                                                                         \
-    int alpha_one, beta_zero, beta_one;                                                        \
+    int alpha_one, alpha_real, beta_zero, beta_one, beta_real;                                 \
     V alr, ali, ber, bei;                                                                      \
   } FIN;                                                                                       \
   __attribute__((target("avx2,fma"))) static inline void STORE(const FIN *f, V acc_r, V acc_i, \
                                                                T *z) {                         \
     V v = ADDSUB(acc_r, PERMUTE(acc_i, SWAP_IMM));                                             \
-    if (!f->alpha_one) v = ADDSUB(MUL(v, f->alr), MUL(PERMUTE(v, SWAP_IMM), f->ali));          \
+    if (f->alpha_real && !f->alpha_one) v = MUL(v, f->alr); /* parts alone: inf stays inf */   \
+    if (!f->alpha_real) v = ADDSUB(MUL(v, f->alr), MUL(PERMUTE(v, SWAP_IMM), f->ali));         \
     if (f->beta_one) {                                                                         \
       v = ADD(v, LOADU(z));                                                                    \
+    } else if (f->beta_real && !f->beta_zero) {                                                \
+      v = ADD(v, MUL(LOADU(z), f->ber));                                                       \
     } else if (!f->beta_zero) {                                                                \
       V old = LOADU(z);                                                                        \
       v = ADD(v, ADDSUB(MUL(old, f->ber), MUL(PERMUTE(old, SWAP_IMM), f->bei)));               \
@@ -135,6 +140,7 @@ TL__FINISH256(cfinish, c_store256, __m256, float, 0xB1, _mm256_addsub_ps, _mm256
     f.alpha_one = alpha.re == 1.0 && alpha.im == 0.0;                                             \
     f.beta_zero = beta.re == 0.0 && beta.im == 0.0;                                               \
     f.beta_one = beta.re == 1.0 && beta.im == 0.0;                                                \
+    f.alpha_real = alpha.im == 0.0, f.beta_real = beta.im == 0.0;                                 \
     f.alr = SET1((T)alpha.re), f.ali = SET1((T)alpha.im);                                         \
     f.ber = SET1((T)beta.re), f.bei = SET1((T)beta.im);                                           \
     const int64_t full = m / LANES * LANES;                                                       \
@@ -158,15 +164,17 @@ TL__SMALL256(c_avx2, float, __m256, cfinish, c_store256, 4, _mm256_set1_ps, _mm2
 #define TL__SMALL512_WRITE(NAME, T, V, MASK, LANES, SET1, LOADU, MASKZ_LOADU, STOREU, MASK_STOREU, \
                            FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)                                  \
   typedef struct NAME##_fin {                                                                      \
-    int alpha_one, beta_kind; /* beta_kind: 0 zero, 1 one, 2 general */                            \
+    int alpha_one, alpha_real, beta_kind; /* beta_kind: 0 zero, 1 one, 2 real, 3 general */        \
     V alr, ali, ber, bei, one;                                                                     \
   } NAME##_fin;                                                                                    \
   __attribute__((target("avx512f"))) static inline V NAME##_finish(V acc_r, V acc_i,               \
                                                                    const NAME##_fin *f, V old) {   \
     V v = FMADDSUB(acc_r, f->one, SWAP(acc_i));                                                    \
-    if (!f->alpha_one) v = FMADDSUB(v, f->alr, MUL(SWAP(v), f->ali));                              \
+    if (f->alpha_real && !f->alpha_one) v = MUL(v, f->alr); /* parts alone: inf stays inf */       \
+    if (!f->alpha_real) v = FMADDSUB(v, f->alr, MUL(SWAP(v), f->ali));                             \
     if (f->beta_kind == 1) v = ADD(v, old);                                                        \
-    if (f->beta_kind == 2) v = ADD(v, FMADDSUB(old, f->ber, MUL(SWAP(old), f->bei)));              \
+    if (f->beta_kind == 2) v = ADD(v, MUL(old, f->ber));                                           \
+    if (f->beta_kind == 3) v = ADD(v, FMADDSUB(old, f->ber, MUL(SWAP(old), f->bei)));              \
     return v;                                                                                      \
   }                                                                                                \
   __attribute__((target("avx512f"))) static inline void NAME##_put(T *z, V r0, V i0, V r1, V i1,   \
@@ -189,10 +197,11 @@ TL__SMALL256(c_avx2, float, __m256, cfinish, c_store256, 4, _mm256_set1_ps, _mm2
       int64_t m, int64_t n, int64_t k, tl_scalar alpha, const T *a, int64_t lda, const T *b, \
       int64_t rsb, int64_t csb, tl_scalar beta, T *c, int64_t ldc) {                         \
     NAME##_fin f;                                                                            \
-    f.alpha_one = alpha.re == 1.0 && alpha.im == 0.0;                                        \
+    f.alpha_one = alpha.re == 1.0 && alpha.im == 0.0, f.alpha_real = alpha.im == 0.0;        \
     f.beta_kind = (beta.re == 0.0 && beta.im == 0.0)   ? 0                                   \
                   : (beta.re == 1.0 && beta.im == 0.0) ? 1                                   \
-                                                       : 2;                                  \
+                  : beta.im == 0.0                     ? 2                                   \
+                                                       : 3;                                                      \
     f.alr = SET1((T)alpha.re), f.ali = SET1((T)alpha.im), f.ber = SET1((T)beta.re);          \
     f.bei = SET1((T)beta.im), f.one = SET1((T)1);                                            \
     const V zero = ZERO();                                                                   \

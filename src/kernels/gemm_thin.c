@@ -97,26 +97,41 @@ static void store_real(const thin *t, int64_t e, double value) {
   }
 }
 
+/* s (re, im) into *out: a real s (s.im == 0) scales each part alone, so an infinite part
+ * stays infinite (a full complex product would add inf * 0 = NaN to the other part, where a
+ * product without the scale, as numpy forms it, has none). */
+static void scale_complex(tl_scalar s, double re, double im, double *out) {
+  if (s.im == 0.0) {
+    out[0] = s.re * re;
+    out[1] = s.re * im;
+  } else {
+    out[0] = s.re * re - s.im * im;
+    out[1] = s.re * im + s.im * re;
+  }
+}
+
 static void store_complex(const thin *t, int64_t e, double re, double im) {
   int beta_zero = t->beta.re == 0.0 && t->beta.im == 0.0;
-  double out_re = t->alpha.re * re - t->alpha.im * im;
-  double out_im = t->alpha.re * im + t->alpha.im * re;
+  double out[2], old[2];
+  scale_complex(t->alpha, re, im, out);
   if (t->dtype == TL_C128) {
     double *c = (double *)t->c + 2 * e * t->sc;
     if (!beta_zero) {
-      out_re += t->beta.re * c[0] - t->beta.im * c[1];
-      out_im += t->beta.re * c[1] + t->beta.im * c[0];
+      scale_complex(t->beta, c[0], c[1], old);
+      out[0] += old[0];
+      out[1] += old[1];
     }
-    c[0] = out_re;
-    c[1] = out_im;
+    c[0] = out[0];
+    c[1] = out[1];
   } else {
     float *c = (float *)t->c + 2 * e * t->sc;
     if (!beta_zero) {
-      out_re += t->beta.re * (double)c[0] - t->beta.im * (double)c[1];
-      out_im += t->beta.re * (double)c[1] + t->beta.im * (double)c[0];
+      scale_complex(t->beta, (double)c[0], (double)c[1], old);
+      out[0] += old[0];
+      out[1] += old[1];
     }
-    c[0] = (float)out_re;
-    c[1] = (float)out_im;
+    c[0] = (float)out[0];
+    c[1] = (float)out[1];
   }
 }
 
@@ -172,20 +187,21 @@ static void thin_axpy(const thin *t) {
       break;
     }
     case TL_C128: {
-      double *c = (double *)t->c;
+      double *c = (double *)t->c, out[2] = {0.0, 0.0};
       for (int64_t e = 0; e < count; e++) {
-        double re = c[2 * e], im = c[2 * e + 1];
-        c[2 * e] = beta_zero ? 0.0 : t->beta.re * re - t->beta.im * im;
-        c[2 * e + 1] = beta_zero ? 0.0 : t->beta.re * im + t->beta.im * re;
+        if (!beta_zero) scale_complex(t->beta, c[2 * e], c[2 * e + 1], out);
+        c[2 * e] = out[0];
+        c[2 * e + 1] = out[1];
       }
       break;
     }
     default: {
       float *c = (float *)t->c;
+      double out[2] = {0.0, 0.0};
       for (int64_t e = 0; e < count; e++) {
-        double re = c[2 * e], im = c[2 * e + 1];
-        c[2 * e] = beta_zero ? 0.0f : (float)(t->beta.re * re - t->beta.im * im);
-        c[2 * e + 1] = beta_zero ? 0.0f : (float)(t->beta.re * im + t->beta.im * re);
+        if (!beta_zero) scale_complex(t->beta, c[2 * e], c[2 * e + 1], out);
+        c[2 * e] = (float)out[0];
+        c[2 * e + 1] = (float)out[1];
       }
       break;
     }

@@ -552,7 +552,9 @@ void tl__thin_axpy(int isa, tl_dtype dtype, int64_t count, int64_t k, tl_scalar 
       double xi = !cplx    ? 0.0
                   : single ? (double)((const float *)v)[at + 1]
                            : ((const double *)v)[at + 1];
-      double re = alpha.re * xr - alpha.im * xi, im = alpha.re * xi + alpha.im * xr;
+      /* a real alpha scales each part alone: an infinite part of v stays infinite */
+      double re = alpha.im == 0.0 ? alpha.re * xr : alpha.re * xr - alpha.im * xi;
+      double im = alpha.im == 0.0 ? alpha.re * xi : alpha.re * xi + alpha.im * xr;
       sd[per * r] = re;
       sf[per * r] = (float)re;
       if (cplx) sd[2 * r + 1] = im, sf[2 * r + 1] = (float)im;

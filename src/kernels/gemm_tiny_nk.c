@@ -100,13 +100,14 @@ TL__TINY_REAL(tiny_f32_16, float, 16)
       T *y = c + 2 * r * rsc;                                                                     \
       for (int64_t j = 0; j < n; j++) {                                                           \
         T re = acc[2 * j], im = acc[2 * j + 1];                                                   \
-        T vr = unit_alpha ? re * ar : ar * re - ai * im;                                          \
-        T vi = unit_alpha ? im * ar : ar * im + ai * re;                                          \
+        /* a real alpha or beta scales each part alone (inf stays inf) */                         \
+        T vr = unit_alpha || ai == 0 ? re * ar : ar * re - ai * im;                               \
+        T vi = unit_alpha || ai == 0 ? im * ar : ar * im + ai * re;                               \
         T *out = y + 2 * j * csc;                                                                 \
         if (!beta_zero) {                                                                         \
           T cr = out[0], ci = out[1];                                                             \
-          vr += er * cr - ei * ci;                                                                \
-          vi += er * ci + ei * cr;                                                                \
+          vr += ei == 0 ? er * cr : er * cr - ei * ci;                                            \
+          vi += ei == 0 ? er * ci : er * ci + ei * cr;                                            \
         }                                                                                         \
         out[0] = vr;                                                                              \
         out[1] = vi;                                                                              \

@@ -19,9 +19,10 @@ double complex th_num_load(tl_dtype dtype, const void *base, int64_t i) {
     case TL_F64:
       return ((const double *)base)[i];
     case TL_C64:
-      return ((const float *)base)[2 * i] + I * ((const float *)base)[2 * i + 1];
+      /* CMPLX, not re + I * im: I * inf is NaN + inf i, which would lose an infinite part */
+      return CMPLX(((const float *)base)[2 * i], ((const float *)base)[2 * i + 1]);
     default:
-      return ((const double *)base)[2 * i] + I * ((const double *)base)[2 * i + 1];
+      return CMPLX(((const double *)base)[2 * i], ((const double *)base)[2 * i + 1]);
   }
 }
 
