@@ -1,5 +1,6 @@
 """numpy's habits: scalar results, conj and scale without numpy temporaries, large results
-that reuse freed memory, and qrcp's discarded weight summed from the dropped part."""
+that reuse freed memory, qrcp's discarded weight summed from the dropped part, and complex
+infinities kept as numpy's einsum keeps them."""
 
 import numpy as np
 import pytest
@@ -60,3 +61,41 @@ def test_qrcp_discarded_weight_is_summed_from_the_dropped_part(s, rng, dtype):
     assert abs(discarded - residual) <= 1e-3 * residual
     q, r, perm, discarded = s.qrcp(a)  # nothing dropped: exactly 0
     assert discarded == 0.0
+
+
+# Specs whose complex products tenlane's own kernels compute (dots, batched dots, matrix-vector
+# rows, elementwise and outer products, small GEMMs); larger GEMMs go to the provider, whose
+# complex product turns inf + NaN i into NaN + NaN i as numpy's matmul does.
+INF_SPECS = [
+    ("i,i->", [(7,), (7,)]),
+    ("ij,ij->j", [(5, 6), (5, 6)]),
+    ("ij,ij->i", [(5, 6), (5, 6)]),
+    ("ij,ij->", [(9, 4), (9, 4)]),
+    ("ij,j->i", [(40, 30), (30,)]),
+    ("i,ij->j", [(40,), (40, 30)]),
+    ("ij,ij->ij", [(9, 10), (9, 10)]),
+    ("i,j->ij", [(9,), (10,)]),
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(3, 4, 5), (3, 5, 2)]),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("spec,shapes", INF_SPECS)
+def test_complex_infinity_keeps_numpys_parts(s, rng, spec, shapes, dtype):
+    """A complex product over an infinite element is NaN, inf or finite in each part exactly
+    where numpy's einsum (optimize=False: a plain sum of products) says so."""
+    for value in (complex(np.inf, 0), complex(0, -np.inf), complex(-np.inf, 1)):
+        ops = [
+            (rng.standard_normal(sh) + 1j * rng.standard_normal(sh)).astype(dtype)
+            for sh in shapes
+        ]
+        ops[0].reshape(-1)[ops[0].size // 2] = value
+        with np.errstate(all="ignore"):
+            want = np.asarray(np.einsum(spec, *ops))
+        got = np.asarray(s.einsum(spec, *ops))
+        for part in (np.real, np.imag):
+            for test in (np.isnan, np.isposinf, np.isneginf):
+                np.testing.assert_array_equal(
+                    test(part(got)), test(part(want)), err_msg=f"{spec} {value}"
+                )
