@@ -9,8 +9,15 @@
  * part, tree(p0..p7) being ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7)). The AVX-512
  * paths hold the sixteen in two registers and the AVX2 paths in four, add the tail under a
  * mask (lanes without a tail element are left as they are) and total in registers, so
- * every path does the same additions in the same order and gives the same bits (floats
- * become doubles exactly).
+ * every path does the same additions in the same order and gives the same bits.
+ *
+ * Floats: each accumulator first adds its elements in float, sixteen at a time (a block is
+ * 256 elements of the run, 16 to each accumulator; the last block may be partial), and
+ * adds that float partial to its double once the block ends. Widening every float to
+ * double (vcvtps2pd) bound the loop: a 256-float row took 23 ns against 16 ns for a plain
+ * float loop and 12 ns for the same bytes of doubles (scratch probe, one core, the row in
+ * L1); the partials take 12 ns. A float partial of 16 elements keeps the error of a long
+ * sum near that of the double sums (16 roundings in float per element, not n).
  *
  * Sixteen accumulators, not eight: one register's chain of additions was the limit (an
  * f32 row sum of 1024^2 ran at 3.5-4x numpy's einsum with four scalar sums). Totals stay
@@ -56,7 +63,34 @@ static inline double tree8(double p0, double p1, double p2, double p3, double p4
     }                                                                                            \
   }
 TL__SUM16_PORTABLE(sum16_f64_portable, double)
-TL__SUM16_PORTABLE(sum16_f32_portable, float)
+
+/* The totals of sixteen accumulators in tree8's order (pairs: even into re, odd into im). */
+static void total16(const double *s, int pairs, double *re, double *im) {
+  if (pairs) {
+    *re = tree8(s[0], s[2], s[4], s[6], s[8], s[10], s[12], s[14]);
+    *im = tree8(s[1], s[3], s[5], s[7], s[9], s[11], s[13], s[15]);
+  } else {
+    *re = tree8(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]) +
+          tree8(s[8], s[9], s[10], s[11], s[12], s[13], s[14], s[15]);
+    *im = 0;
+  }
+}
+
+/* Floats: float partials per block of TL__SUM_F32_BLOCK elements (see the top). */
+#define TL__SUM_F32_BLOCK 256
+static void sum16_f32_portable(const float *x, int64_t n, int pairs, double *re, double *im) {
+  double s[16] = {0};
+  for (int64_t b = 0; b < n; b += TL__SUM_F32_BLOCK) {
+    const int64_t end = n - b < TL__SUM_F32_BLOCK ? n : b + TL__SUM_F32_BLOCK;
+    float f[16] = {0};
+    int64_t i = b;
+    for (; i + 16 <= end; i += 16)
+      for (int k = 0; k < 16; k++) f[k] += x[i + k];
+    for (int k = 0; i < end; i++, k++) f[k] += x[i];
+    for (int k = 0; k < 16; k++) s[k] += (double)f[k];
+  }
+  total16(s, pairs, re, im);
+}
 
 #if TL_X86_KERNELS
 #define TL_AVX512 __attribute__((target("avx512f")))
@@ -90,17 +124,17 @@ static inline TL_AVX512 void total_512(__m512d a0, __m512d a1, int pairs, double
   *im = 0;
 }
 
-/* The AVX-512 sums read whole aligned 64-byte lines. numpy hands over large arrays 16 bytes
- * past a line, where every unaligned 64-byte load straddles two lines (an f64 row sum of a
- * 1024^2 array took 157-161 us there, 127-130 us on a line boundary). A run that starts
- * `back` elements past a boundary is read from that boundary, so lane l of every line holds
- * an element whose index is l - back modulo 16 (f64: l + 8 - back in the odd lines): the
- * sixteen accumulators are kept rotated by `back` and put in order once, at the end
- * (unrotate). Each still adds its elements in index order, so the bits are those of the
- * other paths. The first and last lines are read under masks, so no lane outside the run
- * is read. With `prefetch` (the reduce plan's choice, by the input's size: reduce_core.h),
- * a software prefetch 1 KiB ahead keeps the lines coming (a scratch probe, one core, 1024
- * rows of 1024 doubles: 78-90 us with it, 98-102 us without). */
+/* The AVX-512 double sums read whole aligned 64-byte lines. numpy hands over large arrays
+ * 16 bytes past a line, where every unaligned 64-byte load straddles two lines (an f64 row
+ * sum of a 1024^2 array took 157-161 us there, 127-130 us on a line boundary). A run that
+ * starts `back` elements past a boundary is read from that boundary, two lines at a time,
+ * so lane l of the first line holds an element whose index is l - back modulo 16 and lane l
+ * of the second l + 8 - back: the sixteen accumulators are kept rotated by `back` and put
+ * in order once, at the end (unrotate). Each still adds its elements in index order, so the
+ * bits are those of the other paths. The first and last lines are read under masks, so no
+ * lane outside the run is read. With `prefetch` (the reduce plan's choice, by the input's
+ * size: reduce_core.h), a software prefetch 1 KiB ahead keeps the lines coming (a scratch
+ * probe, one core, 1024 rows of 1024 doubles: 78-90 us with it, 98-102 us without). */
 #define TL__SUM_PREFETCH 1024
 
 static inline TL_AVX512 void prefetch_ahead(const void *p) {
@@ -136,29 +170,10 @@ static inline TL_AVX512 void add_lines_f64(const double *p, unsigned m, __m512d 
   if (m1) *r1 = _mm512_mask_add_pd(*r1, m1, *r1, _mm512_maskz_load_pd(m1, p + 8));
 }
 
-static inline TL_AVX512 __m512d widen_lo(__m512 v) {
-  return _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-}
-static inline TL_AVX512 __m512d widen_hi(__m512 v) {
-  return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-}
-static inline TL_AVX512 void add_line_f32(const float *p, unsigned m, __m512d *r0, __m512d *r1) {
-  const __m512 v = _mm512_maskz_load_ps((__mmask16)m, p);
-  const __mmask8 m0 = (__mmask8)(m & 0xFF), m1 = (__mmask8)(m >> 8);
-  if (m0) *r0 = _mm512_mask_add_pd(*r0, m0, *r0, widen_lo(v));
-  if (m1) *r1 = _mm512_mask_add_pd(*r1, m1, *r1, widen_hi(v));
-}
-
 /* Sixteen elements from the aligned p into the rotated accumulators. */
 static inline TL_AVX512 void add_full_f64(const double *p, __m512d *r0, __m512d *r1) {
   *r0 = _mm512_add_pd(*r0, _mm512_load_pd(p));
   *r1 = _mm512_add_pd(*r1, _mm512_load_pd(p + 8));
-}
-/* Two 32-byte halves, each widened from memory: one shuffle fewer than a 64-byte load split
- * in registers (a scratch probe, 65536 floats held in L2: 3.1-3.4 us against 3.4-3.7 us). */
-static inline TL_AVX512 void add_full_f32(const float *p, __m512d *r0, __m512d *r1) {
-  *r0 = _mm512_add_pd(*r0, _mm512_cvtps_pd(_mm256_load_ps(p)));
-  *r1 = _mm512_add_pd(*r1, _mm512_cvtps_pd(_mm256_load_ps(p + 8)));
 }
 
 /* Runs not on element boundaries: unaligned loads in order, then the last n % 16 elements
@@ -175,52 +190,68 @@ static inline TL_AVX512 void add_unaligned_f64(const double *x, int64_t n, __m51
   *a0 = _mm512_mask_add_pd(*a0, m0, *a0, _mm512_maskz_loadu_pd(m0, x + i));
   *a1 = _mm512_mask_add_pd(*a1, m1, *a1, _mm512_maskz_loadu_pd(m1, x + i + 8));
 }
-static inline TL_AVX512 void add_unaligned_f32(const float *x, int64_t n, __m512d *a0,
-                                               __m512d *a1) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    *a0 = _mm512_add_pd(*a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
-    *a1 = _mm512_add_pd(*a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
+
+/* The AVX-512 sum of a run of doubles, eight to a line: positions [back, end) of the lines
+ * from the aligned p hold the run; the first group of sixteen (when the run starts inside a
+ * line) and the last are added under masks (add_lines_f64), the others whole. */
+static TL_AVX512 void sum16_f64_512(int prefetch, const double *x, int64_t n, int pairs, double *re,
+                                    double *im) {
+  __m512d r0 = _mm512_setzero_pd(), r1 = _mm512_setzero_pd();
+  if ((uintptr_t)x % sizeof(double) != 0) {
+    add_unaligned_f64(x, n, &r0, &r1);
+    total_512(r0, r1, pairs, re, im);
+    return;
   }
-  const unsigned m = lanes16(0, n - i);
-  const __m512 v = _mm512_maskz_loadu_ps((__mmask16)m, x + i);
-  *a0 = _mm512_mask_add_pd(*a0, (__mmask8)(m & 0xFF), *a0, widen_lo(v));
-  *a1 = _mm512_mask_add_pd(*a1, (__mmask8)(m >> 8), *a1, widen_hi(v));
+  const int64_t back = (int64_t)((uintptr_t)x / sizeof(double) % (64 / sizeof(double))),
+                end = back + n;
+  const double *p = x - back;
+  int64_t q = 0;
+  if (back > 0) { /* the first group, from the run's first element */
+    if (n > 0) add_lines_f64(p, lanes16(back, end), &r0, &r1);
+    q = 16;
+  }
+  if (prefetch) {
+    for (; q + 16 <= end; q += 16) {
+      prefetch_ahead(p + q);
+      add_full_f64(p + q, &r0, &r1);
+    }
+  }
+  for (; q + 16 <= end; q += 16) add_full_f64(p + q, &r0, &r1);
+  if (q < end) add_lines_f64(p + q, lanes16(0, end - q), &r0, &r1);
+  unrotate(&r0, &r1, back);
+  total_512(r0, r1, pairs, re, im);
 }
 
-/* The AVX-512 sum of a run of T, 64 / sizeof(T) elements to a line: positions [back, end)
- * of the lines from the aligned p hold the run; the first group of sixteen (when the run
- * starts inside a line) and the last are added under masks (ADD_MASKED), the others whole
- * (ADD_FULL). */
-#define TL__SUM16_512(NAME, T, ADD_MASKED, ADD_FULL, ADD_UNALIGNED)                              \
-  static TL_AVX512 void NAME(int prefetch, const T *x, int64_t n, int pairs, double *re,         \
-                             double *im) {                                                       \
-    __m512d r0 = _mm512_setzero_pd(), r1 = _mm512_setzero_pd();                                  \
-    if ((uintptr_t)x % sizeof(T) != 0) {                                                         \
-      ADD_UNALIGNED(x, n, &r0, &r1);                                                             \
-      total_512(r0, r1, pairs, re, im);                                                          \
-      return;                                                                                    \
-    }                                                                                            \
-    const int64_t back = (int64_t)((uintptr_t)x / sizeof(T) % (64 / sizeof(T))), end = back + n; \
-    const T *p = x - back;                                                                       \
-    int64_t q = 0;                                                                               \
-    if (back > 0) { /* the first group, from the run's first element */                          \
-      if (n > 0) ADD_MASKED(p, lanes16(back, end), &r0, &r1);                                    \
-      q = 16;                                                                                    \
-    }                                                                                            \
-    if (prefetch) {                                                                              \
-      for (; q + 16 <= end; q += 16) {                                                           \
-        prefetch_ahead(p + q);                                                                   \
-        ADD_FULL(p + q, &r0, &r1);                                                               \
-      }                                                                                          \
-    }                                                                                            \
-    for (; q + 16 <= end; q += 16) ADD_FULL(p + q, &r0, &r1);                                    \
-    if (q < end) ADD_MASKED(p + q, lanes16(0, end - q), &r0, &r1);                               \
-    unrotate(&r0, &r1, back);                                                                    \
-    total_512(r0, r1, pairs, re, im);                                                            \
+/* The float partials (one register, lane k for accumulator k) added to the doubles. */
+static inline TL_AVX512 void flush_512(__m512 f, __m512d *r0, __m512d *r1) {
+  *r0 = _mm512_add_pd(*r0, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
+  *r1 = _mm512_add_pd(
+      *r1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1))));
+}
+
+/* Floats by blocks (see the top): unaligned loads in order, one float register of partials.
+ * Its single chain of additions reads about 16 floats in 3 cycles, so loads that straddle
+ * two lines cost nothing here, and the run is read as it lies, without rotation. */
+static TL_AVX512 void sum16_f32_512(int prefetch, const float *x, int64_t n, int pairs, double *re,
+                                    double *im) {
+  (void)prefetch;
+  __m512d r0 = _mm512_setzero_pd(), r1 = _mm512_setzero_pd();
+  int64_t i = 0;
+  for (; i + TL__SUM_F32_BLOCK <= n; i += TL__SUM_F32_BLOCK) {
+    __m512 f = _mm512_setzero_ps();
+    for (int b = 0; b < TL__SUM_F32_BLOCK; b += 16)
+      f = _mm512_add_ps(f, _mm512_loadu_ps(x + i + b));
+    flush_512(f, &r0, &r1);
   }
-TL__SUM16_512(sum16_f64_512, double, add_lines_f64, add_full_f64, add_unaligned_f64)
-TL__SUM16_512(sum16_f32_512, float, add_line_f32, add_full_f32, add_unaligned_f32)
+  if (i < n) {
+    __m512 f = _mm512_setzero_ps();
+    for (; i + 16 <= n; i += 16) f = _mm512_add_ps(f, _mm512_loadu_ps(x + i));
+    const __mmask16 m = (__mmask16)lanes16(0, n - i);
+    f = _mm512_mask_add_ps(f, m, f, _mm512_maskz_loadu_ps(m, x + i));
+    flush_512(f, &r0, &r1);
+  }
+  total_512(r0, r1, pairs, re, im);
+}
 
 /* a[0] = s0..s3, ..., a[3] = s12..s15. */
 static inline TL_AVX2 void total_256(__m256d a0, __m256d a1, __m256d a2, __m256d a3, int pairs,
@@ -270,9 +301,34 @@ static inline TL_AVX2 void total_256(__m256d a0, __m256d a1, __m256d a2, __m256d
     total_256(a0, a1, a2, a3, pairs, re, im);                                          \
   }
 #define TL__LOAD4_F64(p) _mm256_loadu_pd(p)
-#define TL__LOAD4_F32(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
 TL__SUM16_256(sum16_f64_256, double, TL__LOAD4_F64)
-TL__SUM16_256(sum16_f32_256, float, TL__LOAD4_F32)
+
+/* Floats by blocks (see the top): partials in two float registers (accumulators 0-7 and
+ * 8-15); a block's tail goes through memory, at most once per run. */
+static TL_AVX2 void sum16_f32_256(const float *x, int64_t n, int pairs, double *re, double *im) {
+  __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t b = 0; b < n; b += TL__SUM_F32_BLOCK) {
+    const int64_t end = n - b < TL__SUM_F32_BLOCK ? n : b + TL__SUM_F32_BLOCK;
+    __m256 f0 = _mm256_setzero_ps(), f1 = f0;
+    int64_t i = b;
+    for (; i + 16 <= end; i += 16) {
+      f0 = _mm256_add_ps(f0, _mm256_loadu_ps(x + i));
+      f1 = _mm256_add_ps(f1, _mm256_loadu_ps(x + i + 8));
+    }
+    if (i < end) {
+      float s[16];
+      _mm256_storeu_ps(s, f0);
+      _mm256_storeu_ps(s + 8, f1);
+      for (int k = 0; i < end; i++, k++) s[k] += x[i];
+      f0 = _mm256_loadu_ps(s), f1 = _mm256_loadu_ps(s + 8);
+    }
+    a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(f0)));
+    a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(f0, 1)));
+    a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm256_castps256_ps128(f1)));
+    a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm256_extractf128_ps(f1, 1)));
+  }
+  total_256(a0, a1, a2, a3, pairs, re, im);
+}
 #endif
 
 /* The public entry points: the highest path isa allows. */
