@@ -59,7 +59,8 @@ void tl__reduce_run(size_t begin, size_t end, int worker_index, void *arg);
 void tl__reduce_combine(const tl__reduce_plan *pl);
 
 /* reduce_sums.c: the total of x[0..n-1] by sixteen running double sums (s[k] takes the
- * indices equal to k modulo 16, then the last n % 16 go one by one into s[0], s[1], ...),
+ * indices equal to k modulo 16, then the last n % 16 go one by one into s[0], s[1], ...;
+ * floats reach them through float partials of sixteen elements each, per block of 256),
  * totalled pairwise: with `pairs` the even sums into *re and the odd ones into *im (complex
  * numbers as pairs of reals), else all into *re (and *im = 0). The same bits at every
  * instruction-set level `isa` (TL__ISA_*), with or without `prefetch` (a software prefetch
@@ -69,7 +70,7 @@ void tl__sum16_f64(int isa, int prefetch, const double *x, int64_t n, int pairs,
 void tl__sum16_f32(int isa, int prefetch, const float *x, int64_t n, int pairs, double *re,
                    double *im);
 
-/* The window of a reduction's input bytes in which the double sums prefetch: past one
+/* The window of a reduction's input bytes in which the sums prefetch: past one
  * core's second-level cache and within about half the last level's. On the project's Zen 5 VM,
  * one core, best of the two in one process: 1024^2 doubles (8 MiB) 83-85 us with the
  * prefetch, 97-98 without; 256^2 (512 KiB) 5.5-5.7 against 4.9-5.0; 2048 x 1024 (16 MiB)

@@ -234,9 +234,17 @@ static inline TL_AVX512 void flush_512(__m512 f, __m512d *r0, __m512d *r1) {
  * two lines cost nothing here, and the run is read as it lies, without rotation. */
 static TL_AVX512 void sum16_f32_512(int prefetch, const float *x, int64_t n, int pairs, double *re,
                                     double *im) {
-  (void)prefetch;
   __m512d r0 = _mm512_setzero_pd(), r1 = _mm512_setzero_pd();
   int64_t i = 0;
+  if (prefetch)
+    for (; i + TL__SUM_F32_BLOCK <= n; i += TL__SUM_F32_BLOCK) {
+      __m512 f = _mm512_setzero_ps();
+      for (int b = 0; b < TL__SUM_F32_BLOCK; b += 16) {
+        _mm_prefetch((const char *)(x + i + b) + TL__SUM_PREFETCH, _MM_HINT_T0);
+        f = _mm512_add_ps(f, _mm512_loadu_ps(x + i + b));
+      }
+      flush_512(f, &r0, &r1);
+    }
   for (; i + TL__SUM_F32_BLOCK <= n; i += TL__SUM_F32_BLOCK) {
     __m512 f = _mm512_setzero_ps();
     for (int b = 0; b < TL__SUM_F32_BLOCK; b += 16)
