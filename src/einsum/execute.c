@@ -16,6 +16,7 @@
 #include "base/base.h"
 #include "einsum_int.h"
 #include "exec/exec.h"
+#include "kernels/kernels.h"
 #include "tenlane/ops.h"
 
 /* Key: a tag, the kind, dtype and operand count, each operand's rank, shape and strides,
@@ -253,8 +254,12 @@ static tl_status run_step(tl_exec *exec, const tl_tensor *a, const int *a_labels
   for (int k = 0; k < b->rank; k++) {
     if (index_of(a_labels, a->rank, b_labels[k]) < 0) flops *= (double)b->shape[k];
   }
+  /* A contraction to one number is one long dot, which the GEMM route cuts into chunks
+   * of TL__DOT_CHUNK products (gemm_thin.c): those are its parts. */
+  double parts = numel_d(c);
+  if (parts == 1.0) parts = flops / (2.0 * complex_factor * (double)TL__DOT_CHUNK);
   int saved = exec->team_request;
-  if (step_team(exec, flops, moved, numel_d(c), !tl_dtype_is_complex(c->dtype)) == 1)
+  if (step_team(exec, flops, moved, parts, !tl_dtype_is_complex(c->dtype)) == 1)
     exec->team_request = 1;
   tl_status status = tl_contract_into(exec, c_labels, a, a_labels, b, b_labels, c);
   exec->team_request = saved;

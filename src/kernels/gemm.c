@@ -150,10 +150,40 @@ static int tiny_route(const tl__gemm_batch *g) {
          tl__gemm_tiny_nk_fast(g->dtype, g->n, g->alpha, g->beta, g->csc);
 }
 
+/* One long dot in fixed chunks (gemm_thin.c): the parts in scratch, one per chunk, shared
+ * by the team, then added in chunk order. A GEMM is otherwise never cut along k, so a full
+ * dot product (einsum's ij,ij->) ran on one thread whatever the team. */
+typedef struct dot_job {
+  const tl__gemm_batch *g;
+  double *parts;
+} dot_job;
+
+static void dot_chunk(size_t begin, size_t end, int worker_index, void *arg) {
+  const dot_job *job = arg;
+  (void)worker_index;
+  for (size_t c = begin; c < end; c++)
+    tl__gemm_thin_dot_chunk(job->g, (int64_t)c, job->parts + 2 * c);
+}
+
+static tl_status long_dot(tl_exec *exec, int team, const tl__gemm_batch *g) {
+  const int64_t chunks = (g->k + TL__DOT_CHUNK - 1) / TL__DOT_CHUNK;
+  dot_job job = {g, NULL};
+  void *parts = NULL;
+  tl_status status = tl__exec_scratch(exec, (size_t)chunks * 2 * sizeof(double), 64, &parts);
+  if (status != TL_OK) return status;
+  job.parts = parts;
+  status = tl__exec_run_chunks(exec, team > 1, (size_t)chunks, 1, dot_chunk, &job,
+                               "computing a dot product");
+  if (status != TL_OK) return status;
+  tl__gemm_thin_dot_finish(g, chunks, job.parts);
+  return TL_OK;
+}
+
 tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (g->m == 0 || g->n == 0 || g->batches == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
+  if (tl__gemm_thin_dot_chunks_fit(g)) return long_dot(exec, team, g);
   gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0, 0, 0, 0, 0};
   job.tiny = tiny_route(g);
   job.thin = !job.tiny && (g->m == 1 || g->n == 1);

@@ -291,3 +291,25 @@ void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
     }
   }
 }
+
+int tl__gemm_thin_dot_chunks_fit(const tl__gemm_batch *g) {
+  return g->batches == 1 && g->m == 1 && g->n == 1 && g->k >= 2 * TL__DOT_CHUNK && g->csa == 1 &&
+         g->rsb == 1 && tl__gemm_thin_dots_fit(g);
+}
+
+void tl__gemm_thin_dot_chunk(const tl__gemm_batch *g, int64_t chunk, double *part) {
+  const int64_t es = (int64_t)tl_dtype_size(g->dtype), at = chunk * TL__DOT_CHUNK;
+  const int64_t len = g->k - at < TL__DOT_CHUNK ? g->k - at : TL__DOT_CHUNK;
+  tl__thin_dot(tl__gemm_thin_isa(), g->dtype, len, g->a + at * es, g->b + at * es, &part[0],
+               &part[1]);
+}
+
+void tl__gemm_thin_dot_finish(const tl__gemm_batch *g, int64_t chunks, const double *parts) {
+  double re = 0.0, im = 0.0;
+  for (int64_t c = 0; c < chunks; c++) re += parts[2 * c], im += parts[2 * c + 1];
+  thin t = {g->dtype, 1, g->k, NULL, NULL, 0, 0, 0, g->c, g->rsc, g->alpha, g->beta};
+  if (tl_dtype_is_complex(g->dtype))
+    store_complex(&t, 0, re, im);
+  else
+    store_real(&t, 0, re);
+}

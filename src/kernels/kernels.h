@@ -388,6 +388,17 @@ int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alp
 int tl__gemm_thin_dots_fit(const tl__gemm_batch *g);
 void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end);
 
+/* One long dot (a single 1 x 1 product of contiguous operands, k >= 2 TL__DOT_CHUNK) in
+ * chunks of TL__DOT_CHUNK elements, a number fixed by k alone, so that the pool can share
+ * them and any team gives the same bits: _fits says whether g is such a product;
+ * tl__gemm_thin_dot_chunk puts chunk `chunk`'s dot (tl__thin_dot) in part[0..1];
+ * tl__gemm_thin_dot_finish adds the `chunks` parts in chunk order and stores alpha times the
+ * sum plus beta c, as tl__gemm_thin stores a dot. Pure, any thread, never fail. */
+#define TL__DOT_CHUNK ((int64_t)1 << 14)
+int tl__gemm_thin_dot_chunks_fit(const tl__gemm_batch *g);
+void tl__gemm_thin_dot_chunk(const tl__gemm_batch *g, int64_t chunk, double *part);
+void tl__gemm_thin_dot_finish(const tl__gemm_batch *g, int64_t chunks, const double *parts);
+
 /* GEMM with a tiny B (gemm_tiny_nk.c): C = alpha A B + beta C for an m x n C at (rsc, csc),
  * A's rows of k contiguous elements rsa apart, B k x n at (rsb, csb) (strides in elements).
  * _fits: 1 when (dtype, n, k) is in reach (a float dtype, n, k <= TL__TINY_NK_MAX, n k <=

@@ -1,7 +1,8 @@
 /* tests/einsum/test_einsum_threads.c: a context of two threads gives the same bits as one
  * for every einsum route the docs promise it of (docs/design/einsum.md, "Threads"): the
  * elementwise product, the blocked copy, contractions (split by blocks of C, never along
- * the summed index). The shapes are large enough that the cost model splits them in every
+ * the summed index, except a full contraction's one dot, cut into chunks fixed by its
+ * length). The shapes are large enough that the cost model splits them in every
  * dtype (f32's elementwise steps are the smallest: about 7 MB moved); the cost model's
  * decisions on steps of known size are checked too. */
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "einsum/einsum_int.h"
+#include "kernels/kernels.h"
 #include "tenlane/context.h"
 #include "tenlane/einsum.h"
 #include "tenlane/ops.h"
@@ -34,6 +36,8 @@ static const bit_case bit_cases[] = {
     {"ij,jk->ik", 2, {2, 2}, {{300, 280}, {280, 260}}},
     {"bij,bjk->bik", 2, {3, 3}, {{16, 96, 80}, {16, 80, 96}}},
     {"ij,jk,kl->il", 3, {2, 2, 2}, {{400, 300}, {300, 440}, {440, 180}}},
+    /* one long dot, cut into chunks of TL__DOT_CHUNK products whatever the team */
+    {"ij,ij->", 2, {2, 2}, {{1000, 900}, {1000, 900}}},
 };
 
 static void run(tl_exec *exec, const bit_case *c, tl_dtype dtype, tl_tensor *out) {
@@ -104,9 +108,13 @@ static void einsum_cost_model_splits_only_steps_that_pay(void) {
   TH_CHECK(tl__einsum_step_team(two.exec, 2, big, big_bytes, 160.0 * 140, 1) == 1);
   if (split < 1e-5)
     TH_CHECK(tl__einsum_step_team(two.exec, 2, big, big_bytes, 160.0 * 140, 0) == 2);
-  /* a full contraction ij,ij-> has one output element: nothing to cut, however large */
+  /* a step of one part cannot be cut, however large; a full contraction (ij,ij->, one
+   * output) is handed its dot's chunks as parts, and splits */
   TH_CHECK(tl__einsum_step_team(two.exec, 2, 2.0 * 4096 * 4096, 8.0 * 2 * 4096 * 4096, 1.0, 1) ==
            1);
+  if (split < 1e-4)
+    TH_CHECK(tl__einsum_step_team(two.exec, 2, 2.0 * 4096 * 4096, 8.0 * 2 * 4096 * 4096,
+                                  4096.0 * 4096 / (double)TL__DOT_CHUNK, 1) == 2);
   /* a team of one never splits */
   TH_CHECK(tl__einsum_step_team(two.exec, 1, 1e12, 1e12, 1e9, 0) == 1);
   th_held_close(&two);

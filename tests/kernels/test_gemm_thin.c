@@ -2,7 +2,8 @@
  * the kernel against a naive reference in every floating dtype, for m == 1, n == 1 and both,
  * over contiguous, transposed and strided operands, with alpha and beta, and with beta == 0
  * over a C full of NaN (it must not be read); it declines what is not thin; and the einsum
- * terms that reach it (bi,bi->b, ij,ij->, i,ij->j, ij,j->i) against the same reference. */
+ * terms that reach it (bi,bi->b, ij,ij->, i,ij->j, ij,j->i) against the same reference; a
+ * long dot in chunks, with alpha and beta, on one thread and two. */
 #include <complex.h>
 #include <math.h>
 #include <stdio.h>
@@ -355,9 +356,63 @@ static void gemm_thin_einsum_terms_match_naive(void) {
   th_held_close(&h);
 }
 
+/* One long dot (1 x k times k x 1, k past two chunks and not a whole number of them) through
+ * tl_gemm_into: cut into chunks of TL__DOT_CHUNK (gemm_thin.c, gemm.c), the parts added in
+ * order, then alpha and beta applied as a dot's are; the same within rounding as the naive
+ * sum, on one thread and on two with the same bits. */
+static void gemm_thin_long_dot_in_chunks_matches_naive(void) {
+  th_held one, two;
+  th_held_open(&one, 1);
+  th_held_open(&two, 2);
+  const int64_t k = 3 * TL__DOT_CHUNK + 7;
+  uint64_t state = 11;
+  for (int di = 0; di < 4; di++) {
+    const tl_dtype dt = dtypes[di];
+    const int cplx = tl_dtype_is_complex(dt);
+    int64_t sa[2] = {1, k}, sb[2] = {k, 1}, sc[2] = {1, 1}, zero[2] = {0, 0};
+    tl_tensor a, b, c1, c2;
+    TH_CHECK_OK(tl_tensor_create(dt, 2, sa, &a));
+    TH_CHECK_OK(tl_tensor_create(dt, 2, sb, &b));
+    TH_CHECK_OK(tl_tensor_create(dt, 2, sc, &c1));
+    TH_CHECK_OK(tl_tensor_create(dt, 2, sc, &c2));
+    double complex want = 0;
+    for (int64_t i = 0; i < k; i++) {
+      const double complex x = CMPLX(th_num_uniform(&state), cplx ? th_num_uniform(&state) : 0);
+      const double complex y = CMPLX(th_num_uniform(&state), cplx ? th_num_uniform(&state) : 0);
+      th_num_store(dt, a.data, i, x);
+      th_num_store(dt, b.data, i, y);
+      want += th_num_load(dt, a.data, i) * th_num_load(dt, b.data, i);
+    }
+    const tl_scalar alpha = {2.0, cplx ? 0.5 : 0.0}, beta = {0.5, 0.0};
+    const double complex c0 = CMPLX(3.0, cplx ? -1.0 : 0.0);
+    th_num_set(&c1, zero, c0);
+    th_num_set(&c2, zero, c0);
+    TH_CHECK_OK(tl_gemm_into(one.exec, alpha, &a, &b, beta, &c1));
+    TH_CHECK_OK(tl_gemm_into(two.exec, alpha, &a, &b, beta, &c2));
+    want = CMPLX(alpha.re, alpha.im) * want + 0.5 * c0;
+    const double complex got = th_num_get(&c1, zero);
+    TH_CHECK(th_num_close_enough(got, want, th_num_tolerance(dt) * 8, 600));
+    TH_CHECK(memcmp(c1.data, c2.data, tl_dtype_size(dt)) == 0);
+    tl_tensor_release(&a), tl_tensor_release(&b), tl_tensor_release(&c1), tl_tensor_release(&c2);
+  }
+  /* the route takes such a product, and only such */
+  tl__gemm_batch g;
+  memset(&g, 0, sizeof g);
+  g.dtype = TL_F64, g.m = 1, g.n = 1, g.k = 2 * TL__DOT_CHUNK, g.batches = 1;
+  g.rsa = 1, g.csa = 1, g.rsb = 1, g.csb = 1;
+  TH_CHECK(tl__gemm_thin_dot_chunks_fit(&g));
+  g.k = 2 * TL__DOT_CHUNK - 1;
+  TH_CHECK(!tl__gemm_thin_dot_chunks_fit(&g));
+  g.k = 2 * TL__DOT_CHUNK, g.csa = 2;
+  TH_CHECK(!tl__gemm_thin_dot_chunks_fit(&g));
+  th_held_close(&one);
+  th_held_close(&two);
+}
+
 TH_TEST_MAIN(TH_CASE(gemm_thin_kernel_matches_naive),
              TH_CASE(gemm_thin_kernel_declines_what_is_not_thin),
              TH_CASE(gemm_thin_core_matches_naive_at_every_isa),
              TH_CASE(gemm_thin_dot_bits_do_not_depend_on_alignment),
              TH_CASE(gemm_thin_dots_batch_matches_single_entries),
-             TH_CASE(gemm_thin_einsum_terms_match_naive))
+             TH_CASE(gemm_thin_einsum_terms_match_naive),
+             TH_CASE(gemm_thin_long_dot_in_chunks_matches_naive))
