@@ -146,7 +146,10 @@ typedef enum tl_reduce_op {
 
 /* Reduce x over the `axis_count` distinct axes in `axes`. out either drops those axes
  * (rank - axis_count) or keeps them with extent 1 (same rank). Reducing over an empty
- * axis gives the identity (0, 1, -inf, +inf, 0). */
+ * axis gives the identity (0, 1, -inf, +inf, 0). Sums accumulate in double; along a
+ * contiguous run, f32 and c64 values reach those sums through float partials of at most
+ * sixteen values each, so their error stays near the double sums' (and values near
+ * FLT_MAX may overflow a partial, as they overflow a float result). */
 TL_API tl_status tl_reduce_into(tl_exec *exec, tl_reduce_op op, const tl_tensor *x, int axis_count,
                                 const int *axes, tl_tensor *out);
 /* Fresh form: out drops the reduced axes. */
