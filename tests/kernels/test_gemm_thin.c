@@ -377,19 +377,21 @@ static void gemm_thin_long_dot_in_chunks_matches_naive(void) {
     TH_CHECK_OK(tl_tensor_create(dt, 2, sc, &c2));
     double complex want = 0;
     for (int64_t i = 0; i < k; i++) {
-      const double complex x = CMPLX(th_num_uniform(&state), cplx ? th_num_uniform(&state) : 0);
-      const double complex y = CMPLX(th_num_uniform(&state), cplx ? th_num_uniform(&state) : 0);
+      const double complex x =
+          th_num_cplx(th_num_uniform(&state), cplx ? th_num_uniform(&state) : 0);
+      const double complex y =
+          th_num_cplx(th_num_uniform(&state), cplx ? th_num_uniform(&state) : 0);
       th_num_store(dt, a.data, i, x);
       th_num_store(dt, b.data, i, y);
       want += th_num_load(dt, a.data, i) * th_num_load(dt, b.data, i);
     }
     const tl_scalar alpha = {2.0, cplx ? 0.5 : 0.0}, beta = {0.5, 0.0};
-    const double complex c0 = CMPLX(3.0, cplx ? -1.0 : 0.0);
+    const double complex c0 = th_num_cplx(3.0, cplx ? -1.0 : 0.0);
     th_num_set(&c1, zero, c0);
     th_num_set(&c2, zero, c0);
     TH_CHECK_OK(tl_gemm_into(one.exec, alpha, &a, &b, beta, &c1));
     TH_CHECK_OK(tl_gemm_into(two.exec, alpha, &a, &b, beta, &c2));
-    want = CMPLX(alpha.re, alpha.im) * want + 0.5 * c0;
+    want = th_num_cplx(alpha.re, alpha.im) * want + 0.5 * c0;
     const double complex got = th_num_get(&c1, zero);
     TH_CHECK(th_num_close_enough(got, want, th_num_tolerance(dt) * 8, 600));
     TH_CHECK(memcmp(c1.data, c2.data, tl_dtype_size(dt)) == 0);

@@ -2,6 +2,7 @@
 #include "th_numeric.h"
 
 #include <math.h>
+#include <string.h>
 
 double th_num_from_bits(uint64_t bits) {
   return (double)(bits >> 11) / 9007199254740992.0 * 2.0 - 1.0;
@@ -12,6 +13,13 @@ double th_num_uniform(uint64_t *state) {
   return th_num_from_bits(*state);
 }
 
+double complex th_num_cplx(double re, double im) {
+  const double parts[2] = {re, im};
+  double complex z;
+  memcpy(&z, parts, sizeof z);
+  return z;
+}
+
 double complex th_num_load(tl_dtype dtype, const void *base, int64_t i) {
   switch (dtype) {
     case TL_F32:
@@ -19,10 +27,9 @@ double complex th_num_load(tl_dtype dtype, const void *base, int64_t i) {
     case TL_F64:
       return ((const double *)base)[i];
     case TL_C64:
-      /* CMPLX, not re + I * im: I * inf is NaN + inf i, which would lose an infinite part */
-      return CMPLX(((const float *)base)[2 * i], ((const float *)base)[2 * i + 1]);
+      return th_num_cplx(((const float *)base)[2 * i], ((const float *)base)[2 * i + 1]);
     default:
-      return CMPLX(((const double *)base)[2 * i], ((const double *)base)[2 * i + 1]);
+      return th_num_cplx(((const double *)base)[2 * i], ((const double *)base)[2 * i + 1]);
   }
 }
 

@@ -18,6 +18,9 @@ double th_num_from_bits(uint64_t bits);
  * its new value through th_num_from_bits. */
 double th_num_uniform(uint64_t *state);
 
+/* re + i im with each part as given: CMPLX is missing under clang 14 with glibc, and
+ * re + I * im makes an infinite im's real part NaN (I * inf is NaN + inf i). */
+double complex th_num_cplx(double re, double im);
 /* Element i of a dense buffer of dtype as double complex (an invalid dtype reads as c128). */
 double complex th_num_load(tl_dtype dtype, const void *base, int64_t i);
 /* Store element i of a dense buffer of dtype (the imaginary part dropped for a real one);
