@@ -284,15 +284,18 @@ static void store(const tl__reduce_plan *pl, const double *acc, int width, char 
     }                                                   \
   } while (0)
 
-static void item_pointers(const tl__reduce_plan *pl, int64_t item, int first_kept, const char **xp,
-                          char **op) {
+/* The input and output of item over kept axes [first_kept, nk) (first fastest); with idx,
+ * its index along each of those axes too. */
+static void item_pointers(const tl__reduce_plan *pl, int64_t item, int first_kept, int64_t *idx,
+                          const char **xp, char **op) {
   const char *x = pl->xbase;
   char *o = pl->obase;
   for (int k = first_kept; k < pl->nk; k++) {
-    int64_t idx = item % pl->ke[k];
+    int64_t i = item % pl->ke[k];
     item /= pl->ke[k];
-    x += idx * pl->kx[k] * pl->xes;
-    o += idx * pl->ko[k] * pl->oes;
+    x += i * pl->kx[k] * pl->xes;
+    o += i * pl->ko[k] * pl->oes;
+    if (idx) idx[k] = i;
   }
   *xp = x;
   *op = o;
@@ -302,7 +305,7 @@ static void item_pointers(const tl__reduce_plan *pl, int64_t item, int first_kep
  * axes) in *xp and *op; returns the chunk's length. */
 static int64_t chunk_pointers(const tl__reduce_plan *pl, int64_t item, const char **xp, char **op) {
   int64_t chunk = item % pl->chunks, rest = item / pl->chunks;
-  item_pointers(pl, rest, 1, xp, op);
+  item_pointers(pl, rest, 1, NULL, xp, op);
   int64_t c0 = chunk * CHUNK;
   *xp += c0 * pl->kx[0] * pl->xes;
   *op += c0 * pl->ko[0] * pl->oes;
@@ -325,15 +328,10 @@ static void inner_rows(const tl__reduce_plan *pl, const char *x, int64_t r0, int
  * in item_pointers' divisions). */
 static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
   const int width = acc_width(pl);
-  int64_t idx[TL_MAX_RANK], rem = begin;
-  const char *x = pl->xbase;
-  char *o = pl->obase;
-  for (int k = 0; k < pl->nk; k++) {
-    idx[k] = rem % pl->ke[k];
-    rem /= pl->ke[k];
-    x += idx[k] * pl->kx[k] * pl->xes;
-    o += idx[k] * pl->ko[k] * pl->oes;
-  }
+  int64_t idx[TL_MAX_RANK];
+  const char *x;
+  char *o;
+  item_pointers(pl, begin, 0, idx, &x, &o);
   for (int64_t item = begin; item < end; item++) {
     double acc[2] = {identity(pl->op), 0.0};
     inner_rows(pl, x, 0, pl->r_rows, acc);
@@ -356,7 +354,7 @@ static void run_item(tl__reduce_plan *pl, int64_t item, int64_t part, int slot) 
   if (pl->inner_mode) {
     const char *x;
     char *o;
-    item_pointers(pl, item, 0, &x, &o);
+    item_pointers(pl, item, 0, NULL, &x, &o);
     double acc[2] = {identity(pl->op), 0.0};
     inner_rows(pl, x, r0, r1, acc);
     if (pl->parts == 1) {
@@ -468,7 +466,7 @@ void tl__reduce_combine(const tl__reduce_plan *pl) {
       if (pl->inner_mode) {
         const char *xp;
         char *o;
-        item_pointers(pl, item, 0, &xp, &o);
+        item_pointers(pl, item, 0, NULL, &xp, &o);
         double *first = pl->partials + item * pl->parts * 2;
         for (int64_t p = 1; p < pl->parts; p++) merge(op, first, first + p * 2, width);
         store(pl, first, width, o);
