@@ -9,7 +9,8 @@
  *  - each step's result holds the labels of its inputs still needed outside them; the
  *    last step's result is exactly the output, in the output's order;
  *  - scratch_bytes covers every summed operand and every intermediate but the last, each
- *    at a 64-byte-aligned offset, and no size computation overflowed. */
+ *    at a 64-byte-aligned offset; two of them share bytes only if no step has both live
+ *    (a step's inputs and its result are live at it), and no size computation overflowed. */
 #include <string.h>
 
 #include "base/base.h"
@@ -47,17 +48,15 @@ tl_status tl__einsum_bind_extents(const char *spec, const tl__einsum_spec *parse
 }
 
 /* Elements times element size, rounded up to 64 bytes, added to *total; 0 on overflow. */
-static int reserve_bytes(const int64_t *extent, int rank, const int *labels, size_t element_size,
-                         size_t *total, size_t *offset) {
+static int buffer_bytes(const int64_t *extent, int rank, const int *labels, size_t element_size,
+                        size_t *rounded) {
   size_t bytes = element_size;
   for (int k = 0; k < rank; k++) {
     if (!tl__size_mul(bytes, (size_t)extent[labels[k]], &bytes)) return 0;
   }
-  size_t rounded;
-  if (!tl__size_add(bytes, 63, &rounded)) return 0;
-  rounded &= ~(size_t)63;
-  *offset = *total;
-  return tl__size_add(*total, rounded, total);
+  if (!tl__size_add(bytes, 63, rounded)) return 0;
+  *rounded &= ~(size_t)63;
+  return 1;
 }
 
 /* The labels of slot `slot` (an operand after preparation, or an earlier step's result). */
@@ -242,32 +241,96 @@ void tl__einsum_keep_strides(const tl__einsum_plan *plan, int64_t *strides) {
   }
 }
 
-/* Offsets in the surface's scratch of every summed operand and intermediate. */
+/* The step that reads slot `slot`, or n_steps when none does (a lone operand). */
+static int consumer_of(const tl__einsum_plan *plan, int slot) {
+  for (int step = 0; step < plan->path.n_steps; step++)
+    if (plan->path.pairs[step][0] == slot || plan->path.pairs[step][1] == slot) return step;
+  return plan->path.n_steps;
+}
+
+/* One scratch buffer: its rounded size, its lifetime in steps (live from `first`, written
+ * there, through `last`, where it is read; -1 for the summed operands, which are written
+ * before the first step) and where the layout put it. */
+typedef struct scratch_buffer {
+  size_t bytes, offset;
+  int first, last;
+  size_t *out; /* where the plan keeps the offset */
+} scratch_buffer;
+
+/* The lowest 64-aligned offset where buffers[k] overlaps in memory no placed buffer whose
+ * lifetime meets its own: the candidates are 0 and the end of each such buffer. */
+static int place_buffer(scratch_buffer *buffers, int k, size_t *top) {
+  scratch_buffer *b = &buffers[k];
+  size_t best = SIZE_MAX;
+  for (int c = -1; c < k; c++) {
+    size_t at = 0;
+    if (c >= 0) {
+      if (buffers[c].last < b->first || b->last < buffers[c].first) continue;
+      at = buffers[c].offset + buffers[c].bytes; /* no overflow: placed buffers fit */
+    }
+    size_t end;
+    if (at >= best || !tl__size_add(at, b->bytes, &end)) continue;
+    int clear = 1;
+    for (int o = 0; o < k && clear; o++) {
+      const scratch_buffer *p = &buffers[o];
+      if (p->last < b->first || b->last < p->first) continue;
+      clear = end <= p->offset || p->offset + p->bytes <= at;
+    }
+    if (clear) best = at;
+  }
+  if (best == SIZE_MAX) return 0;
+  b->offset = best;
+  *b->out = best;
+  if (best + b->bytes > *top) *top = best + b->bytes;
+  return 1;
+}
+
+/* Offsets in the surface's scratch of every summed operand and intermediate. Buffers whose
+ * lifetimes do not meet share memory, so a long chain needs about two intermediates of
+ * scratch, not the sum of all of them (numpy frees each intermediate once it is read). A
+ * step's result never shares memory with the step's inputs: both are live at that step. */
 static tl_status layout_scratch(const char *spec, tl__einsum_plan *plan) {
   int n = plan->n_inputs;
   size_t element_size = tl_dtype_size(plan->dtype);
-  size_t total = 0;
+  scratch_buffer buffers[2 * TL_EINSUM_MAX_OPERANDS];
+  int count = 0;
   for (int i = 0; i < n; i++) {
     tl__einsum_prep *prep = &plan->prep[i];
     if (!prep->sum) continue;
-    if (!reserve_bytes(plan->extent, prep->n_kept, prep->kept_labels, element_size, &total,
-                       &prep->scratch_offset)) {
+    scratch_buffer *b = &buffers[count++];
+    if (!buffer_bytes(plan->extent, prep->n_kept, prep->kept_labels, element_size, &b->bytes)) {
       return tl__fail(TL_E_SHAPE,
                       "einsum spec \"%s\": operand %d summed over its lone labels "
                       "overflows the address space",
                       spec, i);
     }
+    b->first = -1;
+    b->last = consumer_of(plan, i);
+    b->out = &prep->scratch_offset;
   }
   for (int step = 0; step + 1 < plan->path.n_steps; step++) {
-    if (!reserve_bytes(plan->extent, plan->step_rank[step], plan->step_labels[step], element_size,
-                       &total, &plan->step_offset[step])) {
+    scratch_buffer *b = &buffers[count++];
+    if (!buffer_bytes(plan->extent, plan->step_rank[step], plan->step_labels[step], element_size,
+                      &b->bytes)) {
       return tl__fail(TL_E_SHAPE,
                       "einsum spec \"%s\": the intermediate of path step %d overflows the address "
                       "space",
                       spec, step);
     }
+    b->first = step;
+    b->last = consumer_of(plan, n + step);
+    b->out = &plan->step_offset[step];
   }
-  plan->scratch_bytes = total;
+  size_t top = 0;
+  for (int k = 0; k < count; k++) {
+    if (!place_buffer(buffers, k, &top)) {
+      return tl__fail(TL_E_SHAPE,
+                      "einsum spec \"%s\": the scratch for its intermediates overflows the "
+                      "address space",
+                      spec);
+    }
+  }
+  plan->scratch_bytes = top;
   return TL_OK;
 }
 

@@ -251,6 +251,8 @@ static const spec_case spec_table[] = {
     {"ij,jk,kl,lm->im", "2x3,3x4,4x5,5x2"},
     {"ij,jk,kl,lm,mn->in", "4x3,3x5,5x2,2x4,4x3"},
     {"ij,jk,kl->li", "3x4,4x5,5x2"},
+    {"ab,bc,cd,de,ef,fg,gh,hi->ai", "3x4,4x5,5x2,2x6,6x3,3x4,4x2,2x5"},
+    {"abx,bcy,cd,de,ef,fg->ag", "3x4x2,4x5x3,5x2,2x6,6x3,3x4"},
     {"ba,ac->cb", "4x3,3x5"},
     {"ij,j->i", "3x4,4"},
     {"i,ij->j", "3,3x4"},
@@ -703,6 +705,120 @@ static void einsum_intermediates_keep_batch_labels_slowest(void) {
   free(plan);
 }
 
+/* Scratch holds an intermediate only while it is live: from the step that writes it to the
+ * step that reads it (the summed operands from before the first step). Buffers live at the
+ * same step never share bytes, every buffer lies inside scratch_bytes at a 64-byte-aligned
+ * offset, and a chain evaluated left to right needs two intermediates of scratch, as numpy's
+ * einsum does, not one per step. Checked on plans of a left-to-right chain, a pairwise tree,
+ * the greedy path, and a network whose operands are summed first. */
+typedef struct live_buffer {
+  size_t offset, bytes;
+  int first, last;
+} live_buffer;
+
+static int consumer_step(const tl__einsum_plan *plan, int slot) {
+  for (int s = 0; s < plan->path.n_steps; s++)
+    if (plan->path.pairs[s][0] == slot || plan->path.pairs[s][1] == slot) return s;
+  return plan->path.n_steps;
+}
+
+static size_t labels_bytes(const tl__einsum_plan *plan, int rank, const int *labels) {
+  size_t bytes = sizeof(double);
+  for (int k = 0; k < rank; k++) bytes *= (size_t)plan->extent[labels[k]];
+  return bytes;
+}
+
+/* Checks the plan's layout; returns the largest buffer's size. */
+static size_t check_scratch_layout(const char *what, const tl__einsum_plan *plan) {
+  live_buffer buffers[2 * TL_EINSUM_MAX_OPERANDS];
+  int count = 0;
+  size_t largest = 0;
+  for (int i = 0; i < plan->n_inputs; i++) {
+    const tl__einsum_prep *prep = &plan->prep[i];
+    if (!prep->sum) continue;
+    buffers[count++] =
+        (live_buffer){prep->scratch_offset, labels_bytes(plan, prep->n_kept, prep->kept_labels), -1,
+                      consumer_step(plan, i)};
+  }
+  for (int s = 0; s + 1 < plan->path.n_steps; s++) {
+    buffers[count++] = (live_buffer){plan->step_offset[s],
+                                     labels_bytes(plan, plan->step_rank[s], plan->step_labels[s]),
+                                     s, consumer_step(plan, plan->n_inputs + s)};
+  }
+  for (int k = 0; k < count; k++) {
+    const live_buffer *b = &buffers[k];
+    if (b->bytes > largest) largest = b->bytes;
+    TH_CHECK(b->offset % 64 == 0);
+    TH_CHECK(b->offset + b->bytes <= plan->scratch_bytes);
+    for (int o = 0; o < k; o++) {
+      const live_buffer *c = &buffers[o];
+      int meet = !(c->last < b->first || b->last < c->first);
+      int share = b->offset < c->offset + c->bytes && c->offset < b->offset + b->bytes;
+      if (meet && share)
+        fprintf(stderr, "  %s: buffers %d [%d, %d] and %d [%d, %d] share bytes\n", what, o,
+                c->first, c->last, k, b->first, b->last);
+      TH_CHECK(!(meet && share));
+    }
+  }
+  return largest;
+}
+
+static void einsum_scratch_holds_only_live_intermediates(void) {
+  enum { N = 12 };
+  char spec[4 * N + 8];
+  int ranks[N];
+  int64_t shapes[N][TL_MAX_RANK];
+  const int64_t *shape_of[N];
+  char *w = spec;
+  for (int i = 0; i < N; i++) {
+    w += sprintf(w, "%s%c%c", i ? "," : "", 'a' + i, 'b' + i);
+    ranks[i] = 2;
+    shapes[i][0] = shapes[i][1] = 32;
+    shape_of[i] = shapes[i];
+  }
+  sprintf(w, "->a%c", 'a' + N);
+  int chain[2 * (N - 1)], tree[2 * (N - 1)];
+  for (int s = 0; s < N - 1; s++) {
+    chain[2 * s] = 0; /* the next operand and the newest result, at the end of the list */
+    chain[2 * s + 1] = s == 0 ? 1 : N - 1 - s;
+    tree[2 * s] = 0;
+    tree[2 * s + 1] = 1;
+  }
+  tl__einsum_spec *parsed = malloc(sizeof *parsed);
+  tl__einsum_plan *plan = malloc(sizeof *plan);
+  TH_CHECK(parsed != NULL && plan != NULL);
+  TH_CHECK_OK(tl__einsum_parse(spec, N, ranks, parsed));
+  TH_CHECK_OK(tl__einsum_plan_build(spec, parsed, shape_of, NULL, TL_F64, TL_EINSUM_PATH_GIVEN,
+                                    chain, N - 1, plan));
+  size_t one = check_scratch_layout("chain", plan);
+  TH_CHECK(one == 32 * 32 * sizeof(double));
+  if (plan->scratch_bytes > 2 * one)
+    fprintf(stderr, "  chain of %d: %zu bytes of scratch for intermediates of %zu\n", N,
+            plan->scratch_bytes, one);
+  TH_CHECK(plan->scratch_bytes <= 2 * one);
+  TH_CHECK_OK(tl__einsum_plan_build(spec, parsed, shape_of, NULL, TL_F64, TL_EINSUM_PATH_GIVEN,
+                                    tree, N - 1, plan));
+  check_scratch_layout("tree", plan);
+  TH_CHECK(plan->scratch_bytes < (size_t)(N - 2) * one);
+  TH_CHECK_OK(tl__einsum_plan_build(spec, parsed, shape_of, NULL, TL_F64, TL_EINSUM_PATH_GREEDY,
+                                    NULL, 0, plan));
+  check_scratch_layout("greedy", plan);
+  /* summed operands: x and y leave the first two before any step, and stay live until read */
+  const char *summed = "ijx,jky,kl,lm,mi->";
+  int summed_ranks[5] = {3, 3, 2, 2, 2};
+  int64_t summed_shapes[5][TL_MAX_RANK] = {{8, 9, 3}, {9, 10, 4}, {10, 7}, {7, 6}, {6, 8}};
+  const int64_t *summed_of[5];
+  for (int i = 0; i < 5; i++) summed_of[i] = summed_shapes[i];
+  TH_CHECK_OK(tl__einsum_parse(summed, 5, summed_ranks, parsed));
+  int late[8] = {2, 3, 2, 3, 0, 2, 0, 1}; /* kl lm, mi (kl lm), ijx, jky last */
+  TH_CHECK_OK(tl__einsum_plan_build(summed, parsed, summed_of, NULL, TL_F64, TL_EINSUM_PATH_GIVEN,
+                                    late, 4, plan));
+  TH_CHECK(plan->prep[0].sum && plan->prep[1].sum);
+  check_scratch_layout("summed", plan);
+  free(parsed);
+  free(plan);
+}
+
 /* ---- Bad input ------------------------------------------------------------------------ */
 
 typedef struct bad_case {
@@ -961,6 +1077,7 @@ TH_TEST_MAIN(TH_CASE(einsum_spec_table_matches_naive_evaluation),
              TH_CASE(einsum_repeated_into_makes_no_heap_allocation),
              TH_CASE(einsum_intermediates_follow_operand_memory_order),
              TH_CASE(einsum_intermediates_keep_batch_labels_slowest),
+             TH_CASE(einsum_scratch_holds_only_live_intermediates),
              TH_CASE(einsum_rank_64_runs_through_every_route),
              TH_CASE(einsum_bad_input_table_fails_typed_and_writes_nothing),
              TH_CASE(einsum_path_rejects_bad_arguments))
