@@ -6,7 +6,9 @@
  * strides allow it: then the operand is handed to the provider in place. Only an operand
  * whose strides do not fit (a group that is not contiguous in that order, a negative or
  * zero stride, a layout the provider rejects) is permuted into scratch first, and a c that
- * does not fit is computed into scratch and added in afterwards.
+ * does not fit is computed into scratch and added in afterwards. Dots whose summed labels
+ * lie in different orders in a and b are the exception: the summed labels but one become
+ * batch labels of a scratch result, which is then summed (contract_promoted).
  *
  * Invariant: every check happens before anything is written to c; scratch comes from the
  * surface's arena (no heap allocation once the arena has grown). */
@@ -606,6 +608,138 @@ static tl_status try_blocked(tl_exec *exec, int team, tl_scalar alpha, contracti
   return blocked_applies(x) ? contract_blocked(exec, team, alpha, x, beta) : TL_E_UNAVAILABLE;
 }
 
+/* ---- dots whose summed labels lie in different orders ------------------------------- */
+
+/* A contraction of dots (no M or N label) over several summed labels that one operand holds
+ * in another order than the other (tr(AB) is ab,ba->; abc,cba->b): a dot needs its summed
+ * labels merged into one stride in both, so one operand would be permuted whole into
+ * scratch. Instead the summed label densest in a stays summed and the others become batch
+ * labels of a dense scratch c2, those labels fastest (densest in b first), then c's axes:
+ * each entry of c2 is one strided dot, run side by side with its neighbours (gemm_thin.c's
+ * groups), and c is the sum of its entries over those labels, in order, on the calling
+ * thread, so the bits do not depend on the team. With beta == 0 only; and only while the
+ * dot that stays is at least TL__PROMOTED_MIN_DOT long. */
+#define TL__PROMOTED_MIN_DOT 16
+
+static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
+                              tl_scalar beta, const int *c_labels);
+
+static int promoted_applies(const contraction *x, tl_scalar beta) {
+  if (beta.re != 0.0 || beta.im != 0.0) return 0;
+  if (x->m.count != 0 || x->n.count != 0 || x->k.count < 2) return 0;
+  if (x->t[OP_C]->rank + x->k.count - 1 > TL_MAX_RANK) return 0;
+  const tl_tensor *a = x->t[OP_A];
+  if (a->shape[find_label(x->labels[OP_A], a->rank, x->k.labels[0])] < TL__PROMOTED_MIN_DOT)
+    return 0;
+  int64_t rs, cs;
+  return !operand_fits(x, OP_A, &x->m, &x->k, 1, x->extent_k, &rs, &cs) ||
+         !operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, 1, &rs, &cs);
+}
+
+/* c[e] = alpha * (sum of the `count` values at sums + e * count), over c's elements e in
+ * column-major order; a real alpha scales each part of a complex sum alone. */
+static void promoted_sum(const tl_tensor *c, tl_scalar alpha, const char *sums, int64_t count) {
+  const int64_t es = (int64_t)tl_dtype_size(c->dtype), n = tl_tensor_numel(c);
+  const int cplx = tl_dtype_is_complex(c->dtype);
+  int64_t idx[TL_MAX_RANK] = {0}, at = 0;
+  for (int64_t e = 0; e < n; e++) {
+    double re = 0.0, im = 0.0;
+    const char *v = sums + e * count * es;
+    for (int64_t p = 0; p < count; p++) {
+      switch (c->dtype) {
+        case TL_F64:
+          re += ((const double *)(const void *)v)[p];
+          break;
+        case TL_F32:
+          re += ((const float *)(const void *)v)[p];
+          break;
+        case TL_C128:
+          re += ((const double *)(const void *)v)[2 * p];
+          im += ((const double *)(const void *)v)[2 * p + 1];
+          break;
+        default:
+          re += ((const float *)(const void *)v)[2 * p];
+          im += ((const float *)(const void *)v)[2 * p + 1];
+          break;
+      }
+    }
+    double out_re = alpha.re * re, out_im = alpha.re * im;
+    if (cplx && alpha.im != 0.0) out_re -= alpha.im * im, out_im += alpha.im * re;
+    char *o = (char *)c->data + (c->offset + at) * es;
+    switch (c->dtype) {
+      case TL_F64:
+        *(double *)(void *)o = out_re;
+        break;
+      case TL_F32:
+        *(float *)(void *)o = (float)out_re;
+        break;
+      case TL_C128:
+        ((double *)(void *)o)[0] = out_re;
+        ((double *)(void *)o)[1] = out_im;
+        break;
+      default:
+        ((float *)(void *)o)[0] = (float)out_re;
+        ((float *)(void *)o)[1] = (float)out_im;
+        break;
+    }
+    for (int d = 0; d < c->rank; d++) { /* c's next element, column-major */
+      at += c->strides[d];
+      if (++idx[d] < c->shape[d]) break;
+      at -= c->shape[d] * c->strides[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+static tl_status contract_promoted(tl_exec *exec, int team, tl_scalar alpha, contraction *x) {
+  const tl_tensor *b = x->t[OP_B], *c = x->t[OP_C];
+  /* the summed labels but the first (densest in a), densest in b first */
+  int promoted[TL_MAX_RANK], count = 0;
+  int64_t extent[TL_MAX_RANK], entries = 1;
+  for (int i = 1; i < x->k.count; i++) {
+    int label = x->k.labels[i], pos = find_label(x->labels[OP_B], b->rank, label);
+    int64_t stride = tl__abs64(b->strides[pos]);
+    int at = count;
+    while (at > 0 &&
+           tl__abs64(b->strides[find_label(x->labels[OP_B], b->rank, promoted[at - 1])]) > stride) {
+      promoted[at] = promoted[at - 1];
+      extent[at] = extent[at - 1];
+      at--;
+    }
+    promoted[at] = label;
+    extent[at] = b->shape[pos];
+    count++;
+    entries *= b->shape[pos]; /* at most a's element count */
+  }
+  tl_tensor c2;
+  memset(&c2, 0, sizeof c2);
+  int c2_labels[TL_MAX_RANK];
+  c2.dtype = c->dtype;
+  c2.rank = count + c->rank;
+  for (int i = 0; i < count; i++) c2.shape[i] = extent[i], c2_labels[i] = promoted[i];
+  for (int i = 0; i < c->rank; i++)
+    c2.shape[count + i] = c->shape[i], c2_labels[count + i] = x->labels[OP_C][i];
+  tl_strides_col_major(c2.rank, c2.shape, c2.strides);
+  size_t bytes = tl_dtype_size(c->dtype); /* at most a's bytes times c's element count */
+  for (int i = 0; i < c2.rank; i++) bytes *= (size_t)c2.shape[i];
+  tl_status status = tl__exec_scratch(exec, bytes, 64, &c2.data);
+  if (status != TL_OK) return status;
+  contraction x2;
+  memset(&x2, 0, offsetof(contraction, m));
+  x2.t[OP_A] = x->t[OP_A];
+  x2.t[OP_B] = b;
+  x2.t[OP_C] = &c2;
+  x2.labels[OP_A] = x->labels[OP_A];
+  x2.labels[OP_B] = x->labels[OP_B];
+  x2.labels[OP_C] = c2_labels;
+  x2.m.count = x2.n.count = x2.k.count = x2.batch.count = 0;
+  if ((status = classify(&x2)) != TL_OK) return status;
+  status = contract_run(exec, team, tl_scalar_real(1.0), &x2, tl_scalar_real(0.0), c2_labels);
+  if (status != TL_OK) return status;
+  promoted_sum(c, alpha, (const char *)c2.data, entries);
+  return TL_OK;
+}
+
 static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
                               tl_scalar beta, const int *c_labels) {
   tl_status status;
@@ -627,6 +761,7 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
   }
   tl__providers_init();
   if ((status = try_blocked(exec, team, alpha, x, beta)) != TL_E_UNAVAILABLE) return status;
+  if (promoted_applies(x, beta)) return contract_promoted(exec, team, alpha, x);
   tl__gemm_batch g;
   /* Only the fields before the batch arrays: those are read up to batch_rank, which is set
    * below (the arrays are 2 KiB at TL_MAX_RANK 64, a tenth of a 2x2 contraction). */

@@ -37,23 +37,13 @@ static float dot_f32(int64_t k, const float *x, int64_t sx, const float *y, int6
   return s;
 }
 
-/* Complex dot (no conjugation) of interleaved (re, im) pairs; strides count elements. */
+/* Complex dot (no conjugation) of interleaved (re, im) pairs; strides count elements. One
+ * sum of each part in order, each term numpy's product (re = ar br - ai bi, im = ar bi +
+ * ai br): a strided dot is bound by its loads, not by the chain of additions. */
 static void dot_c128(int64_t k, const double *x, int64_t sx, const double *y, int64_t sy,
                      double *re, double *im) {
-  double rr[4] = {0}, ii[4] = {0}, ri[4] = {0}, ir[4] = {0};
-  int64_t i = 0;
-  for (; i + 4 <= k; i += 4) {
-    for (int j = 0; j < 4; j++) {
-      const double *p = x + 2 * (i + j) * sx, *q = y + 2 * (i + j) * sy;
-      rr[j] += p[0] * q[0];
-      ii[j] += p[1] * q[1];
-      ri[j] += p[0] * q[1];
-      ir[j] += p[1] * q[0];
-    }
-  }
-  double sr = (rr[0] + rr[2]) + (rr[1] + rr[3]) - ((ii[0] + ii[2]) + (ii[1] + ii[3]));
-  double si = (ri[0] + ri[2]) + (ri[1] + ri[3]) + ((ir[0] + ir[2]) + (ir[1] + ir[3]));
-  for (; i < k; i++) {
+  double sr = 0.0, si = 0.0;
+  for (int64_t i = 0; i < k; i++) {
     const double *p = x + 2 * i * sx, *q = y + 2 * i * sy;
     sr += p[0] * q[0] - p[1] * q[1];
     si += p[0] * q[1] + p[1] * q[0];
@@ -73,6 +63,33 @@ static void dot_c64(int64_t k, const float *x, int64_t sx, const float *y, int64
   *re = sr;
   *im = si;
 }
+
+/* Dots side by side: TL__DOT_GROUP entries at once, entry l's operands at x + l * xl and
+ * y + l * yl, k outermost. For a batch of dots whose operand walks a column (einsum's
+ * ab,ba->a, b's stride along k a whole row) each k then reads a short run across the
+ * entries where one dot at a time read one element of a distant line. Entry l's sum keeps
+ * its single dot's order (dot_f64 and dot_f32: four partials by k mod 4, combined alike, the
+ * tail in order; the complex dots: one sum of each part in order, tl__thin_group_complex in
+ * gemm_thin_core.c), so it has the bits of that dot. */
+#define TL__GROUP_REAL(NAME, T)                                                           \
+  static void NAME(int64_t k, const T *x, int64_t sx, int64_t xl, const T *y, int64_t sy, \
+                   int64_t yl, double *out) {                                             \
+    T acc[4][TL__DOT_GROUP] = {{0}};                                                      \
+    int64_t i = 0;                                                                        \
+    for (; i + 4 <= k; i += 4) {                                                          \
+      for (int j = 0; j < 4; j++) {                                                       \
+        const T *p = x + (i + j) * sx, *q = y + (i + j) * sy;                             \
+        for (int l = 0; l < TL__DOT_GROUP; l++) acc[j][l] += p[l * xl] * q[l * yl];       \
+      }                                                                                   \
+    }                                                                                     \
+    for (int l = 0; l < TL__DOT_GROUP; l++) {                                             \
+      T s = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);                            \
+      for (int64_t r = i; r < k; r++) s += x[r * sx + l * xl] * y[r * sy + l * yl];       \
+      out[l] = s;                                                                         \
+    }                                                                                     \
+  }
+TL__GROUP_REAL(group_f64, double)
+TL__GROUP_REAL(group_f32, float)
 
 /* The thin problem in one form: `count` outputs c[e * sc]; output e is the dot over k of
  * u + e * su_e (stride su_k along k) with v (stride sv_k). */
@@ -245,17 +262,62 @@ int tl__gemm_thin_dots_fit(const tl__gemm_batch *g) {
   return g->dtype == TL_F64 || g->dtype == TL_F32 || g->dtype == TL_C128 || g->dtype == TL_C64;
 }
 
+/* Whether g's dots go in groups (group_*): strided, and some operand walks k with a
+ * stride of at least a group while it steps at most one element from entry to entry along
+ * the first batch axis, so the group's k-th elements lie together. */
+static int dots_in_groups(const tl__gemm_batch *g) {
+  if (g->batch_rank < 1 || g->batch_shape[0] < TL__DOT_GROUP || g->k < 2) return 0;
+  if (g->csa == 1 && g->rsb == 1) return 0;
+  const int64_t ks[2] = {g->csa, g->rsb};
+  for (int o = 0; o < 2; o++) {
+    int64_t step = g->batch_strides[o][0], walk = ks[o];
+    if ((step >= -1 && step <= 1) && (walk >= TL__DOT_GROUP || walk <= -TL__DOT_GROUP)) return 1;
+  }
+  return 0;
+}
+
+/* One group: entries e .. e + TL__DOT_GROUP - 1 along the first batch axis, from offsets
+ * oa, ob, oc (elements). */
+static void dots_group(const tl__gemm_batch *g, thin *t, int64_t oa, int64_t ob, int64_t oc) {
+  const int64_t es = (int64_t)tl_dtype_size(g->dtype);
+  const int64_t al = g->batch_strides[0][0], bl = g->batch_strides[1][0];
+  double sums[2 * TL__DOT_GROUP];
+  const char *a = g->a + oa * es, *b = g->b + ob * es;
+  switch (g->dtype) {
+    case TL_F64:
+      group_f64(g->k, (const double *)a, g->csa, al, (const double *)b, g->rsb, bl, sums);
+      break;
+    case TL_F32:
+      group_f32(g->k, (const float *)a, g->csa, al, (const float *)b, g->rsb, bl, sums);
+      break;
+    default:
+      tl__thin_group_complex(tl__gemm_thin_isa(), g->dtype, g->k, a, g->csa, al, b, g->rsb, bl,
+                             sums);
+      break;
+  }
+  const int cplx = tl_dtype_is_complex(g->dtype);
+  for (int l = 0; l < TL__DOT_GROUP; l++) {
+    t->c = g->c + (oc + l * g->batch_strides[2][0]) * es;
+    if (cplx)
+      store_complex(t, 0, sums[2 * l], sums[2 * l + 1]);
+    else
+      store_real(t, 0, sums[l]);
+  }
+}
+
 /* Entries [begin, end) of a batch of 1 x 1 products: each is what tl__gemm_thin computes for
- * that entry alone (the same dot, the same store), so the bits do not depend on how the
- * entries are cut into runs. The entry's offsets advance as an odometer over the batch axes
- * (first axis fastest, as the batched runner numbers entries): a batched dot of short rows
- * (einsum's bi,bi->b with 256 elements a row) spent about a fifth of its time finding each
- * entry's offsets with divisions and passing through the general block path. */
+ * that entry alone (the same dot, the same store; a group's lanes keep it), so the bits do
+ * not depend on how the entries are cut into runs. The entry's offsets advance as an
+ * odometer over the batch axes (first axis fastest, as the batched runner numbers entries):
+ * a batched dot of short rows (einsum's bi,bi->b with 256 elements a row) spent about a
+ * fifth of its time finding each entry's offsets with divisions and passing through the
+ * general block path. */
 void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
   const int64_t es = (int64_t)tl_dtype_size(g->dtype);
   const int cplx = tl_dtype_is_complex(g->dtype);
   const int isa = tl__gemm_thin_isa();
   const int contiguous = g->k == 1 || (g->csa == 1 && g->rsb == 1);
+  const int groups = dots_in_groups(g);
   thin t = {g->dtype, 1, g->k, NULL, NULL, g->rsa, g->csa, g->rsb, NULL, g->rsc, g->alpha, g->beta};
   int64_t idx[TL_MAX_RANK], oa = 0, ob = 0, oc = 0, rem = begin;
   for (int d = 0; d < g->batch_rank; d++) {
@@ -265,29 +327,38 @@ void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
     ob += idx[d] * g->batch_strides[1][d];
     oc += idx[d] * g->batch_strides[2][d];
   }
-  for (int64_t e = begin; e < end; e++) {
-    t.u = g->a + oa * es;
-    t.v = g->b + ob * es;
-    t.c = g->c + oc * es;
-    if (contiguous) {
-      double re = 0.0, im = 0.0;
-      tl__thin_dot(isa, g->dtype, g->k, t.u, t.v, &re, &im);
-      if (cplx)
-        store_complex(&t, 0, re, im);
-      else
-        store_real(&t, 0, re);
+  for (int64_t e = begin; e < end;) {
+    int64_t done = 1;
+    if (groups && e + TL__DOT_GROUP <= end && idx[0] + TL__DOT_GROUP <= g->batch_shape[0]) {
+      dots_group(g, &t, oa, ob, oc);
+      done = TL__DOT_GROUP;
     } else {
-      thin_dots(&t);
+      t.u = g->a + oa * es;
+      t.v = g->b + ob * es;
+      t.c = g->c + oc * es;
+      if (contiguous) {
+        double re = 0.0, im = 0.0;
+        tl__thin_dot(isa, g->dtype, g->k, t.u, t.v, &re, &im);
+        if (cplx)
+          store_complex(&t, 0, re, im);
+        else
+          store_real(&t, 0, re);
+      } else {
+        thin_dots(&t);
+      }
     }
-    for (int d = 0; d < g->batch_rank; d++) { /* the next entry's offsets */
-      oa += g->batch_strides[0][d];
-      ob += g->batch_strides[1][d];
-      oc += g->batch_strides[2][d];
-      if (++idx[d] < g->batch_shape[d]) break;
-      idx[d] = 0;
-      oa -= g->batch_shape[d] * g->batch_strides[0][d];
-      ob -= g->batch_shape[d] * g->batch_strides[1][d];
-      oc -= g->batch_shape[d] * g->batch_strides[2][d];
+    e += done;
+    for (int64_t step = 0; step < done; step++) { /* the next entry's offsets */
+      for (int d = 0; d < g->batch_rank; d++) {
+        oa += g->batch_strides[0][d];
+        ob += g->batch_strides[1][d];
+        oc += g->batch_strides[2][d];
+        if (++idx[d] < g->batch_shape[d]) break;
+        idx[d] = 0;
+        oa -= g->batch_shape[d] * g->batch_strides[0][d];
+        ob -= g->batch_shape[d] * g->batch_strides[1][d];
+        oc -= g->batch_shape[d] * g->batch_strides[2][d];
+      }
     }
   }
 }

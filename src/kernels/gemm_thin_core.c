@@ -104,6 +104,27 @@ static void axpy_c64_c(int64_t n, float sr, float si, const float *u, float *c) 
   }
 }
 
+/* The portable group of complex dots (tl__thin_group_complex's contract). */
+#define TL__GROUP_COMPLEX(NAME, T)                                                        \
+  static void NAME(int64_t k, const T *x, int64_t sx, int64_t xl, const T *y, int64_t sy, \
+                   int64_t yl, double *out) {                                             \
+    T sr[TL__DOT_GROUP] = {0}, si[TL__DOT_GROUP] = {0};                                   \
+    for (int64_t i = 0; i < k; i++) {                                                     \
+      const T *p0 = x + 2 * i * sx, *q0 = y + 2 * i * sy;                                 \
+      for (int l = 0; l < TL__DOT_GROUP; l++) {                                           \
+        const T *p = p0 + 2 * l * xl, *q = q0 + 2 * l * yl;                               \
+        sr[l] += p[0] * q[0] - p[1] * q[1];                                               \
+        si[l] += p[0] * q[1] + p[1] * q[0];                                               \
+      }                                                                                   \
+    }                                                                                     \
+    for (int l = 0; l < TL__DOT_GROUP; l++) {                                             \
+      out[2 * l] = sr[l];                                                                 \
+      out[2 * l + 1] = si[l];                                                             \
+    }                                                                                     \
+  }
+TL__GROUP_COMPLEX(group_c128_c, double)
+TL__GROUP_COMPLEX(group_c64_c, float)
+
 #if TL_X86_KERNELS
 /* ---- AVX-512F ------------------------------------------------------------------------ */
 #define TL_AVX512 __attribute__((target("avx512f")))
@@ -499,6 +520,66 @@ static TL_AVX2 void thin_dot_256(tl_dtype dtype, int64_t k, const void *x, const
   *re = hsum_ps_256(same, cplx);
   if (cplx) *im = hsum_ps_256(swapped, 0);
 }
+
+/* A group's lanes of one operand at one k: a plain load where the lanes are adjacent (lane
+ * stride 1), else a gather by `idx` (the lanes' offsets in 8-byte units). */
+static inline TL_AVX512 __m512d group_lanes(const double *p, int64_t lane, __m512i idx) {
+  return lane == 1 ? _mm512_loadu_pd(p) : _mm512_i64gather_pd(idx, p, 8);
+}
+
+/* The gather offsets (8-byte units) of a register's lanes: `units` 8-byte units an element
+ * (2: a complex double fills two lanes), elements `lane` elements apart. */
+static inline TL_AVX512 __m512i group_index(int64_t lane, int units) {
+  int64_t at[8];
+  for (int u = 0; u < 8; u++) at[u] = (u / units) * lane * units + u % units;
+  return _mm512_loadu_si512((const void *)at);
+}
+
+/* The written-out complex product of 4 complex doubles per register: even lanes
+ * xr yr - xi yi, odd lanes xi yr + xr yi (an addition commutes exactly, so this is the
+ * portable xr yi + xi yr). */
+static inline TL_AVX512 __m512d group_cmul_pd(__m512d x, __m512d y) {
+  __m512d p = _mm512_mul_pd(x, _mm512_movedup_pd(y));
+  __m512d q = _mm512_mul_pd(_mm512_permute_pd(x, 0x55), _mm512_permute_pd(y, 0xff));
+  return _mm512_mask_sub_pd(_mm512_add_pd(p, q), 0x55, p, q);
+}
+static inline TL_AVX512 __m512 group_cmul_ps(__m512 x, __m512 y) {
+  __m512 p = _mm512_mul_ps(x, _mm512_moveldup_ps(y));
+  __m512 q = _mm512_mul_ps(_mm512_permute_ps(x, 0xB1), _mm512_movehdup_ps(y));
+  return _mm512_mask_sub_ps(_mm512_add_ps(p, q), 0x5555, p, q);
+}
+
+/* Lanes 0-3 and 4-7 in two registers, each lane's sum one chain of additions in order. */
+static TL_AVX512 void group_c128_512(int64_t k, const double *x, int64_t sx, int64_t xl,
+                                     const double *y, int64_t sy, int64_t yl, double *out) {
+  const __m512i xi = group_index(xl, 2), yi = group_index(yl, 2);
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < k; i++) {
+    const double *p = x + 2 * i * sx, *q = y + 2 * i * sy;
+    lo = _mm512_add_pd(lo, group_cmul_pd(group_lanes(p, xl, xi), group_lanes(q, yl, yi)));
+    hi = _mm512_add_pd(
+        hi, group_cmul_pd(group_lanes(p + 8 * xl, xl, xi), group_lanes(q + 8 * yl, yl, yi)));
+  }
+  _mm512_storeu_pd(out, lo);
+  _mm512_storeu_pd(out + 8, hi);
+}
+
+/* Eight complex floats in one register, each handled as one 8-byte unit when gathered. */
+static TL_AVX512 void group_c64_512(int64_t k, const float *x, int64_t sx, int64_t xl,
+                                    const float *y, int64_t sy, int64_t yl, double *out) {
+  const __m512i xi = group_index(xl, 1), yi = group_index(yl, 1);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k; i++) {
+    const double *p = (const double *)(const void *)(x + 2 * i * sx);
+    const double *q = (const double *)(const void *)(y + 2 * i * sy);
+    __m512 a = _mm512_castpd_ps(group_lanes(p, xl, xi)),
+           b = _mm512_castpd_ps(group_lanes(q, yl, yi));
+    acc = _mm512_add_ps(acc, group_cmul_ps(a, b));
+  }
+  float parts[2 * TL__DOT_GROUP];
+  _mm512_storeu_ps(parts, acc);
+  for (int l = 0; l < 2 * TL__DOT_GROUP; l++) out[l] = parts[l];
+}
 #endif /* TL_X86_KERNELS */
 
 /* ---- dispatch ------------------------------------------------------------------------ */
@@ -586,4 +667,23 @@ void tl__thin_axpy(int isa, tl_dtype dtype, int64_t count, int64_t k, tl_scalar 
       if (dtype == TL_C64) axpy_c64_c(n, sf[2 * r], sf[2 * r + 1], (const float *)u + at, c);
     }
   }
+}
+
+void tl__thin_group_complex(int isa, tl_dtype dtype, int64_t k, const void *x, int64_t sx,
+                            int64_t xl, const void *y, int64_t sy, int64_t yl, double *out) {
+#if TL_X86_KERNELS
+  if (isa >= TL__ISA_AVX512) {
+    if (dtype == TL_C128)
+      group_c128_512(k, x, sx, xl, y, sy, yl, out);
+    else
+      group_c64_512(k, x, sx, xl, y, sy, yl, out);
+    return;
+  }
+#else
+  (void)isa;
+#endif
+  if (dtype == TL_C128)
+    group_c128_c(k, x, sx, xl, y, sy, yl, out);
+  else
+    group_c64_c(k, x, sx, xl, y, sy, yl, out);
 }

@@ -449,6 +449,14 @@ void tl__thin_dot(int isa, tl_dtype dtype, int64_t k, const void *x, const void 
                   double *im);
 void tl__thin_axpy(int isa, tl_dtype dtype, int64_t count, int64_t k, tl_scalar alpha,
                    const void *u, int64_t su_k, const void *v, int64_t sv_k, void *c);
+/* TL__DOT_GROUP complex dots side by side (C128 or C64): dot l is over i < k of
+ * x[i * sx + l * xl] y[i * sy + l * yl] (strides in complex elements), one sum of each part
+ * in order, each term numpy's written-out product (two rounded products, one rounded sum per
+ * part), in the dtype's precision; out gets (re, im) of dot l at out[2 l], out[2 l + 1]. The
+ * same bits at every isa level. Pure, never fails. */
+#define TL__DOT_GROUP 8
+void tl__thin_group_complex(int isa, tl_dtype dtype, int64_t k, const void *x, int64_t sx,
+                            int64_t xl, const void *y, int64_t sy, int64_t yl, double *out);
 
 struct tl_exec;
 tl_status tl__gemm_batch_run(struct tl_exec *exec, int team, const tl__gemm_batch *g);

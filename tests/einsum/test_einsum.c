@@ -299,6 +299,12 @@ static const spec_case spec_table[] = {
     {"ijkl,jk->il", "2x3x4x2,3x4"},
     {"abcd,cdef,efgh->abgh", "2x2x3x2,3x2x2x3,2x3x2x2"},
     {"ij,jk,ki->", "3x4,4x5,5x3"},
+    /* dots whose summed labels lie in other orders (a summed label becomes a batch label) */
+    {"ab,ba->", "20x17,17x20"},
+    {"ab,ba->a", "19x21,21x19"},
+    {"abc,cba->b", "17x3x18,18x3x17"},
+    {"abc,cba->", "17x3x18,18x3x17"},
+    {"abc,bca->", "16x5x17,5x17x16"},
     {"ij,jk,ki->i", "3x4,4x5,5x3"},
     {"ab,bc,cd,da->", "2x3,3x4,4x2,2x2"},
     {"pi,qj,ijkl,rk,sl->pqrs", "3x2,3x2,2x2x2x2,3x2,3x2"},

@@ -38,6 +38,10 @@ static const bit_case bit_cases[] = {
     {"ij,jk,kl->il", 3, {2, 2, 2}, {{400, 300}, {300, 440}, {440, 180}}},
     /* one long dot, cut into chunks of TL__DOT_CHUNK products whatever the team */
     {"ij,ij->", 2, {2, 2}, {{1000, 900}, {1000, 900}}},
+    /* dots side by side, down a transposed operand; then a summed label made a batch label */
+    {"ab,ba->a", 2, {2, 2}, {{1000, 900}, {900, 1000}}},
+    {"ab,ba->", 2, {2, 2}, {{1000, 900}, {900, 1000}}},
+    {"abc,cba->b", 2, {3, 3}, {{100, 40, 90}, {90, 40, 100}}},
 };
 
 static void run(tl_exec *exec, const bit_case *c, tl_dtype dtype, tl_tensor *out) {

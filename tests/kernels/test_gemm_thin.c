@@ -204,9 +204,12 @@ static void gemm_thin_dot_bits_do_not_depend_on_alignment(void) {
 
 /* A batch of 1 x 1 products (tl__gemm_thin_dots): two batch axes (the odometer), contiguous
  * and strided k, alpha and beta; each entry has the bits tl__gemm_thin gives it alone, however
- * the entries are cut into runs, and matches a naive sum. */
+ * the entries are cut into runs, and matches a naive sum. The strided batch is b's columns
+ * read down (k outermost, neighbouring entries adjacent): its dots go in groups of
+ * TL__DOT_GROUP along the first batch axis (13 entries: a group and a remainder, the runs
+ * cut inside both). */
 static void gemm_thin_dots_batch_matches_single_entries(void) {
-  enum { B0 = 5, B1 = 7, K = 37 };
+  enum { B0 = 13, B1 = 3, K = 37 };
   static double a[2 * B0 * B1 * K * 2], b[2 * B0 * B1 * K * 2], c0[2 * B0 * B1 * 2],
       c1[2 * B0 * B1 * 2], c2[2 * B0 * B1 * 2];
   uint64_t state = 17;
@@ -279,6 +282,47 @@ static void gemm_thin_dots_batch_matches_single_entries(void) {
   TH_CHECK(!tl__gemm_thin_dots_fit(&g));
   g.n = 1, g.k = 0;
   TH_CHECK(!tl__gemm_thin_dots_fit(&g));
+}
+
+/* The complex group (TL__DOT_GROUP dots side by side) gives the bits of the portable group at
+ * every instruction set, with adjacent and distant lanes on either operand, and each lane
+ * matches a naive dot. */
+static void gemm_thin_complex_groups_agree_at_every_isa(void) {
+  enum { K = 29, SPAN = (K + TL__DOT_GROUP) * 41 };
+  static double x[SPAN * 2], y[SPAN * 2];
+  uint64_t state = 91;
+  static const int64_t lanes[][4] = {{1, 40, 40, 1}, {40, 1, 1, 40}, {3, 40, 5, 40}};
+  for (int di = 2; di < 4; di++) {
+    tl_dtype dt = dtypes[di];
+    for (int i = 0; i < SPAN; i++)
+      th_num_store_parts(dt, x, i, th_num_uniform(&state) - 0.5, th_num_uniform(&state) - 0.5),
+          th_num_store_parts(dt, y, i, th_num_uniform(&state) - 0.5, th_num_uniform(&state) - 0.5);
+    for (size_t v = 0; v < sizeof lanes / sizeof lanes[0]; v++) {
+      /* x: lane stride lanes[v][0], k stride lanes[v][1]; y likewise */
+      int64_t xl = lanes[v][0], sx = lanes[v][1], yl = lanes[v][2], sy = lanes[v][3];
+      double ref[2 * TL__DOT_GROUP], got[2 * TL__DOT_GROUP];
+      tl__thin_group_complex(0, dt, K, x, sx, xl, y, sy, yl, ref);
+      for (int l = 0; l < TL__DOT_GROUP; l++) {
+        double complex want = 0;
+        double scale = 1;
+        for (int64_t i = 0; i < K; i++) {
+          double complex p =
+              th_num_load(dt, x, i * sx + l * xl) * th_num_load(dt, y, i * sy + l * yl);
+          want += p;
+          scale += cabs(p);
+        }
+        TH_CHECK(th_num_close_enough(th_num_cplx(ref[2 * l], ref[2 * l + 1]), want,
+                                     th_num_tolerance(dt) * 4, scale));
+      }
+      for (int isa = 1; isa <= tl__gemm_thin_isa(); isa++) {
+        tl__thin_group_complex(isa, dt, K, x, sx, xl, y, sy, yl, got);
+        if (memcmp(got, ref, sizeof ref) != 0)
+          fprintf(stderr, "  %s isa %d lanes %lld/%lld: other bits than the portable group\n",
+                  tl_dtype_name(dt), isa, (long long)xl, (long long)yl);
+        TH_CHECK(memcmp(got, ref, sizeof ref) == 0);
+      }
+    }
+  }
 }
 
 /* ops[0] and ops[1] with labels, out with out_labels: the naive einsum value at out index. */
@@ -416,5 +460,6 @@ TH_TEST_MAIN(TH_CASE(gemm_thin_kernel_matches_naive),
              TH_CASE(gemm_thin_core_matches_naive_at_every_isa),
              TH_CASE(gemm_thin_dot_bits_do_not_depend_on_alignment),
              TH_CASE(gemm_thin_dots_batch_matches_single_entries),
+             TH_CASE(gemm_thin_complex_groups_agree_at_every_isa),
              TH_CASE(gemm_thin_einsum_terms_match_naive),
              TH_CASE(gemm_thin_long_dot_in_chunks_matches_naive))
