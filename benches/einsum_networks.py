@@ -288,6 +288,20 @@ def numpy_blas():
     return ", ".join(sorted(found)) or "none found"
 
 
+def openblas_core():
+    """The kernels the loaded OpenBLAS runs (openblas_get_corename), or None without OpenBLAS.
+    An OpenBLAS older than the CPU does not know it and runs its generic kernels (Prescott:
+    SSE3); scripts/with-openblas passes TL_BENCH_OPENBLAS_CORETYPE on as OPENBLAS_CORETYPE to
+    force a core for a second anchor."""
+    import ctypes
+    for path in numpy_blas().split(", "):
+        if "libopenblas" in os.path.basename(path):
+            get = ctypes.CDLL(path).openblas_get_corename
+            get.restype = ctypes.c_char_p
+            return get().decode()
+    return None
+
+
 def main():
     rng = np.random.default_rng(2026)
     ctx1, ctx2 = tenlane.Context(threads=1), tenlane.Context(threads=2)
@@ -297,6 +311,14 @@ def main():
     print(f"# make bench-einsum: tenlane vs numpy {np.__version__} following the same greedy path; "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
     print(f"# numpy's BLAS (loaded in this process): {numpy_blas()}")
+    core = openblas_core()
+    if core is not None:
+        forced = os.environ.get("OPENBLAS_CORETYPE")
+        how = f"forced by OPENBLAS_CORETYPE={forced}" if forced else "its own CPU detection"
+        print(f"# OpenBLAS kernels: {core} ({how})"
+              + ("; generic SSE3 kernels: this OpenBLAS does not know this CPU, so the anchor is "
+                 "weaker than the machine (TL_BENCH_OPENBLAS_CORETYPE=NAME forces a core)"
+                 if core.lower() == "prescott" else ""))
     print("# what each side returns: numpy's einsum hands back each step's result in the layout it "
           "computed it (a strided view where the requested axis order differs, e.g. the "
           "permutation network's last step and ij,ij->ji); tenlane is called with order=\"K\", "

@@ -275,7 +275,11 @@ extern int tl__packed_complex_off;
 enum {
   TL__BLIS_SAW_GENERIC = 0, /* it did not recognise the CPU: generic kernels */
   TL__BLIS_SAW_ZEN = 1,     /* one of BLIS 0.9's AVX2 Zen contexts (zen, zen2, zen3) */
-  TL__BLIS_SAW_OTHER = 2    /* any other context it has */
+  TL__BLIS_SAW_OTHER = 2,   /* any other context it has */
+  /* its AVX2 haswell context: on a CPU with skx's AVX-512 subsets that is BLIS 0.9 counting
+   * one AVX-512 FMA unit, or none it can tell, from the brand string (a VM's "Intel(R)
+   * Xeon(R) Processor" names no tier) */
+  TL__BLIS_SAW_HASWELL = 3
 };
 
 /* The choice for a CPU with `features` where BLIS's detection saw `blis_saw`

@@ -44,13 +44,17 @@ tl__provider_choice tl__provider_choose(const tl__cpu_features *f, int blis_saw)
   choice.provider_split = 1;
   /* BLIS's skx configuration needs the same AVX-512 subsets its own detection asks for. */
   int skx = f->avx512f && f->avx512dq && f->avx512cd && f->avx512bw && f->avx512vl && f->fma;
-  if (blis_saw == TL__BLIS_SAW_OTHER || (blis_saw == TL__BLIS_SAW_ZEN && !skx)) {
+  if (blis_saw == TL__BLIS_SAW_OTHER ||
+      ((blis_saw == TL__BLIS_SAW_ZEN || blis_saw == TL__BLIS_SAW_HASWELL) && !skx)) {
     /* BLIS's own detection knows the CPU (or the provider is not BLIS): keep its choice. */
     choice.blis = TL__BLIS_DETECTED;
     return choice;
   }
   if (skx) {
-    /* Generic, or a Zen context on a Zen with AVX-512 (newer than BLIS 0.9 knows). */
+    /* Generic; a Zen context on a Zen with AVX-512 (newer than BLIS 0.9 knows); or haswell
+     * on a CPU with skx's subsets, where BLIS 0.9 could not count two AVX-512 FMA units in
+     * the brand string. With two (every Xeon Gold and Platinum, and the cloud VMs that hide
+     * the tier) skx's kernels have twice haswell's peak; with one they have the same. */
     choice.blis = TL__BLIS_SKX;
     choice.complex_1m = 1; /* skx has no complex micro-kernels in BLIS 0.9 */
     choice.zen_c64_blocks = blis_saw == TL__BLIS_SAW_ZEN;

@@ -65,6 +65,8 @@ static int blis_saw_of(arch_t native) {
     case BLIS_ARCH_ZEN2:
     case BLIS_ARCH_ZEN3:
       return TL__BLIS_SAW_ZEN;
+    case BLIS_ARCH_HASWELL:
+      return TL__BLIS_SAW_HASWELL;
     default:
       return TL__BLIS_SAW_OTHER;
   }

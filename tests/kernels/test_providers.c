@@ -83,6 +83,16 @@ static void provider_choice_covers_each_feature_set(void) {
   TH_CHECK(c.small_complex == TL__SMALL_COMPLEX_AVX512 && c.packed_complex == 1);
   f = features(1, 1, 0);
   TH_CHECK(tl__provider_choose(&f, TL__BLIS_SAW_OTHER).blis == TL__BLIS_DETECTED);
+  /* Seen as haswell: skx where the CPU has skx's subsets (BLIS 0.9 could not count its
+   * AVX-512 FMA units), BLIS's haswell context where it does not. */
+  f = features(1, 1, 1);
+  c = tl__provider_choose(&f, TL__BLIS_SAW_HASWELL);
+  TH_CHECK(c.blis == TL__BLIS_SKX && c.complex_1m == 1 && c.zen_c64_blocks == 0);
+  f.avx512dq = 0;
+  c = tl__provider_choose(&f, TL__BLIS_SAW_HASWELL);
+  TH_CHECK(c.blis == TL__BLIS_DETECTED && c.complex_1m == 0);
+  f = features(1, 1, 0);
+  TH_CHECK(tl__provider_choose(&f, TL__BLIS_SAW_HASWELL).blis == TL__BLIS_DETECTED);
   /* Seen as a Zen: a Zen with skx's AVX-512 subsets (Zen 4, which BLIS 0.9 takes for a
    * Zen 3) gets skx and 1m; without them (Zen 1-3) BLIS's Zen context stays. */
   f = features(1, 1, 1);
