@@ -694,29 +694,21 @@ static void promoted_sum(const tl_tensor *c, tl_scalar alpha, const char *sums, 
 static tl_status contract_promoted(tl_exec *exec, int team, tl_scalar alpha, contraction *x) {
   const tl_tensor *b = x->t[OP_B], *c = x->t[OP_C];
   /* the summed labels but the first (densest in a), densest in b first */
-  int promoted[TL_MAX_RANK], count = 0;
+  group promoted;
+  promoted.count = 0;
+  for (int i = 1; i < x->k.count; i++) group_add(x, &promoted, x->k.labels[i], OP_B);
+  const int count = promoted.count;
   int64_t extent[TL_MAX_RANK], entries = 1;
-  for (int i = 1; i < x->k.count; i++) {
-    int label = x->k.labels[i], pos = find_label(x->labels[OP_B], b->rank, label);
-    int64_t stride = tl__abs64(b->strides[pos]);
-    int at = count;
-    while (at > 0 &&
-           tl__abs64(b->strides[find_label(x->labels[OP_B], b->rank, promoted[at - 1])]) > stride) {
-      promoted[at] = promoted[at - 1];
-      extent[at] = extent[at - 1];
-      at--;
-    }
-    promoted[at] = label;
-    extent[at] = b->shape[pos];
-    count++;
-    entries *= b->shape[pos]; /* at most a's element count */
+  for (int i = 0; i < count; i++) {
+    extent[i] = b->shape[find_label(x->labels[OP_B], b->rank, promoted.labels[i])];
+    entries *= extent[i]; /* at most a's element count */
   }
   tl_tensor c2;
   memset(&c2, 0, sizeof c2);
   int c2_labels[TL_MAX_RANK];
   c2.dtype = c->dtype;
   c2.rank = count + c->rank;
-  for (int i = 0; i < count; i++) c2.shape[i] = extent[i], c2_labels[i] = promoted[i];
+  for (int i = 0; i < count; i++) c2.shape[i] = extent[i], c2_labels[i] = promoted.labels[i];
   for (int i = 0; i < c->rank; i++)
     c2.shape[count + i] = c->shape[i], c2_labels[count + i] = x->labels[OP_C][i];
   tl_strides_col_major(c2.rank, c2.shape, c2.strides);
