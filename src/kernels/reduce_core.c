@@ -406,12 +406,34 @@ void tl__reduce_sort_axes(int n, int64_t *key, int64_t *e, int64_t *s1, int64_t 
   }
 }
 
+/* Reduced axes 0 and 1 that continue each other (axis 1's stride is axis 0's run): axis 0
+ * takes a factor f of axis 1's extent, the largest divisor with a run of at most
+ * TL__REDUCE_LONG_RUN elements, so the sum kernels see longer runs (a float run's partials
+ * are flushed to double at its end: in runs of 256 that cost about what the additions did)
+ * while axis 1 keeps rows for the parts to split. Unit stride only, where those kernels
+ * run. */
+#define TL__REDUCE_LONG_RUN 4096
+static void lengthen_runs(tl__reduce_plan *pl) {
+  if (pl->nr < 2 || pl->rx[0] != 1 || pl->rx[1] != pl->re[0]) return;
+  int64_t f = 1;
+  for (int64_t d = 2; d <= pl->re[1] && pl->re[0] * d <= TL__REDUCE_LONG_RUN; d++)
+    if (pl->re[1] % d == 0) f = d;
+  if (f == 1) return;
+  pl->re[0] *= f;
+  pl->re[1] /= f;
+  pl->rx[1] *= f;
+  if (pl->re[1] > 1) return;
+  for (int k = 1; k + 1 < pl->nr; k++) pl->re[k] = pl->re[k + 1], pl->rx[k] = pl->rx[k + 1];
+  pl->nr--;
+}
+
 void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements) {
   pl->isa = tl__isa_level(); /* once, not per run: a run can be a few elements */
   int empty = 0;
   for (int k = 0; k < pl->nr; k++) empty |= pl->re[k] == 0;
   if (empty) pl->nr = 0; /* nothing to reduce: every output is the identity */
   pl->empty = empty;
+  lengthen_runs(pl);
   /* inner when x is densest along a reduced axis (or nothing is kept) */
   int64_t best_k = INT64_MAX, best_r = INT64_MAX;
   int best_k_axis = 0;

@@ -375,6 +375,41 @@ static double complex naive_reduce(tl_reduce_op op, const tl_tensor *x, unsigned
   return acc;
 }
 
+/* Sums whose contiguous reduced axes the route joins into longer runs (reduce_core.c's
+ * lengthen_runs; row-major 300 x 40 becomes 3 rows of 4000, 130 x 33 2 rows of 2145, and
+ * 7 x 11 x 13 summed over its inner axes runs of 143), whole and over the two inner axes
+ * of a rank-3 tensor, in every dtype and layout, against the naive sum. */
+static void reduce_long_runs_match_naive(void) {
+  static const shape_case long_shapes[] = {{2, {300, 40}}, {2, {130, 33}}, {3, {7, 11, 13}}};
+  th_held h;
+  th_held_open(&h, 1);
+  for (int di = 0; di < 4; di++)
+    for (int si = 0; si < 3; si++)
+      for (int lx = 0; lx < KT_LAYOUTS; lx++) {
+        const shape_case *sc = &long_shapes[si];
+        tl_dtype dt = dtypes[di];
+        kt_tensor x, out;
+        kt_make(&x, dt, sc->rank, sc->shape, (kt_layout)lx, 1);
+        int axes[3] = {0, 1, 2};
+        const int whole = sc->rank == 2;
+        int64_t oshape[1] = {sc->shape[0]};
+        kt_make(&out, dt, whole ? 0 : 1, oshape, KT_ROW, 0);
+        TH_CHECK_OK(
+            tl_reduce_into(h.exec, TL_REDUCE_SUM, &x.t, 2, whole ? axes : axes + 1, &out.t));
+        int64_t outputs = whole ? 1 : sc->shape[0];
+        for (int64_t o = 0; o < outputs; o++) {
+          int64_t kept[4] = {o, 0, 0, 0}, oidx[1] = {o};
+          int empty;
+          double complex want = naive_reduce(TL_REDUCE_SUM, &x.t, whole ? 3u : 6u, kept, &empty);
+          double complex got = th_num_get(&out.t, oidx);
+          if (!th_num_close_enough(got, want, th_num_tolerance(dt) * 10, 1.0))
+            fail_at("reduce long runs", dt, lx, si, got, want);
+        }
+        kt_free(&x), kt_free(&out);
+      }
+  th_held_close(&h);
+}
+
 static void reduce_table_matches_naive(void) {
   th_held h;
   th_held_open(&h, 1);
@@ -762,8 +797,9 @@ TH_TEST_MAIN(TH_CASE(elementwise_binary_table_matches_naive),
              TH_CASE(elementwise_unary_table_matches_naive), TH_CASE(scale_axpby_fill_match_naive),
              TH_CASE(permute_table_matches_naive), TH_CASE(copy_into_and_fresh_permute_match_naive),
              TH_CASE(reshape_is_a_view_when_strides_allow_else_a_copy),
-             TH_CASE(reduce_table_matches_naive), TH_CASE(gemm_table_matches_naive),
-             TH_CASE(contract_table_matches_naive), TH_CASE(contract_randomized_residual_is_small),
+             TH_CASE(reduce_table_matches_naive), TH_CASE(reduce_long_runs_match_naive),
+             TH_CASE(gemm_table_matches_naive), TH_CASE(contract_table_matches_naive),
+             TH_CASE(contract_randomized_residual_is_small),
              TH_CASE(root_team_results_match_one_thread),
              TH_CASE(team_wider_than_one_on_child_surface_is_unavailable),
              TH_CASE(cancelled_lane_route_returns_cancelled_and_writes_nothing))
