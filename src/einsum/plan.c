@@ -47,7 +47,7 @@ tl_status tl__einsum_bind_extents(const char *spec, const tl__einsum_spec *parse
   return TL_OK;
 }
 
-/* Elements times element size, rounded up to 64 bytes, added to *total; 0 on overflow. */
+/* Elements times element size, rounded up to 64 bytes, in *rounded; 0 on overflow. */
 static int buffer_bytes(const int64_t *extent, int rank, const int *labels, size_t element_size,
                         size_t *rounded) {
   size_t bytes = element_size;
@@ -250,12 +250,16 @@ static int consumer_of(const tl__einsum_plan *plan, int slot) {
 
 /* One scratch buffer: its rounded size, its lifetime in steps (live from `first`, written
  * there, through `last`, where it is read; -1 for the summed operands, which are written
- * before the first step) and where the layout put it. */
+ * before the first step) and the plan's field that gets its offset. */
 typedef struct scratch_buffer {
-  size_t bytes, offset;
+  size_t bytes;
   int first, last;
-  size_t *out; /* where the plan keeps the offset */
+  size_t *offset;
 } scratch_buffer;
+
+static int lifetimes_meet(const scratch_buffer *a, const scratch_buffer *b) {
+  return a->first <= b->last && b->first <= a->last;
+}
 
 /* The lowest 64-aligned offset where buffers[k] overlaps in memory no placed buffer whose
  * lifetime meets its own: the candidates are 0 and the end of each such buffer. */
@@ -265,22 +269,20 @@ static int place_buffer(scratch_buffer *buffers, int k, size_t *top) {
   for (int c = -1; c < k; c++) {
     size_t at = 0;
     if (c >= 0) {
-      if (buffers[c].last < b->first || b->last < buffers[c].first) continue;
-      at = buffers[c].offset + buffers[c].bytes; /* no overflow: placed buffers fit */
+      if (!lifetimes_meet(&buffers[c], b)) continue;
+      at = *buffers[c].offset + buffers[c].bytes; /* no overflow: placed buffers fit */
     }
     size_t end;
     if (at >= best || !tl__size_add(at, b->bytes, &end)) continue;
     int clear = 1;
     for (int o = 0; o < k && clear; o++) {
       const scratch_buffer *p = &buffers[o];
-      if (p->last < b->first || b->last < p->first) continue;
-      clear = end <= p->offset || p->offset + p->bytes <= at;
+      if (lifetimes_meet(p, b)) clear = end <= *p->offset || *p->offset + p->bytes <= at;
     }
     if (clear) best = at;
   }
   if (best == SIZE_MAX) return 0;
-  b->offset = best;
-  *b->out = best;
+  *b->offset = best;
   if (best + b->bytes > *top) *top = best + b->bytes;
   return 1;
 }
@@ -306,7 +308,7 @@ static tl_status layout_scratch(const char *spec, tl__einsum_plan *plan) {
     }
     b->first = -1;
     b->last = consumer_of(plan, i);
-    b->out = &prep->scratch_offset;
+    b->offset = &prep->scratch_offset;
   }
   for (int step = 0; step + 1 < plan->path.n_steps; step++) {
     scratch_buffer *b = &buffers[count++];
@@ -319,7 +321,7 @@ static tl_status layout_scratch(const char *spec, tl__einsum_plan *plan) {
     }
     b->first = step;
     b->last = consumer_of(plan, n + step);
-    b->out = &plan->step_offset[step];
+    b->offset = &plan->step_offset[step];
   }
   size_t top = 0;
   for (int k = 0; k < count; k++) {

@@ -636,6 +636,25 @@ static int promoted_applies(const contraction *x, tl_scalar beta) {
          !operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, 1, &rs, &cs);
 }
 
+/* The sum, in order and in double, of `count` values of dtype at v: *re, and *im for a
+ * complex dtype. */
+static void sum_in_order(tl_dtype dtype, const void *v, int64_t count, double *re, double *im) {
+  double r = 0.0, i = 0.0;
+  if (dtype == TL_F64) {
+    for (int64_t p = 0; p < count; p++) r += ((const double *)v)[p];
+  } else if (dtype == TL_F32) {
+    for (int64_t p = 0; p < count; p++) r += ((const float *)v)[p];
+  } else if (dtype == TL_C128) {
+    for (int64_t p = 0; p < count; p++)
+      r += ((const double *)v)[2 * p], i += ((const double *)v)[2 * p + 1];
+  } else {
+    for (int64_t p = 0; p < count; p++)
+      r += ((const float *)v)[2 * p], i += ((const float *)v)[2 * p + 1];
+  }
+  *re = r;
+  *im = i;
+}
+
 /* c[e] = alpha * (sum of the `count` values at sums + e * count), over c's elements e in
  * column-major order; a real alpha scales each part of a complex sum alone. */
 static void promoted_sum(const tl_tensor *c, tl_scalar alpha, const char *sums, int64_t count) {
@@ -643,26 +662,8 @@ static void promoted_sum(const tl_tensor *c, tl_scalar alpha, const char *sums, 
   const int cplx = tl_dtype_is_complex(c->dtype);
   int64_t idx[TL_MAX_RANK] = {0}, at = 0;
   for (int64_t e = 0; e < n; e++) {
-    double re = 0.0, im = 0.0;
-    const char *v = sums + e * count * es;
-    for (int64_t p = 0; p < count; p++) {
-      switch (c->dtype) {
-        case TL_F64:
-          re += ((const double *)(const void *)v)[p];
-          break;
-        case TL_F32:
-          re += ((const float *)(const void *)v)[p];
-          break;
-        case TL_C128:
-          re += ((const double *)(const void *)v)[2 * p];
-          im += ((const double *)(const void *)v)[2 * p + 1];
-          break;
-        default:
-          re += ((const float *)(const void *)v)[2 * p];
-          im += ((const float *)(const void *)v)[2 * p + 1];
-          break;
-      }
-    }
+    double re, im;
+    sum_in_order(c->dtype, sums + e * count * es, count, &re, &im);
     double out_re = alpha.re * re, out_im = alpha.re * im;
     if (cplx && alpha.im != 0.0) out_re -= alpha.im * im, out_im += alpha.im * re;
     char *o = (char *)c->data + (c->offset + at) * es;

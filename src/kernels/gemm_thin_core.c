@@ -15,6 +15,8 @@
 #include "kernels.h"
 #if TL_X86_KERNELS
 #include <immintrin.h>
+
+#include "cmul512.h"
 #endif
 
 /* ---- portable C ---------------------------------------------------------------------- */
@@ -535,20 +537,6 @@ static inline TL_AVX512 __m512i group_index(int64_t lane, int units) {
   return _mm512_loadu_si512((const void *)at);
 }
 
-/* The written-out complex product of 4 complex doubles per register: even lanes
- * xr yr - xi yi, odd lanes xi yr + xr yi (an addition commutes exactly, so this is the
- * portable xr yi + xi yr). */
-static inline TL_AVX512 __m512d group_cmul_pd(__m512d x, __m512d y) {
-  __m512d p = _mm512_mul_pd(x, _mm512_movedup_pd(y));
-  __m512d q = _mm512_mul_pd(_mm512_permute_pd(x, 0x55), _mm512_permute_pd(y, 0xff));
-  return _mm512_mask_sub_pd(_mm512_add_pd(p, q), 0x55, p, q);
-}
-static inline TL_AVX512 __m512 group_cmul_ps(__m512 x, __m512 y) {
-  __m512 p = _mm512_mul_ps(x, _mm512_moveldup_ps(y));
-  __m512 q = _mm512_mul_ps(_mm512_permute_ps(x, 0xB1), _mm512_movehdup_ps(y));
-  return _mm512_mask_sub_ps(_mm512_add_ps(p, q), 0x5555, p, q);
-}
-
 /* Lanes 0-3 and 4-7 in two registers, each lane's sum one chain of additions in order. */
 static TL_AVX512 void group_c128_512(int64_t k, const double *x, int64_t sx, int64_t xl,
                                      const double *y, int64_t sy, int64_t yl, double *out) {
@@ -556,9 +544,9 @@ static TL_AVX512 void group_c128_512(int64_t k, const double *x, int64_t sx, int
   __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
   for (int64_t i = 0; i < k; i++) {
     const double *p = x + 2 * i * sx, *q = y + 2 * i * sy;
-    lo = _mm512_add_pd(lo, group_cmul_pd(group_lanes(p, xl, xi), group_lanes(q, yl, yi)));
+    lo = _mm512_add_pd(lo, tl__cmul_pd512(group_lanes(p, xl, xi), group_lanes(q, yl, yi)));
     hi = _mm512_add_pd(
-        hi, group_cmul_pd(group_lanes(p + 8 * xl, xl, xi), group_lanes(q + 8 * yl, yl, yi)));
+        hi, tl__cmul_pd512(group_lanes(p + 8 * xl, xl, xi), group_lanes(q + 8 * yl, yl, yi)));
   }
   _mm512_storeu_pd(out, lo);
   _mm512_storeu_pd(out + 8, hi);
@@ -574,7 +562,7 @@ static TL_AVX512 void group_c64_512(int64_t k, const float *x, int64_t sx, int64
     const double *q = (const double *)(const void *)(y + 2 * i * sy);
     __m512 a = _mm512_castpd_ps(group_lanes(p, xl, xi)),
            b = _mm512_castpd_ps(group_lanes(q, yl, yi));
-    acc = _mm512_add_ps(acc, group_cmul_ps(a, b));
+    acc = _mm512_add_ps(acc, tl__cmul_ps512(a, b));
   }
   float parts[2 * TL__DOT_GROUP];
   _mm512_storeu_ps(parts, acc);

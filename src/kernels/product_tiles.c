@@ -41,6 +41,7 @@
 #if TL_X86_KERNELS
 #include <immintrin.h>
 
+#include "cmul512.h"
 #include "transpose512.h"
 #endif
 
@@ -138,23 +139,9 @@ int tl__product_tiles_plan(tl__product_tiles *plan, const tl_tensor *out, const 
 #if TL_X86_KERNELS
 #define TL_AVX512 __attribute__((target("avx512f")))
 
-/* Two complex doubles' products per 128-bit lane pair, the row kernels' formula: even
- * lanes p - q, odd lanes p + q, each of p and q a rounded product. */
-static inline TL_AVX512 __m512d cmul_512(__m512d x, __m512d y) {
-  __m512d yr = _mm512_movedup_pd(y), yi = _mm512_permute_pd(y, 0xff);
-  __m512d xs = _mm512_permute_pd(x, 0x55);
-  __m512d p = _mm512_mul_pd(x, yr), q = _mm512_mul_pd(xs, yi);
-  return _mm512_mask_sub_pd(_mm512_add_pd(p, q), 0x55, p, q);
-}
-
-/* The same for complex floats, four per 128-bit lane pair's worth (eight per register):
- * the tiles move them as 8-byte elements, as they do doubles. */
+/* Complex floats' products (cmul512.h) on the 8-byte elements the tiles move. */
 static inline TL_AVX512 __m512d cmul_c64_512(__m512d xd, __m512d yd) {
-  __m512 x = _mm512_castpd_ps(xd), y = _mm512_castpd_ps(yd);
-  __m512 yr = _mm512_moveldup_ps(y), yi = _mm512_movehdup_ps(y);
-  __m512 xs = _mm512_permute_ps(x, 0xB1);
-  __m512 p = _mm512_mul_ps(x, yr), q = _mm512_mul_ps(xs, yi);
-  return _mm512_castps_pd(_mm512_mask_sub_ps(_mm512_add_ps(p, q), 0x5555, p, q));
+  return _mm512_castps_pd(tl__cmul_ps512(_mm512_castpd_ps(xd), _mm512_castpd_ps(yd)));
 }
 
 /* One band's tiles: output rows j (along `axis`) of elements i0.. (along axis 0), Q lines
@@ -253,7 +240,7 @@ TL__PT_KERNELS(band_f64, double, __m512d, 8, 1, _mm512_loadu_pd, _mm512_stream_p
                tl__transpose8x8_pd512, shift_pd)
 TL__PT_KERNELS(band_c64, double, __m512d, 8, 1, _mm512_loadu_pd, _mm512_stream_pd, cmul_c64_512,
                tl__transpose8x8_pd512, shift_pd)
-TL__PT_KERNELS(band_c128, double, __m512d, 4, 2, _mm512_loadu_pd, _mm512_stream_pd, cmul_512,
+TL__PT_KERNELS(band_c128, double, __m512d, 4, 2, _mm512_loadu_pd, _mm512_stream_pd, tl__cmul_pd512,
                tl__transpose4x4_c512, shift_pd)
 
 typedef void (*band_fn)(const band_args *g);
