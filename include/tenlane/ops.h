@@ -178,7 +178,7 @@ TL_API tl_status tl_contract_scaled_into(tl_exec *exec, tl_scalar alpha, tl_scal
 
 /* c = alpha * a * b + beta * c for rank-2 a (m x k), b (k x n), c (m x n), any strides
  * (pass a tl_tensor_transpose_view for a transpose). beta 0: c not read. A complex product
- * with m n k > 80^3 on a CPU with AVX-512F takes packing scratch of at most 2.1 MiB per
+ * with m n k > 80^3 on a CPU with AVX-512F takes packing scratch of at most 8.1 MiB per
  * thread that may run a block of it (the calling thread, and each pool worker when the
  * call splits), reused by later calls. */
 TL_API tl_status tl_gemm_into(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,

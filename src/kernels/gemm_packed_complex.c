@@ -7,8 +7,8 @@
  * 1.00-1.04x its zgemm time. The kernel here keeps the numbers interleaved, as the tiny
  * kernel does (gemm_small_complex.c), and adds the blocking a large product needs.
  *
- * How: n is cut into blocks of NC = 480 columns and k into chunks of KC. The chunk of a
- * column block of B (KC x 480) is copied into a packed buffer in groups of NR = 6 columns,
+ * How: n is cut into blocks of NC = 1920 columns and k into chunks of KC. The chunk of a
+ * column block of B (KC x 1920) is copied into a packed buffer in groups of NR = 6 columns,
  * each group stored k after k; then each block of MC rows of A (MC x KC) is packed, MR rows
  * after MR rows, k after k, and stays in L2 while every column group of B runs against it
  * (a group, KC x 6, stays in L1 while the row groups of A stream past). The micro-kernel
@@ -22,18 +22,22 @@
  * half tile (12 accumulators, half the work), and every tile asks for its lines of C before
  * its k loop, so that a short k waits less for them at the end.
  *
- * Blocks (KC, MC): measured on Zen 4 against OpenBLAS serial (a probe alternating the two,
- * medians of 31, n = 256 and 1024): c64 KC 256, MC 144; c128 KC 256, MC 48 (KC 128 left
- * c128 n = 1024 at 1.00-1.03x OpenBLAS, against 0.94 now); NC 480 (120 and 240 lost 2-10%
- * at n = 1024). When k is shorter than KC, a block takes more rows (MC x KC numbers in
- * all), so the tiles walk longer runs of C's columns. The choices nearby read within the
- * probe's noise (a few percent).
+ * Blocks (KC, MC, NC): first measured on Zen 4 against OpenBLAS serial (a probe alternating
+ * the two, medians of 31, n = 256 and 1024): KC 256 for both; c64 MC 144; NC 480 (120 and
+ * 240 lost 2-10% at n = 1024). On a Xeon with AVX-512 and 2 MiB of L2 per core (2026-12-06,
+ * a probe alternating this kernel's variants and OpenBLAS's SkylakeX kernels in one
+ * process, medians of 15, m, n, k of 512-1000), NC 480 packed A's block again for every 480
+ * columns, and those strided copies took a tenth of a c128 product: NC 1920 with c128 MC 144
+ * (was 48) took c128 from 1.05-1.13x OpenBLAS's time to 0.98-1.05x, and c64 from 0.99-1.03x
+ * to 0.94-0.99x. KC 96-384 and c64 MC 288 read within the noise there. When k is shorter
+ * than KC, a block takes more rows (MC x KC numbers in all), so the tiles walk longer runs of
+ * C's columns.
  *
  * Contract: C = alpha A B + beta C for c64/c128 with alpha != 0 and m, n, k > 0; A and B
  * with any strides, C with a unit row or a unit column stride (C^T = B^T A^T takes the
  * second). beta 0 never reads C; elements of C outside the m x n block are never read or
  * written. `pack` is caller-owned scratch of tl__gemm_packed_complex_bytes(dtype, m, n, k)
- * bytes (at most 2.1 MiB), 64-byte aligned, used by one call at a time. Sums run in a different
+ * bytes (at most 8.1 MiB), 64-byte aligned, used by one call at a time. Sums run in a different
  * order from BLIS's, so results differ from it in the last bits; a given shape gives the same bits
  * on every call on a given CPU. Pure: no allocation, no shared state, thread-safe. */
 #include <stdint.h>
@@ -46,11 +50,11 @@
 #endif
 
 #define NR 6
-#define NC_COLS 480
+#define NC_COLS 1920
 #define KC_C64 256
 #define MC_C64 144
 #define KC_C128 256
-#define MC_C128 48
+#define MC_C128 144
 
 static int64_t round_up(int64_t x, int64_t step) { return (x + step - 1) / step * step; }
 static int64_t at_most(int64_t x, int64_t bound) { return x < bound ? x : bound; }

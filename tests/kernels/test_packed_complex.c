@@ -112,19 +112,19 @@ static void packed_complex_kernel_matches_naive(void) {
     th_test_skip("the packed complex kernel needs AVX-512F and FMA (CPU or TL_ISA)");
   }
   TH_CHECK(tl__provider_current().packed_complex == 1);
-  /* c64 blocks: 16-row tiles, 144 rows at k 256; c128: 8-row tiles, 48 rows at k 256 (more
-   * rows per block when k is shorter); both: 6-column groups, 480 columns. Each shape crosses
-   * some block with a remainder. */
+  /* Both dtypes: 144 rows per block at k 256 (16-row tiles for c64, 8-row for c128), more
+   * rows per block when k is shorter; 6-column groups, 1920 columns per block. Each shape
+   * crosses some block with a remainder. */
   static const int64_t shapes[][3] = {
-      {81, 80, 80},  /* just past the tiny kernel's reach */
-      {150, 7, 260}, /* two (c64) or four (c128) row blocks, two k chunks, one column group */
-      {17, 487, 33}, /* two column blocks, last group of one column, rows 16 + 1 */
-      {97, 13, 129}, /* c128: a block of 88 rows and one of 9 */
-      {1, 600, 200}, /* one row */
-      {600, 1, 200}, /* one column */
-      {45, 46, 300}, /* partial tiles everywhere */
-      {1000, 9, 16}, /* a short k: more rows per block (c128: two blocks) */
-      {70, 35, 300}, /* a last column group of five */
+      {81, 80, 80},    /* just past the tiny kernel's reach */
+      {150, 7, 260},   /* two row blocks (144 + 6), two k chunks, one column group */
+      {17, 1927, 33},  /* two column blocks, the last group of one column, rows 16 + 1 */
+      {289, 13, 129},  /* at k 129, blocks of 272 (c64) or 280 (c128) rows and a remainder */
+      {1, 600, 200},   /* one row */
+      {600, 1, 200},   /* one column */
+      {45, 46, 300},   /* partial tiles everywhere */
+      {2400, 9, 16},   /* a short k: 2304 rows per block, then a second block */
+      {70, 35, 300},   /* a last column group of five */
   };
   const tl_scalar alphas[] = {{1.0, 0.0}, {0.5, -2.0}};
   const tl_scalar betas[] = {{0.0, 0.0}, {1.0, 0.0}, {-0.25, 1.5}};
@@ -174,8 +174,8 @@ static void packed_complex_kernel_declines_what_is_not_its(void) {
            tl__gemm_packed_complex_bytes(TL_C128, 700, 9, 50));
   TH_CHECK(tl__gemm_packed_complex_bytes(TL_C64, 5000, 5000, 5000) ==
            tl__gemm_packed_complex_bytes(TL_C64, 9000, 9000, 9000));
-  TH_CHECK(tl__gemm_packed_complex_bytes(TL_C64, 9000, 9000, 9000) <= (size_t)21 << 17);
-  TH_CHECK(tl__gemm_packed_complex_bytes(TL_C128, 9000, 9000, 9000) <= (size_t)21 << 17);
+  TH_CHECK(tl__gemm_packed_complex_bytes(TL_C64, 9000, 9000, 9000) <= (size_t)33 << 18);
+  TH_CHECK(tl__gemm_packed_complex_bytes(TL_C128, 9000, 9000, 9000) <= (size_t)33 << 18);
   /* A short k takes more rows of A per block, within the same buffer. */
   TH_CHECK(tl__gemm_packed_complex_bytes(TL_C128, 9000, 9000, 16) <=
            tl__gemm_packed_complex_bytes(TL_C128, 9000, 9000, 9000));
