@@ -116,15 +116,15 @@ static void packed_complex_kernel_matches_naive(void) {
    * rows per block when k is shorter; 6-column groups, 1920 columns per block. Each shape
    * crosses some block with a remainder. */
   static const int64_t shapes[][3] = {
-      {81, 80, 80},    /* just past the tiny kernel's reach */
-      {150, 7, 260},   /* two row blocks (144 + 6), two k chunks, one column group */
-      {17, 1927, 33},  /* two column blocks, the last group of one column, rows 16 + 1 */
-      {289, 13, 129},  /* at k 129, blocks of 272 (c64) or 280 (c128) rows and a remainder */
-      {1, 600, 200},   /* one row */
-      {600, 1, 200},   /* one column */
-      {45, 46, 300},   /* partial tiles everywhere */
-      {2400, 9, 16},   /* a short k: 2304 rows per block, then a second block */
-      {70, 35, 300},   /* a last column group of five */
+      {81, 80, 80},   /* just past the tiny kernel's reach */
+      {150, 7, 260},  /* two row blocks (144 + 6), two k chunks, one column group */
+      {17, 1927, 33}, /* two column blocks, the last group of one column, rows 16 + 1 */
+      {289, 13, 129}, /* at k 129, blocks of 272 (c64) or 280 (c128) rows and a remainder */
+      {1, 600, 200},  /* one row */
+      {600, 1, 200},  /* one column */
+      {45, 46, 300},  /* partial tiles everywhere */
+      {2400, 9, 16},  /* a short k: 2304 rows per block, then a second block */
+      {70, 35, 300},  /* a last column group of five */
   };
   const tl_scalar alphas[] = {{1.0, 0.0}, {0.5, -2.0}};
   const tl_scalar betas[] = {{0.0, 0.0}, {1.0, 0.0}, {-0.25, 1.5}};
