@@ -327,11 +327,22 @@ void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
     ob += idx[d] * g->batch_strides[1][d];
     oc += idx[d] * g->batch_strides[2][d];
   }
+  /* contiguous real dots: four entries along the first batch axis at a time */
+  const int fours = contiguous && !cplx && g->batch_rank > 0;
   for (int64_t e = begin; e < end;) {
     int64_t done = 1;
     if (groups && e + TL__DOT_GROUP <= end && idx[0] + TL__DOT_GROUP <= g->batch_shape[0]) {
       dots_group(g, &t, oa, ob, oc);
       done = TL__DOT_GROUP;
+    } else if (fours && e + 4 <= end && idx[0] + 4 <= g->batch_shape[0]) {
+      double sums[4];
+      tl__thin_dot4_real(isa, g->dtype, g->k, g->a + oa * es, g->batch_strides[0][0],
+                         g->b + ob * es, g->batch_strides[1][0], sums);
+      for (int l = 0; l < 4; l++) {
+        t.c = g->c + (oc + l * g->batch_strides[2][0]) * es;
+        store_real(&t, 0, sums[l]);
+      }
+      done = 4;
     } else {
       t.u = g->a + oa * es;
       t.v = g->b + ob * es;

@@ -506,6 +506,44 @@ static TL_AVX512 void thin_dot_512(tl_dtype dtype, int64_t k, const void *x, con
   if (cplx) *im = hsum_ps_512(swapped, 0);
 }
 
+/* Four real dots side by side, dot r over x + r * xs and y + r * ys: each with the
+ * additions dot_ps_512 / dot_pd_512 make for it alone (the same bits). One dot of a few
+ * hundred elements waits on its accumulators' chains and its lanes' sum; four keep the
+ * core busy. Named registers: arrays of them went through the stack. */
+#define TL__DOT4_512(NAME, T, V, STEP, MT, MASK, LOADU, MASKZ_LOADU, FMADD, ADD, ZERO, HSUM) \
+  static TL_AVX512 void NAME(int64_t n, const T *x, int64_t xs, const T *y, int64_t ys,      \
+                             double *out) {                                                  \
+    const T *x0 = x, *x1 = x + xs, *x2 = x + 2 * xs, *x3 = x + 3 * xs;                       \
+    const T *y0 = y, *y1 = y + ys, *y2 = y + 2 * ys, *y3 = y + 3 * ys;                       \
+    V p0 = ZERO(), q0 = p0, p1 = p0, q1 = p0, p2 = p0, q2 = p0, p3 = p0, q3 = p0;            \
+    int64_t i = 0;                                                                           \
+    for (; i + 2 * (STEP) <= n; i += 2 * (STEP)) {                                           \
+      p0 = FMADD(LOADU(x0 + i), LOADU(y0 + i), p0);                                          \
+      q0 = FMADD(LOADU(x0 + i + (STEP)), LOADU(y0 + i + (STEP)), q0);                        \
+      p1 = FMADD(LOADU(x1 + i), LOADU(y1 + i), p1);                                          \
+      q1 = FMADD(LOADU(x1 + i + (STEP)), LOADU(y1 + i + (STEP)), q1);                        \
+      p2 = FMADD(LOADU(x2 + i), LOADU(y2 + i), p2);                                          \
+      q2 = FMADD(LOADU(x2 + i + (STEP)), LOADU(y2 + i + (STEP)), q2);                        \
+      p3 = FMADD(LOADU(x3 + i), LOADU(y3 + i), p3);                                          \
+      q3 = FMADD(LOADU(x3 + i + (STEP)), LOADU(y3 + i + (STEP)), q3);                        \
+    }                                                                                        \
+    for (; i < n; i += (STEP)) {                                                             \
+      const MT m = MASK(n - i);                                                              \
+      p0 = FMADD(MASKZ_LOADU(m, x0 + i), MASKZ_LOADU(m, y0 + i), p0);                        \
+      p1 = FMADD(MASKZ_LOADU(m, x1 + i), MASKZ_LOADU(m, y1 + i), p1);                        \
+      p2 = FMADD(MASKZ_LOADU(m, x2 + i), MASKZ_LOADU(m, y2 + i), p2);                        \
+      p3 = FMADD(MASKZ_LOADU(m, x3 + i), MASKZ_LOADU(m, y3 + i), p3);                        \
+    }                                                                                        \
+    out[0] = HSUM(ADD(p0, q0)), out[1] = HSUM(ADD(p1, q1));                                  \
+    out[2] = HSUM(ADD(p2, q2)), out[3] = HSUM(ADD(p3, q3));                                  \
+  }
+#define TL__HSUM_PS_REAL(v) hsum_ps_512((v), 0)
+TL__DOT4_512(dot4_ps_512, float, __m512, 16, __mmask16, mask16, _mm512_loadu_ps,
+             _mm512_maskz_loadu_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_setzero_ps,
+             TL__HSUM_PS_REAL)
+TL__DOT4_512(dot4_pd_512, double, __m512d, 8, __mmask8, mask8, _mm512_loadu_pd,
+             _mm512_maskz_loadu_pd, _mm512_fmadd_pd, _mm512_add_pd, _mm512_setzero_pd, hsum_pd_512)
+
 static TL_AVX2 void thin_dot_256(tl_dtype dtype, int64_t k, const void *x, const void *y,
                                  double *re, double *im) {
   int cplx = tl_dtype_is_complex(dtype);
@@ -573,6 +611,25 @@ static TL_AVX512 void group_c64_512(int64_t k, const float *x, int64_t sx, int64
 /* ---- dispatch ------------------------------------------------------------------------ */
 
 int tl__gemm_thin_isa(void) { return TL_X86_KERNELS ? tl__isa_level() : TL__ISA_PORTABLE; }
+
+void tl__thin_dot4_real(int isa, tl_dtype dtype, int64_t k, const void *x, int64_t xs,
+                        const void *y, int64_t ys, double *out) {
+#if TL_X86_KERNELS
+  if (isa >= TL__ISA_AVX512) {
+    if (dtype == TL_F32)
+      dot4_ps_512(k, x, xs, y, ys, out);
+    else
+      dot4_pd_512(k, x, xs, y, ys, out);
+    return;
+  }
+#endif
+  const int64_t es = (int64_t)tl_dtype_size(dtype);
+  for (int r = 0; r < 4; r++) {
+    double im;
+    tl__thin_dot(isa, dtype, k, (const char *)x + r * xs * es, (const char *)y + r * ys * es,
+                 &out[r], &im);
+  }
+}
 
 void tl__thin_dot(int isa, tl_dtype dtype, int64_t k, const void *x, const void *y, double *re,
                   double *im) {

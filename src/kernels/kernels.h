@@ -451,6 +451,10 @@ void tl__mul_c128_rows(int isa, int64_t n, double *o, const double *a, int64_t s
 int tl__gemm_thin_isa(void);
 void tl__thin_dot(int isa, tl_dtype dtype, int64_t k, const void *x, const void *y, double *re,
                   double *im);
+/* Four real (F32 or F64) dots: out[r] gets the tl__thin_dot of x + r xs and y + r ys
+ * (strides in elements), bit for bit; at AVX-512 the four run side by side. */
+void tl__thin_dot4_real(int isa, tl_dtype dtype, int64_t k, const void *x, int64_t xs,
+                        const void *y, int64_t ys, double *out);
 void tl__thin_axpy(int isa, tl_dtype dtype, int64_t count, int64_t k, tl_scalar alpha,
                    const void *u, int64_t su_k, const void *v, int64_t sv_k, void *c);
 /* TL__DOT_GROUP complex dots side by side (C128 or C64): dot l is over i < k of

@@ -129,44 +129,45 @@ static void run_into_scalar(const tl__reduce_plan *pl, const char *p, int64_t n,
   acc[0] = a0, acc[1] = a1;
 }
 
-/* Unit-stride complex sums and norms of n elements (pairs of T) into their accumulators:
- * for sums the accumulators are pairs like the input, for norms one real per element. */
-#define TL__COMPLEX_RUN_VECTOR(NAME, T)                                                   \
-  static void NAME(const T *restrict x, int64_t n, tl_reduce_op op, double *restrict a) { \
-    if (op == TL_REDUCE_SUM)                                                              \
-      for (int64_t i = 0; i < 2 * n; i++) a[i] += x[i];                                   \
-    else                                                                                  \
-      for (int64_t i = 0; i < n; i++)                                                     \
-        a[i] += (double)x[2 * i] * x[2 * i] + (double)x[2 * i + 1] * x[2 * i + 1];        \
+/* Unit-stride complex norms of n elements (pairs of T) into their accumulators, one real
+ * per element. */
+#define TL__COMPLEX_NORMS_VECTOR(NAME, T)                                        \
+  static void NAME(const T *restrict x, int64_t n, double *restrict a) {         \
+    for (int64_t i = 0; i < n; i++)                                              \
+      a[i] += (double)x[2 * i] * x[2 * i] + (double)x[2 * i + 1] * x[2 * i + 1]; \
   }
-TL__COMPLEX_RUN_VECTOR(complex_run_into_vector_c128, double)
-TL__COMPLEX_RUN_VECTOR(complex_run_into_vector_c64, float)
+TL__COMPLEX_NORMS_VECTOR(complex_norms_into_vector_c128, double)
+TL__COMPLEX_NORMS_VECTOR(complex_norms_into_vector_c64, float)
 
 /* acc[i] op= x[i] for a run of n elements; acc holds reals (n doubles) or complex (2n). */
 static void run_into_vector(const tl__reduce_plan *pl, const char *p, int64_t n, int64_t s,
                             double *acc) {
   const tl_reduce_op op = pl->op;
-  if (pl->dtype == TL_F64 && s == 1 && (op == TL_REDUCE_SUM || op == TL_REDUCE_NORM2)) {
+  /* Sums (complex ones as runs of 2n reals): one double addition per element at the
+   * widest instruction set (reduce_sums.c). */
+  if (s == 1 && op == TL_REDUCE_SUM) {
+    const int64_t reals = pl->complex_in ? 2 * n : n;
+    if (pl->dtype == TL_F64 || pl->dtype == TL_C128) {
+      tl__add_run_f64(pl->isa, (const double *)p, reals, acc);
+      return;
+    }
+    if (pl->dtype == TL_F32 || pl->dtype == TL_C64) {
+      tl__add_run_f32(pl->isa, (const float *)p, reals, acc);
+      return;
+    }
+  }
+  if (pl->dtype == TL_F64 && s == 1 && op == TL_REDUCE_NORM2) {
     const double *restrict x = (const double *)p;
     double *restrict a = acc;
-    if (op == TL_REDUCE_SUM)
-      for (int64_t i = 0; i < n; i++) a[i] += x[i];
-    else
-      for (int64_t i = 0; i < n; i++) a[i] += x[i] * x[i];
+    for (int64_t i = 0; i < n; i++) a[i] += x[i] * x[i];
     return;
   }
-  if (pl->dtype == TL_F32 && s == 1 && op == TL_REDUCE_SUM) {
-    const float *restrict x = (const float *)p;
-    double *restrict a = acc;
-    for (int64_t i = 0; i < n; i++) a[i] += x[i];
+  if (pl->dtype == TL_C128 && s == 1 && op == TL_REDUCE_NORM2) {
+    complex_norms_into_vector_c128((const double *)p, n, acc);
     return;
   }
-  if (pl->dtype == TL_C128 && s == 1 && (op == TL_REDUCE_SUM || op == TL_REDUCE_NORM2)) {
-    complex_run_into_vector_c128((const double *)p, n, op, acc);
-    return;
-  }
-  if (pl->dtype == TL_C64 && s == 1 && (op == TL_REDUCE_SUM || op == TL_REDUCE_NORM2)) {
-    complex_run_into_vector_c64((const float *)p, n, op, acc);
+  if (pl->dtype == TL_C64 && s == 1 && op == TL_REDUCE_NORM2) {
+    complex_norms_into_vector_c64((const float *)p, n, acc);
     return;
   }
   const int64_t step = s * pl->xes;
@@ -328,21 +329,36 @@ static void inner_rows(const tl__reduce_plan *pl, const char *x, int64_t r0, int
  * in item_pointers' divisions). */
 static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
   const int width = acc_width(pl);
+  /* f32 sums of one unit-stride run per item, short enough not to prefetch: four items
+   * along kept axis 0 at a time (tl__sum16_f32_rows4), each with the bits of its own. */
+  const int rows4 = pl->op == TL_REDUCE_SUM && pl->dtype == TL_F32 && pl->nr == 1 &&
+                    pl->rx[0] == 1 && pl->nk > 0 && !pl->prefetch;
   int64_t idx[TL_MAX_RANK];
   const char *x;
   char *o;
   item_pointers(pl, begin, 0, idx, &x, &o);
-  for (int64_t item = begin; item < end; item++) {
-    double acc[2] = {identity(pl->op), 0.0};
-    inner_rows(pl, x, 0, pl->r_rows, acc);
-    store(pl, acc, width, o);
-    for (int k = 0; k < pl->nk; k++) {
-      x += pl->kx[k] * pl->xes;
-      o += pl->ko[k] * pl->oes;
-      if (++idx[k] < pl->ke[k]) break;
-      x -= pl->ke[k] * pl->kx[k] * pl->xes;
-      o -= pl->ke[k] * pl->ko[k] * pl->oes;
-      idx[k] = 0;
+  for (int64_t item = begin; item < end;) {
+    double sums[4];
+    int here = 1;
+    if (rows4 && end - item >= 4 && pl->ke[0] - idx[0] >= 4) {
+      tl__sum16_f32_rows4(pl->isa, (const float *)x, pl->re[0], pl->kx[0], sums);
+      here = 4;
+    }
+    for (int r = 0; r < here; r++, item++) {
+      double acc[2] = {identity(pl->op), 0.0};
+      if (here == 4)
+        acc[0] += sums[r]; /* as run_into_scalar adds a run's total */
+      else
+        inner_rows(pl, x, 0, pl->r_rows, acc);
+      store(pl, acc, width, o);
+      for (int k = 0; k < pl->nk; k++) {
+        x += pl->kx[k] * pl->xes;
+        o += pl->ko[k] * pl->oes;
+        if (++idx[k] < pl->ke[k]) break;
+        x -= pl->ke[k] * pl->kx[k] * pl->xes;
+        o -= pl->ke[k] * pl->ko[k] * pl->oes;
+        idx[k] = 0;
+      }
     }
   }
 }

@@ -70,6 +70,12 @@ void tl__sum16_f64(int isa, int prefetch, const double *x, int64_t n, int pairs,
 void tl__sum16_f32(int isa, int prefetch, const float *x, int64_t n, int pairs, double *re,
                    double *im);
 
+/* Four runs of n floats, run r at x + r * ld: out[r] gets the total tl__sum16_f32 gives that
+ * run (pairs 0), bit for bit; at AVX-512 the four are summed side by side. */
+void tl__sum16_f32_rows4(int isa, const float *x, int64_t n, int64_t ld, double *out);
+/* acc[i] += x[i] for i < n, one double addition per element: the same bits at every isa. */
+void tl__add_run_f64(int isa, const double *x, int64_t n, double *acc);
+void tl__add_run_f32(int isa, const float *x, int64_t n, double *acc);
 /* The window of a reduction's input bytes in which the sums prefetch: past one
  * core's second-level cache and within about half the last level's. On the project's Zen 5 VM,
  * one core, best of the two in one process: 1024^2 doubles (8 MiB) 83-85 us with the

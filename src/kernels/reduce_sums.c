@@ -261,6 +261,76 @@ static TL_AVX512 void sum16_f32_512(int prefetch, const float *x, int64_t n, int
   total_512(r0, r1, pairs, re, im);
 }
 
+/* Four runs of n floats, ld elements apart, each summed as sum16_f32_512 sums one (the
+ * same additions in the same order, so the same bits). A run of 256 floats is one block:
+ * alone, its sixteen dependent additions and its totals left the core waiting; four runs
+ * side by side keep four chains in flight. */
+static TL_AVX512 void sum16_f32_512_rows4(const float *x, int64_t n, int64_t ld, double *out) {
+  /* Named registers: arrays of them, indexed in loops, went through the stack. */
+  const float *x0 = x, *x1 = x + ld, *x2 = x + 2 * ld, *x3 = x + 3 * ld;
+  __m512d a0 = _mm512_setzero_pd(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+  int64_t i = 0;
+  while (i < n) {
+    __m512 f0 = _mm512_setzero_ps(), f1 = f0, f2 = f0, f3 = f0;
+    const int64_t end = n - i < TL__SUM_F32_BLOCK ? n : i + TL__SUM_F32_BLOCK;
+    for (; i + 16 <= end; i += 16) {
+      f0 = _mm512_add_ps(f0, _mm512_loadu_ps(x0 + i));
+      f1 = _mm512_add_ps(f1, _mm512_loadu_ps(x1 + i));
+      f2 = _mm512_add_ps(f2, _mm512_loadu_ps(x2 + i));
+      f3 = _mm512_add_ps(f3, _mm512_loadu_ps(x3 + i));
+    }
+    if (i < end) { /* the run's last, partial group (end == n here) */
+      const __mmask16 m = (__mmask16)lanes16(0, end - i);
+      f0 = _mm512_mask_add_ps(f0, m, f0, _mm512_maskz_loadu_ps(m, x0 + i));
+      f1 = _mm512_mask_add_ps(f1, m, f1, _mm512_maskz_loadu_ps(m, x1 + i));
+      f2 = _mm512_mask_add_ps(f2, m, f2, _mm512_maskz_loadu_ps(m, x2 + i));
+      f3 = _mm512_mask_add_ps(f3, m, f3, _mm512_maskz_loadu_ps(m, x3 + i));
+      i = end;
+    }
+    flush_512(f0, &a0, &b0);
+    flush_512(f1, &a1, &b1);
+    flush_512(f2, &a2, &b2);
+    flush_512(f3, &a3, &b3);
+  }
+  double im;
+  total_512(a0, b0, 0, &out[0], &im);
+  total_512(a1, b1, 0, &out[1], &im);
+  total_512(a2, b2, 0, &out[2], &im);
+  total_512(a3, b3, 0, &out[3], &im);
+}
+
+/* acc[i] += x[i], i < n, one addition in double per element (so every path gives the same
+ * bits), sixteen elements a step. */
+static TL_AVX512 void add_run_f64_512(const double *x, int64_t n, double *acc) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_pd(acc + i, _mm512_add_pd(_mm512_loadu_pd(acc + i), _mm512_loadu_pd(x + i)));
+    _mm512_storeu_pd(acc + i + 8,
+                     _mm512_add_pd(_mm512_loadu_pd(acc + i + 8), _mm512_loadu_pd(x + i + 8)));
+  }
+  for (; i < n; i += 8) {
+    const __mmask8 m = (__mmask8)(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1u);
+    _mm512_mask_storeu_pd(
+        acc + i, m,
+        _mm512_add_pd(_mm512_maskz_loadu_pd(m, acc + i), _mm512_maskz_loadu_pd(m, x + i)));
+  }
+}
+
+static TL_AVX512 void add_run_f32_512(const float *x, int64_t n, double *acc) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    _mm512_storeu_pd(acc + i, _mm512_add_pd(_mm512_loadu_pd(acc + i),
+                                            _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
+    _mm512_storeu_pd(
+        acc + i + 8,
+        _mm512_add_pd(
+            _mm512_loadu_pd(acc + i + 8),
+            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))));
+  }
+  for (; i < n; i++) acc[i] += (double)x[i];
+}
+
 /* a[0] = s0..s3, ..., a[3] = s12..s15. */
 static inline TL_AVX2 void total_256(__m256d a0, __m256d a1, __m256d a2, __m256d a3, int pairs,
                                      double *re, double *im) {
@@ -337,6 +407,28 @@ static TL_AVX2 void sum16_f32_256(const float *x, int64_t n, int pairs, double *
   }
   total_256(a0, a1, a2, a3, pairs, re, im);
 }
+
+static TL_AVX2 void add_run_f64_256(const double *x, int64_t n, double *acc) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), _mm256_loadu_pd(x + i)));
+    _mm256_storeu_pd(acc + i + 4,
+                     _mm256_add_pd(_mm256_loadu_pd(acc + i + 4), _mm256_loadu_pd(x + i + 4)));
+  }
+  for (; i < n; i++) acc[i] += x[i];
+}
+
+static TL_AVX2 void add_run_f32_256(const float *x, int64_t n, double *acc) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i),
+                                            _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
+    _mm256_storeu_pd(acc + i + 4, _mm256_add_pd(_mm256_loadu_pd(acc + i + 4),
+                                                _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
+  }
+  for (; i < n; i++) acc[i] += (double)x[i];
+}
 #endif
 
 /* The public entry points: the highest path isa allows. */
@@ -359,3 +451,43 @@ static TL_AVX2 void sum16_f32_256(const float *x, int64_t n, int pairs, double *
 #endif
 TL__SUM16_ENTRY(tl__sum16_f64, double, sum16_f64_512, sum16_f64_256, sum16_f64_portable)
 TL__SUM16_ENTRY(tl__sum16_f32, float, sum16_f32_512, sum16_f32_256, sum16_f32_portable)
+
+void tl__sum16_f32_rows4(int isa, const float *x, int64_t n, int64_t ld, double *out) {
+#if TL_X86_KERNELS
+  if (isa >= TL__ISA_AVX512) {
+    sum16_f32_512_rows4(x, n, ld, out);
+    return;
+  }
+#endif
+  for (int r = 0; r < 4; r++) {
+    double im;
+    tl__sum16_f32(isa, 0, x + r * ld, n, 0, &out[r], &im);
+  }
+}
+
+#define TL__ADD_RUN_PORTABLE(NAME, T)                                      \
+  static void NAME(const T *restrict x, int64_t n, double *restrict acc) { \
+    for (int64_t i = 0; i < n; i++) acc[i] += (double)x[i];                \
+  }
+TL__ADD_RUN_PORTABLE(add_run_f64_portable, double)
+TL__ADD_RUN_PORTABLE(add_run_f32_portable, float)
+
+#if TL_X86_KERNELS
+#define TL__ADD_RUN_ENTRY(NAME, T, AVX512, AVX2, PORTABLE) \
+  void NAME(int isa, const T *x, int64_t n, double *acc) { \
+    if (isa >= TL__ISA_AVX512)                             \
+      AVX512(x, n, acc);                                   \
+    else if (isa >= TL__ISA_AVX2)                          \
+      AVX2(x, n, acc);                                     \
+    else                                                   \
+      PORTABLE(x, n, acc);                                 \
+  }
+#else
+#define TL__ADD_RUN_ENTRY(NAME, T, AVX512, AVX2, PORTABLE) \
+  void NAME(int isa, const T *x, int64_t n, double *acc) { \
+    (void)isa;                                             \
+    PORTABLE(x, n, acc);                                   \
+  }
+#endif
+TL__ADD_RUN_ENTRY(tl__add_run_f64, double, add_run_f64_512, add_run_f64_256, add_run_f64_portable)
+TL__ADD_RUN_ENTRY(tl__add_run_f32, float, add_run_f32_512, add_run_f32_256, add_run_f32_portable)

@@ -207,7 +207,8 @@ static void gemm_thin_dot_bits_do_not_depend_on_alignment(void) {
  * the entries are cut into runs, and matches a naive sum. The strided batch is b's columns
  * read down (k outermost, neighbouring entries adjacent): its dots go in groups of
  * TL__DOT_GROUP along the first batch axis (13 entries: a group and a remainder, the runs
- * cut inside both). */
+ * cut inside both); the contiguous real ones four at a time (tl__thin_dot4_real), with the
+ * same cuts. */
 static void gemm_thin_dots_batch_matches_single_entries(void) {
   enum { B0 = 13, B1 = 3, K = 37 };
   static double a[2 * B0 * B1 * K * 2], b[2 * B0 * B1 * K * 2], c0[2 * B0 * B1 * 2],

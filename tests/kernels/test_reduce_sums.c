@@ -133,5 +133,80 @@ static void reduce_sums_off_element_boundaries(void) {
   TH_CHECK(bad == 0);
 }
 
+/* Four float runs side by side (tl__sum16_f32_rows4) give each run's own bits from
+ * tl__sum16_f32, at every level: lengths around the 16-element groups and the 256-element
+ * blocks, rows ld apart (ld past n, so a row that read its neighbour's lanes would show
+ * it), data that cancels, and a NaN in one row only. */
+static void reduce_sums_four_rows_match_one_row_each(void) {
+  const int top = tl__isa_cpu_level();
+  static const int64_t lengths[] = {0, 1, 15, 16, 17, 255, 256, 257, 272, 300, 513, 1031};
+  static float rows[4 * 1100];
+  uint64_t state = 19;
+  int bad = 0, compared = 0;
+  for (size_t c = 0; c < sizeof lengths / sizeof lengths[0]; c++) {
+    const int64_t n = lengths[c], ld = n + 9;
+    for (int kind = 0; kind < 3; kind++) {
+      for (int64_t k = 0; k < 4 * ld; k++) rows[k] = 1e30f; /* gaps between rows: poison */
+      for (int r = 0; r < 4; r++) {
+        xf = xf_line;
+        fill(&state, n, kind == 2 && r != 2 ? 0 : kind); /* kind 2: a NaN in row 2 only */
+        memcpy(rows + r * ld, xf, (size_t)n * sizeof(float));
+      }
+      for (int isa = TL__ISA_PORTABLE; isa <= top; isa++) {
+        double four[4];
+        tl__sum16_f32_rows4(isa, rows, n, ld, four);
+        for (int r = 0; r < 4; r++) {
+          double one, im;
+          tl__sum16_f32(isa, 0, rows + r * ld, n, 0, &one, &im);
+          compared++;
+          if (!same(four[r], one)) {
+            fprintf(stderr, "  n %lld kind %d row %d at %s: four rows give %.17g, one %.17g\n",
+                    (long long)n, kind, r, tl__isa_name(isa), four[r], one);
+            bad++;
+          }
+        }
+      }
+    }
+  }
+  TH_CHECK(bad == 0);
+  TH_CHECK(compared > 0);
+}
+
+/* acc[i] += x[i] (tl__add_run_f64 / _f32) is one double addition per element at every
+ * level: every length from 0 to 40 and a few long ones, against the plain loop, with the
+ * elements past n untouched. */
+static void reduce_sums_add_runs_match_plain_additions(void) {
+  const int top = tl__isa_cpu_level();
+  static double acc[1100 + 8], want[1100 + 8];
+  uint64_t state = 23;
+  int bad = 0;
+  static const int64_t longs[] = {255, 256, 1031};
+  for (int64_t c = 0; c < 41 + 3; c++) {
+    const int64_t n = c <= 40 ? c : longs[c - 41];
+    xd = xd_line;
+    xf = xf_line;
+    fill(&state, n, 1);
+    for (int f32 = 0; f32 < 2; f32++)
+      for (int isa = TL__ISA_PORTABLE; isa <= top; isa++) {
+        for (int64_t i = 0; i < n + 8; i++) acc[i] = want[i] = 0.25 * (double)(i % 5) - 1e16;
+        for (int64_t i = 0; i < n; i++) want[i] += f32 ? (double)xf[i] : xd[i];
+        if (f32)
+          tl__add_run_f32(isa, xf, n, acc);
+        else
+          tl__add_run_f64(isa, xd, n, acc);
+        for (int64_t i = 0; i < n + 8; i++)
+          if (!same(acc[i], want[i])) {
+            fprintf(stderr, "  n %lld f32 %d at %s: element %lld is %.17g, want %.17g\n",
+                    (long long)n, f32, tl__isa_name(isa), (long long)i, acc[i], want[i]);
+            bad++;
+            break;
+          }
+      }
+  }
+  TH_CHECK(bad == 0);
+}
+
 TH_TEST_MAIN(TH_CASE(reduce_sums_same_bits_at_every_isa),
-             TH_CASE(reduce_sums_off_element_boundaries))
+             TH_CASE(reduce_sums_off_element_boundaries),
+             TH_CASE(reduce_sums_four_rows_match_one_row_each),
+             TH_CASE(reduce_sums_add_runs_match_plain_additions))
