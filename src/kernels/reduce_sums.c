@@ -299,38 +299,6 @@ static TL_AVX512 void sum16_f32_512_rows4(const float *x, int64_t n, int64_t ld,
   total_512(a3, b3, 0, &out[3], &im);
 }
 
-/* acc[i] += x[i], i < n, one addition in double per element (so every path gives the same
- * bits), sixteen elements a step. */
-static TL_AVX512 void add_run_f64_512(const double *x, int64_t n, double *acc) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    _mm512_storeu_pd(acc + i, _mm512_add_pd(_mm512_loadu_pd(acc + i), _mm512_loadu_pd(x + i)));
-    _mm512_storeu_pd(acc + i + 8,
-                     _mm512_add_pd(_mm512_loadu_pd(acc + i + 8), _mm512_loadu_pd(x + i + 8)));
-  }
-  for (; i < n; i += 8) {
-    const __mmask8 m = (__mmask8)(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1u);
-    _mm512_mask_storeu_pd(
-        acc + i, m,
-        _mm512_add_pd(_mm512_maskz_loadu_pd(m, acc + i), _mm512_maskz_loadu_pd(m, x + i)));
-  }
-}
-
-static TL_AVX512 void add_run_f32_512(const float *x, int64_t n, double *acc) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_loadu_ps(x + i);
-    _mm512_storeu_pd(acc + i, _mm512_add_pd(_mm512_loadu_pd(acc + i),
-                                            _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
-    _mm512_storeu_pd(
-        acc + i + 8,
-        _mm512_add_pd(
-            _mm512_loadu_pd(acc + i + 8),
-            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))));
-  }
-  for (; i < n; i++) acc[i] += (double)x[i];
-}
-
 /* a[0] = s0..s3, ..., a[3] = s12..s15. */
 static inline TL_AVX2 void total_256(__m256d a0, __m256d a1, __m256d a2, __m256d a3, int pairs,
                                      double *re, double *im) {
@@ -408,27 +376,27 @@ static TL_AVX2 void sum16_f32_256(const float *x, int64_t n, int pairs, double *
   total_256(a0, a1, a2, a3, pairs, re, im);
 }
 
-static TL_AVX2 void add_run_f64_256(const double *x, int64_t n, double *acc) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), _mm256_loadu_pd(x + i)));
-    _mm256_storeu_pd(acc + i + 4,
-                     _mm256_add_pd(_mm256_loadu_pd(acc + i + 4), _mm256_loadu_pd(x + i + 4)));
+/* acc[i] += x[i], i < n, one addition in double per element (so every path gives the same
+ * bits), W elements a vector, two vectors a step. */
+#define TL__ADD_RUN(NAME, ATTR, T, W, LOADW, LOADU_PD, STOREU_PD, ADD_PD)            \
+  static ATTR void NAME(const T *x, int64_t n, double *acc) {                        \
+    int64_t i = 0;                                                                   \
+    for (; i + 2 * (W) <= n; i += 2 * (W)) {                                         \
+      STOREU_PD(acc + i, ADD_PD(LOADU_PD(acc + i), LOADW(x + i)));                   \
+      STOREU_PD(acc + i + (W), ADD_PD(LOADU_PD(acc + i + (W)), LOADW(x + i + (W)))); \
+    }                                                                                \
+    for (; i < n; i++) acc[i] += (double)x[i];                                       \
   }
-  for (; i < n; i++) acc[i] += x[i];
-}
-
-static TL_AVX2 void add_run_f32_256(const float *x, int64_t n, double *acc) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i),
-                                            _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
-    _mm256_storeu_pd(acc + i + 4, _mm256_add_pd(_mm256_loadu_pd(acc + i + 4),
-                                                _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
-  }
-  for (; i < n; i++) acc[i] += (double)x[i];
-}
+#define TL__WIDEN8_PS(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
+#define TL__WIDEN4_PS(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
+TL__ADD_RUN(add_run_f64_512, TL_AVX512, double, 8, _mm512_loadu_pd, _mm512_loadu_pd,
+            _mm512_storeu_pd, _mm512_add_pd)
+TL__ADD_RUN(add_run_f32_512, TL_AVX512, float, 8, TL__WIDEN8_PS, _mm512_loadu_pd, _mm512_storeu_pd,
+            _mm512_add_pd)
+TL__ADD_RUN(add_run_f64_256, TL_AVX2, double, 4, _mm256_loadu_pd, _mm256_loadu_pd, _mm256_storeu_pd,
+            _mm256_add_pd)
+TL__ADD_RUN(add_run_f32_256, TL_AVX2, float, 4, TL__WIDEN4_PS, _mm256_loadu_pd, _mm256_storeu_pd,
+            _mm256_add_pd)
 #endif
 
 /* The public entry points: the highest path isa allows. */
