@@ -144,8 +144,9 @@ TL_API tl_status tl_exec_set_team(tl_exec *exec, int team);
  * on the surface stops at its next check and returns TL_E_CANCELLED, and every later route
  * call on it returns TL_E_CANCELLED at once, writing nothing, until tl_exec_cancel_clear
  * lowers it. Checks sit at block boundaries: between the blocks of a matrix product (each
- * bounded to about 2^30 flops), between the chunks of elementwise, permute and reduction
- * work, between einsum's steps, and in the matrix products and matrix-vector products the
+ * bounded to about 2^32 real flops, a complex multiply-add counting eight: well under a
+ * tenth of a second on an optimized BLAS), between the chunks of elementwise, permute and
+ * reduction work, between einsum's steps, and in the matrix products and matrix-vector products the
  * factorizations (SVD, QR, eigh's back-transformation) make through LAPACK, which then
  * return zeros so that LAPACK ends quickly, and between LU's trailing updates. A call that has
  * passed its last check (a small call, or one LAPACK step without a product in it, such as eigh's

@@ -116,22 +116,35 @@ static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
 
 /* Cancellation (tl_exec_cancel, a lane's run) is seen between blocks only, inside none: a
  * long product is cut into blocks of at most the provider's bound (tl__prov_gemm_block:
- * 2^30 flops on an optimized provider, fewer on reference BLAS) so that a request is seen
- * within one block's time (tens of milliseconds on one idle core). A block keeps at least
- * the provider's minimum of rows or columns (128 for a packing provider, where packing the
- * shared operand once more per block costs under one percent of the block's arithmetic). */
+ * 2^32 real floating-point operations on an optimized provider, a complex multiply-add
+ * counting eight, fewer on reference BLAS) so that a request is seen within one block's time
+ * (under about a tenth of a second on one idle core). A block keeps at least the provider's
+ * minimum of rows or columns (128 for a packing provider). The blocks are cut equal: every
+ * block packs the shared operand again, and a short last block (600 columns as 544 + 56)
+ * paid a whole packing for a tenth of the work. */
+int64_t tl__gemm_cancel_block(int complex_dtype, int64_t dim, int64_t other, int64_t k,
+                              int64_t block_len, double max_flops, int64_t min_len) {
+  const double per_line = (complex_dtype ? 8.0 : 2.0) * (double)other * (double)(k > 0 ? k : 1);
+  if (per_line * (double)block_len <= max_flops) return block_len;
+  double fit = max_flops / per_line; /* lines per block within the bound */
+  int64_t len = fit >= (double)dim ? dim : (int64_t)fit;
+  len = len / 16 * 16;
+  if (len < min_len) len = min_len;
+  if (len >= block_len) return block_len;
+  /* As many blocks as the bound needs, of equal length (a multiple of 16, not past it). */
+  const int64_t blocks = (dim + len - 1) / len;
+  const int64_t even = ((dim + blocks - 1) / blocks + 15) / 16 * 16;
+  return even < len && even >= min_len ? even : len;
+}
+
 static void cap_block_for_cancel(gemm_job *job, const tl__gemm_batch *g) {
   double max_flops;
   int64_t min_len;
   tl__prov_gemm_block(&max_flops, &min_len);
   const int64_t dim = job->split_rows ? g->m : g->n, other = job->split_rows ? g->n : g->m;
-  const double per_line = 2.0 * (double)other * (double)(g->k > 0 ? g->k : 1);
-  if (per_line * (double)job->block_len <= max_flops) return;
-  double fit = max_flops / per_line; /* lines per block within the bound */
-  int64_t len = fit >= (double)dim ? dim : (int64_t)fit;
-  len = len / 16 * 16;
-  if (len < min_len) len = min_len;
-  if (len >= job->block_len) return;
+  const int64_t len = tl__gemm_cancel_block(tl_dtype_is_complex(g->dtype), dim, other, g->k,
+                                            job->block_len, max_flops, min_len);
+  if (len == job->block_len) return;
   job->block_len = len;
   job->blocks = (dim + len - 1) / len;
 }

@@ -348,12 +348,18 @@ double tl__prov_nrm2(tl_dtype dtype, int64_t n, const void *x, int64_t incx);
  * benchmark's earn-its-place row: call it only while no BLAS or LAPACK call runs. */
 void tl__prov_own_level1(int on);
 /* How large a cancellable block of a route's GEMM may be on this provider (gemm.c): at
- * most *flops floating-point operations, but at least *min_len rows or columns of C. A
- * cancellation request is seen between blocks only, so the bound follows the provider's
- * speed: an optimized provider runs 2^30 flops in tens of milliseconds, and packs the
- * shared operand again per block (hence a minimum length); reference BLAS runs some 30 times
- * slower and packs nothing. Any thread. */
+ * most *flops real floating-point operations (a complex multiply-add counts eight), but at
+ * least *min_len rows or columns of C. A cancellation request is seen between blocks only,
+ * so the bound follows the provider's speed: an optimized provider runs 2^32 flops in well
+ * under a tenth of a second, and packs the shared operand again per block (hence a minimum
+ * length); reference BLAS runs some 30 times slower and packs nothing. Any thread. */
 void tl__prov_gemm_block(double *flops, int64_t *min_len);
+/* gemm.c: the length of a cancellable block of a GEMM's `dim` rows or columns, each line
+ * `other` x k multiply-adds (complex_dtype: eight real flops each, else two), now cut in
+ * blocks of block_len: block_len when such a block is within max_flops, else the fewest
+ * blocks within it (none shorter than min_len), cut equal, in multiples of 16. Pure. */
+int64_t tl__gemm_cancel_block(int complex_dtype, int64_t dim, int64_t other, int64_t k,
+                              int64_t block_len, double max_flops, int64_t min_len);
 /* One GEMM on the provider alone, with general element strides as tl__gemm_serial takes
  * them (strides a route accepted: gemm.c). tl__gemm_serial's last resort; the benchmark's
  * direct-provider anchor calls it too. */

@@ -248,7 +248,7 @@ void tl__prov_trmm(tl_dtype dtype, int right, int upper, int trans, int unit_dia
 void tl__prov_gemm_block(double *flops, int64_t *min_len) {
 #if TL_PROVIDER_OPENBLAS
   /* As fast as BLIS, and it packs per call as BLIS does. */
-  *flops = (double)(1LL << 30);
+  *flops = (double)(1LL << 32);
   *min_len = 128;
 #else
   /* Reference BLAS's dgemm runs its loops at about 1 Gflop/s on one core (less when the

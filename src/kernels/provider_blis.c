@@ -415,6 +415,6 @@ void tl__prov_trmm(tl_dtype dtype, int right, int upper, int trans, int unit_dia
 }
 
 void tl__prov_gemm_block(double *flops, int64_t *min_len) {
-  *flops = (double)(1LL << 30);
+  *flops = (double)(1LL << 32);
   *min_len = 128; /* re-packing the shared operand costs under 1% of such a block */
 }

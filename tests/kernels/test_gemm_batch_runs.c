@@ -517,7 +517,38 @@ static void batch_small_kernel_streaming_stack_matches_hand_kernel(void) {
   free(a), free(b), free(c), free(c0), free(single);
 }
 
-TH_TEST_MAIN(TH_CASE(batch_run_length_bounds), TH_CASE(batch_runs_match_naive_in_every_dtype),
+/* Cancellable blocks (tl__gemm_cancel_block): within the bound a block stays as it is; past
+ * it, the fewest blocks within the bound, cut equal in multiples of 16 (600 columns whose
+ * bound fits 559 lines: two of 304, not 544 and 56), never below the minimum length, and a
+ * complex multiply-add counts four times a real one. */
+static void cancel_blocks_are_equal_and_within_the_bound(void) {
+  const double bound = (double)(1LL << 32);
+  /* f64 800 x 600 x 1200: 1.15e9 flops, whole */
+  TH_CHECK(tl__gemm_cancel_block(0, 600, 800, 1200, 600, bound, 128) == 600);
+  /* c128 800 x 600 x 1200: 4.6e9 flops, two equal blocks */
+  TH_CHECK(tl__gemm_cancel_block(1, 600, 800, 1200, 600, bound, 128) == 304);
+  /* the bound fits 559 lines: 544 + 56 before, now 304 + 296 */
+  const double per_line = 2.0 * 800 * 1200;
+  TH_CHECK(tl__gemm_cancel_block(0, 600, 800, 1200, 600, per_line * 559.5, 128) == 304);
+  /* within the bound: a team's block is left alone */
+  TH_CHECK(tl__gemm_cancel_block(0, 600, 800, 1200, 304, per_line * 559.5, 128) == 304);
+  /* many blocks: each within the bound, equal, a multiple of 16, covering dim */
+  for (int64_t dim = 100; dim <= 5000; dim += 37) {
+    const int64_t len = tl__gemm_cancel_block(0, dim, 1000, 1000, dim, 2e6 * 300, 16);
+    const int64_t blocks = (dim + len - 1) / len;
+    TH_CHECK(len % 16 == 0 || len == dim);
+    TH_CHECK(2e6 * (double)len <= 2e6 * 300 || len == 16);
+    TH_CHECK(dim - (blocks - 1) * len > 0);
+    /* the last block falls short of the others by the rounding to 16 alone */
+    TH_CHECK(dim - (blocks - 1) * len >= len - 16 * blocks);
+    TH_CHECK(dim <= 300 || blocks == (dim + 287) / 288); /* the fewest blocks of <= 288 */
+  }
+  /* the minimum length wins over the bound */
+  TH_CHECK(tl__gemm_cancel_block(0, 4096, 1 << 20, 1 << 10, 4096, bound, 128) == 128);
+}
+
+TH_TEST_MAIN(TH_CASE(cancel_blocks_are_equal_and_within_the_bound),
+             TH_CASE(batch_run_length_bounds), TH_CASE(batch_runs_match_naive_in_every_dtype),
              TH_CASE(batch_runs_match_naive_on_a_team),
              TH_CASE(batch_runs_two_axis_batch_same_bits_on_a_team),
              TH_CASE(batch_small_kernel_matches_naive_and_hand_kernel_at_every_isa),
