@@ -382,8 +382,8 @@ int tl__gemm_thin_dot_chunks_fit(const tl__gemm_batch *g) {
 void tl__gemm_thin_dot_chunk(const tl__gemm_batch *g, int64_t chunk, double *part) {
   const int64_t es = (int64_t)tl_dtype_size(g->dtype), at = chunk * TL__DOT_CHUNK;
   const int64_t len = g->k - at < TL__DOT_CHUNK ? g->k - at : TL__DOT_CHUNK;
-  tl__thin_dot(tl__gemm_thin_isa(), g->dtype, len, g->a + at * es, g->b + at * es, &part[0],
-               &part[1]);
+  tl__thin_dot_stream(tl__gemm_thin_isa(), g->dtype, len, g->a + at * es, g->b + at * es, &part[0],
+                      &part[1]);
 }
 
 void tl__gemm_thin_dot_finish(const tl__gemm_batch *g, int64_t chunks, const double *parts) {

@@ -160,18 +160,28 @@ static inline int off_line(const void *x, const void *y) {
   return (((uintptr_t)x | (uintptr_t)y) & 63u) != 0;
 }
 
+/* Two 64-byte lines of each operand 1 KiB past p and q (prefetches never fault, past an
+ * operand's end included). */
+static inline TL_AVX512 void prefetch_ahead_512(const void *p, const void *q) {
+  _mm_prefetch((const char *)p + 1024, _MM_HINT_T0);
+  _mm_prefetch((const char *)p + 1088, _MM_HINT_T0);
+  _mm_prefetch((const char *)q + 1024, _MM_HINT_T0);
+  _mm_prefetch((const char *)q + 1088, _MM_HINT_T0);
+}
+
 /* Sums of x[i] y[i] over n reals into *same and, for complex data (cplx), of x[i] y[i ^ 1]
  * (y's pairs swapped) into *swapped, in one pass: two vector accumulators each, a masked
- * tail, combined in a fixed order. `split` picks the loads only (load_pd_512); the compiler
- * makes one loop per value (the callers pass a constant). */
-static inline __attribute__((always_inline)) TL_AVX512 void dot_pd_512_as(int64_t n,
-                                                                          const double *x,
-                                                                          const double *y, int cplx,
-                                                                          int split, __m512d *same,
-                                                                          __m512d *swapped) {
+ * tail, combined in a fixed order. `split` picks the loads only (load_pd_512), and `ahead`
+ * adds a software prefetch 1 KiB ahead of both operands (for runs that stream from memory);
+ * neither changes an addition, and the compiler makes one loop per value (the callers pass
+ * constants). */
+static inline __attribute__((always_inline)) TL_AVX512 void dot_pd_512_as(
+    int64_t n, const double *x, const double *y, int cplx, int split, int ahead, __m512d *same,
+    __m512d *swapped) {
   __m512d a0 = _mm512_setzero_pd(), a1 = a0, b0 = a0, b1 = a0;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
+    if (ahead) prefetch_ahead_512(x + i, y + i);
     __m512d x0 = load_pd_512(x + i, split), x1 = load_pd_512(x + i + 8, split);
     __m512d y0 = load_pd_512(y + i, split), y1 = load_pd_512(y + i + 8, split);
     a0 = _mm512_fmadd_pd(x0, y0, a0);
@@ -192,20 +202,27 @@ static inline __attribute__((always_inline)) TL_AVX512 void dot_pd_512_as(int64_
 }
 
 static inline TL_AVX512 void dot_pd_512(int64_t n, const double *x, const double *y, int cplx,
-                                        __m512d *same, __m512d *swapped) {
-  if (off_line(x, y))
-    dot_pd_512_as(n, x, y, cplx, 1, same, swapped);
+                                        int ahead, __m512d *same, __m512d *swapped) {
+  const int split = off_line(x, y);
+  if (ahead && split)
+    dot_pd_512_as(n, x, y, cplx, 1, 1, same, swapped);
+  else if (ahead)
+    dot_pd_512_as(n, x, y, cplx, 0, 1, same, swapped);
+  else if (split)
+    dot_pd_512_as(n, x, y, cplx, 1, 0, same, swapped);
   else
-    dot_pd_512_as(n, x, y, cplx, 0, same, swapped);
+    dot_pd_512_as(n, x, y, cplx, 0, 0, same, swapped);
 }
 
 static inline __attribute__((always_inline)) TL_AVX512 void dot_ps_512_as(int64_t n, const float *x,
                                                                           const float *y, int cplx,
-                                                                          int split, __m512 *same,
+                                                                          int split, int ahead,
+                                                                          __m512 *same,
                                                                           __m512 *swapped) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
+    if (ahead) prefetch_ahead_512(x + i, y + i);
     __m512 x0 = load_ps_512(x + i, split), x1 = load_ps_512(x + i + 16, split);
     __m512 y0 = load_ps_512(y + i, split), y1 = load_ps_512(y + i + 16, split);
     a0 = _mm512_fmadd_ps(x0, y0, a0);
@@ -226,11 +243,16 @@ static inline __attribute__((always_inline)) TL_AVX512 void dot_ps_512_as(int64_
 }
 
 static inline TL_AVX512 void dot_ps_512(int64_t n, const float *x, const float *y, int cplx,
-                                        __m512 *same, __m512 *swapped) {
-  if (off_line(x, y))
-    dot_ps_512_as(n, x, y, cplx, 1, same, swapped);
+                                        int ahead, __m512 *same, __m512 *swapped) {
+  const int split = off_line(x, y);
+  if (ahead && split)
+    dot_ps_512_as(n, x, y, cplx, 1, 1, same, swapped);
+  else if (ahead)
+    dot_ps_512_as(n, x, y, cplx, 0, 1, same, swapped);
+  else if (split)
+    dot_ps_512_as(n, x, y, cplx, 1, 0, same, swapped);
   else
-    dot_ps_512_as(n, x, y, cplx, 0, same, swapped);
+    dot_ps_512_as(n, x, y, cplx, 0, 0, same, swapped);
 }
 
 /* Lanes summed in a fixed order (pairs, then pairs of pairs); for complex sums the even
@@ -490,18 +512,18 @@ static TL_AVX2 void axpy_rows_ps_256(int64_t n, int rows, const float *s, const 
 }
 
 static TL_AVX512 void thin_dot_512(tl_dtype dtype, int64_t k, const void *x, const void *y,
-                                   double *re, double *im) {
+                                   int ahead, double *re, double *im) {
   int cplx = tl_dtype_is_complex(dtype);
   int64_t n = cplx ? 2 * k : k;
   if (dtype == TL_F64 || dtype == TL_C128) {
     __m512d same, swapped;
-    dot_pd_512(n, x, y, cplx, &same, &swapped);
+    dot_pd_512(n, x, y, cplx, ahead, &same, &swapped);
     *re = cplx ? hsum_even_minus_odd_pd_512(same) : hsum_pd_512(same);
     if (cplx) *im = hsum_pd_512(swapped);
     return;
   }
   __m512 same, swapped;
-  dot_ps_512(n, x, y, cplx, &same, &swapped);
+  dot_ps_512(n, x, y, cplx, ahead, &same, &swapped);
   *re = hsum_ps_512(same, cplx);
   if (cplx) *im = hsum_ps_512(swapped, 0);
 }
@@ -631,12 +653,12 @@ void tl__thin_dot4_real(int isa, tl_dtype dtype, int64_t k, const void *x, int64
   }
 }
 
-void tl__thin_dot(int isa, tl_dtype dtype, int64_t k, const void *x, const void *y, double *re,
-                  double *im) {
+static void thin_dot_at(int isa, int ahead, tl_dtype dtype, int64_t k, const void *x, const void *y,
+                        double *re, double *im) {
   *im = 0.0;
 #if TL_X86_KERNELS
   if (isa >= TL__ISA_AVX512) {
-    thin_dot_512(dtype, k, x, y, re, im);
+    thin_dot_512(dtype, k, x, y, ahead, re, im);
     return;
   }
   if (isa >= TL__ISA_AVX2) {
@@ -660,6 +682,16 @@ void tl__thin_dot(int isa, tl_dtype dtype, int64_t k, const void *x, const void 
       dot_c64_c(k, x, y, re, im);
       return;
   }
+}
+
+void tl__thin_dot(int isa, tl_dtype dtype, int64_t k, const void *x, const void *y, double *re,
+                  double *im) {
+  thin_dot_at(isa, 0, dtype, k, x, y, re, im);
+}
+
+void tl__thin_dot_stream(int isa, tl_dtype dtype, int64_t k, const void *x, const void *y,
+                         double *re, double *im) {
+  thin_dot_at(isa, 1, dtype, k, x, y, re, im);
 }
 
 /* Up to four rows at a time: their scales (alpha v_i, complex as pairs) in the dtype. */

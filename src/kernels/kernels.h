@@ -457,6 +457,10 @@ void tl__mul_c128_rows(int isa, int64_t n, double *o, const double *a, int64_t s
 int tl__gemm_thin_isa(void);
 void tl__thin_dot(int isa, tl_dtype dtype, int64_t k, const void *x, const void *y, double *re,
                   double *im);
+/* tl__thin_dot with a software prefetch ahead of both operands at AVX-512, for operands that
+ * stream from memory (a long dot's chunks); the same bits. */
+void tl__thin_dot_stream(int isa, tl_dtype dtype, int64_t k, const void *x, const void *y,
+                         double *re, double *im);
 /* Four real (F32 or F64) dots: out[r] gets the tl__thin_dot of x + r xs and y + r ys
  * (strides in elements), bit for bit; at AVX-512 the four run side by side. */
 void tl__thin_dot4_real(int isa, tl_dtype dtype, int64_t k, const void *x, int64_t xs,

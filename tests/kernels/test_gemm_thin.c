@@ -157,7 +157,8 @@ static void gemm_thin_core_matches_naive_at_every_isa(void) {
 /* The contiguous dot gives the same bits wherever its operands sit: at every instruction set,
  * x and y are copied to every pair of element offsets 0..8 from a 64-byte boundary (the
  * AVX-512 loop reads whole 64-byte vectors on a boundary and two 32-byte halves off one),
- * and each dot is compared bit for bit with the one at offsets (0, 0), and with a naive sum. */
+ * and each dot is compared bit for bit with the one at offsets (0, 0), and with a naive sum;
+ * tl__thin_dot_stream (the same dot with a prefetch ahead) gives each one's bits. */
 static void gemm_thin_dot_bits_do_not_depend_on_alignment(void) {
   static _Alignas(64) char xb[2 * 300 * 8 + 128], yb[2 * 300 * 8 + 128];
   uint64_t state = 41;
@@ -179,8 +180,11 @@ static void gemm_thin_dot_bits_do_not_depend_on_alignment(void) {
               th_num_store_parts(dt, x, i, xv[2 * i], xv[2 * i + 1]);
               th_num_store_parts(dt, y, i, yv[2 * i], yv[2 * i + 1]);
             }
-            double re = NAN, im = NAN;
+            double re = NAN, im = NAN, rs = NAN, is = NAN;
             tl__thin_dot(isa, dt, k, x, y, &re, &im);
+            /* the prefetching form (a long dot's chunks) makes the same additions */
+            tl__thin_dot_stream(isa, dt, k, x, y, &rs, &is);
+            TH_CHECK(memcmp(&rs, &re, sizeof re) == 0 && memcmp(&is, &im, sizeof im) == 0);
             if (ox == 0 && oy == 0) {
               double complex want = 0;
               double scale = 1;
