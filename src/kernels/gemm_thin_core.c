@@ -666,7 +666,7 @@ static void thin_dot_at(int isa, int ahead, tl_dtype dtype, int64_t k, const voi
     return;
   }
 #else
-  (void)isa;
+  (void)isa, (void)ahead;
 #endif
   switch (dtype) {
     case TL_F64:
