@@ -201,18 +201,22 @@ static inline __attribute__((always_inline)) TL_AVX512 void dot_pd_512_as(
   *swapped = _mm512_add_pd(b0, b1);
 }
 
-static inline TL_AVX512 void dot_pd_512(int64_t n, const double *x, const double *y, int cplx,
-                                        int ahead, __m512d *same, __m512d *swapped) {
-  const int split = off_line(x, y);
-  if (ahead && split)
-    dot_pd_512_as(n, x, y, cplx, 1, 1, same, swapped);
-  else if (ahead)
-    dot_pd_512_as(n, x, y, cplx, 0, 1, same, swapped);
-  else if (split)
-    dot_pd_512_as(n, x, y, cplx, 1, 0, same, swapped);
-  else
-    dot_pd_512_as(n, x, y, cplx, 0, 0, same, swapped);
-}
+/* The dot's entry: one loop per value of split and ahead (constants to the loop, so each
+ * becomes its own loop). */
+#define TL__DOT_512_ENTRY(NAME, AS, T, V)                                                   \
+  static inline TL_AVX512 void NAME(int64_t n, const T *x, const T *y, int cplx, int ahead, \
+                                    V *same, V *swapped) {                                  \
+    const int split = off_line(x, y);                                                       \
+    if (ahead && split)                                                                     \
+      AS(n, x, y, cplx, 1, 1, same, swapped);                                               \
+    else if (ahead)                                                                         \
+      AS(n, x, y, cplx, 0, 1, same, swapped);                                               \
+    else if (split)                                                                         \
+      AS(n, x, y, cplx, 1, 0, same, swapped);                                               \
+    else                                                                                    \
+      AS(n, x, y, cplx, 0, 0, same, swapped);                                               \
+  }
+TL__DOT_512_ENTRY(dot_pd_512, dot_pd_512_as, double, __m512d)
 
 static inline __attribute__((always_inline)) TL_AVX512 void dot_ps_512_as(int64_t n, const float *x,
                                                                           const float *y, int cplx,
@@ -242,18 +246,7 @@ static inline __attribute__((always_inline)) TL_AVX512 void dot_ps_512_as(int64_
   *swapped = _mm512_add_ps(b0, b1);
 }
 
-static inline TL_AVX512 void dot_ps_512(int64_t n, const float *x, const float *y, int cplx,
-                                        int ahead, __m512 *same, __m512 *swapped) {
-  const int split = off_line(x, y);
-  if (ahead && split)
-    dot_ps_512_as(n, x, y, cplx, 1, 1, same, swapped);
-  else if (ahead)
-    dot_ps_512_as(n, x, y, cplx, 0, 1, same, swapped);
-  else if (split)
-    dot_ps_512_as(n, x, y, cplx, 1, 0, same, swapped);
-  else
-    dot_ps_512_as(n, x, y, cplx, 0, 0, same, swapped);
-}
+TL__DOT_512_ENTRY(dot_ps_512, dot_ps_512_as, float, __m512)
 
 /* Lanes summed in a fixed order (pairs, then pairs of pairs); for complex sums the even
  * (real) lanes less the odd ones. */
