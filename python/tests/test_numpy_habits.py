@@ -50,6 +50,29 @@ def test_large_results_reuse_freed_memory(s, rng):
     assert tenlane.release_cached_memory() >= 256 * 256 * 16
 
 
+def test_newest_large_block_is_kept_when_the_cache_is_full(s, rng):
+    """With the large-block table full of earlier sizes, a block freed now is kept (the
+    oldest kept one is freed to make room) and the next result of its size takes it."""
+    tenlane.release_cached_memory()
+    ones = [s.matmul(np.ones((512, n)), np.eye(n)) for n in range(64, 64 + 16 * 8, 8)]
+    sizes = [r.nbytes for r in ones]
+    while ones:  # sixteen blocks of 256 KiB and up, freed smallest first: every slot taken
+        ones.pop(0)
+    full = tenlane.cached_memory()
+    assert full >= sum(sizes)
+    a = rng.standard_normal((700, 700))
+    r = s.matmul(a, a)
+    address = tenlane.tensor_info(r)["data"]
+    del r  # kept: the oldest block (the 512 x 64 result) is freed for it
+    after = tenlane.cached_memory()
+    assert after - full >= 700 * 700 * 8 - sizes[0] - 64 * 1024
+    r = s.matmul(a, a)
+    assert tenlane.tensor_info(r)["data"] == address
+    np.testing.assert_allclose(r, a @ a, rtol=1e-12, atol=1e-9)
+    del r
+    tenlane.release_cached_memory()
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
 def test_qrcp_discarded_weight_is_summed_from_the_dropped_part(s, rng, dtype):
     x = rng.standard_normal((40, 3)).astype(dtype)
