@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 PHONY_TCI := bench-fanout bench-tci
-.PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-replacements bench-einsum bench-einsum-terms bench-plot scale-out install format format-check lint clean python \
+.PHONY: all deps check-deps build-release build-release-clang build build-clang demo $(PHONY_TCI) test test-asan test-tsan bench bench-replacements bench-einsum bench-einsum-terms bench-einsum-threads bench-plot scale-out install format format-check lint clean python \
 	fuzz soak valgrind test-aarch64 test-reference test-openblas
 
 all: build
@@ -133,6 +133,12 @@ bench-einsum: build
 # np.einsum on the same operands, alternating (benches/einsum_terms.py).
 bench-einsum-terms: build
 	scripts/with-openblas $(BUILD) /usr/bin/python3 benches/einsum_terms.py $(BUILD)
+
+# Large GEMM, Hadamard, outer-product and permutation steps at 1 and 2 threads: tenlane's
+# speedup next to OpenBLAS's threaded GEMM and numpy's loops split over two threads by hand
+# (benches/einsum_threads.py), about a minute.
+bench-einsum-threads: build
+	scripts/with-openblas-pthread $(BUILD) /usr/bin/python3 benches/einsum_threads.py $(BUILD)
 
 # The fan-out sweeps (scripts/fanout-sweep) are run afresh each time: f64, c128 and a bond
 # drawn per patch.
