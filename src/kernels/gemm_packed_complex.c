@@ -10,8 +10,9 @@
  * How: n is cut into blocks of NC = 1920 columns and k into chunks of KC. The chunk of a
  * column block of B (KC x 1920) is copied into a packed buffer in groups of NR = 6 columns,
  * each group stored k after k; then each block of MC rows of A (MC x KC) is packed, MR rows
- * after MR rows, k after k, and stays in L2 while every column group of B runs against it
- * (a group, KC x 6, stays in L1 while the row groups of A stream past). The micro-kernel
+ * after MR rows, k after k (lines that run along k are transposed four by four in
+ * registers, pack_lines_c128 / pack_lines_c64), and stays in L2 while every column group of B runs
+ * against it (a group, KC x 6, stays in L1 while the row groups of A stream past). The micro-kernel
  * holds an MR x 6 tile of C in 24 registers: for each k it loads two registers of A (MR
  * complex numbers) and, for each of the six columns, multiplies them by the broadcast real
  * part of B into one accumulator pair and by the broadcast imaginary part into another. The
@@ -136,10 +137,98 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
   TL__PACKED_TILE(NAME##_tile##R##x4, R, 4, __VA_ARGS__) \
   TL__PACKED_TILE(NAME##_tile##R##x6, R, 6, __VA_ARGS__)
 
+#if TL_X86_KERNELS
+/* Lines [0, lines) of a c128 panel whose numbers run contiguous along k (kstep 1; line r
+ * starts `step` numbers after line r - 1) into groups of `width` numbers per k at out, as
+ * NAME##_pack below lays them out. Four k at a time, the lines go four at a time (a 4 x 4
+ * transpose of 128-bit lanes: four loads, eight shuffles, four stores), then two, then one.
+ * The numbers are moved, never computed on. Returns 1 (the panel is packed). */
+__attribute__((target("avx512f"))) static int pack_lines_c128(int64_t width, int64_t lines,
+                                                              int64_t kc, const double *x,
+                                                              int64_t step, double *out) {
+  const int64_t row = 2 * width; /* doubles per k in out */
+  const int64_t s2 = 2 * step;   /* doubles between lines */
+  int64_t p = 0;
+  for (; p + 4 <= kc; p += 4) {
+    double *o = out + p * row;
+    const double *v = x + 2 * p;
+    int64_t r = 0;
+    for (; r + 4 <= lines; r += 4, v += 4 * s2) {
+      const __m512d l0 = _mm512_loadu_pd(v), l1 = _mm512_loadu_pd(v + s2);
+      const __m512d l2 = _mm512_loadu_pd(v + 2 * s2), l3 = _mm512_loadu_pd(v + 3 * s2);
+      const __m512d t0 = _mm512_shuffle_f64x2(l0, l1, 0x44),
+                    t1 = _mm512_shuffle_f64x2(l2, l3, 0x44);
+      const __m512d t2 = _mm512_shuffle_f64x2(l0, l1, 0xEE),
+                    t3 = _mm512_shuffle_f64x2(l2, l3, 0xEE);
+      _mm512_storeu_pd(o + 2 * r, _mm512_shuffle_f64x2(t0, t1, 0x88));
+      _mm512_storeu_pd(o + row + 2 * r, _mm512_shuffle_f64x2(t0, t1, 0xDD));
+      _mm512_storeu_pd(o + 2 * row + 2 * r, _mm512_shuffle_f64x2(t2, t3, 0x88));
+      _mm512_storeu_pd(o + 3 * row + 2 * r, _mm512_shuffle_f64x2(t2, t3, 0xDD));
+    }
+    for (; r + 2 <= lines; r += 2, v += 2 * s2) {
+      const __m512d l0 = _mm512_loadu_pd(v), l1 = _mm512_loadu_pd(v + s2);
+      const __m512d u0 = _mm512_shuffle_f64x2(l0, l1, 0x44),
+                    u1 = _mm512_shuffle_f64x2(l0, l1, 0xEE);
+      _mm256_storeu_pd(o + 2 * r, _mm512_castpd512_pd256(_mm512_shuffle_f64x2(u0, u0, 0x08)));
+      _mm256_storeu_pd(o + row + 2 * r, _mm512_castpd512_pd256(_mm512_shuffle_f64x2(u0, u0, 0x0D)));
+      _mm256_storeu_pd(o + 2 * row + 2 * r,
+                       _mm512_castpd512_pd256(_mm512_shuffle_f64x2(u1, u1, 0x08)));
+      _mm256_storeu_pd(o + 3 * row + 2 * r,
+                       _mm512_castpd512_pd256(_mm512_shuffle_f64x2(u1, u1, 0x0D)));
+    }
+    for (; r < lines; r++, v += s2)
+      for (int q = 0; q < 4; q++) _mm_storeu_pd(o + q * row + 2 * r, _mm_loadu_pd(v + 2 * q));
+  }
+  for (; p < kc; p++)
+    for (int64_t r = 0; r < lines; r++)
+      _mm_storeu_pd(out + p * row + 2 * r, _mm_loadu_pd(x + 2 * (r * step + p)));
+  return 1;
+}
+/* The c64 twin: a number is 64 bits, so four k of four lines are a 4 x 4 transpose of
+ * doubles' bit patterns in 256-bit registers (unpacks, then 128-bit halves), then two
+ * lines, then one. */
+__attribute__((target("avx2"))) static int pack_lines_c64(int64_t width, int64_t lines, int64_t kc,
+                                                          const float *xf, int64_t step,
+                                                          float *outf) {
+  const double *x = (const double *)(const void *)xf; /* one double's bits per number */
+  double *out = (double *)(void *)outf;
+  int64_t p = 0;
+  for (; p + 4 <= kc; p += 4) {
+    double *o = out + p * width;
+    const double *v = x + p;
+    int64_t r = 0;
+    for (; r + 4 <= lines; r += 4, v += 4 * step) {
+      const __m256d l0 = _mm256_loadu_pd(v), l1 = _mm256_loadu_pd(v + step);
+      const __m256d l2 = _mm256_loadu_pd(v + 2 * step), l3 = _mm256_loadu_pd(v + 3 * step);
+      const __m256d t0 = _mm256_unpacklo_pd(l0, l1), t1 = _mm256_unpackhi_pd(l0, l1);
+      const __m256d t2 = _mm256_unpacklo_pd(l2, l3), t3 = _mm256_unpackhi_pd(l2, l3);
+      _mm256_storeu_pd(o + r, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_storeu_pd(o + width + r, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_storeu_pd(o + 2 * width + r, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_storeu_pd(o + 3 * width + r, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+    for (; r + 2 <= lines; r += 2, v += 2 * step) {
+      const __m256d l0 = _mm256_loadu_pd(v), l1 = _mm256_loadu_pd(v + step);
+      const __m256d u0 = _mm256_unpacklo_pd(l0, l1), u1 = _mm256_unpackhi_pd(l0, l1);
+      _mm_storeu_pd(o + r, _mm256_castpd256_pd128(u0));
+      _mm_storeu_pd(o + width + r, _mm256_castpd256_pd128(u1));
+      _mm_storeu_pd(o + 2 * width + r, _mm256_extractf128_pd(u0, 1));
+      _mm_storeu_pd(o + 3 * width + r, _mm256_extractf128_pd(u1, 1));
+    }
+    for (; r < lines; r++, v += step)
+      for (int q = 0; q < 4; q++) memcpy(o + q * width + r, v + q, sizeof(double));
+  }
+  for (; p < kc; p++)
+    for (int64_t r = 0; r < lines; r++)
+      memcpy(out + p * width + r, x + r * step + p, sizeof(double));
+  return 1;
+}
+#endif
+
 /* One type's panel packer, micro-kernel and driver. LANES complex numbers per register,
  * MR = 2 LANES rows per tile. */
 #define TL__PACKED_COMPLEX(NAME, T, V, MASK, LANES, KC, MC, SET1, LOADU, MASKZ_LOADU, MASK_STOREU, \
-                           FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO)                                  \
+                           FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO, PACK_LINES)                      \
   /* A panel of `count` lines (rows of A, or columns of B) by k [0, kc) into groups of             \
    * `width` lines, each group stored k after k, zero past `count`. Line i, step p is at           \
    * x + 2 (i step + p kstep). A of rows stride rsa packs as (step rsa, kstep csa); B packs        \
@@ -153,6 +242,13 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
       if (step == 1 && lines == width) {                                                           \
         for (int64_t p = 0; p < kc; p++, out += 2 * width)                                         \
           memcpy(out, xi + 2 * p * kstep, sizeof(T) * 2 * (size_t)width);                          \
+        continue;                                                                                  \
+      }                                                                                            \
+      if (kstep == 1 && PACK_LINES(width, lines, kc, xi, step, out)) {                             \
+        for (int64_t p = 0; p < kc && lines < width; p++)                                          \
+          for (int64_t r = lines; r < width; r++)                                                  \
+            out[2 * (p * width + r)] = out[2 * (p * width + r) + 1] = 0;                           \
+        out += 2 * width * kc;                                                                     \
         continue;                                                                                  \
       }                                                                                            \
       for (int64_t p = 0; p < kc; p++, out += 2 * width) {                                         \
@@ -234,11 +330,11 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
 TL__PACKED_COMPLEX(packed_c128, double, __m512d, __mmask8, 4, KC_C128, MC_C128, _mm512_set1_pd,
                    _mm512_loadu_pd, _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd, _mm512_fmadd_pd,
                    _mm512_fmaddsub_pd, _mm512_mul_pd, _mm512_add_pd, TL__SWAP_PAIRS_PD,
-                   _mm512_setzero_pd)
+                   _mm512_setzero_pd, pack_lines_c128)
 TL__PACKED_COMPLEX(packed_c64, float, __m512, __mmask16, 8, KC_C64, MC_C64, _mm512_set1_ps,
                    _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_fmadd_ps,
                    _mm512_fmaddsub_ps, _mm512_mul_ps, _mm512_add_ps, TL__SWAP_PAIRS_PS,
-                   _mm512_setzero_ps)
+                   _mm512_setzero_ps, pack_lines_c64)
 #endif
 
 int tl__gemm_packed_complex(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
