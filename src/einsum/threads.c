@@ -8,9 +8,10 @@
  * block runs at a smaller block's rate): the split pays when the saving is at least
  * TL__EINSUM_SPLIT_MARGIN splits and at least TL__EINSUM_MIN_SAVING, and the step has
  * at least TL__EINSUM_MIN_PARTS independent parts per thread (a one-element contraction
- * cannot be cut). The cost of a split is measured once per process on the first surface
- * with a team (the median of a few empty parallel loops over the team), not assumed: it is
- * a few microseconds with spinning workers and tens when they sleep.
+ * cannot be cut). The cost of a split is measured, not assumed: an empty parallel loop over
+ * the team at each of the process's first TL__EINSUM_SPLIT_SAMPLES decisions that need it,
+ * then their median for good. It is a few microseconds with spinning workers and tens when
+ * they sleep.
  *
  * This is the one place that decides; the Python module's einsum goes through it.
  *
@@ -45,8 +46,14 @@
 #define TL__EINSUM_MIN_PARTS 16.0
 #define TL__EINSUM_SPLIT_SAMPLES 7
 
-/* Nanoseconds one split costs; 0 until measured. */
-static atomic_llong split_ns;
+/* The cost of a split, sampled once per decision that needs it until SPLIT_SAMPLES samples
+ * are in, then fixed at their median. Samples spread over the process's first decisions, not
+ * taken back to back: on a VM one stall of the other vCPU (seen: 240 us, every one of seven
+ * back-to-back samples inside it) had decided for the whole process that no step pays a
+ * split. Each slot is written once; 0 means not yet taken. */
+static atomic_llong split_sample[TL__EINSUM_SPLIT_SAMPLES];
+static atomic_int split_claimed; /* slots claimed so far (may pass SPLIT_SAMPLES) */
+static atomic_llong split_ns;    /* the median of a full set; 0 until then */
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -58,25 +65,44 @@ static void nothing(size_t begin, size_t end, int worker_index, void *arg) {
   (void)begin, (void)end, (void)worker_index, (void)arg;
 }
 
+/* Nanoseconds of one empty parallel loop over the team (at least 1), or 0 if it failed. */
+static long long sample_split(tl_exec *exec, int team) {
+  int64_t start = now_ns();
+  if (tl__exec_parallel_for(exec, (size_t)team, 1, nothing, NULL) != TL_OK) return 0;
+  int64_t ns = now_ns() - start;
+  return ns > 0 ? (long long)ns : 1;
+}
+
 static double measured_split_seconds(tl_exec *exec, int team) {
   long long ns = atomic_load_explicit(&split_ns, memory_order_relaxed);
   if (ns > 0) return (double)ns * 1e-9;
-  int64_t samples[TL__EINSUM_SPLIT_SAMPLES];
+  long long own = 0;
+  int slot = atomic_fetch_add_explicit(&split_claimed, 1, memory_order_relaxed);
+  if (slot < TL__EINSUM_SPLIT_SAMPLES) {
+    own = sample_split(exec, team);
+    if (own == 0) return 1.0; /* the pool refused: no split */
+    atomic_store_explicit(&split_sample[slot], own, memory_order_relaxed);
+  }
+  /* The median of the samples in so far (other threads may still be taking theirs). */
+  long long got[TL__EINSUM_SPLIT_SAMPLES];
+  int count = 0;
   for (int s = 0; s < TL__EINSUM_SPLIT_SAMPLES; s++) {
-    int64_t start = now_ns();
-    if (tl__exec_parallel_for(exec, (size_t)team, 1, nothing, NULL) != TL_OK) return 1.0;
-    samples[s] = now_ns() - start;
+    long long v = atomic_load_explicit(&split_sample[s], memory_order_relaxed);
+    if (v > 0) got[count++] = v;
   }
-  for (int i = 1; i < TL__EINSUM_SPLIT_SAMPLES; i++) {
-    for (int j = i; j > 0 && samples[j] < samples[j - 1]; j--) {
-      int64_t t = samples[j];
-      samples[j] = samples[j - 1];
-      samples[j - 1] = t;
+  if (count == 0) { /* every slot claimed, none written yet: decide on a sample of our own */
+    own = sample_split(exec, team);
+    return own == 0 ? 1.0 : (double)own * 1e-9;
+  }
+  for (int i = 1; i < count; i++)
+    for (int j = i; j > 0 && got[j] < got[j - 1]; j--) {
+      long long t = got[j];
+      got[j] = got[j - 1];
+      got[j - 1] = t;
     }
-  }
-  ns = samples[TL__EINSUM_SPLIT_SAMPLES / 2];
-  if (ns < 1) ns = 1;
-  atomic_store_explicit(&split_ns, ns, memory_order_relaxed);
+  ns = got[count / 2];
+  if (count == TL__EINSUM_SPLIT_SAMPLES)
+    atomic_store_explicit(&split_ns, ns, memory_order_relaxed);
   return (double)ns * 1e-9;
 }
 
