@@ -101,8 +101,7 @@ static double measured_split_seconds(tl_exec *exec, int team) {
       got[j - 1] = t;
     }
   ns = got[count / 2];
-  if (count == TL__EINSUM_SPLIT_SAMPLES)
-    atomic_store_explicit(&split_ns, ns, memory_order_relaxed);
+  if (count == TL__EINSUM_SPLIT_SAMPLES) atomic_store_explicit(&split_ns, ns, memory_order_relaxed);
   return (double)ns * 1e-9;
 }
 
