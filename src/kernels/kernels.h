@@ -96,6 +96,9 @@ typedef struct tl__permute_plan {
 void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const tl_tensor *src);
 /* Run blocks [begin, end) of the plan. */
 void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end);
+/* Elements [i0, i1) of row `row` of an untiled plan (plan->tiled == 0), with the plan's
+ * stores (streaming when plan->stream): the pieces a long contiguous copy is cut into. */
+void tl__permute_run_span(const tl__permute_plan *plan, int64_t row, int64_t i0, int64_t i1);
 /* The instruction set the permute micro-kernels use: the best this CPU has, capped by
  * tl__permute_isa_cap (tests lower the cap to run every kernel on one machine; set it
  * only while no permute runs). */

@@ -347,7 +347,7 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
    * rows are long gets streaming stores, as a large memcpy would (no read for ownership). */
   if (loop->strides[0][0] == 1 && loop->strides[1][0] == 1) {
     if (!fold_short_run(&plan->loop)) {
-      plan->stream = loop->rows * loop->inner * loop->esize[0] >= ((int64_t)16 << 20) &&
+      plan->stream = loop->rows * loop->inner * loop->esize[0] >= (getenv("TLNT") ? atoll(getenv("TLNT")) : ((int64_t)16 << 20)) &&
                      loop->inner * loop->esize[0] >= 512 && have_avx2();
       return;
     }
@@ -449,6 +449,14 @@ static void copy_row(int64_t n, char *const *p, const int64_t *s, const void *pa
     d += s[0] * esize;
     src += s[1] * esize;
   }
+}
+
+void tl__permute_run_span(const tl__permute_plan *plan, int64_t row, int64_t i0, int64_t i1) {
+  copy_params cp = {plan->loop.esize[0], plan->stream};
+  tl__loop_run_span(&plan->loop, row, i0, i1, copy_row, &cp);
+#if defined(__x86_64__)
+  if (plan->stream) _mm_sfence();
+#endif
 }
 
 void tl__permute_run(const tl__permute_plan *plan, int64_t begin, int64_t end) {

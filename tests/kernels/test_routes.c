@@ -696,6 +696,36 @@ static void root_team_results_match_one_thread(void) {
   kt_free(&a), kt_free(&b), kt_free(&c1), kt_free(&c2), kt_free(&t1), kt_free(&t2);
 }
 
+/* A long contiguous copy on a team of two is cut into pieces (drive.c, 65536 elements
+ * each, streaming stores from 16 MiB on): every element arrives bit for bit, at offsets one
+ * element off any alignment, and nothing past either end of the destination is written. */
+static void long_copies_on_a_team_match_their_source(void) {
+  th_held h;
+  th_held_open(&h, 2);
+  const tl_dtype kinds[2] = {TL_F64, TL_C128};
+  for (int d = 0; d < 2; d++) {
+    const tl_dtype dt = kinds[d];
+    const int64_t es = (int64_t)tl_dtype_size(dt);
+    const int64_t lengths[3] = {3 * 65536 + 17, 40000, ((int64_t)16 << 20) / es + 4099};
+    for (int l = 0; l < 3; l++) {
+      const int64_t n = lengths[l], span[1] = {n + 2}, shape[1] = {n}, unit[1] = {1};
+      tl_tensor src_back, dst_back, src, dst;
+      TH_CHECK_OK(tl_tensor_create(dt, 1, span, &src_back));
+      TH_CHECK_OK(tl_tensor_create(dt, 1, span, &dst_back));
+      unsigned char *sb = src_back.data, *db = dst_back.data;
+      for (int64_t i = 0; i < (n + 2) * es; i++)
+        sb[i] = (unsigned char)(i * 7 + i / 4093), db[i] = 0xA5;
+      TH_CHECK_OK(tl_tensor_wrap(dt, 1, shape, unit, src_back.data, 1, &src));
+      TH_CHECK_OK(tl_tensor_wrap(dt, 1, shape, unit, dst_back.data, 1, &dst));
+      TH_CHECK_OK(tl_copy_into(h.exec, &src, &dst));
+      TH_CHECK(memcmp(db + es, sb + es, (size_t)(n * es)) == 0);
+      for (int64_t i = 0; i < es; i++) TH_CHECK(db[i] == 0xA5 && db[(n + 1) * es + i] == 0xA5);
+      tl_tensor_release(&src_back), tl_tensor_release(&dst_back);
+    }
+  }
+  th_held_close(&h);
+}
+
 typedef struct ticket_arg {
   tl_ticket ticket;
   kt_tensor *a, *b, *out;
@@ -801,5 +831,6 @@ TH_TEST_MAIN(TH_CASE(elementwise_binary_table_matches_naive),
              TH_CASE(gemm_table_matches_naive), TH_CASE(contract_table_matches_naive),
              TH_CASE(contract_randomized_residual_is_small),
              TH_CASE(root_team_results_match_one_thread),
+             TH_CASE(long_copies_on_a_team_match_their_source),
              TH_CASE(team_wider_than_one_on_child_surface_is_unavailable),
              TH_CASE(cancelled_lane_route_returns_cancelled_and_writes_nothing))
