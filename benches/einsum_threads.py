@@ -5,7 +5,8 @@ threads than on one. Whether a machine allows that is a property of the machine 
 tenlane: on a VM whose two vCPUs share a host core's time or its memory bandwidth, no engine
 gets 2x. So each step is timed four ways in one process, alternating:
 
-- tenlane on a 1-thread and on a 2-thread context (`s.einsum(spec, a, b, order="K")`);
+- tenlane on a 1-thread and on a 2-thread context (`s.einsum(spec, a, b, order="K")`; the
+  permutations with order="C", so that the axes really move);
 - the anchor on one thread and on two:
   - GEMM steps: OpenBLAS's threaded build (libopenblas0-pthread, unpacked by
     scripts/with-openblas-pthread, never installed), `cblas_dgemm` / `cblas_zgemm` with
@@ -126,6 +127,8 @@ def steps(rng):
                     [operand(rng, (4096,), dtype), operand(rng, (4096,), dtype)], "outer"))
         out.append(("permute 48^4", "abcd->dcba", [operand(rng, (48, 48, 48, 48), dtype)],
                     "copy"))
+        out.append(("permute 16^6", "abcdef->fedcba", [operand(rng, (16,) * 6, dtype)],
+                    "copy"))  # 128 or 256 MiB: past what this VM's caches hold
     return out
 
 
@@ -170,8 +173,11 @@ def main():
                 if not float(np.abs(np.asarray(got) - want).max()) <= 1e-10 * scale * 2048:
                     print(f"{name} {dtype}: tenlane and numpy differ")
                     sys.exit(1)
-            tl1 = lambda: s1.einsum(spec, *ops, order="K")  # noqa: E731
-            tl2 = lambda: s2.einsum(spec, *ops, order="K")  # noqa: E731
+            # A permutation is computed in the order it names (order="C"): with order="K"
+            # tenlane copies in the operand's layout, as numpy returns a view, and no axis moves.
+            order = "C" if kind == "copy" else "K"
+            tl1 = lambda: s1.einsum(spec, *ops, order=order)  # noqa: E731
+            tl2 = lambda: s2.einsum(spec, *ops, order=order)  # noqa: E731
             if kind == "gemm":
                 if lib is None:
                     print(f"{name:14} {str(dtype):10} skipped: no threaded OpenBLAS (set "
