@@ -410,6 +410,51 @@ static void reduce_long_runs_match_naive(void) {
   th_held_close(&h);
 }
 
+/* Row sums of short unit-stride rows (f64, c128 and c64 rows of at most 16 elements, which
+ * reduce_core.c adds in order in double) equal the in-order double sum bit for bit, with one
+ * kept axis and with two that do not merge; a row of 17 takes the sum kernels and is checked
+ * to rounding. */
+static void reduce_short_rows_add_in_order(void) {
+  th_held h;
+  th_held_open(&h, 1);
+  const tl_dtype kinds[3] = {TL_F64, TL_C128, TL_C64};
+  for (int di = 0; di < 3; di++)
+    for (int64_t n = 1; n <= 17; n++)
+      for (int kept = 1; kept <= 2; kept++) {
+        const tl_dtype dt = kinds[di];
+        int64_t xshape[3] = {37, 4, n}, oshape[2] = {37, 3};
+        if (kept == 1) xshape[1] = n, oshape[1] = 0;
+        kt_tensor x, out;
+        kt_make(&x, dt, kept + 1, xshape, KT_ROW, 0);
+        if (kept == 2) x.t.shape[1] = 3; /* a view: the two kept axes cannot merge */
+        kt_make(&out, dt, kept, oshape, KT_ROW, 0);
+        int axis[1] = {kept};
+        TH_CHECK_OK(tl_reduce_into(h.exec, TL_REDUCE_SUM, &x.t, 1, axis, &out.t));
+        const int64_t rows = kept == 1 ? 37 : 37 * 3;
+        for (int64_t r = 0; r < rows; r++) {
+          int64_t xi[3] = {kept == 1 ? r : r / 3, kept == 1 ? 0 : r % 3, 0};
+          int64_t oi[2] = {xi[0], xi[1]};
+          double re = 0.0, im = 0.0;
+          for (int64_t i = 0; i < n; i++) {
+            xi[kept] = i;
+            const double complex v = th_num_get(&x.t, xi);
+            re += creal(v), im += cimag(v);
+          }
+          double complex want = re + I * im;
+          if (dt == TL_C64) want = (float)re + I * (float)im;
+          const double complex got = th_num_get(&out.t, oi);
+          const int same = n <= 16 ? creal(got) == creal(want) && cimag(got) == cimag(want)
+                                   : th_num_close_enough(got, want, th_num_tolerance(dt), 1.0);
+          if (!same) {
+            fail_at("reduce short rows", dt, kept, (int)n, got, want);
+            r = rows;
+          }
+        }
+        kt_free(&x), kt_free(&out);
+      }
+  th_held_close(&h);
+}
+
 static void reduce_table_matches_naive(void) {
   th_held h;
   th_held_open(&h, 1);
@@ -828,8 +873,8 @@ TH_TEST_MAIN(TH_CASE(elementwise_binary_table_matches_naive),
              TH_CASE(permute_table_matches_naive), TH_CASE(copy_into_and_fresh_permute_match_naive),
              TH_CASE(reshape_is_a_view_when_strides_allow_else_a_copy),
              TH_CASE(reduce_table_matches_naive), TH_CASE(reduce_long_runs_match_naive),
-             TH_CASE(gemm_table_matches_naive), TH_CASE(contract_table_matches_naive),
-             TH_CASE(contract_randomized_residual_is_small),
+             TH_CASE(reduce_short_rows_add_in_order), TH_CASE(gemm_table_matches_naive),
+             TH_CASE(contract_table_matches_naive), TH_CASE(contract_randomized_residual_is_small),
              TH_CASE(root_team_results_match_one_thread),
              TH_CASE(long_copies_on_a_team_match_their_source),
              TH_CASE(team_wider_than_one_on_child_surface_is_unavailable),
