@@ -347,7 +347,7 @@ void tl__permute_plan_make(tl__permute_plan *plan, const tl_tensor *dst, const t
    * rows are long gets streaming stores, as a large memcpy would (no read for ownership). */
   if (loop->strides[0][0] == 1 && loop->strides[1][0] == 1) {
     if (!fold_short_run(&plan->loop)) {
-      plan->stream = loop->rows * loop->inner * loop->esize[0] >= (getenv("TLNT") ? atoll(getenv("TLNT")) : ((int64_t)16 << 20)) &&
+      plan->stream = loop->rows * loop->inner * loop->esize[0] >= ((int64_t)16 << 20) &&
                      loop->inner * loop->esize[0] >= 512 && have_avx2();
       return;
     }
