@@ -323,24 +323,45 @@ static void inner_rows(const tl__reduce_plan *pl, const char *x, int64_t r0, int
     run_into_scalar(pl, x, 1, 1, acc); /* every reduced axis has extent 1 */
 }
 
-/* Sums of a unit-stride run of at most TL__REDUCE_SHORT_RUN f64, c128 or c64 elements,
- * added in order in double. For a few elements the sum kernels' setup and lane sums cost
- * more than the additions: a 16384 x 4 f64 row sum took 255 us through them, numpy 81, in
- * order 76. (f32 rows keep tl__sum16_f32_rows4, four rows at a time, which was faster than
- * this loop from four elements on.) */
+/* Sums of unit-stride runs of at most TL__REDUCE_SHORT_RUN elements, added in order in
+ * double (tl__short_sums_*, eight rows at a time at AVX-512): for a few elements the sum
+ * kernels' setup and lane sums cost more than the additions (a 65536 x 4 f64 row sum took
+ * 14 ns a row through them, three times numpy's time). short_run_sum is one run, with the
+ * same additions. */
 #define TL__REDUCE_SHORT_RUN 16
-static inline void short_run_sum(tl_dtype dtype, const char *p, int64_t n, double *acc) {
-  double a0 = acc[0], a1 = acc[1];
-  if (dtype == TL_F64) {
-    for (int64_t i = 0; i < n; i++) a0 += ((const double *)p)[i];
-  } else if (dtype == TL_C128) {
-    for (int64_t i = 0; i < n; i++)
-      a0 += ((const double *)p)[2 * i], a1 += ((const double *)p)[2 * i + 1];
-  } else { /* TL_C64 */
-    for (int64_t i = 0; i < n; i++)
-      a0 += (double)((const float *)p)[2 * i], a1 += (double)((const float *)p)[2 * i + 1];
+static void short_run_sum(tl_dtype dtype, const char *p, int64_t n, double *acc) {
+  const int cplx = dtype == TL_C128 || dtype == TL_C64;
+  const int64_t step = cplx ? 2 : 1;
+  for (int part = 0; part <= cplx; part++) {
+    double sum;
+    if (dtype == TL_F64 || dtype == TL_C128)
+      tl__short_sums_f64(TL__ISA_PORTABLE, (const double *)p + part, n, step, 0, 1, &sum);
+    else
+      tl__short_sums_f32(TL__ISA_PORTABLE, (const float *)p + part, n, step, 0, 1, &sum);
+    acc[part] += sum;
   }
-  acc[0] = a0, acc[1] = a1;
+}
+
+/* Items [0, count) along the one kept axis, from x and o on (short runs, one kept axis). */
+#define TL__SHORT_BLOCK 256
+static void short_items(const tl__reduce_plan *pl, int64_t count, const char *x, char *o) {
+  const int width = acc_width(pl), cplx = width == 2;
+  const int64_t n = pl->re[0], step = cplx ? 2 : 1, ld = pl->kx[0] * step;
+  double sums[2][TL__SHORT_BLOCK];
+  for (int64_t done = 0; done < count; done += TL__SHORT_BLOCK) {
+    const int64_t block = count - done < TL__SHORT_BLOCK ? count - done : TL__SHORT_BLOCK;
+    const char *xb = x + done * pl->kx[0] * pl->xes;
+    for (int part = 0; part <= cplx; part++) {
+      if (pl->dtype == TL_F64 || pl->dtype == TL_C128)
+        tl__short_sums_f64(pl->isa, (const double *)xb + part, n, step, ld, block, sums[part]);
+      else
+        tl__short_sums_f32(pl->isa, (const float *)xb + part, n, step, ld, block, sums[part]);
+    }
+    for (int64_t r = 0; r < block; r++) {
+      const double acc[2] = {sums[0][r], cplx ? sums[1][r] : 0.0};
+      store(pl, acc, width, o + (done + r) * pl->ko[0] * pl->oes);
+    }
+  }
 }
 
 /* Inner mode, whole items [begin, end) (parts == 1): the items' pointers advance as an
@@ -351,21 +372,17 @@ static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
   const int width = acc_width(pl);
   /* f32 sums of one unit-stride run per item, short enough not to prefetch: four items
    * along kept axis 0 at a time (tl__sum16_f32_rows4), each with the bits of its own. */
-  const int rows4 = pl->op == TL_REDUCE_SUM && pl->dtype == TL_F32 && pl->nr == 1 &&
+  const int short_sum = pl->op == TL_REDUCE_SUM && pl->nr == 1 && pl->rx[0] == 1 &&
+                        pl->re[0] <= TL__REDUCE_SHORT_RUN && !pl->empty;
+  const int rows4 = !short_sum && pl->op == TL_REDUCE_SUM && pl->dtype == TL_F32 && pl->nr == 1 &&
                     pl->rx[0] == 1 && pl->nk > 0 && !pl->prefetch;
-  const int short_sum = pl->op == TL_REDUCE_SUM && pl->dtype != TL_F32 && pl->nr == 1 &&
-                        pl->rx[0] == 1 && pl->re[0] <= TL__REDUCE_SHORT_RUN && !pl->empty;
+
   int64_t idx[TL_MAX_RANK];
   const char *x;
   char *o;
   item_pointers(pl, begin, 0, idx, &x, &o);
-  if (short_sum && pl->nk == 1) { /* one kept axis: a plain walk along it */
-    const int64_t xstep = pl->kx[0] * pl->xes, ostep = pl->ko[0] * pl->oes;
-    for (int64_t item = begin; item < end; item++, x += xstep, o += ostep) {
-      double acc[2] = {0.0, 0.0}; /* the sum's identity */
-      short_run_sum(pl->dtype, x, pl->re[0], acc);
-      store(pl, acc, width, o);
-    }
+  if (short_sum && pl->nk == 1) { /* one kept axis: rows side by side */
+    short_items(pl, end - begin, x, o);
     return;
   }
   for (int64_t item = begin; item < end;) {

@@ -22,8 +22,12 @@
  * Sixteen accumulators, not eight: one register's chain of additions was the limit (an
  * f32 row sum of 1024^2 ran at 3.5-4x numpy's einsum with four scalar sums). Totals stay
  * in registers: storing the accumulators and reading them back one by one stalled store
- * forwarding once per run, which cost more than the sums of a 1024-element row. Pure core:
- * never fails, allocates nothing. */
+ * forwarding once per run, which cost more than the sums of a 1024-element row.
+ *
+ * Short runs (tl__short_sums_*, for the reduce core's rows of at most 16 elements) are added
+ * in order in double instead, eight runs side by side in one register at AVX-512 (a gather
+ * of their i-th elements per step): there the sixteen sums' setup and totals were the cost.
+ * Pure core: never fails, allocates nothing. */
 #include "reduce_core.h"
 
 #include "base/isa.h"
@@ -397,6 +401,29 @@ TL__ADD_RUN(add_run_f64_256, TL_AVX2, double, 4, _mm256_loadu_pd, _mm256_loadu_p
             _mm256_add_pd)
 TL__ADD_RUN(add_run_f32_256, TL_AVX2, float, 4, TL__WIDEN4_PS, _mm256_loadu_pd, _mm256_storeu_pd,
             _mm256_add_pd)
+
+/* Short runs summed in order (tl__short_sums_*): eight runs side by side, one gathered
+ * register of their i-th elements at a time, so each lane adds its run's elements in order
+ * as the one-run loop below does. */
+#define TL__SHORT_SUMS_512(NAME, T, GATHER)                                                    \
+  static TL_AVX512 int64_t NAME(const T *x, int64_t n, int64_t step, int64_t ld, int64_t rows, \
+                                double *out) {                                                 \
+    int64_t at[8];                                                                             \
+    for (int r = 0; r < 8; r++) at[r] = r * ld;                                                \
+    const __m512i idx = _mm512_loadu_si512((const void *)at);                                  \
+    int64_t r = 0;                                                                             \
+    for (; r + 8 <= rows; r += 8) {                                                            \
+      const T *base = x + r * ld;                                                              \
+      __m512d acc = _mm512_setzero_pd();                                                       \
+      for (int64_t i = 0; i < n; i++) acc = _mm512_add_pd(acc, GATHER(idx, base + i * step));  \
+      _mm512_storeu_pd(out + r, acc);                                                          \
+    }                                                                                          \
+    return r;                                                                                  \
+  }
+#define TL__GATHER_F64(idx, p) _mm512_i64gather_pd((idx), (p), 8)
+#define TL__GATHER_F32(idx, p) _mm512_cvtps_pd(_mm512_i64gather_ps((idx), (p), 4))
+TL__SHORT_SUMS_512(short_sums_f64_512, double, TL__GATHER_F64)
+TL__SHORT_SUMS_512(short_sums_f32_512, float, TL__GATHER_F32)
 #endif
 
 /* The public entry points: the highest path isa allows. */
@@ -459,3 +486,26 @@ TL__ADD_RUN_PORTABLE(add_run_f32_portable, float)
 #endif
 TL__ADD_RUN_ENTRY(tl__add_run_f64, double, add_run_f64_512, add_run_f64_256, add_run_f64_portable)
 TL__ADD_RUN_ENTRY(tl__add_run_f32, float, add_run_f32_512, add_run_f32_256, add_run_f32_portable)
+
+/* The in-order total of each of `rows` runs of n elements (run r at x + r * ld, its elements
+ * `step` apart): out[r] = ((0 + x_0) + x_1) + ..., in double. The same bits at every level:
+ * at AVX-512 eight runs at a time (short_sums_*_512), the rest one by one. */
+#define TL__SHORT_SUMS_ENTRY(NAME, T, AVX512)                                                      \
+  void NAME(int isa, const T *x, int64_t n, int64_t step, int64_t ld, int64_t rows, double *out) { \
+    int64_t r = 0;                                                                                 \
+    TL__SHORT_SUMS_WIDE(AVX512);                                                                   \
+    for (; r < rows; r++) {                                                                        \
+      const T *p = x + r * ld;                                                                     \
+      double a = 0.0;                                                                              \
+      for (int64_t i = 0; i < n; i++) a += (double)p[i * step];                                    \
+      out[r] = a;                                                                                  \
+    }                                                                                              \
+  }
+#if TL_X86_KERNELS
+#define TL__SHORT_SUMS_WIDE(AVX512) \
+  if (isa >= TL__ISA_AVX512) r = AVX512(x, n, step, ld, rows, out)
+#else
+#define TL__SHORT_SUMS_WIDE(AVX512) (void)isa
+#endif
+TL__SHORT_SUMS_ENTRY(tl__short_sums_f64, double, short_sums_f64_512)
+TL__SHORT_SUMS_ENTRY(tl__short_sums_f32, float, short_sums_f32_512)
