@@ -34,11 +34,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 build = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "build"
 sys.path.insert(0, os.path.abspath(os.path.join(build, "python")))  # the built package
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_timing
+
+import bench_timing  # noqa: E402
 import numpy as np  # noqa: E402
 import tenlane  # noqa: E402
 
@@ -255,24 +257,8 @@ def peak_child(job_file):
 
 
 def median_times(fns):
-    """Median time of each of fns, measured in ROUNDS alternating rounds (each engine's calls
-    of a round back to back, after one untimed call). This VM's speed changes for seconds
-    at a time (the same call ran at 0.9 ms in one stretch and 1.7 ms in the next, numpy's
-    calls too): measured one after the other, each engine saw a different stretch, and a
-    ratio swung from 0.96 to 1.58 between runs. Alternating lets each engine see each
-    stretch alike."""
-    samples = [[] for _ in fns]
-    for _ in range(ROUNDS):
-        for fn, times in zip(fns, samples):
-            fn()
-            spent, first = 0.0, len(times)
-            while (spent < BUDGET_S / ROUNDS and len(times) - first < 50 // ROUNDS) or \
-                    len(times) - first < 2:
-                t0 = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - t0)
-                spent += times[-1]
-    return [sorted(times)[len(times) // 2] for times in samples]
+    """bench_timing.median_times with this benchmark's rounds and budget."""
+    return bench_timing.median_times(fns, ROUNDS, BUDGET_S / ROUNDS, 50 // ROUNDS, 2)
 
 
 def numpy_blas():

@@ -33,12 +33,14 @@ Usage: scripts/with-openblas-pthread BUILD /usr/bin/python3 benches/einsum_threa
 import ctypes
 import os
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 build = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "build"
 sys.path.insert(0, os.path.abspath(os.path.join(build, "python")))  # the built package
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_timing
+
+import bench_timing  # noqa: E402
 import numpy as np  # noqa: E402
 import tenlane  # noqa: E402
 
@@ -133,19 +135,8 @@ def steps(rng):
 
 
 def median_times(fns):
-    """Median of each fn over ROUNDS rounds that alternate the fns (see einsum_networks.py:
-    this VM's speed drifts for seconds at a time, so each engine must see each stretch)."""
-    samples = [[] for _ in fns]
-    for _ in range(ROUNDS):
-        for fn, times in zip(fns, samples):
-            fn()
-            spent, first = 0.0, len(times)
-            while spent < BUDGET_S or len(times) - first < 1:
-                t0 = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - t0)
-                spent += times[-1]
-    return [sorted(times)[len(times) // 2] for times in samples]
+    """bench_timing.median_times with this benchmark's rounds and budget."""
+    return bench_timing.median_times(fns, ROUNDS, BUDGET_S)
 
 
 def main():

@@ -71,18 +71,13 @@ static void permute_chunk(size_t begin, size_t end, int worker_index, void *arg)
  * runner's elementwise copy instead, the pieces used ordinary stores, each of which reads
  * its line first, and a second thread gained less. */
 #define COPY_PIECE 65536
-typedef struct span_job {
-  const tl__permute_plan *plan;
-  int64_t inner;
-} span_job;
-
 static void span_chunk(size_t begin, size_t end, int worker_index, void *arg) {
-  const span_job *job = arg;
+  const tl__permute_plan *plan = arg;
+  const int64_t inner = plan->loop.inner;
   (void)worker_index;
   const int64_t i0 = (int64_t)begin * COPY_PIECE;
-  const int64_t i1 =
-      (int64_t)end * COPY_PIECE < job->inner ? (int64_t)end * COPY_PIECE : job->inner;
-  tl__permute_run_span(job->plan, 0, i0, i1);
+  const int64_t i1 = (int64_t)end * COPY_PIECE < inner ? (int64_t)end * COPY_PIECE : inner;
+  tl__permute_run_span(plan, 0, i0, i1);
 }
 
 tl_status tl__copy_execute(tl_exec *exec, int team, const tl_tensor *dst, const tl_tensor *src) {
@@ -94,9 +89,8 @@ tl_status tl__copy_execute(tl_exec *exec, int team, const tl_tensor *dst, const 
     return tl__fail(TL_E_CANCELLED, "cancelled before the first element was written");
   if (team <= 1 || total < TL__PARALLEL_MIN_ELEMENTS || plan.blocks < 2) {
     if (!plan.tiled && plan.loop.rows < 2 && team > 1 && total >= TL__PARALLEL_MIN_ELEMENTS) {
-      span_job job = {&plan, plan.loop.inner};
       const int64_t pieces = (plan.loop.inner + COPY_PIECE - 1) / COPY_PIECE;
-      return tl__exec_run_chunks(exec, 1, (size_t)pieces, 1, span_chunk, &job, "copying");
+      return tl__exec_run_chunks(exec, 1, (size_t)pieces, 1, span_chunk, &plan, "copying");
     }
     tl__permute_run(&plan, 0, plan.blocks);
     return TL_OK;
