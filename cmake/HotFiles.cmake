@@ -14,6 +14,7 @@ set(TL_HOT_SOURCES
   src/kernels/gemm_small_complex.c
   src/kernels/gemm_tiny_nk.c
   src/kernels/gemm_thin_core.c
+  src/kernels/gemm_thin_short.c
   src/kernels/permute_core.c
   src/kernels/permute_group.c
   src/kernels/reduce_core.c

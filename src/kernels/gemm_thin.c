@@ -305,6 +305,48 @@ static void dots_group(const tl__gemm_batch *g, thin *t, int64_t oa, int64_t ob,
   }
 }
 
+/* `width` short dots (tl__thin_dots_short) along the first batch axis from offsets oa, ob,
+ * oc, each stored as its single dot is. */
+static void short_dots(const tl__gemm_batch *g, thin *t, int64_t width, int64_t oa, int64_t ob,
+                       int64_t oc) {
+  const int64_t es = (int64_t)tl_dtype_size(g->dtype);
+  double re[16], im[16];
+  tl__thin_dots_short(tl__gemm_thin_isa(), g->dtype, g->k, g->a + oa * es, g->batch_strides[0][0],
+                      g->b + ob * es, g->batch_strides[1][0], re, im);
+  const int cplx = tl_dtype_is_complex(g->dtype);
+  const int64_t sc = g->batch_strides[2][0];
+  /* alpha 1 and beta 0: the sums as they are (what store_* write then) */
+  if (g->alpha.re == 1.0 && g->alpha.im == 0.0 && g->beta.re == 0.0 && g->beta.im == 0.0) {
+    switch (g->dtype) {
+      case TL_F64:
+        for (int64_t l = 0; l < width; l++) ((double *)(void *)g->c)[oc + l * sc] = re[l];
+        return;
+      case TL_F32:
+        for (int64_t l = 0; l < width; l++) ((float *)(void *)g->c)[oc + l * sc] = (float)re[l];
+        return;
+      case TL_C128:
+        for (int64_t l = 0; l < width; l++) {
+          double *c = (double *)(void *)g->c + 2 * (oc + l * sc);
+          c[0] = re[l], c[1] = im[l];
+        }
+        return;
+      default:
+        for (int64_t l = 0; l < width; l++) {
+          float *c = (float *)(void *)g->c + 2 * (oc + l * sc);
+          c[0] = (float)re[l], c[1] = (float)im[l];
+        }
+        return;
+    }
+  }
+  for (int64_t l = 0; l < width; l++) {
+    t->c = g->c + (oc + l * sc) * es;
+    if (cplx)
+      store_complex(t, 0, re[l], im[l]);
+    else
+      store_real(t, 0, re[l]);
+  }
+}
+
 /* Entries [begin, end) of a batch of 1 x 1 products: each is what tl__gemm_thin computes for
  * that entry alone (the same dot, the same store; a group's lanes keep it), so the bits do
  * not depend on how the entries are cut into runs. The entry's offsets advance as an
@@ -327,13 +369,19 @@ void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
     ob += idx[d] * g->batch_strides[1][d];
     oc += idx[d] * g->batch_strides[2][d];
   }
-  /* contiguous real dots: four entries along the first batch axis at a time */
+  /* contiguous real dots: four entries along the first batch axis at a time; short ones
+   * (a few elements each) a whole group of entries at a time */
   const int fours = contiguous && !cplx && g->batch_rank > 0;
+  const int64_t shorts =
+      contiguous && g->batch_rank > 0 ? tl__thin_dots_short_width(isa, g->dtype, g->k) : 0;
   for (int64_t e = begin; e < end;) {
     int64_t done = 1;
     if (groups && e + TL__DOT_GROUP <= end && idx[0] + TL__DOT_GROUP <= g->batch_shape[0]) {
       dots_group(g, &t, oa, ob, oc);
       done = TL__DOT_GROUP;
+    } else if (shorts && e + shorts <= end && idx[0] + shorts <= g->batch_shape[0]) {
+      short_dots(g, &t, shorts, oa, ob, oc);
+      done = shorts;
     } else if (fours && e + 4 <= end && idx[0] + 4 <= g->batch_shape[0]) {
       double sums[4];
       tl__thin_dot4_real(isa, g->dtype, g->k, g->a + oa * es, g->batch_strides[0][0],
@@ -359,6 +407,13 @@ void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
       }
     }
     e += done;
+    if (done > 1 && idx[0] + done < g->batch_shape[0]) { /* still inside the first axis */
+      idx[0] += done;
+      oa += done * g->batch_strides[0][0];
+      ob += done * g->batch_strides[1][0];
+      oc += done * g->batch_strides[2][0];
+      continue;
+    }
     for (int64_t step = 0; step < done; step++) { /* the next entry's offsets */
       for (int d = 0; d < g->batch_rank; d++) {
         oa += g->batch_strides[0][d];

@@ -289,6 +289,90 @@ static void gemm_thin_dots_batch_matches_single_entries(void) {
   TH_CHECK(!tl__gemm_thin_dots_fit(&g));
 }
 
+/* A value for the short dots' operands: mostly uniform, and in some entries signed zeros,
+ * products that underflow to a signed zero, infinities and NaN, whose signs and payloads the
+ * single dot's operation order decides. */
+static double short_dot_value(uint64_t *state, int64_t entry, int single) {
+  double u = th_num_uniform(state) - 0.5;
+  if (entry % 3 != 0) return u;
+  const double tiny = single ? 1e-25 : 1e-170;
+  switch ((int)(th_num_uniform(state) * 8)) {
+    case 0:
+      return -0.0;
+    case 1:
+      return u < 0 ? -tiny : tiny;
+    case 2:
+      return entry % 9 == 0 ? INFINITY : u;
+    case 3:
+      return entry % 27 == 0 ? NAN : u;
+    default:
+      return u;
+  }
+}
+
+/* The same bits, or both NaN: where two NaNs meet, which one an addition returns follows the
+ * operand order the compiler picks for a commutative instruction, so a NaN's sign and
+ * payload are not part of the promise. */
+static int same_bits_or_nan(double got, double want) {
+  return (isnan(got) && isnan(want)) || memcmp(&got, &want, sizeof got) == 0;
+}
+
+/* The batch of short dots (tl__thin_dots_short) gives each entry the bits of its single dot
+ * (tl__thin_dot) at AVX-512, for every k it takes (up to 32 reals an entry), packed, padded
+ * and backward entry strides, with signed zeros, underflows, infinities and NaN among the
+ * operands; below AVX-512, and past 32 reals, it takes nothing. */
+static void gemm_thin_short_dots_match_single_dots(void) {
+  enum { MAXK = 33, SPAN = 16 * (MAXK + 3) };
+  static char xb[2 * SPAN * 8], yb[2 * SPAN * 8];
+  uint64_t state = 73;
+  const int top = tl__gemm_thin_isa();
+  for (int isa = 0; isa < top; isa++) TH_CHECK(tl__thin_dots_short_width(isa, TL_F64, 4) == 0);
+  for (int di = 0; di < 4; di++) {
+    const tl_dtype dt = dtypes[di];
+    const int cplx = tl_dtype_is_complex(dt), single = dt == TL_F32 || dt == TL_C64;
+    const int64_t es = (int64_t)tl_dtype_size(dt);
+    for (int64_t k = 1; k <= MAXK; k++) {
+      const int width = tl__thin_dots_short_width(top, dt, k);
+      if (top < TL__ISA_AVX512 || (cplx ? 2 * k : k) > 32) {
+        TH_CHECK(width == 0);
+        continue;
+      }
+      TH_CHECK(width == (single ? 16 : 8));
+      for (int layout = 0; layout < 3; layout++) {
+        /* x: packed or padded rows; y: packed, padded, or read backwards */
+        const int64_t xs = layout == 0 ? k : k + 3;
+        const int64_t ys = layout == 0 ? k : layout == 1 ? k + 1 : -(k + 2);
+        for (int64_t i = 0; i < SPAN; i++) {
+          th_num_store_parts(dt, xb, i, short_dot_value(&state, i / (k + 3), single),
+                             short_dot_value(&state, i / (k + 3) + 1, single));
+          th_num_store_parts(dt, yb, i, short_dot_value(&state, i / (k + 3), single),
+                             short_dot_value(&state, i / (k + 3) + 2, single));
+        }
+        const char *x = xb, *y = ys < 0 ? yb + (width - 1) * (-ys) * es : yb;
+        if (layout == 1) /* entry 1: every product underflows to -0 */
+          for (int64_t i = 0; i < k; i++) {
+            const double tiny = single ? 1e-25 : 1e-170;
+            th_num_store_parts(dt, xb, xs + i, tiny, cplx ? tiny : 0);
+            th_num_store_parts(dt, yb, ys + i, -tiny, cplx ? tiny : 0);
+          }
+        double re[16], im[16];
+        memset(re, 0, sizeof re), memset(im, 0, sizeof im);
+        tl__thin_dots_short(top, dt, k, x, xs, y, ys, re, im);
+        for (int j = 0; j < width; j++) {
+          double want_re = NAN, want_im = NAN;
+          tl__thin_dot(top, dt, k, x + j * xs * es, y + j * ys * es, &want_re, &want_im);
+          const int same =
+              same_bits_or_nan(re[j], want_re) && (!cplx || same_bits_or_nan(im[j], want_im));
+          if (!same)
+            fprintf(stderr, "short dots %s k %lld layout %d entry %d: (%g, %g) vs (%g, %g)\n",
+                    tl_dtype_name(dt), (long long)k, layout, j, re[j], im[j], want_re, want_im);
+          TH_CHECK(same);
+        }
+      }
+    }
+  }
+}
+
 /* The complex group (TL__DOT_GROUP dots side by side) gives the bits of the portable group at
  * every instruction set, with adjacent and distant lanes on either operand, and each lane
  * matches a naive dot. */
@@ -465,6 +549,7 @@ TH_TEST_MAIN(TH_CASE(gemm_thin_kernel_matches_naive),
              TH_CASE(gemm_thin_core_matches_naive_at_every_isa),
              TH_CASE(gemm_thin_dot_bits_do_not_depend_on_alignment),
              TH_CASE(gemm_thin_dots_batch_matches_single_entries),
+             TH_CASE(gemm_thin_short_dots_match_single_dots),
              TH_CASE(gemm_thin_complex_groups_agree_at_every_isa),
              TH_CASE(gemm_thin_einsum_terms_match_naive),
              TH_CASE(gemm_thin_long_dot_in_chunks_matches_naive))
