@@ -18,6 +18,7 @@ set(TL_HOT_SOURCES
   src/kernels/permute_core.c
   src/kernels/permute_group.c
   src/kernels/reduce_core.c
+  src/kernels/reduce_sums.c
   src/kernels/small_gemm_core.c
   src/linalg/gemm_narrow.c
   src/linalg/gemv.c

@@ -326,39 +326,34 @@ static void inner_rows(const tl__reduce_plan *pl, const char *x, int64_t r0, int
 /* Sums of unit-stride runs of at most TL__REDUCE_SHORT_RUN elements, added in order in
  * double (tl__short_sums_*, eight rows at a time at AVX-512): for a few elements the sum
  * kernels' setup and lane sums cost more than the additions (a 65536 x 4 f64 row sum took
- * 14 ns a row through them, three times numpy's time). short_run_sum is one run, with the
- * same additions. */
-#define TL__REDUCE_SHORT_RUN 16
+ * 14 ns a row through them, three times numpy's time; rows of 24 and 32 still ran at 2x
+ * numpy's). short_run_sum is one run, with the same additions. */
+#define TL__REDUCE_SHORT_RUN 32
 static void short_run_sum(tl_dtype dtype, const char *p, int64_t n, double *acc) {
   const int cplx = dtype == TL_C128 || dtype == TL_C64;
-  const int64_t step = cplx ? 2 : 1;
-  for (int part = 0; part <= cplx; part++) {
-    double sum;
-    if (dtype == TL_F64 || dtype == TL_C128)
-      tl__short_sums_f64(TL__ISA_PORTABLE, (const double *)p + part, n, step, 0, 1, &sum);
-    else
-      tl__short_sums_f32(TL__ISA_PORTABLE, (const float *)p + part, n, step, 0, 1, &sum);
-    acc[part] += sum;
-  }
+  double sum[2];
+  if (dtype == TL_F64 || dtype == TL_C128)
+    tl__short_sums_f64(TL__ISA_PORTABLE, (const double *)p, n, cplx, 0, 1, sum);
+  else
+    tl__short_sums_f32(TL__ISA_PORTABLE, (const float *)p, n, cplx, 0, 1, sum);
+  for (int part = 0; part <= cplx; part++) acc[part] += sum[part];
 }
 
 /* Items [0, count) along the one kept axis, from x and o on (short runs, one kept axis). */
 #define TL__SHORT_BLOCK 256
 static void short_items(const tl__reduce_plan *pl, int64_t count, const char *x, char *o) {
   const int width = acc_width(pl), cplx = width == 2;
-  const int64_t n = pl->re[0], step = cplx ? 2 : 1, ld = pl->kx[0] * step;
-  double sums[2][TL__SHORT_BLOCK];
+  const int64_t n = pl->re[0], ld = pl->kx[0] * (cplx ? 2 : 1);
+  double sums[2 * TL__SHORT_BLOCK];
   for (int64_t done = 0; done < count; done += TL__SHORT_BLOCK) {
     const int64_t block = count - done < TL__SHORT_BLOCK ? count - done : TL__SHORT_BLOCK;
     const char *xb = x + done * pl->kx[0] * pl->xes;
-    for (int part = 0; part <= cplx; part++) {
-      if (pl->dtype == TL_F64 || pl->dtype == TL_C128)
-        tl__short_sums_f64(pl->isa, (const double *)xb + part, n, step, ld, block, sums[part]);
-      else
-        tl__short_sums_f32(pl->isa, (const float *)xb + part, n, step, ld, block, sums[part]);
-    }
+    if (pl->dtype == TL_F64 || pl->dtype == TL_C128)
+      tl__short_sums_f64(pl->isa, (const double *)xb, n, cplx, ld, block, sums);
+    else
+      tl__short_sums_f32(pl->isa, (const float *)xb, n, cplx, ld, block, sums);
     for (int64_t r = 0; r < block; r++) {
-      const double acc[2] = {sums[0][r], cplx ? sums[1][r] : 0.0};
+      const double acc[2] = {sums[width * r], cplx ? sums[2 * r + 1] : 0.0};
       store(pl, acc, width, o + (done + r) * pl->ko[0] * pl->oes);
     }
   }

@@ -73,12 +73,14 @@ void tl__sum16_f32(int isa, int prefetch, const float *x, int64_t n, int pairs, 
 /* Four runs of n floats, run r at x + r * ld: out[r] gets the total tl__sum16_f32 gives that
  * run (pairs 0), bit for bit; at AVX-512 the four are summed side by side. */
 void tl__sum16_f32_rows4(int isa, const float *x, int64_t n, int64_t ld, double *out);
-/* out[r] = the in-order double total of the n elements of run r (x + r * ld, elements step
- * apart), r < rows: ((0 + x_0) + x_1) + ... The same bits at every isa; at AVX-512 eight runs
- * at a time through gathers. For the short rows of the reduce core (TL__REDUCE_SHORT_RUN). */
-void tl__short_sums_f64(int isa, const double *x, int64_t n, int64_t step, int64_t ld, int64_t rows,
+/* The in-order double total of each of `rows` runs, run r at x + r * ld: of its n
+ * contiguous elements into out[r], or, with `pairs`, of the real and of the imaginary parts
+ * of its n contiguous complex elements into out[2r] and out[2r + 1]. Each total is
+ * ((0 + x_0) + x_1) + ..., the same bits at every isa; at AVX-512 eight runs at a time. For
+ * the short rows of the reduce core (TL__REDUCE_SHORT_RUN). */
+void tl__short_sums_f64(int isa, const double *x, int64_t n, int pairs, int64_t ld, int64_t rows,
                         double *out);
-void tl__short_sums_f32(int isa, const float *x, int64_t n, int64_t step, int64_t ld, int64_t rows,
+void tl__short_sums_f32(int isa, const float *x, int64_t n, int pairs, int64_t ld, int64_t rows,
                         double *out);
 /* acc[i] += x[i] for i < n, one double addition per element: the same bits at every isa. */
 void tl__add_run_f64(int isa, const double *x, int64_t n, double *acc);

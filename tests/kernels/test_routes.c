@@ -410,16 +410,16 @@ static void reduce_long_runs_match_naive(void) {
   th_held_close(&h);
 }
 
-/* Row sums of short unit-stride rows (at most 16 elements, which reduce_core.c adds in order
+/* Row sums of short unit-stride rows (at most 32 elements, which reduce_core.c adds in order
  * in double, eight rows at a time at AVX-512) equal the in-order double sum bit for bit, with
  * one kept axis (37 rows: whole groups of eight and a remainder) and with two that do not
- * merge, in every dtype; a row of 17 takes the sum kernels and is checked to rounding. */
+ * merge, in every dtype; a row of 33 takes the sum kernels and is checked to rounding. */
 static void reduce_short_rows_add_in_order(void) {
   th_held h;
   th_held_open(&h, 1);
   const tl_dtype kinds[4] = {TL_F64, TL_C128, TL_C64, TL_F32};
   for (int di = 0; di < 4; di++)
-    for (int64_t n = 1; n <= 17; n++)
+    for (int64_t n = 1; n <= 33; n++)
       for (int kept = 1; kept <= 2; kept++) {
         const tl_dtype dt = kinds[di];
         int64_t xshape[3] = {37, 4, n}, oshape[2] = {37, 3};
@@ -443,7 +443,7 @@ static void reduce_short_rows_add_in_order(void) {
           double complex want = re + I * im;
           if (dt == TL_C64 || dt == TL_F32) want = (float)re + I * (float)im;
           const double complex got = th_num_get(&out.t, oi);
-          const int same = n <= 16 ? creal(got) == creal(want) && cimag(got) == cimag(want)
+          const int same = n <= 32 ? creal(got) == creal(want) && cimag(got) == cimag(want)
                                    : th_num_close_enough(got, want, th_num_tolerance(dt), 1.0);
           if (!same) {
             fail_at("reduce short rows", dt, kept, (int)n, got, want);
