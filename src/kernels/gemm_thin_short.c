@@ -1,5 +1,6 @@
-/* src/kernels/gemm_thin_short.c: a batch of short contiguous dots (einsum's bi,bi->b with a
- * few elements a row), eight (doubles) or sixteen (floats) entries at a time.
+/* src/kernels/gemm_thin_short.c: a batch of contiguous dots whose lane sums cost more than
+ * their products (einsum's bi,bi->b with short rows, or float rows of up to a few hundred
+ * elements), eight (doubles) or sixteen (floats) entries at a time.
  *
  * One AVX-512 dot (gemm_thin_core.c) of a few elements spends most of its time summing the
  * lanes of its register: a 65536 x 4 f32 batch took 17 ns an entry, 3x numpy's einsum. Here
@@ -12,11 +13,12 @@
  * Invariant: entry j gets the bits tl__thin_dot gives it alone at AVX-512. The lane sums
  * keep the single dot's order: doubles ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
  * (hsum_pd_512; the last + a - for a complex real part), floats the even lanes in order and
- * the odd lanes in order, each from 0, then even + odd (hsum_ps_512). n counts reals: k, or
- * 2k for a complex dtype, at most 32. Gathering each element position across the entries
- * was tried first: gathers cost about 24 cycles each on the project's machine (8 ns an f64
- * entry of 4 elements, slower than the single dots). Pure core: never fails, allocates
- * nothing. */
+ * the odd lanes in order, each from 0, then even + odd (hsum_ps_512). n counts reals (k, or
+ * 2k for a complex dtype): at most 32 for doubles, whose longer dots gained nothing here,
+ * and 512 for floats, whose sixteen-lane sum is a longer chain (256 f32 entries of 256: 9.4
+ * against 10.1 us; past 512 the products dominate). Gathering each element position across
+ * the entries was tried first and dropped: f64 entries got slower than the single dots.
+ * Pure core: never fails, allocates nothing. */
 #include "kernels.h"
 #if TL_X86_KERNELS
 #include "thin_dot512.h"
@@ -25,8 +27,9 @@
 int tl__thin_dots_short_width(int isa, tl_dtype dtype, int64_t k) {
 #if TL_X86_KERNELS
   if (isa < TL__ISA_AVX512 || k < 1) return 0;
-  if ((tl_dtype_is_complex(dtype) ? 2 * k : k) > 32) return 0;
-  return dtype == TL_F64 || dtype == TL_C128 ? 8 : 16;
+  const int64_t n = tl_dtype_is_complex(dtype) ? 2 * k : k;
+  if (dtype == TL_F64 || dtype == TL_C128) return n <= 32 ? 8 : 0;
+  return n <= 512 ? 16 : 0;
 #else
   (void)isa, (void)dtype, (void)k;
   return 0;

@@ -318,11 +318,12 @@ static int same_bits_or_nan(double got, double want) {
 }
 
 /* The batch of short dots (tl__thin_dots_short) gives each entry the bits of its single dot
- * (tl__thin_dot) at AVX-512, for every k it takes (up to 32 reals an entry), packed, padded
- * and backward entry strides, with signed zeros, underflows, infinities and NaN among the
- * operands; below AVX-512, and past 32 reals, it takes nothing. */
+ * (tl__thin_dot) at AVX-512, for the k it takes (up to 32 reals an entry for doubles, 512
+ * for floats), packed, padded and backward entry strides, with signed zeros, underflows,
+ * infinities and NaN among the operands; below AVX-512, and past those lengths, it takes
+ * nothing. */
 static void gemm_thin_short_dots_match_single_dots(void) {
-  enum { MAXK = 33, SPAN = 16 * (MAXK + 3) };
+  enum { MAXK = 513, SPAN = 16 * (MAXK + 3) };
   static char xb[2 * SPAN * 8], yb[2 * SPAN * 8];
   uint64_t state = 73;
   const int top = tl__gemm_thin_isa();
@@ -331,9 +332,11 @@ static void gemm_thin_short_dots_match_single_dots(void) {
     const tl_dtype dt = dtypes[di];
     const int cplx = tl_dtype_is_complex(dt), single = dt == TL_F32 || dt == TL_C64;
     const int64_t es = (int64_t)tl_dtype_size(dt);
-    for (int64_t k = 1; k <= MAXK; k++) {
+    static const int64_t longer[] = {48, 100, 255, 256, 257, 512, 513};
+    for (int64_t kk = 1; kk <= 33 + 7; kk++) { /* 1 .. 33, then longer[] */
+      const int64_t k = kk <= 33 ? kk : longer[kk - 34];
       const int width = tl__thin_dots_short_width(top, dt, k);
-      if (top < TL__ISA_AVX512 || (cplx ? 2 * k : k) > 32) {
+      if (top < TL__ISA_AVX512 || (cplx ? 2 * k : k) > (single ? 512 : 32)) {
         TH_CHECK(width == 0);
         continue;
       }
