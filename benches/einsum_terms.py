@@ -4,7 +4,8 @@ The network benchmark (einsum_networks.py) times whole networks and four diagnos
 f64 and c128; this one covers each term class of issue 29 (Hadamard products in three axis
 orders, outer products and broadcasts, batched products, traces, diagonals and reductions)
 in all four dtypes, on a square size that stays in the last-level cache (256) and one that
-does not fit the second level (1024), as a user calls them: `s.einsum(spec, *ops, order="K")`
+does not fit the second level (1024), then batched dots and row sums over short rows (4 to 32
+elements, 1024 and 65536 of them), as a user calls them: `s.einsum(spec, *ops, order="K")`
 on a 1-thread context against `np.einsum(spec, *ops)` (numpy's defaults: no path search and
 order="K"; every term here is one step). Operands are C-ordered arrays as numpy makes them (large ones start 16
 bytes past a 64-byte line).
@@ -14,8 +15,9 @@ and prints each engine's median over its calls and tenlane / numpy. Rows marked 
 numpy returns a view of its operand there (a diagonal, a transpose), without computing, while
 tenlane writes a new array; the ratio is printed for completeness and measures different work.
 float32 and complex64 sums differ in kind too: numpy's einsum adds them in float throughout,
-tenlane adds runs of at most sixteen in float and those partial sums in double (ops.h,
-tl_reduce_into), so its error does not grow with the length of the sum.
+tenlane adds runs of at most sixteen in float and those partial sums in double, and rows of at
+most 32 elements in double throughout (ops.h, tl_reduce_into), so its error does not grow with
+the length of the sum.
 
 Usage: scripts/with-openblas BUILD /usr/bin/python3 benches/einsum_terms.py BUILD [--quick]
 (`make bench-einsum-terms`; --quick: one round of two calls, to check the script runs)."""
@@ -56,6 +58,16 @@ def terms(n):
     ]
 
 
+def tall_terms():
+    """Short rows: batched dots and row sums over a few to 32 elements, the lengths where a
+    sum's setup and lane totals cost more than its additions (issue 29's short-k rows)."""
+    rows = []
+    for count, k in ((65536, 4), (65536, 16), (65536, 32), (1024, 4), (1024, 16)):
+        rows.append((f"{count}x{k}", "batched", "bi,bi->b", [(count, k), (count, k)], False))
+        rows.append((f"{count}x{k}", "reduction", "ij->i", [(count, k)], False))
+    return rows
+
+
 def operand(rng, shape, dtype):
     x = rng.standard_normal(shape)
     if dtype.startswith("complex"):
@@ -80,27 +92,27 @@ def main():
     ctx = tenlane.Context(threads=1)
     print(f"# einsum terms: tenlane (1 thread) vs numpy {np.__version__} np.einsum, medians of "
           f"{ROUNDS} alternating rounds of {CALLS} calls")
-    print(f"{'class':10} {'spec':13} {'n':>5} {'dtype':10} {'numpy us':>10} {'tl us':>10} "
+    print(f"{'class':10} {'spec':13} {'n':>8} {'dtype':10} {'numpy us':>10} {'tl us':>10} "
           f"{'tl/np':>6}")
     ratios = []
+    rows = [(str(n),) + term for n in (256, 1024) for term in terms(n)] + tall_terms()
     with ctx.session() as s:
-        for n in (256, 1024):
-            for cls, spec, shapes, view in terms(n):
-                for dtype in DTYPES:
-                    ops = [operand(rng, shape, dtype) for shape in shapes]
-                    got, want = s.einsum(spec, *ops, order="K"), np.einsum(spec, *ops)
-                    scale = max(1.0, float(np.abs(want).max()))
-                    tol = 1e-3 if dtype in ("float32", "complex64") else 1e-10
-                    if not float(np.abs(got - want).max()) <= tol * scale * max(shapes[0]):
-                        print(f"{spec} {dtype} n {n}: tenlane and numpy differ")
-                        sys.exit(1)
-                    t_np, t_tl = medians([lambda: np.einsum(spec, *ops),
-                                          lambda: s.einsum(spec, *ops, order="K")])
-                    if not view:
-                        ratios.append(t_tl / t_np)
-                    print(f"{cls:10} {spec:13} {n:5} {dtype:10} {t_np * 1e6:10.1f} "
-                          f"{t_tl * 1e6:10.1f} {t_tl / t_np:6.2f}" + ("  view" if view else ""),
-                          flush=True)
+        for n, cls, spec, shapes, view in rows:
+            for dtype in DTYPES:
+                ops = [operand(rng, shape, dtype) for shape in shapes]
+                got, want = s.einsum(spec, *ops, order="K"), np.einsum(spec, *ops)
+                scale = max(1.0, float(np.abs(want).max()))
+                tol = 1e-3 if dtype in ("float32", "complex64") else 1e-10
+                if not float(np.abs(got - want).max()) <= tol * scale * max(shapes[0]):
+                    print(f"{spec} {dtype} n {n}: tenlane and numpy differ")
+                    sys.exit(1)
+                t_np, t_tl = medians([lambda: np.einsum(spec, *ops),
+                                      lambda: s.einsum(spec, *ops, order="K")])
+                if not view:
+                    ratios.append(t_tl / t_np)
+                print(f"{cls:10} {spec:13} {n:>8} {dtype:10} {t_np * 1e6:10.1f} "
+                      f"{t_tl * 1e6:10.1f} {t_tl / t_np:6.2f}" + ("  view" if view else ""),
+                      flush=True)
     worst = max(ratios)
     over = sum(r > 1.0 for r in ratios)
     print(f"# rows other than views: {len(ratios)}, above 1.0: {over}, worst {worst:.2f}, "
