@@ -22,6 +22,7 @@
 #include "kernels.h"
 #if TL_X86_KERNELS
 #include "thin_dot512.h"
+#include "transpose512.h"
 #endif
 
 int tl__thin_dots_short_width(int isa, tl_dtype dtype, int64_t k) {
@@ -76,45 +77,18 @@ static TL_AVX512 void short_dots_pd(int n, int cplx, const double *x, int64_t sx
   if (cplx) _mm512_storeu_pd(im, totals_pd(swapped, 0));
 }
 
-/* Eight registers' 32-bit lanes p and p + 8 .. for two groups of eight rows at once: r[i]
- * holds row i in its low 256 bits and row i + 8 in its high ones (8 lanes each); col[p] gets
- * lane p of rows 0..7 in its low half and of rows 8..15 in its high half. Each half is the
- * usual 8 x 8 transpose (pairs, quads, then 128-bit pieces across two registers). */
-static inline TL_AVX512 void transpose8x2_ps(const __m512 *r, __m512 *col) {
-  __m512 t[8], u[8];
-  for (int i = 0; i < 4; i++) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int h = 0; h < 2; h++) { /* rows 4h .. 4h + 3: u[4h + q] holds lanes q, q + 4 */
-    const __m512 *v = t + 4 * h;
-    u[4 * h + 0] = _mm512_shuffle_ps(v[0], v[2], 0x44);
-    u[4 * h + 1] = _mm512_shuffle_ps(v[0], v[2], 0xEE);
-    u[4 * h + 2] = _mm512_shuffle_ps(v[1], v[3], 0x44);
-    u[4 * h + 3] = _mm512_shuffle_ps(v[1], v[3], 0xEE);
-  }
-  /* lane q: the first 128-bit piece of each half of u[q] and u[4 + q]; lane q + 4: the
-   * second */
-  const __m512i lo = _mm512_set_epi32(27, 26, 25, 24, 11, 10, 9, 8, 19, 18, 17, 16, 3, 2, 1, 0);
-  const __m512i hi = _mm512_set_epi32(31, 30, 29, 28, 15, 14, 13, 12, 23, 22, 21, 20, 7, 6, 5, 4);
-  for (int q = 0; q < 4; q++) {
-    col[q] = _mm512_permutex2var_ps(u[q], lo, u[4 + q]);
-    col[q + 4] = _mm512_permutex2var_ps(u[q], hi, u[4 + q]);
-  }
-}
-
 /* The totals of sixteen product registers (entry j's in p[j]) over their first n lanes, lane
  * j of the result for entry j: the even lanes in order and the odd lanes in order, each from
  * 0, then even + odd (even - odd when `minus`), in float. Lanes at or past n hold +0, and
  * adding +0 to a sum that started from +0 changes nothing (such a sum is never -0), so they
  * are left out. */
 static inline TL_AVX512 __m512 totals_ps(int n, const __m512 *p, int minus) {
-  __m512 r[8], col[16];
-  for (int i = 0; i < 8; i++) r[i] = _mm512_shuffle_f32x4(p[i], p[i + 8], 0x44);
-  transpose8x2_ps(r, col);
+  __m512 col[16];
+  for (int i = 0; i < 8; i++) col[i] = _mm512_shuffle_f32x4(p[i], p[i + 8], 0x44);
+  tl__transpose8x8x2_ps512(col);
   if (n > 8) {
-    for (int i = 0; i < 8; i++) r[i] = _mm512_shuffle_f32x4(p[i], p[i + 8], 0xEE);
-    transpose8x2_ps(r, col + 8);
+    for (int i = 0; i < 8; i++) col[8 + i] = _mm512_shuffle_f32x4(p[i], p[i + 8], 0xEE);
+    tl__transpose8x8x2_ps512(col + 8);
   }
   __m512 even = _mm512_setzero_ps(), odd = even;
   for (int l = 0; l < n; l += 2) even = _mm512_add_ps(even, col[l]);

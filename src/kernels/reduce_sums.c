@@ -25,15 +25,18 @@
  * forwarding once per run, which cost more than the sums of a 1024-element row.
  *
  * Short runs (tl__short_sums_*, for the reduce core's rows of at most 32 elements) are added
- * in order in double instead, eight runs side by side in one register at AVX-512 (eight
- * runs' registers transposed, so a lane is a run): there the sixteen sums' setup and totals
- * were the cost.
+ * in order instead, runs side by side in registers at AVX-512 (the runs' registers
+ * transposed, so a lane is a run): there the sixteen sums' setup and totals were the cost.
+ * Doubles add in order in double; floats in order in float within blocks of sixteen
+ * elements, each block's sum added to a double total (the float partials above, in order).
  * Pure core: never fails, allocates nothing. */
 #include "reduce_core.h"
 
 #include "base/isa.h"
 #if TL_X86_KERNELS
 #include <immintrin.h>
+
+#include "transpose512.h"
 #endif
 
 static inline double tree8(double p0, double p1, double p2, double p3, double p4, double p5,
@@ -403,87 +406,130 @@ TL__ADD_RUN(add_run_f64_256, TL_AVX2, double, 4, _mm256_loadu_pd, _mm256_loadu_p
 TL__ADD_RUN(add_run_f32_256, TL_AVX2, float, 4, TL__WIDEN4_PS, _mm256_loadu_pd, _mm256_storeu_pd,
             _mm256_add_pd)
 
-/* Eight registers' lanes transposed: col[q] lane j = r[j] lane q. Pairs (unpack), then
- * 128-bit pieces of two registers, then 256-bit halves. */
-static inline TL_AVX512 void transpose8_pd(const __m512d *r, __m512d *col) {
-  __m512d t[8], u[8];
-  for (int i = 0; i < 4; i++) {
-    t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);     /* lanes 0, 2, 4, 6 */
-    t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]); /* lanes 1, 3, 5, 7 */
+/* Short runs of doubles summed in order (tl__short_sums_f64): eight runs side by side. Each
+ * run's span (its n elements, or n complex pairs) is read as contiguous registers of eight,
+ * and eight runs' registers are transposed so that lane r belongs to run r; the columns are
+ * then added in element order (a pair's real column into one sum, its imaginary column into
+ * the other), as the one-run loop below adds them. Gathering the i-th elements of eight runs
+ * instead took 15-25 cycles a gather on the project's machine and read a complex run twice,
+ * once per part. Named sums, and whole chunks with constant bounds: an array of sums indexed
+ * by the column went through memory on every addition. */
+static TL_AVX512 int64_t short_sums_f64_512(const double *x, int64_t n, int pairs, int64_t ld,
+                                            int64_t rows, double *out) {
+  const int64_t span = pairs ? 2 * n : n;
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8) {
+    const double *base = x + r * ld;
+    if (r + 16 <= rows && span >= 8) /* the next group's rows, as the floats do */
+      for (int j = 8; j < 16; j++) {
+        _mm_prefetch((const char *)(base + j * ld), _MM_HINT_T0);
+        _mm_prefetch((const char *)(base + j * ld + span - 1), _MM_HINT_T0);
+      }
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0;
+    for (int64_t c = 0; c < span; c += 8) { /* c is even: a column's parity is its part */
+      const int live = span - c >= 8 ? 8 : (int)(span - c);
+      const __mmask8 m = (__mmask8)((1u << live) - 1u);
+      __m512d col[8]; /* rows, then columns */
+      for (int j = 0; j < 8; j++) col[j] = _mm512_maskz_loadu_pd(m, base + j * ld + c);
+      tl__transpose8x8_pd512(col);
+      if (live == 8 && !pairs) {
+        for (int q = 0; q < 8; q++) a0 = _mm512_add_pd(a0, col[q]);
+      } else if (live == 8) {
+        for (int q = 0; q < 8; q += 2)
+          a0 = _mm512_add_pd(a0, col[q]), a1 = _mm512_add_pd(a1, col[q + 1]);
+      } else {
+        for (int q = 0; q < live; q++) {
+          if (pairs && q % 2)
+            a1 = _mm512_add_pd(a1, col[q]);
+          else
+            a0 = _mm512_add_pd(a0, col[q]);
+        }
+      }
+    }
+    if (!pairs) {
+      _mm512_storeu_pd(out + r, a0);
+      continue;
+    }
+    double part[2][8];
+    _mm512_storeu_pd(part[0], a0);
+    _mm512_storeu_pd(part[1], a1);
+    for (int j = 0; j < 8; j++) out[2 * (r + j)] = part[0][j], out[2 * (r + j) + 1] = part[1][j];
   }
-  const __m512i first = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
-  const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
-  for (int h = 0; h < 2; h++) { /* rows 4h .. 4h + 3 */
-    const __m512d *v = t + 4 * h;
-    u[4 * h + 0] = _mm512_permutex2var_pd(v[0], first, v[2]);  /* lanes 0, 4 */
-    u[4 * h + 1] = _mm512_permutex2var_pd(v[1], first, v[3]);  /* lanes 1, 5 */
-    u[4 * h + 2] = _mm512_permutex2var_pd(v[0], second, v[2]); /* lanes 2, 6 */
-    u[4 * h + 3] = _mm512_permutex2var_pd(v[1], second, v[3]); /* lanes 3, 7 */
-  }
-  for (int q = 0; q < 4; q++) {
-    col[q] = _mm512_shuffle_f64x2(u[q], u[4 + q], 0x44);
-    col[q + 4] = _mm512_shuffle_f64x2(u[q], u[4 + q], 0xEE);
-  }
+  return r;
 }
 
-/* Short runs summed in order (tl__short_sums_*): eight runs side by side. Each run's span
- * (its n elements, or n complex pairs) is read as contiguous registers of eight, widened to
- * double for floats, and eight runs' registers are transposed so that lane r belongs to run
- * r; the columns are then added in element order (a pair's real column into one sum, its
- * imaginary column into the other), as the one-run loop below adds them. Gathering the i-th
- * elements of eight runs instead took 15-25 cycles a gather on the project's machine and
- * read a complex run twice, once per part. */
-#define TL__SHORT_SUMS_512(NAME, T, LOAD8)                                                  \
-  static TL_AVX512 int64_t NAME(const T *x, int64_t n, int pairs, int64_t ld, int64_t rows, \
-                                double *out) {                                              \
-    const int64_t span = pairs ? 2 * n : n;                                                 \
-    int64_t r = 0;                                                                          \
-    for (; r + 8 <= rows; r += 8) {                                                         \
-      const T *base = x + r * ld;                                                           \
-      __m512d a0 = _mm512_setzero_pd(), a1 = a0;                                            \
-      for (int64_t c = 0; c < span; c += 8) {                                               \
-        const int live = span - c >= 8 ? 8 : (int)(span - c);                               \
-        __m512d row[8], col[8];                                                             \
-        for (int j = 0; j < 8; j++) row[j] = LOAD8(live, base + j * ld + c);                \
-        transpose8_pd(row, col);                                                            \
-        /* c is even: q's parity is the part. Named sums, and whole chunks with constant    \
-         * bounds: an array of sums indexed by q went through memory on every addition. */  \
-        if (live == 8 && !pairs) {                                                          \
-          for (int q = 0; q < 8; q++) a0 = _mm512_add_pd(a0, col[q]);                       \
-        } else if (live == 8) {                                                             \
-          for (int q = 0; q < 8; q += 2)                                                    \
-            a0 = _mm512_add_pd(a0, col[q]), a1 = _mm512_add_pd(a1, col[q + 1]);             \
-        } else {                                                                            \
-          for (int q = 0; q < live; q++) {                                                  \
-            if (pairs && q % 2)                                                             \
-              a1 = _mm512_add_pd(a1, col[q]);                                               \
-            else                                                                            \
-              a0 = _mm512_add_pd(a0, col[q]);                                               \
-          }                                                                                 \
-        }                                                                                   \
-      }                                                                                     \
-      if (!pairs) {                                                                         \
-        _mm512_storeu_pd(out + r, a0);                                                      \
-        continue;                                                                           \
-      }                                                                                     \
-      double part[2][8];                                                                    \
-      _mm512_storeu_pd(part[0], a0);                                                        \
-      _mm512_storeu_pd(part[1], a1);                                                        \
-      for (int j = 0; j < 8; j++)                                                           \
-        out[2 * (r + j)] = part[0][j], out[2 * (r + j) + 1] = part[1][j];                   \
-    }                                                                                       \
-    return r;                                                                               \
+/* The double totals of a float partial's two halves (runs 0-7 and 8-15). */
+static inline TL_AVX512 void add_partial(__m512 partial, __m512d *low, __m512d *high) {
+  *low = _mm512_add_pd(*low, _mm512_cvtps_pd(_mm512_castps512_ps256(partial)));
+  *high = _mm512_add_pd(
+      *high,
+      _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(partial), 1))));
+}
+
+/* Short runs of floats (tl__short_sums_f32): sixteen runs side by side, run r in lane r.
+ * Chunks of eight floats of runs j and j + 8 share a register, tl__transpose8x8x2_ps512 turns them
+ * into one register per position, and the positions are added in order in float, a block of
+ * sixteen elements of a part at a time; each block's float sum is then added to its run's
+ * double total, as the one-run loop below does. Widening every float to double before the
+ * transpose (as the doubles run) left float rows of 16 to 32 at 1.2-1.5x numpy's einsum. */
+static TL_AVX512 int64_t short_sums_f32_512(const float *x, int64_t n, int pairs, int64_t ld,
+                                            int64_t rows, double *out) {
+  const int64_t span = pairs ? 2 * n : n, block = pairs ? 32 : 16;
+  const __m512 zero = _mm512_setzero_ps();
+  int64_t r = 0;
+  for (; r + 16 <= rows; r += 16) {
+    const float *base = x + r * ld;
+    /* the next group's rows, where a row fills a line: ahead of the hardware prefetch, which
+     * lost to numpy's row-by-row reads on 8 MiB of rows of 32 (shorter rows share lines, and
+     * two prefetches a row then cost more than they saved) */
+    if (r + 32 <= rows && span >= 16)
+      for (int j = 16; j < 32; j++) {
+        _mm_prefetch((const char *)(base + j * ld), _MM_HINT_T0);
+        _mm_prefetch((const char *)(base + j * ld + span - 1), _MM_HINT_T0);
+      }
+    __m512d re_low = _mm512_setzero_pd(), re_high = re_low, im_low = re_low, im_high = re_low;
+    __m512 f0 = zero, f1 = zero; /* the open block's float sums: real (or only) part, imaginary */
+    for (int64_t c = 0; c < span; c += 8) { /* c is even: a column's parity is its part */
+      const int live = span - c >= 8 ? 8 : (int)(span - c);
+      const __mmask16 m = (__mmask16)((1u << live) - 1u);
+      __m512 col[8]; /* runs j and j + 8 in the halves, then columns */
+      for (int j = 0; j < 8; j++)
+        col[j] = _mm512_shuffle_f32x4(_mm512_maskz_loadu_ps(m, base + j * ld + c),
+                                      _mm512_maskz_loadu_ps(m, base + (j + 8) * ld + c), 0x44);
+      tl__transpose8x8x2_ps512(col);
+      if (live == 8 && !pairs) {
+        for (int q = 0; q < 8; q++) f0 = _mm512_add_ps(f0, col[q]);
+      } else if (live == 8) {
+        for (int q = 0; q < 8; q += 2)
+          f0 = _mm512_add_ps(f0, col[q]), f1 = _mm512_add_ps(f1, col[q + 1]);
+      } else {
+        for (int q = 0; q < live; q++) {
+          if (pairs && q % 2)
+            f1 = _mm512_add_ps(f1, col[q]);
+          else
+            f0 = _mm512_add_ps(f0, col[q]);
+        }
+      }
+      if ((c + 8) % block == 0 || c + 8 >= span) { /* a block ends */
+        add_partial(f0, &re_low, &re_high);
+        if (pairs) add_partial(f1, &im_low, &im_high);
+        f0 = zero, f1 = zero;
+      }
+    }
+    double part[4][8];
+    _mm512_storeu_pd(part[0], re_low);
+    _mm512_storeu_pd(part[1], re_high);
+    _mm512_storeu_pd(part[2], im_low);
+    _mm512_storeu_pd(part[3], im_high);
+    for (int j = 0; j < 16; j++) {
+      if (pairs)
+        out[2 * (r + j)] = part[j / 8][j % 8], out[2 * (r + j) + 1] = part[2 + j / 8][j % 8];
+      else
+        out[r + j] = part[j / 8][j % 8];
+    }
   }
-/* The first `live` (1..8) elements at p, the rest 0, as doubles. */
-static inline TL_AVX512 __m512d load8_f64(int live, const double *p) {
-  return _mm512_maskz_loadu_pd((__mmask8)((1u << live) - 1u), p);
+  return r;
 }
-static inline TL_AVX512 __m512d load8_f32(int live, const float *p) {
-  return _mm512_cvtps_pd(
-      _mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)((1u << live) - 1u), p)));
-}
-TL__SHORT_SUMS_512(short_sums_f64_512, double, load8_f64)
-TL__SHORT_SUMS_512(short_sums_f32_512, float, load8_f32)
 #endif
 
 /* The public entry points: the highest path isa allows. */
@@ -547,29 +593,46 @@ TL__ADD_RUN_PORTABLE(add_run_f32_portable, float)
 TL__ADD_RUN_ENTRY(tl__add_run_f64, double, add_run_f64_512, add_run_f64_256, add_run_f64_portable)
 TL__ADD_RUN_ENTRY(tl__add_run_f32, float, add_run_f32_512, add_run_f32_256, add_run_f32_portable)
 
-/* The in-order total of each of `rows` runs (run r at x + r * ld) of n elements, or of n
- * complex pairs (`pairs`: each part summed alone, into out[2r] and out[2r + 1]):
- * ((0 + x_0) + x_1) + ..., in double. The same bits at every level: at AVX-512 eight runs at
- * a time (short_sums_*_512), the rest one by one. */
-#define TL__SHORT_SUMS_ENTRY(NAME, T, AVX512)                                                   \
-  void NAME(int isa, const T *x, int64_t n, int pairs, int64_t ld, int64_t rows, double *out) { \
-    int64_t r = 0;                                                                              \
-    TL__SHORT_SUMS_WIDE(AVX512);                                                                \
-    const int step = pairs ? 2 : 1;                                                             \
-    for (; r < rows; r++) {                                                                     \
-      for (int part = 0; part < step; part++) {                                                 \
-        const T *p = x + r * ld + part;                                                         \
-        double a = 0.0;                                                                         \
-        for (int64_t i = 0; i < n; i++) a += (double)p[i * step];                               \
-        out[step * r + part] = a;                                                               \
-      }                                                                                         \
-    }                                                                                           \
-  }
+/* The totals of each of `rows` runs (run r at x + r * ld) of n elements, or of n complex
+ * pairs (`pairs`: each part summed alone, into out[2r] and out[2r + 1]), in double: doubles
+ * in order, ((0 + x_0) + x_1) + ...; floats in order in float within blocks of sixteen
+ * elements, each block's sum added in order to the double total. The same bits at every
+ * level: at AVX-512 eight runs (doubles) or sixteen (floats) at a time (short_sums_*_512),
+ * the rest one by one. */
 #if TL_X86_KERNELS
 #define TL__SHORT_SUMS_WIDE(AVX512) \
   if (isa >= TL__ISA_AVX512) r = AVX512(x, n, pairs, ld, rows, out)
 #else
 #define TL__SHORT_SUMS_WIDE(AVX512) (void)isa
 #endif
-TL__SHORT_SUMS_ENTRY(tl__short_sums_f64, double, short_sums_f64_512)
-TL__SHORT_SUMS_ENTRY(tl__short_sums_f32, float, short_sums_f32_512)
+void tl__short_sums_f64(int isa, const double *x, int64_t n, int pairs, int64_t ld, int64_t rows,
+                        double *out) {
+  int64_t r = 0;
+  TL__SHORT_SUMS_WIDE(short_sums_f64_512);
+  const int step = pairs ? 2 : 1;
+  for (; r < rows; r++)
+    for (int part = 0; part < step; part++) {
+      const double *p = x + r * ld + part;
+      double a = 0.0;
+      for (int64_t i = 0; i < n; i++) a += p[i * step];
+      out[step * r + part] = a;
+    }
+}
+
+void tl__short_sums_f32(int isa, const float *x, int64_t n, int pairs, int64_t ld, int64_t rows,
+                        double *out) {
+  int64_t r = 0;
+  TL__SHORT_SUMS_WIDE(short_sums_f32_512);
+  const int step = pairs ? 2 : 1;
+  for (; r < rows; r++)
+    for (int part = 0; part < step; part++) {
+      const float *p = x + r * ld + part;
+      double a = 0.0;
+      float block = 0.0f;
+      for (int64_t i = 0; i < n; i++) {
+        block += p[i * step];
+        if ((i + 1) % 16 == 0 || i + 1 == n) a += (double)block, block = 0.0f;
+      }
+      out[step * r + part] = a;
+    }
+}

@@ -1,7 +1,9 @@
 /* src/kernels/transpose512.h: transposes of one cache line by one cache line in AVX-512
- * registers (8 x 8 doubles, 4 x 4 complex doubles, 16 x 16 floats), shared by the permute
- * tiles (permute_core.c), the grouped permute tiles (permute_group.c) and the product
- * tiles (product_tiles.c).
+ * registers (8 x 8 doubles, 4 x 4 complex doubles, 16 x 16 floats, and two 8 x 8 blocks of
+ * floats side by side), shared by the permute tiles (permute_core.c), the grouped permute
+ * tiles (permute_group.c), the product tiles (product_tiles.c), and the kernels that turn
+ * rows into one register per position so a sum along each row becomes vertical additions
+ * (the short row sums in reduce_sums.c, the short dots in gemm_thin_short.c).
  *
  * With 512-bit registers one row of the block is one 64-byte cache line, so the block
  * writes each destination line with a single store: a streaming store then leaves the
@@ -78,6 +80,34 @@ __attribute__((target("avx512f"), always_inline)) static inline void tl__transpo
     __m512d lanes[4] = {u[c], u[4 + c], u[8 + c], u[12 + c]};
     tl__transpose4x4_c512(lanes);
     _Pragma("GCC unroll 4") for (int l = 0; l < 4; l++) r[4 * l + c] = _mm512_castpd_ps(lanes[l]);
+  }
+}
+
+/* Two 8 x 8 blocks of floats, one in each 256-bit half of r[0..7]: r[k] becomes column k of
+ * both (the low block's in its low half, the high block's in its high half). Pairs, then
+ * quads (within 128-bit lanes), then 128-bit lanes across two registers. */
+__attribute__((target("avx512f"), always_inline)) static inline void tl__transpose8x8x2_ps512(
+    __m512 r[8]) {
+  __m512 t[8], u[8];
+  _Pragma("GCC unroll 4") for (int q = 0; q < 8; q += 2) {
+    t[q] = _mm512_unpacklo_ps(r[q], r[q + 1]);
+    t[q + 1] = _mm512_unpackhi_ps(r[q], r[q + 1]);
+  }
+  _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) { /* rows 4h..4h+3: u[4h + c] has c, c + 4 */
+    const __m512 *v = t + 4 * h;
+    u[4 * h + 0] = _mm512_shuffle_ps(v[0], v[2], 0x44);
+    u[4 * h + 1] = _mm512_shuffle_ps(v[0], v[2], 0xEE);
+    u[4 * h + 2] = _mm512_shuffle_ps(v[1], v[3], 0x44);
+    u[4 * h + 3] = _mm512_shuffle_ps(v[1], v[3], 0xEE);
+  }
+  /* column c: the first 128-bit lane of each half of u[c] and u[4 + c]; column c + 4: the
+   * second */
+  const __m512i first = _mm512_set_epi32(27, 26, 25, 24, 11, 10, 9, 8, 19, 18, 17, 16, 3, 2, 1, 0);
+  const __m512i second =
+      _mm512_set_epi32(31, 30, 29, 28, 15, 14, 13, 12, 23, 22, 21, 20, 7, 6, 5, 4);
+  _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+    r[c] = _mm512_permutex2var_ps(u[c], first, u[4 + c]);
+    r[c + 4] = _mm512_permutex2var_ps(u[c], second, u[4 + c]);
   }
 }
 #endif

@@ -206,17 +206,19 @@ static void reduce_sums_add_runs_match_plain_additions(void) {
   TH_CHECK(bad == 0);
 }
 
-/* tl__short_sums_*: each run's total is the in-order double sum, bit for bit, at every
- * level: run lengths 0 to 17, 1 to 21 runs (whole groups of eight and remainders), real
- * elements or complex pairs (each part summed alone), runs forward and backward (a negative
- * ld), with cancelling magnitudes and a NaN, and nothing written past the runs' totals. */
+/* tl__short_sums_*: each run's total is, bit for bit at every level, the in-order double sum
+ * (doubles) or the in-order double sum of in-order float sums of blocks of sixteen elements
+ * (floats): run lengths 0 to 33, 1 to 37 runs (whole groups of eight and sixteen, and
+ * remainders), real elements or complex pairs (each part summed alone), runs forward and
+ * backward (a negative ld), with cancelling magnitudes and a NaN, and nothing written past
+ * the runs' totals. */
 static void reduce_sums_short_runs_add_in_order(void) {
   const int top = tl__isa_cpu_level();
   uint64_t state = 29;
   int bad = 0;
-  static double out[48];
-  for (int64_t n = 0; n <= 17 && !bad; n++)
-    for (int64_t rows = 1; rows <= 21 && !bad; rows += 4)
+  static double out[80];
+  for (int64_t n = 0; n <= 33 && !bad; n++)
+    for (int64_t rows = 1; rows <= 37 && !bad; rows += 4)
       for (int step = 1; step <= 2 && !bad; step++)
         for (int back = 0; back < 2 && !bad; back++) {
           const int pairs = step == 2;
@@ -225,18 +227,25 @@ static void reduce_sums_short_runs_add_in_order(void) {
           fill(&state, (rows - 1) * (back ? -ld : ld) + n * step + 1, (int)(n % 3));
           for (int f32 = 0; f32 < 2; f32++)
             for (int isa = TL__ISA_PORTABLE; isa <= top && !bad; isa++) {
-              for (int r = 0; r < 48; r++) out[r] = -7.0;
+              for (int r = 0; r < 80; r++) out[r] = -7.0;
               if (f32)
                 tl__short_sums_f32(isa, xf + first, n, pairs, ld, rows, out);
               else
                 tl__short_sums_f64(isa, xd + first, n, pairs, ld, rows, out);
-              for (int64_t r = 0; r < 48 && !bad; r++) {
+              for (int64_t r = 0; r < 80 && !bad; r++) {
                 double want = -7.0;
                 if (r < rows * step) { /* run r / step, part r % step */
                   const int64_t at = first + (r / step) * ld + r % step;
+                  float block = 0.0f;
                   want = 0.0;
-                  for (int64_t i = 0; i < n; i++)
-                    want += f32 ? (double)xf[at + i * step] : xd[at + i * step];
+                  for (int64_t i = 0; i < n; i++) {
+                    if (!f32) {
+                      want += xd[at + i * step];
+                      continue;
+                    }
+                    block += xf[at + i * step];
+                    if (i % 16 == 15 || i == n - 1) want += (double)block, block = 0.0f;
+                  }
                 }
                 if (!same(out[r], want)) {
                   fprintf(stderr,

@@ -410,10 +410,12 @@ static void reduce_long_runs_match_naive(void) {
   th_held_close(&h);
 }
 
-/* Row sums of short unit-stride rows (at most 32 elements, which reduce_core.c adds in order
- * in double, eight rows at a time at AVX-512) equal the in-order double sum bit for bit, with
- * one kept axis (37 rows: whole groups of eight and a remainder) and with two that do not
- * merge, in every dtype; a row of 33 takes the sum kernels and is checked to rounding. */
+/* Row sums of short unit-stride rows (at most 32 elements, which reduce_core.c adds in order,
+ * several rows at a time at AVX-512) equal, bit for bit, the in-order double sum (f64, c128)
+ * or the in-order double sum of in-order float sums of sixteen elements (f32, c64), with one
+ * kept axis (37 rows: whole groups of eight and sixteen and a remainder) and with two that
+ * do not merge, in every dtype; a row of 33 takes the sum kernels and is checked to
+ * rounding. */
 static void reduce_short_rows_add_in_order(void) {
   th_held h;
   th_held_open(&h, 1);
@@ -434,14 +436,24 @@ static void reduce_short_rows_add_in_order(void) {
         for (int64_t r = 0; r < rows; r++) {
           int64_t xi[3] = {kept == 1 ? r : r / 3, kept == 1 ? 0 : r % 3, 0};
           int64_t oi[2] = {xi[0], xi[1]};
+          const int single = dt == TL_C64 || dt == TL_F32;
           double re = 0.0, im = 0.0;
+          float block_re = 0.0f, block_im = 0.0f;
           for (int64_t i = 0; i < n; i++) {
             xi[kept] = i;
             const double complex v = th_num_get(&x.t, xi);
-            re += creal(v), im += cimag(v);
+            if (!single) {
+              re += creal(v), im += cimag(v);
+              continue;
+            }
+            block_re += (float)creal(v), block_im += (float)cimag(v);
+            if (i % 16 == 15 || i == n - 1) {
+              re += (double)block_re, im += (double)block_im;
+              block_re = block_im = 0.0f;
+            }
           }
           double complex want = re + I * im;
-          if (dt == TL_C64 || dt == TL_F32) want = (float)re + I * (float)im;
+          if (single) want = (float)re + I * (float)im;
           const double complex got = th_num_get(&out.t, oi);
           const int same = n <= 32 ? creal(got) == creal(want) && cimag(got) == cimag(want)
                                    : th_num_close_enough(got, want, th_num_tolerance(dt), 1.0);
