@@ -467,11 +467,12 @@ static inline TL_AVX512 void add_partial(__m512 partial, __m512d *low, __m512d *
 }
 
 /* Short runs of floats (tl__short_sums_f32): sixteen runs side by side, run r in lane r.
- * Chunks of eight floats of runs j and j + 8 share a register, tl__transpose8x8x2_ps512 turns them
- * into one register per position, and the positions are added in order in float, a block of
- * sixteen elements of a part at a time; each block's float sum is then added to its run's
- * double total, as the one-run loop below does. Widening every float to double before the
- * transpose (as the doubles run) left float rows of 16 to 32 at 1.2-1.5x numpy's einsum. */
+ * Chunks of eight floats of runs j and j + 8 share a register, which
+ * tl__transpose8x8x2_ps512 turns into one register per position, and the positions are
+ * added in order in float, a block of sixteen elements of a part at a time; each block's
+ * float sum is then added to its run's double total, as the one-run loop below does.
+ * Widening every float to double before the transpose (as the doubles run) left float rows
+ * of 16 to 32 at 1.2-1.5x numpy's einsum. */
 static TL_AVX512 int64_t short_sums_f32_512(const float *x, int64_t n, int pairs, int64_t ld,
                                             int64_t rows, double *out) {
   const int64_t span = pairs ? 2 * n : n, block = pairs ? 32 : 16;
