@@ -406,6 +406,14 @@ TL__ADD_RUN(add_run_f64_256, TL_AVX2, double, 4, _mm256_loadu_pd, _mm256_loadu_p
 TL__ADD_RUN(add_run_f32_256, TL_AVX2, float, 4, TL__WIDEN4_PS, _mm256_loadu_pd, _mm256_storeu_pd,
             _mm256_add_pd)
 
+/* Eight runs' (re, im) totals into out[0..15], run by run. */
+static inline TL_AVX512 void store_pairs(double *out, __m512d re, __m512d im) {
+  const __m512i first = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
+  const __m512i second = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+  _mm512_storeu_pd(out, _mm512_permutex2var_pd(re, first, im));
+  _mm512_storeu_pd(out + 8, _mm512_permutex2var_pd(re, second, im));
+}
+
 /* Short runs of doubles summed in order (tl__short_sums_f64): eight runs side by side. Each
  * run's span (its n elements, or n complex pairs) is read as contiguous registers of eight,
  * and eight runs' registers are transposed so that lane r belongs to run r; the columns are
@@ -446,14 +454,10 @@ static TL_AVX512 int64_t short_sums_f64_512(const double *x, int64_t n, int pair
         }
       }
     }
-    if (!pairs) {
+    if (pairs)
+      store_pairs(out + 2 * r, a0, a1);
+    else
       _mm512_storeu_pd(out + r, a0);
-      continue;
-    }
-    double part[2][8];
-    _mm512_storeu_pd(part[0], a0);
-    _mm512_storeu_pd(part[1], a1);
-    for (int j = 0; j < 8; j++) out[2 * (r + j)] = part[0][j], out[2 * (r + j) + 1] = part[1][j];
   }
   return r;
 }
@@ -528,16 +532,12 @@ static TL_AVX512 int64_t short_sums_f32_512(const float *x, int64_t n, int pairs
         f0 = zero, f1 = zero;
       }
     }
-    double part[4][8];
-    _mm512_storeu_pd(part[0], re_low);
-    _mm512_storeu_pd(part[1], re_high);
-    _mm512_storeu_pd(part[2], im_low);
-    _mm512_storeu_pd(part[3], im_high);
-    for (int j = 0; j < 16; j++) {
-      if (pairs)
-        out[2 * (r + j)] = part[j / 8][j % 8], out[2 * (r + j) + 1] = part[2 + j / 8][j % 8];
-      else
-        out[r + j] = part[j / 8][j % 8];
+    if (pairs) {
+      store_pairs(out + 2 * r, re_low, im_low);
+      store_pairs(out + 2 * r + 16, re_high, im_high);
+    } else {
+      _mm512_storeu_pd(out + r, re_low);
+      _mm512_storeu_pd(out + r + 8, re_high);
     }
   }
   return r;

@@ -413,23 +413,25 @@ static void reduce_long_runs_match_naive(void) {
 /* Row sums of short unit-stride rows (at most 32 elements, which reduce_core.c adds in order,
  * several rows at a time at AVX-512) equal, bit for bit, the in-order double sum (f64, c128)
  * or the in-order double sum of in-order float sums of sixteen elements (f32, c64), with one
- * kept axis (37 rows: whole groups of eight and sixteen and a remainder) and with two that
- * do not merge, in every dtype; a row of 33 takes the sum kernels and is checked to
- * rounding. */
+ * kept axis (37 rows: whole groups of eight and sixteen and a remainder; the output
+ * contiguous or every other element) and with two that do not merge, in every dtype; a row of 33
+ * takes the sum kernels and is checked to rounding. */
 static void reduce_short_rows_add_in_order(void) {
   th_held h;
   th_held_open(&h, 1);
   const tl_dtype kinds[4] = {TL_F64, TL_C128, TL_C64, TL_F32};
   for (int di = 0; di < 4; di++)
     for (int64_t n = 1; n <= 33; n++)
-      for (int kept = 1; kept <= 2; kept++) {
+      for (int form = 0; form < 3; form++) { /* 0, 1: one kept axis (1: out strided); 2: two */
         const tl_dtype dt = kinds[di];
+        const int kept = form == 2 ? 2 : 1;
         int64_t xshape[3] = {37, 4, n}, oshape[2] = {37, 3};
-        if (kept == 1) xshape[1] = n, oshape[1] = 0;
+        if (kept == 1) xshape[1] = n, oshape[1] = form == 1 ? 2 : 0;
         kt_tensor x, out;
         kt_make(&x, dt, kept + 1, xshape, KT_ROW, 0);
         if (kept == 2) x.t.shape[1] = 3; /* a view: the two kept axes cannot merge */
-        kt_make(&out, dt, kept, oshape, KT_ROW, 0);
+        kt_make(&out, dt, form == 1 ? 2 : kept, oshape, KT_ROW, 0);
+        if (form == 1) out.t.rank = 1; /* every other element of a 37 x 2 array */
         int axis[1] = {kept};
         TH_CHECK_OK(tl_reduce_into(h.exec, TL_REDUCE_SUM, &x.t, 1, axis, &out.t));
         const int64_t rows = kept == 1 ? 37 : 37 * 3;
@@ -458,7 +460,7 @@ static void reduce_short_rows_add_in_order(void) {
           const int same = n <= 32 ? creal(got) == creal(want) && cimag(got) == cimag(want)
                                    : th_num_close_enough(got, want, th_num_tolerance(dt), 1.0);
           if (!same) {
-            fail_at("reduce short rows", dt, kept, (int)n, got, want);
+            fail_at("reduce short rows", dt, form, (int)n, got, want);
             r = rows;
           }
         }
