@@ -40,6 +40,22 @@ int tl__thin_dots_short_width(int isa, tl_dtype dtype, int64_t k) {
 #if TL_X86_KERNELS
 #define TL_AVX512 __attribute__((target("avx512f")))
 
+/* A group's registers when the single dot takes one masked step (n reals fit one register,
+ * `lanes` of them): dot_pd_512_as / dot_ps_512_as's tail, the mask set once for the group.
+ * Each register gets fma(x, y, 0) + 0 (the second accumulator), and for a complex dtype the
+ * same with y's pairs swapped (SWAP, in terms of y0). Expects n, cplx, x, sx, y, sy, same
+ * and swapped in scope. */
+#define TL__ONE_STEP(V, MASK, LANES, ZERO, LOAD, FMA, ADD, SWAP)  \
+  do {                                                            \
+    const V z = ZERO();                                           \
+    const MASK m = (MASK)((1u << n) - 1u);                        \
+    for (int j = 0; j < (LANES); j++) {                           \
+      const V x0 = LOAD(m, x + j * sx), y0 = LOAD(m, y + j * sy); \
+      same[j] = ADD(FMA(x0, y0, z), z);                           \
+      swapped[j] = cplx ? ADD(FMA(x0, SWAP, z), z) : z;           \
+    }                                                             \
+  } while (0)
+
 /* The lane totals of eight registers, lane j of the result from v[j]: ((l0 + l4) + (l2 +
  * l6)) + ((l1 + l5) + (l3 + l7)), the last + a - when `minus`. Halves first (lanes p and
  * p + 4), then 128-bit pieces (p and p + 2), then neighbours, two registers per step. */
@@ -60,15 +76,9 @@ static inline TL_AVX512 __m512d totals_pd(const __m512d *v, int minus) {
 static TL_AVX512 void short_dots_pd(int n, int cplx, const double *x, int64_t sx, const double *y,
                                     int64_t sy, double *re, double *im) {
   __m512d same[8], swapped[8];
-  if (n <= 8) { /* dot_pd_512_as's one masked step, the mask set once */
-    const __m512d z = _mm512_setzero_pd();
-    const __mmask8 m = (__mmask8)((1u << n) - 1u);
-    for (int j = 0; j < 8; j++) {
-      const __m512d x0 = _mm512_maskz_loadu_pd(m, x + j * sx);
-      const __m512d y0 = _mm512_maskz_loadu_pd(m, y + j * sy);
-      same[j] = _mm512_add_pd(_mm512_fmadd_pd(x0, y0, z), z);
-      swapped[j] = cplx ? _mm512_add_pd(_mm512_fmadd_pd(x0, _mm512_permute_pd(y0, 0x55), z), z) : z;
-    }
+  if (n <= 8) {
+    TL__ONE_STEP(__m512d, __mmask8, 8, _mm512_setzero_pd, _mm512_maskz_loadu_pd, _mm512_fmadd_pd,
+                 _mm512_add_pd, _mm512_permute_pd(y0, 0x55));
   } else {
     for (int j = 0; j < 8; j++)
       dot_pd_512_as(n, x + j * sx, y + j * sy, cplx, 0, 0, &same[j], &swapped[j]);
@@ -99,15 +109,9 @@ static inline TL_AVX512 __m512 totals_ps(int n, const __m512 *p, int minus) {
 static TL_AVX512 void short_dots_ps(int n, int cplx, const float *x, int64_t sx, const float *y,
                                     int64_t sy, double *re, double *im) {
   __m512 same[16], swapped[16];
-  if (n <= 16) { /* dot_ps_512_as's one masked step, the mask set once */
-    const __m512 z = _mm512_setzero_ps();
-    const __mmask16 m = (__mmask16)((1u << n) - 1u);
-    for (int j = 0; j < 16; j++) {
-      const __m512 x0 = _mm512_maskz_loadu_ps(m, x + j * sx);
-      const __m512 y0 = _mm512_maskz_loadu_ps(m, y + j * sy);
-      same[j] = _mm512_add_ps(_mm512_fmadd_ps(x0, y0, z), z);
-      if (cplx) swapped[j] = _mm512_add_ps(_mm512_fmadd_ps(x0, _mm512_permute_ps(y0, 0xB1), z), z);
-    }
+  if (n <= 16) {
+    TL__ONE_STEP(__m512, __mmask16, 16, _mm512_setzero_ps, _mm512_maskz_loadu_ps, _mm512_fmadd_ps,
+                 _mm512_add_ps, _mm512_permute_ps(y0, 0xB1));
   } else {
     for (int j = 0; j < 16; j++)
       dot_ps_512_as(n, x + j * sx, y + j * sy, cplx, 0, 0, &same[j], &swapped[j]);

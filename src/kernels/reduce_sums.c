@@ -406,6 +406,26 @@ TL__ADD_RUN(add_run_f64_256, TL_AVX2, double, 4, _mm256_loadu_pd, _mm256_loadu_p
 TL__ADD_RUN(add_run_f32_256, TL_AVX2, float, 4, TL__WIDEN4_PS, _mm256_loadu_pd, _mm256_storeu_pd,
             _mm256_add_pd)
 
+/* Adds the first `live` columns col[q] in order into S0, or, for complex pairs, the even ones
+ * into S0 and the odd ones into S1 (the chunk starts on a pair). Named sums and, for a whole
+ * chunk of WIDTH columns, constant bounds: an array of sums indexed by the column went
+ * through memory on every addition. */
+#define TL__ADD_COLUMNS(ADD, S0, S1, COL, LIVE, WIDTH, PAIRS)                                   \
+  do {                                                                                          \
+    if ((LIVE) == (WIDTH) && !(PAIRS)) {                                                        \
+      for (int q_ = 0; q_ < (WIDTH); q_++) S0 = ADD(S0, COL[q_]);                               \
+    } else if ((LIVE) == (WIDTH)) {                                                             \
+      for (int q_ = 0; q_ < (WIDTH); q_ += 2) S0 = ADD(S0, COL[q_]), S1 = ADD(S1, COL[q_ + 1]); \
+    } else {                                                                                    \
+      for (int q_ = 0; q_ < (LIVE); q_++) {                                                     \
+        if ((PAIRS) && q_ % 2)                                                                  \
+          S1 = ADD(S1, COL[q_]);                                                                \
+        else                                                                                    \
+          S0 = ADD(S0, COL[q_]);                                                                \
+      }                                                                                         \
+    }                                                                                           \
+  } while (0)
+
 /* Eight runs' (re, im) totals into out[0..15], run by run. */
 static inline TL_AVX512 void store_pairs(double *out, __m512d re, __m512d im) {
   const __m512i first = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
@@ -420,8 +440,7 @@ static inline TL_AVX512 void store_pairs(double *out, __m512d re, __m512d im) {
  * then added in element order (a pair's real column into one sum, its imaginary column into
  * the other), as the one-run loop below adds them. Gathering the i-th elements of eight runs
  * instead took 15-25 cycles a gather on the project's machine and read a complex run twice,
- * once per part. Named sums, and whole chunks with constant bounds: an array of sums indexed
- * by the column went through memory on every addition. */
+ * once per part. */
 static TL_AVX512 int64_t short_sums_f64_512(const double *x, int64_t n, int pairs, int64_t ld,
                                             int64_t rows, double *out) {
   const int64_t span = pairs ? 2 * n : n;
@@ -440,19 +459,7 @@ static TL_AVX512 int64_t short_sums_f64_512(const double *x, int64_t n, int pair
       __m512d col[8]; /* rows, then columns */
       for (int j = 0; j < 8; j++) col[j] = _mm512_maskz_loadu_pd(m, base + j * ld + c);
       tl__transpose8x8_pd512(col);
-      if (live == 8 && !pairs) {
-        for (int q = 0; q < 8; q++) a0 = _mm512_add_pd(a0, col[q]);
-      } else if (live == 8) {
-        for (int q = 0; q < 8; q += 2)
-          a0 = _mm512_add_pd(a0, col[q]), a1 = _mm512_add_pd(a1, col[q + 1]);
-      } else {
-        for (int q = 0; q < live; q++) {
-          if (pairs && q % 2)
-            a1 = _mm512_add_pd(a1, col[q]);
-          else
-            a0 = _mm512_add_pd(a0, col[q]);
-        }
-      }
+      TL__ADD_COLUMNS(_mm512_add_pd, a0, a1, col, live, 8, pairs);
     }
     if (pairs)
       store_pairs(out + 2 * r, a0, a1);
@@ -512,19 +519,7 @@ static TL_AVX512 int64_t short_sums_f32_512(const float *x, int64_t n, int pairs
                                         _mm512_maskz_loadu_ps(m, base + (j + 8) * ld + c), 0x44);
         tl__transpose8x8x2_ps512(col);
       }
-      if (live == 16 && !pairs) {
-        for (int q = 0; q < 16; q++) f0 = _mm512_add_ps(f0, col[q]);
-      } else if (live == 16) {
-        for (int q = 0; q < 16; q += 2)
-          f0 = _mm512_add_ps(f0, col[q]), f1 = _mm512_add_ps(f1, col[q + 1]);
-      } else {
-        for (int q = 0; q < live; q++) {
-          if (pairs && q % 2)
-            f1 = _mm512_add_ps(f1, col[q]);
-          else
-            f0 = _mm512_add_ps(f0, col[q]);
-        }
-      }
+      TL__ADD_COLUMNS(_mm512_add_ps, f0, f1, col, live, 16, pairs);
       c += width;
       if (c % block == 0 || c >= span) { /* a block ends */
         add_partial(f0, &re_low, &re_high);
