@@ -152,6 +152,44 @@ static void store_complex(const thin *t, int64_t e, double re, double im) {
   }
 }
 
+/* `count` results into c, sc elements apart: result l is re[l * vs] (and im[l * vs] for a
+ * complex dtype), stored as store_real / store_complex store it. With alpha 1 and beta 0
+ * that is the value as it is (1 * v == v, and c is not read), written without their
+ * per-element scaling: storing one by one was most of a short batched dot. */
+static void store_group(thin *t, char *c, int64_t count, int64_t sc, const double *re,
+                        const double *im, int64_t vs) {
+  if (t->alpha.re == 1.0 && t->alpha.im == 0.0 && t->beta.re == 0.0 && t->beta.im == 0.0) {
+    switch (t->dtype) {
+      case TL_F64:
+        for (int64_t l = 0; l < count; l++) ((double *)(void *)c)[l * sc] = re[l * vs];
+        return;
+      case TL_F32:
+        for (int64_t l = 0; l < count; l++) ((float *)(void *)c)[l * sc] = (float)re[l * vs];
+        return;
+      case TL_C128:
+        for (int64_t l = 0; l < count; l++) {
+          double *d = (double *)(void *)c + 2 * l * sc;
+          d[0] = re[l * vs], d[1] = im[l * vs];
+        }
+        return;
+      default:
+        for (int64_t l = 0; l < count; l++) {
+          float *f = (float *)(void *)c + 2 * l * sc;
+          f[0] = (float)re[l * vs], f[1] = (float)im[l * vs];
+        }
+        return;
+    }
+  }
+  const int64_t es = (int64_t)tl_dtype_size(t->dtype);
+  for (int64_t l = 0; l < count; l++) {
+    t->c = c + l * sc * es;
+    if (tl_dtype_is_complex(t->dtype))
+      store_complex(t, 0, re[l * vs], im[l * vs]);
+    else
+      store_real(t, 0, re[l * vs]);
+  }
+}
+
 static void thin_dots(const thin *t) {
   size_t es = tl_dtype_size(t->dtype);
   const int contiguous = t->k == 1 || (t->su_k == 1 && t->sv_k == 1);
@@ -296,55 +334,18 @@ static void dots_group(const tl__gemm_batch *g, thin *t, int64_t oa, int64_t ob,
       break;
   }
   const int cplx = tl_dtype_is_complex(g->dtype);
-  for (int l = 0; l < TL__DOT_GROUP; l++) {
-    t->c = g->c + (oc + l * g->batch_strides[2][0]) * es;
-    if (cplx)
-      store_complex(t, 0, sums[2 * l], sums[2 * l + 1]);
-    else
-      store_real(t, 0, sums[l]);
-  }
+  store_group(t, g->c + oc * es, TL__DOT_GROUP, g->batch_strides[2][0], sums, sums + 1,
+              cplx ? 2 : 1);
 }
 
-/* `width` short dots (tl__thin_dots_short) along the first batch axis from offsets oa, ob,
- * oc, each stored as its single dot is. */
-static void short_dots(const tl__gemm_batch *g, thin *t, int64_t width, int64_t oa, int64_t ob,
-                       int64_t oc) {
-  const int64_t es = (int64_t)tl_dtype_size(g->dtype);
+/* `width` short dots (tl__thin_dots_short at isa) along the first batch axis from offsets
+ * oa, ob, oc (elements of es bytes), each stored as its single dot is. */
+static void short_dots(const tl__gemm_batch *g, thin *t, int isa, int64_t es, int64_t width,
+                       int64_t oa, int64_t ob, int64_t oc) {
   double re[16], im[16];
-  tl__thin_dots_short(tl__gemm_thin_isa(), g->dtype, g->k, g->a + oa * es, g->batch_strides[0][0],
-                      g->b + ob * es, g->batch_strides[1][0], re, im);
-  const int cplx = tl_dtype_is_complex(g->dtype);
-  const int64_t sc = g->batch_strides[2][0];
-  /* alpha 1 and beta 0: the sums as they are (what store_* write then) */
-  if (g->alpha.re == 1.0 && g->alpha.im == 0.0 && g->beta.re == 0.0 && g->beta.im == 0.0) {
-    switch (g->dtype) {
-      case TL_F64:
-        for (int64_t l = 0; l < width; l++) ((double *)(void *)g->c)[oc + l * sc] = re[l];
-        return;
-      case TL_F32:
-        for (int64_t l = 0; l < width; l++) ((float *)(void *)g->c)[oc + l * sc] = (float)re[l];
-        return;
-      case TL_C128:
-        for (int64_t l = 0; l < width; l++) {
-          double *c = (double *)(void *)g->c + 2 * (oc + l * sc);
-          c[0] = re[l], c[1] = im[l];
-        }
-        return;
-      default:
-        for (int64_t l = 0; l < width; l++) {
-          float *c = (float *)(void *)g->c + 2 * (oc + l * sc);
-          c[0] = (float)re[l], c[1] = (float)im[l];
-        }
-        return;
-    }
-  }
-  for (int64_t l = 0; l < width; l++) {
-    t->c = g->c + (oc + l * sc) * es;
-    if (cplx)
-      store_complex(t, 0, re[l], im[l]);
-    else
-      store_real(t, 0, re[l]);
-  }
+  tl__thin_dots_short(isa, g->dtype, g->k, g->a + oa * es, g->batch_strides[0][0], g->b + ob * es,
+                      g->batch_strides[1][0], re, im);
+  store_group(t, g->c + oc * es, width, g->batch_strides[2][0], re, im, 1);
 }
 
 /* Entries [begin, end) of a batch of 1 x 1 products: each is what tl__gemm_thin computes for
@@ -380,16 +381,14 @@ void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
       dots_group(g, &t, oa, ob, oc);
       done = TL__DOT_GROUP;
     } else if (shorts && e + shorts <= end && idx[0] + shorts <= g->batch_shape[0]) {
-      short_dots(g, &t, shorts, oa, ob, oc);
+      short_dots(g, &t, isa, es, shorts, oa, ob, oc);
       done = shorts;
     } else if (fours && e + 4 <= end && idx[0] + 4 <= g->batch_shape[0]) {
       double sums[4];
       tl__thin_dot4_real(isa, g->dtype, g->k, g->a + oa * es, g->batch_strides[0][0],
                          g->b + ob * es, g->batch_strides[1][0], sums);
-      for (int l = 0; l < 4; l++) {
-        t.c = g->c + (oc + l * g->batch_strides[2][0]) * es;
-        store_real(&t, 0, sums[l]);
-      }
+      /* real sums: im is never read (sums again, not NULL, which gcc -O3 would flag) */
+      store_group(&t, g->c + oc * es, 4, g->batch_strides[2][0], sums, sums, 1);
       done = 4;
     } else {
       t.u = g->a + oa * es;
