@@ -13,8 +13,8 @@
  * after MR rows, k after k (lines that run along k are transposed four by four in
  * registers, pack_lines_c128 / pack_lines_c64), and stays in L2 while every column group of B runs
  * against it (a group, KC x 6, stays in L1 while the row groups of A stream past). The micro-kernel
- * holds an MR x 6 tile of C in 24 registers: for each k it loads two registers of A (MR
- * complex numbers) and, for each of the six columns, multiplies them by the broadcast real
+ * holds an MR x 6 tile of C in 24 registers: for each k (unrolled by four) it loads two registers
+ * of A (MR complex numbers) and, for each of the six columns, multiplies them by the broadcast real
  * part of B into one accumulator pair and by the broadcast imaginary part into another. The
  * end of the tile combines the two pairs with one swap and one fmaddsub (re = ar br - ai bi,
  * im = ai br + ar bi), applies alpha, and adds beta C (the first k chunk) or C (the later
@@ -106,7 +106,7 @@ int tl__gemm_packed_complex_takes(int enabled, tl_dtype dtype, int64_t m, int64_
     V acc_r[W][R], acc_i[W][R];                                                                   \
     for (int u = 0; u < (W); u++)                                                                 \
       for (int q = 0; q < (R); q++) acc_r[u][q] = acc_i[u][q] = ZERO();                           \
-    for (int64_t p = 0; p < kc; p++, pa += 4 * LANES, pb += 2 * NR) {                             \
+    _Pragma("GCC unroll 4") for (int64_t p = 0; p < kc; p++, pa += 4 * LANES, pb += 2 * NR) {     \
       V av[R];                                                                                    \
       for (int q = 0; q < (R); q++) av[q] = LOADU(pa + 2 * LANES * q);                            \
       for (int u = 0; u < (W); u++) {                                                             \
@@ -232,18 +232,27 @@ __attribute__((target("avx2"))) static int pack_lines_c64(int64_t width, int64_t
   /* A panel of `count` lines (rows of A, or columns of B) by k [0, kc) into groups of             \
    * `width` lines, each group stored k after k, zero past `count`. Line i, step p is at           \
    * x + 2 (i step + p kstep). A of rows stride rsa packs as (step rsa, kstep csa); B packs        \
-   * as its transpose, (step csb, kstep rsb). Whole groups of unit step are copied. The            \
-   * zeros only meet lanes that are never stored; they spare those lanes stale bits. */            \
+   * as its transpose, (step csb, kstep rsb). With unit step, the whole groups are copied k        \
+   * by k, each k's run of numbers read once from end to end (group by group it would read a       \
+   * short piece of every k's run, kc runs apart, which the hardware prefetchers do not follow).   \
+   * The zeros only meet lanes that are never stored; they spare those lanes stale bits. */        \
   static void NAME##_pack(int64_t width, int64_t count, int64_t kc, const T *x, int64_t step,      \
                           int64_t kstep, T *out) {                                                 \
-    for (int64_t i = 0; i < count; i += width) {                                                   \
+    int64_t i = 0;                                                                                 \
+    if (step == 1 && count >= width) {                                                             \
+      const int64_t whole = count / width * width;                                                 \
+      for (int64_t p = 0; p < kc; p++) {                                                           \
+        const T *v = x + 2 * p * kstep;                                                            \
+        T *o = out + 2 * p * width;                                                                \
+        for (int64_t g = 0; g < whole; g += width, o += 2 * width * kc)                            \
+          memcpy(o, v + 2 * g, sizeof(T) * 2 * (size_t)width);                                     \
+      }                                                                                            \
+      out += 2 * whole * kc;                                                                       \
+      i = whole;                                                                                   \
+    }                                                                                              \
+    for (; i < count; i += width) {                                                                \
       const int64_t lines = count - i < width ? count - i : width;                                 \
       const T *xi = x + 2 * i * step;                                                              \
-      if (step == 1 && lines == width) {                                                           \
-        for (int64_t p = 0; p < kc; p++, out += 2 * width)                                         \
-          memcpy(out, xi + 2 * p * kstep, sizeof(T) * 2 * (size_t)width);                          \
-        continue;                                                                                  \
-      }                                                                                            \
       if (kstep == 1 && PACK_LINES(width, lines, kc, xi, step, out)) {                             \
         for (int64_t p = 0; p < kc && lines < width; p++)                                          \
           for (int64_t r = lines; r < width; r++)                                                  \
