@@ -9,19 +9,20 @@
  *
  * How: n is cut into blocks of NC = 1920 columns and k into chunks of KC. The chunk of a
  * column block of B (KC x 1920) is copied into a packed buffer in groups of NR = 6 columns,
- * each group stored k after k; then each block of MC rows of A (MC x KC) is packed, MR rows
- * after MR rows, k after k (lines that run along k are transposed four by four in
- * registers, pack_lines_c128 / pack_lines_c64), and stays in L2 while every column group of B runs
- * against it (a group, KC x 6, stays in L1 while the row groups of A stream past). The micro-kernel
- * holds an MR x 6 tile of C in 24 registers: for each k (unrolled by four) it loads two registers
- * of A (MR complex numbers) and, for each of the six columns, multiplies them by the broadcast real
- * part of B into one accumulator pair and by the broadcast imaginary part into another. The
- * end of the tile combines the two pairs with one swap and one fmaddsub (re = ar br - ai bi,
- * im = ai br + ar bi), applies alpha, and adds beta C (the first k chunk) or C (the later
- * ones). Rows past m are zero in the packed A and masked on store; columns past n are zero
- * in the packed B and not stored. A last row group of at most one register of rows runs a
- * half tile (12 accumulators, half the work), and every tile asks for its lines of C before
- * its k loop, so that a short k waits less for them at the end.
+ * each group stored k after k (all at once, or, where B's columns run along k, each group just
+ * before the first block of A's rows meets it); each block of MC rows of A (MC x KC) is packed, MR
+ * rows after MR rows, k after k (lines that run along k are transposed four by four in registers,
+ * pack_lines_c128 / pack_lines_c64), and stays in L2 while every column group of B runs against it
+ * (a group, KC x 6, stays in L1 while the row groups of A stream past). The micro-kernel holds an
+ * MR x 6 tile of C in 24 registers: for each k (unrolled by four) it loads two registers of A (MR
+ * complex numbers) and, for each of the six columns, multiplies them by the broadcast real part of
+ * B into one accumulator pair and by the broadcast imaginary part into another. The end of the tile
+ * combines the two pairs with one swap and one fmaddsub (re = ar br - ai bi, im = ai br + ar bi),
+ * applies alpha, and adds beta C (the first k chunk) or C (the later ones). Rows past m are zero in
+ * the packed A and masked on store; columns past n are zero in the packed B and not stored. A last
+ * row group of at most one register of rows runs a half tile (12 accumulators, half the work), and
+ * every tile asks for its lines of C before its k loop, so that a short k waits less for them at
+ * the end.
  *
  * Blocks (KC, MC, NC): first measured on Zen 4 against OpenBLAS serial (a probe alternating
  * the two, medians of 31, n = 256 and 1024): KC 256 for both; c64 MC 144; NC 480 (120 and
@@ -312,17 +313,23 @@ __attribute__((target("avx2"))) static int pack_lines_c64(int64_t width, int64_t
                            : beta.re == 1.0 && beta.im == 0.0 ? 1                                  \
                            : beta.im == 0.0                   ? 2                                  \
                                                               : 3;                                                   \
+    /* B's columns run along k: pack each group just before the first row block's tiles            \
+     * use it (still in L1 then); otherwise the groups are packed together, k by k. */             \
+    const int b_by_group = rsb == 1;                                                               \
     for (int64_t jc = 0; jc < n; jc += NC_COLS) {                                                  \
       const int64_t nc = n - jc < NC_COLS ? n - jc : NC_COLS;                                      \
       for (int64_t pc = 0; pc < k; pc += KC) {                                                     \
         const int64_t kc = k - pc < KC ? k - pc : KC;                                              \
         s.beta_kind = pc == 0 ? first_beta : 1;                                                    \
-        NAME##_pack(NR, nc, kc, b + 2 * (pc * rsb + jc * csb), csb, rsb, pb);                      \
+        if (!b_by_group) NAME##_pack(NR, nc, kc, b + 2 * (pc * rsb + jc * csb), csb, rsb, pb);     \
         for (int64_t ic = 0; ic < m; ic += mc_most) {                                              \
           const int64_t mc = m - ic < mc_most ? m - ic : mc_most;                                  \
           NAME##_pack(mr, mc, kc, a + 2 * (ic * rsa + pc * csa), rsa, csa, pa);                    \
           for (int64_t jr = 0; jr < nc; jr += NR) {                                                \
             const int64_t cols = nc - jr < NR ? nc - jr : NR;                                      \
+            if (b_by_group && ic == 0)                                                             \
+              NAME##_pack(NR, cols, kc, b + 2 * (pc * rsb + (jc + jr) * csb), csb, rsb,            \
+                          pb + 2 * jr * kc);                                                       \
             for (int64_t ir = 0; ir < mc; ir += mr)                                                \
               NAME##_tiles[mc - ir > LANES][(cols - 1) / 2](                                       \
                   kc, pa + 2 * ir * kc, pb + 2 * jr * kc, c + 2 * (ic + ir + (jc + jr) * ldc),     \
