@@ -72,7 +72,7 @@ void tl__sum16_f32(int isa, int prefetch, const float *x, int64_t n, int pairs, 
 
 /* Four runs of n floats, run r at x + r * ld: out[r] gets the total tl__sum16_f32 gives that
  * run (pairs 0), bit for bit; at AVX-512 the four are summed side by side. */
-void tl__sum16_f32_rows4(int isa, const float *x, int64_t n, int64_t ld, double *out);
+void tl__sum16_f32_rows4(int isa, int prefetch, const float *x, int64_t n, int64_t ld, double *out);
 /* The in-order double total of each of `rows` runs, run r at x + r * ld: of its n
  * contiguous elements into out[r], or, with `pairs`, of the real and of the imaginary parts
  * of its n contiguous complex elements into out[2r] and out[2r + 1]. Each total is

@@ -272,8 +272,10 @@ static TL_AVX512 void sum16_f32_512(int prefetch, const float *x, int64_t n, int
 /* Four runs of n floats, ld elements apart, each summed as sum16_f32_512 sums one (the
  * same additions in the same order, so the same bits). A run of 256 floats is one block:
  * alone, its sixteen dependent additions and its totals left the core waiting; four runs
- * side by side keep four chains in flight. */
-static TL_AVX512 void sum16_f32_512_rows4(const float *x, int64_t n, int64_t ld, double *out) {
+ * side by side keep four chains in flight. `prefetch` asks for each run's line
+ * TL__SUM_PREFETCH bytes ahead, as sum16_f32_512 does (same bits either way). */
+static inline __attribute__((always_inline)) TL_AVX512 void sum16_f32_512_rows4_as(
+    int prefetch, const float *x, int64_t n, int64_t ld, double *out) {
   /* Named registers: arrays of them, indexed in loops, went through the stack. */
   const float *x0 = x, *x1 = x + ld, *x2 = x + 2 * ld, *x3 = x + 3 * ld;
   __m512d a0 = _mm512_setzero_pd(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
@@ -282,6 +284,12 @@ static TL_AVX512 void sum16_f32_512_rows4(const float *x, int64_t n, int64_t ld,
     __m512 f0 = _mm512_setzero_ps(), f1 = f0, f2 = f0, f3 = f0;
     const int64_t end = n - i < TL__SUM_F32_BLOCK ? n : i + TL__SUM_F32_BLOCK;
     for (; i + 16 <= end; i += 16) {
+      if (prefetch) {
+        _mm_prefetch((const char *)(x0 + i) + TL__SUM_PREFETCH, _MM_HINT_T0);
+        _mm_prefetch((const char *)(x1 + i) + TL__SUM_PREFETCH, _MM_HINT_T0);
+        _mm_prefetch((const char *)(x2 + i) + TL__SUM_PREFETCH, _MM_HINT_T0);
+        _mm_prefetch((const char *)(x3 + i) + TL__SUM_PREFETCH, _MM_HINT_T0);
+      }
       f0 = _mm512_add_ps(f0, _mm512_loadu_ps(x0 + i));
       f1 = _mm512_add_ps(f1, _mm512_loadu_ps(x1 + i));
       f2 = _mm512_add_ps(f2, _mm512_loadu_ps(x2 + i));
@@ -305,6 +313,13 @@ static TL_AVX512 void sum16_f32_512_rows4(const float *x, int64_t n, int64_t ld,
   total_512(a1, b1, 0, &out[1], &im);
   total_512(a2, b2, 0, &out[2], &im);
   total_512(a3, b3, 0, &out[3], &im);
+}
+static TL_AVX512 void sum16_f32_512_rows4(int prefetch, const float *x, int64_t n, int64_t ld,
+                                          double *out) {
+  if (prefetch)
+    sum16_f32_512_rows4_as(1, x, n, ld, out);
+  else
+    sum16_f32_512_rows4_as(0, x, n, ld, out);
 }
 
 /* a[0] = s0..s3, ..., a[3] = s12..s15. */
@@ -560,16 +575,17 @@ static TL_AVX512 int64_t short_sums_f32_512(const float *x, int64_t n, int pairs
 TL__SUM16_ENTRY(tl__sum16_f64, double, sum16_f64_512, sum16_f64_256, sum16_f64_portable)
 TL__SUM16_ENTRY(tl__sum16_f32, float, sum16_f32_512, sum16_f32_256, sum16_f32_portable)
 
-void tl__sum16_f32_rows4(int isa, const float *x, int64_t n, int64_t ld, double *out) {
+void tl__sum16_f32_rows4(int isa, int prefetch, const float *x, int64_t n, int64_t ld,
+                         double *out) {
 #if TL_X86_KERNELS
   if (isa >= TL__ISA_AVX512) {
-    sum16_f32_512_rows4(x, n, ld, out);
+    sum16_f32_512_rows4(prefetch, x, n, ld, out);
     return;
   }
 #endif
   for (int r = 0; r < 4; r++) {
     double im;
-    tl__sum16_f32(isa, 0, x + r * ld, n, 0, &out[r], &im);
+    tl__sum16_f32(isa, prefetch, x + r * ld, n, 0, &out[r], &im);
   }
 }
 

@@ -152,20 +152,23 @@ static void reduce_sums_four_rows_match_one_row_each(void) {
         fill(&state, n, kind == 2 && r != 2 ? 0 : kind); /* kind 2: a NaN in row 2 only */
         memcpy(rows + r * ld, xf, (size_t)n * sizeof(float));
       }
-      for (int isa = TL__ISA_PORTABLE; isa <= top; isa++) {
-        double four[4];
-        tl__sum16_f32_rows4(isa, rows, n, ld, four);
-        for (int r = 0; r < 4; r++) {
-          double one, im;
-          tl__sum16_f32(isa, 0, rows + r * ld, n, 0, &one, &im);
-          compared++;
-          if (!same(four[r], one)) {
-            fprintf(stderr, "  n %lld kind %d row %d at %s: four rows give %.17g, one %.17g\n",
-                    (long long)n, kind, r, tl__isa_name(isa), four[r], one);
-            bad++;
+      for (int isa = TL__ISA_PORTABLE; isa <= top; isa++)
+        for (int ahead = 0; ahead < 2; ahead++) { /* with and without the prefetch */
+          double four[4];
+          tl__sum16_f32_rows4(isa, ahead, rows, n, ld, four);
+          for (int r = 0; r < 4; r++) {
+            double one, im;
+            tl__sum16_f32(isa, 0, rows + r * ld, n, 0, &one, &im);
+            compared++;
+            if (!same(four[r], one)) {
+              fprintf(stderr,
+                      "  n %lld kind %d row %d at %s, prefetch %d: four rows give %.17g, one "
+                      "%.17g\n",
+                      (long long)n, kind, r, tl__isa_name(isa), ahead, four[r], one);
+              bad++;
+            }
           }
         }
-      }
     }
   }
   TH_CHECK(bad == 0);
