@@ -571,6 +571,11 @@ void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements) 
    * it, 51 without; 1024 rows 141-142 against 144-148; 2048 rows 313 against 332. */
   const int64_t bytes = tl__i64_mul3_sat(total, pl->xes, 1);
   pl->prefetch = bytes > TL__SUM_PREFETCH_MIN_BYTES && bytes <= TL__SUM_PREFETCH_MAX_BYTES;
+  /* Rows with a gap after each (a strided view's rows): a prefetch past a row's end would
+   * fetch the gap, so the one-row sums stop short of it (2). */
+  if (pl->prefetch && pl->inner_mode && pl->nr == 1 && pl->rx[0] == 1 && pl->nk > 0 &&
+      pl->kx[0] != pl->re[0])
+    pl->prefetch = 2;
 }
 
 void tl__reduce_combine(const tl__reduce_plan *pl) {

@@ -44,7 +44,8 @@ typedef struct tl__reduce_plan {
   double *acc_slots; /* outer mode: one 2 * CHUNK accumulator block per worker (+1) */
   int64_t total;     /* elements read: reduced extent times outputs */
   int isa;           /* TL__ISA_* level of the unit-stride sums, read once per plan */
-  int prefetch;      /* 1: the unit-stride sums prefetch ahead (TL__SUM_PREFETCH_*) */
+  int prefetch;      /* 1: the unit-stride sums prefetch ahead (TL__SUM_PREFETCH_*); 2: not past a
+                      * run's end */
 } tl__reduce_plan;
 
 /* An insertion sort of up to TL_MAX_RANK axes (extent, strides...) ascending by key. */
@@ -64,7 +65,8 @@ void tl__reduce_combine(const tl__reduce_plan *pl);
  * totalled pairwise: with `pairs` the even sums into *re and the odd ones into *im (complex
  * numbers as pairs of reals), else all into *re (and *im = 0). The same bits at every
  * instruction-set level `isa` (TL__ISA_*), with or without `prefetch` (a software prefetch
- * ahead of the loads, which only the AVX-512 paths issue). */
+ * ahead of the loads, which only the AVX-512 paths issue: 1 on past the run's end, 2 not
+ * past it). */
 void tl__sum16_f64(int isa, int prefetch, const double *x, int64_t n, int pairs, double *re,
                    double *im);
 void tl__sum16_f32(int isa, int prefetch, const float *x, int64_t n, int pairs, double *re,

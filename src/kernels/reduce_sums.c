@@ -219,7 +219,9 @@ static TL_AVX512 void sum16_f64_512(int prefetch, const double *x, int64_t n, in
     q = 16;
   }
   if (prefetch) {
-    for (; q + 16 <= end; q += 16) {
+    /* prefetch 2: not past the run's end (the next run lies elsewhere) */
+    const int64_t stop = prefetch == 2 ? end - TL__SUM_PREFETCH / (int64_t)sizeof(double) : end;
+    for (; q + 16 <= stop; q += 16) {
       prefetch_ahead(p + q);
       add_full_f64(p + q, &r0, &r1);
     }
@@ -244,8 +246,10 @@ static TL_AVX512 void sum16_f32_512(int prefetch, const float *x, int64_t n, int
                                     double *im) {
   __m512d r0 = _mm512_setzero_pd(), r1 = _mm512_setzero_pd();
   int64_t i = 0;
+  /* prefetch 2: not past the run's end (the next run lies elsewhere) */
+  const int64_t stop = prefetch == 2 ? n - TL__SUM_PREFETCH / (int64_t)sizeof(float) : n;
   if (prefetch)
-    for (; i + TL__SUM_F32_BLOCK <= n; i += TL__SUM_F32_BLOCK) {
+    for (; i + TL__SUM_F32_BLOCK <= stop; i += TL__SUM_F32_BLOCK) {
       __m512 f = _mm512_setzero_ps();
       for (int b = 0; b < TL__SUM_F32_BLOCK; b += 16) {
         _mm_prefetch((const char *)(x + i + b) + TL__SUM_PREFETCH, _MM_HINT_T0);
@@ -285,10 +289,14 @@ static inline __attribute__((always_inline)) TL_AVX512 void sum16_f32_512_rows4_
     const int64_t end = n - i < TL__SUM_F32_BLOCK ? n : i + TL__SUM_F32_BLOCK;
     for (; i + 16 <= end; i += 16) {
       if (prefetch) {
-        _mm_prefetch((const char *)(x0 + i) + TL__SUM_PREFETCH, _MM_HINT_T0);
-        _mm_prefetch((const char *)(x1 + i) + TL__SUM_PREFETCH, _MM_HINT_T0);
-        _mm_prefetch((const char *)(x2 + i) + TL__SUM_PREFETCH, _MM_HINT_T0);
-        _mm_prefetch((const char *)(x3 + i) + TL__SUM_PREFETCH, _MM_HINT_T0);
+        /* TL__SUM_PREFETCH bytes ahead along the run, then on into the same run of the next
+         * four (not past the run's end, which for rows apart is memory nobody reads). */
+        const int64_t t = i + TL__SUM_PREFETCH / (int64_t)sizeof(float);
+        const int64_t at = t < n ? t : 4 * ld + (t - n);
+        _mm_prefetch((const char *)(x0 + at), _MM_HINT_T0);
+        _mm_prefetch((const char *)(x1 + at), _MM_HINT_T0);
+        _mm_prefetch((const char *)(x2 + at), _MM_HINT_T0);
+        _mm_prefetch((const char *)(x3 + at), _MM_HINT_T0);
       }
       f0 = _mm512_add_ps(f0, _mm512_loadu_ps(x0 + i));
       f1 = _mm512_add_ps(f1, _mm512_loadu_ps(x1 + i));

@@ -1,6 +1,6 @@
 /* tests/kernels/test_reduce_sums.c: the reduce core's unit-stride sums (reduce_sums.c)
- * give the same bits at every instruction-set level this CPU has, with and without the
- * software prefetch, for doubles and floats,
+ * give the same bits at every instruction-set level this CPU has, with no, a running and a
+ * run-bounded software prefetch, for doubles and floats,
  * real and as complex pairs, over every length from 0 to 80 (each tail of the sixteen
  * accumulators, once and twice over) and a few long ones, with values of mixed magnitude
  * and sign, values that cancel (+-1e16 among small ones: any change of order shows in the
@@ -56,14 +56,14 @@ static void reduce_sums_same_bits_at_every_isa(void) {
         for (int pairs = 0; pairs < 2; pairs++) {
           for (int f32 = 0; f32 < 2; f32++) {
             double re0 = 0, im0 = 0;
-            for (int level = 2 * TL__ISA_PORTABLE; level <= 2 * top + 1; level++) {
-              const int isa = level / 2, prefetch = level % 2; /* each level, both ways */
+            for (int level = 3 * TL__ISA_PORTABLE; level <= 3 * top + 2; level++) {
+              const int isa = level / 3, prefetch = level % 3; /* each level, all three ways */
               double re, im;
               if (f32)
                 tl__sum16_f32(isa, prefetch, xf, n, pairs, &re, &im);
               else
                 tl__sum16_f64(isa, prefetch, xd, n, pairs, &re, &im);
-              if (level == 2 * TL__ISA_PORTABLE) {
+              if (level == 3 * TL__ISA_PORTABLE) {
                 re0 = re, im0 = im;
                 /* the plain sum, within rounding (finite data) */
                 double want_re = 0, want_im = 0, mag = 0;
