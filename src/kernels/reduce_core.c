@@ -101,6 +101,22 @@ static void run_into_scalar(const tl__reduce_plan *pl, const char *p, int64_t n,
     acc[0] += sum_squares((const double *)p, n);
     return;
   }
+  /* A long strided sum: the unit-stride sums' sixteen chains and order (one chain of
+   * dependent additions took 2.5x numpy's time on every third of 3e6 doubles). Short ones
+   * keep the in-order loop below. */
+  const int doubles = pl->dtype == TL_F64 || pl->dtype == TL_C128;
+  const int floats = pl->dtype == TL_F32 || pl->dtype == TL_C64;
+  if (op == TL_REDUCE_SUM && n > TL__REDUCE_SHORT_RUN && (doubles || floats)) {
+    const int cplx = pl->dtype == TL_C128 || pl->dtype == TL_C64;
+    double re, im;
+    if (doubles)
+      tl__sum16_strided_f64((const double *)p, n, cplx ? 2 * s : s, cplx, &re, &im);
+    else
+      tl__sum16_strided_f32((const float *)p, n, cplx ? 2 * s : s, cplx, &re, &im);
+    acc[0] += re;
+    acc[1] += im;
+    return;
+  }
   const int64_t step = s * pl->xes;
   double a0 = acc[0], a1 = acc[1];
   for (int64_t i = 0; i < n; i++, p += step) {
@@ -327,8 +343,8 @@ static void inner_rows(const tl__reduce_plan *pl, const char *x, int64_t r0, int
  * double (tl__short_sums_*, eight rows at a time at AVX-512): for a few elements the sum
  * kernels' setup and lane sums cost more than the additions (a 65536 x 4 f64 row sum took
  * 14 ns a row through them, three times numpy's time; rows of 24 and 32 still ran at 2x
- * numpy's). short_run_sum is one run, with the same additions. */
-#define TL__REDUCE_SHORT_RUN 32
+ * numpy's). short_run_sum is one run, with the same additions. (TL__REDUCE_SHORT_RUN:
+ * reduce_core.h.) */
 static void short_run_sum(tl_dtype dtype, const char *p, int64_t n, double *acc) {
   const int cplx = dtype == TL_C128 || dtype == TL_C64;
   double sum[2];

@@ -72,9 +72,20 @@ void tl__sum16_f64(int isa, int prefetch, const double *x, int64_t n, int pairs,
 void tl__sum16_f32(int isa, int prefetch, const float *x, int64_t n, int pairs, double *re,
                    double *im);
 
+/* The same totals of a strided run: n elements (complex ones with `pairs`), element i at
+ * x + i * step (step counted in reals: a complex element's parts are x[i * step] and
+ * x[i * step + 1]). The bits are those tl__sum16_f64 / _f32 give the same values laid out
+ * contiguously; scalar at every level. */
+void tl__sum16_strided_f64(const double *x, int64_t n, int64_t step, int pairs, double *re,
+                           double *im);
+void tl__sum16_strided_f32(const float *x, int64_t n, int64_t step, int pairs, double *re,
+                           double *im);
 /* Four runs of n floats, run r at x + r * ld: out[r] gets the total tl__sum16_f32 gives that
  * run (pairs 0), bit for bit; at AVX-512 the four are summed side by side. */
 void tl__sum16_f32_rows4(int isa, int prefetch, const float *x, int64_t n, int64_t ld, double *out);
+/* Runs of at most this many elements are summed in order (tl__short_sums_*), longer ones
+ * by the sixteen sums (tl__sum16_*). */
+#define TL__REDUCE_SHORT_RUN 32
 /* The in-order double total of each of `rows` runs, run r at x + r * ld: of its n
  * contiguous elements into out[r], or, with `pairs`, of the real and of the imaginary parts
  * of its n contiguous complex elements into out[2r] and out[2r + 1]. Each total is

@@ -100,6 +100,83 @@ static void sum16_f32_portable(const float *x, int64_t n, int pairs, double *re,
   total16(s, pairs, re, im);
 }
 
+/* Strided runs (tl__sum16_strided_*): the same sixteen sums, reading real j of the run at
+ * x[(j >> pairs) step + (j & pairs)]. Scalar at every level: sixteen independent chains
+ * keep up with memory at the strides this serves, and gathers were slow (15-25 cycles each
+ * on the project's Xeon VM). GROUP adds the sixteen reals from p on into A0..A15, one element
+ * per accumulator or a pair per two with `pairs`; p ends on the last element read (never past
+ * the run). */
+#define TL__STRIDED_GROUP(A, p, step, pairs, CAST)                                           \
+  do {                                                                                       \
+    if (pairs) {                                                                             \
+      A##0 += CAST p[0], A##1 += CAST p[1], p += step, A##2 += CAST p[0], A##3 += CAST p[1]; \
+      p += step, A##4 += CAST p[0], A##5 += CAST p[1], p += step, A##6 += CAST p[0];         \
+      A##7 += CAST p[1], p += step, A##8 += CAST p[0], A##9 += CAST p[1], p += step;         \
+      A##10 += CAST p[0], A##11 += CAST p[1], p += step, A##12 += CAST p[0];                 \
+      A##13 += CAST p[1], p += step, A##14 += CAST p[0], A##15 += CAST p[1];                 \
+    } else {                                                                                 \
+      A##0 += CAST p[0], p += step, A##1 += CAST p[0], p += step, A##2 += CAST p[0];         \
+      p += step, A##3 += CAST p[0], p += step, A##4 += CAST p[0], p += step;                 \
+      A##5 += CAST p[0], p += step, A##6 += CAST p[0], p += step, A##7 += CAST p[0];         \
+      p += step, A##8 += CAST p[0], p += step, A##9 += CAST p[0], p += step;                 \
+      A##10 += CAST p[0], p += step, A##11 += CAST p[0], p += step, A##12 += CAST p[0];      \
+      p += step, A##13 += CAST p[0], p += step, A##14 += CAST p[0], p += step;               \
+      A##15 += CAST p[0];                                                                    \
+    }                                                                                        \
+  } while (0)
+
+/* The last `left` (< 16) reals from p into a[0], a[1], ... */
+#define TL__STRIDED_TAIL(a, p, left, step, pairs, CAST) \
+  for (int64_t k = 0; k < (left); k++) *a[k] += CAST p[(k >> (pairs)) * (step) + (k & (pairs))]
+
+void tl__sum16_strided_f64(const double *x, int64_t n, int64_t step, int pairs, double *re,
+                           double *im) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+  double s8 = 0, s9 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0, s14 = 0, s15 = 0;
+  pairs = pairs != 0;
+  const int64_t reals = n << pairs;
+  int64_t i = 0;
+  for (; i + 16 <= reals; i += 16) {
+    const double *p = x + (i >> pairs) * step;
+    TL__STRIDED_GROUP(s, p, step, pairs, (double));
+  }
+  if (i < reals) { /* p is then inside the run */
+    const double *p = x + (i >> pairs) * step;
+    double *a[16] = {&s0, &s1, &s2,  &s3,  &s4,  &s5,  &s6,  &s7,
+                     &s8, &s9, &s10, &s11, &s12, &s13, &s14, &s15};
+    TL__STRIDED_TAIL(a, p, reals - i, step, pairs, (double));
+  }
+  const double sums[16] = {s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15};
+  total16(sums, pairs, re, im);
+}
+
+/* Floats: float partials of each block of TL__SUM_F32_BLOCK reals, as sum16_f32_portable. */
+void tl__sum16_strided_f32(const float *x, int64_t n, int64_t step, int pairs, double *re,
+                           double *im) {
+  double s[16] = {0};
+  pairs = pairs != 0;
+  const int64_t reals = n << pairs;
+  for (int64_t b = 0; b < reals; b += TL__SUM_F32_BLOCK) {
+    const int64_t end = reals - b < TL__SUM_F32_BLOCK ? reals : b + TL__SUM_F32_BLOCK;
+    float f0 = 0, f1 = 0, f2 = 0, f3 = 0, f4 = 0, f5 = 0, f6 = 0, f7 = 0;
+    float f8 = 0, f9 = 0, f10 = 0, f11 = 0, f12 = 0, f13 = 0, f14 = 0, f15 = 0;
+    int64_t i = b;
+    for (; i + 16 <= end; i += 16) {
+      const float *p = x + (i >> pairs) * step;
+      TL__STRIDED_GROUP(f, p, step, pairs, );
+    }
+    if (i < end) { /* p is then inside the run */
+      const float *p = x + (i >> pairs) * step;
+      float *a[16] = {&f0, &f1, &f2,  &f3,  &f4,  &f5,  &f6,  &f7,
+                      &f8, &f9, &f10, &f11, &f12, &f13, &f14, &f15};
+      TL__STRIDED_TAIL(a, p, end - i, step, pairs, );
+    }
+    const float f[16] = {f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15};
+    for (int k = 0; k < 16; k++) s[k] += (double)f[k];
+  }
+  total16(s, pairs, re, im);
+}
+
 #if TL_X86_KERNELS
 #define TL_AVX512 __attribute__((target("avx512f")))
 #define TL_AVX2 __attribute__((target("avx2")))

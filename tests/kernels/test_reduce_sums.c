@@ -264,8 +264,58 @@ static void reduce_sums_short_runs_add_in_order(void) {
   TH_CHECK(bad == 0);
 }
 
+/* A strided run (tl__sum16_strided_*) gives the bits of the same values laid out
+ * contiguously, for reals and complex pairs, steps forward, backward and wide, around the
+ * 16-real groups and the 256-real float blocks, with cancelling data and a NaN. */
+static void reduce_sums_strided_match_contiguous(void) {
+  static const int64_t lengths[] = {0, 1, 7, 8, 15, 16, 17, 33, 127, 128, 129, 255, 300, 1031};
+  static const int64_t steps[] = {1, 2, 3, 7, -1, -5, 64};
+  static double sd[2 * 1031 * 64 + 16];
+  static float sf[2 * 1031 * 64 + 16];
+  uint64_t state = 77;
+  int bad = 0, compared = 0;
+  for (size_t c = 0; c < sizeof lengths / sizeof lengths[0]; c++)
+    for (int kind = 0; kind < 3; kind++)
+      for (int pairs = 0; pairs < 2; pairs++) {
+        const int64_t n = lengths[c], reals = pairs ? 2 * n : n;
+        fill(&state, reals, kind);
+        double want_d[2][2];
+        tl__sum16_f64(TL__ISA_PORTABLE, 0, xd, reals, pairs, &want_d[0][0], &want_d[0][1]);
+        tl__sum16_f32(TL__ISA_PORTABLE, 0, xf, reals, pairs, &want_d[1][0], &want_d[1][1]);
+        for (size_t t = 0; t < sizeof steps / sizeof steps[0]; t++) {
+          const int64_t e = steps[t], step = pairs ? 2 * e : e; /* step in reals */
+          /* element i at base + i * step; the unused reals between are poison */
+          const int64_t span = n > 0 ? (n - 1) * (step < 0 ? -step : step) + 2 : 2;
+          const int64_t base = step < 0 ? span - 2 : 0;
+          for (int64_t k = 0; k < span + 2; k++) sd[k] = 1e300, sf[k] = 1e30f;
+          for (int64_t i = 0; i < n; i++)
+            for (int q = 0; q <= pairs; q++) {
+              sd[base + i * step + q] = xd[(i << pairs) + q];
+              sf[base + i * step + q] = xf[(i << pairs) + q];
+            }
+          double got[2][2];
+          tl__sum16_strided_f64(sd + base, n, step, pairs, &got[0][0], &got[0][1]);
+          tl__sum16_strided_f32(sf + base, n, step, pairs, &got[1][0], &got[1][1]);
+          for (int f32 = 0; f32 < 2; f32++) {
+            compared++;
+            if (!same(got[f32][0], want_d[f32][0]) || !same(got[f32][1], want_d[f32][1])) {
+              fprintf(stderr,
+                      "  n %lld step %lld pairs %d kind %d %s: strided %.17g%+.17gi, "
+                      "contiguous %.17g%+.17gi\n",
+                      (long long)n, (long long)e, pairs, kind, f32 ? "f32" : "f64", got[f32][0],
+                      got[f32][1], want_d[f32][0], want_d[f32][1]);
+              bad++;
+            }
+          }
+        }
+      }
+  TH_CHECK(bad == 0);
+  TH_CHECK(compared > 0);
+}
+
 TH_TEST_MAIN(TH_CASE(reduce_sums_same_bits_at_every_isa),
              TH_CASE(reduce_sums_off_element_boundaries),
              TH_CASE(reduce_sums_four_rows_match_one_row_each),
              TH_CASE(reduce_sums_add_runs_match_plain_additions),
-             TH_CASE(reduce_sums_short_runs_add_in_order))
+             TH_CASE(reduce_sums_short_runs_add_in_order),
+             TH_CASE(reduce_sums_strided_match_contiguous))
