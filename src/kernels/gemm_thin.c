@@ -190,21 +190,48 @@ static void store_group(thin *t, char *c, int64_t count, int64_t sc, const doubl
   }
 }
 
+/* Contiguous dots of the rows of u with the one v, grouped as the batched dots group them
+ * (short ones a group of entries at a time, real ones four at a time), each with the bits of
+ * its single tl__thin_dot and stored as it would be alone: a batched matrix-vector product
+ * (einsum ijk,ik->ij, rows of 50 doubles) spent a quarter of its time on the one-by-one
+ * calls and stores. */
+static void thin_dots_contiguous(const thin *t) {
+  const int64_t es = (int64_t)tl_dtype_size(t->dtype);
+  const int cplx = tl_dtype_is_complex(t->dtype);
+  const int isa = tl__gemm_thin_isa();
+  const int64_t shorts = tl__thin_dots_short_width(isa, t->dtype, t->k);
+  thin w = *t;
+  for (int64_t e = 0; e < t->count;) {
+    const char *u = t->u + e * t->su_e * es;
+    char *c = t->c + e * t->sc * es;
+    if (shorts && e + shorts <= t->count) {
+      double re[16], im[16];
+      tl__thin_dots_short(isa, t->dtype, t->k, u, t->su_e, t->v, 0, re, im);
+      store_group(&w, c, shorts, t->sc, re, im, 1);
+      e += shorts;
+    } else if (!cplx && e + 4 <= t->count) {
+      double sums[4];
+      tl__thin_dot4_real(isa, t->dtype, t->k, u, t->su_e, t->v, 0, sums);
+      store_group(&w, c, 4, t->sc, sums, sums, 1); /* im is never read for a real dtype */
+      e += 4;
+    } else {
+      double re = 0.0, im = 0.0;
+      tl__thin_dot(isa, t->dtype, t->k, u, t->v, &re, &im);
+      store_group(&w, c, 1, t->sc, &re, &im, 1);
+      e++;
+    }
+  }
+}
+
 static void thin_dots(const thin *t) {
   size_t es = tl_dtype_size(t->dtype);
-  const int contiguous = t->k == 1 || (t->su_k == 1 && t->sv_k == 1);
-  const int isa = tl__gemm_thin_isa();
+  if (t->k == 1 || (t->su_k == 1 && t->sv_k == 1)) {
+    thin_dots_contiguous(t);
+    return;
+  }
   for (int64_t e = 0; e < t->count; e++) {
     const char *u = t->u + (size_t)(e * t->su_e) * es;
     double re = 0.0, im = 0.0;
-    if (contiguous) {
-      tl__thin_dot(isa, t->dtype, t->k, u, t->v, &re, &im);
-      if (tl_dtype_is_complex(t->dtype))
-        store_complex(t, e, re, im);
-      else
-        store_real(t, e, re);
-      continue;
-    }
     switch (t->dtype) {
       case TL_F64:
         store_real(t, e, dot_f64(t->k, (const double *)u, t->su_k, (const double *)t->v, t->sv_k));
