@@ -414,13 +414,13 @@ static void short_items(const tl__reduce_plan *pl, int64_t count, const char *x,
  * in item_pointers' divisions). */
 static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
   const int width = acc_width(pl);
-  /* f32 sums of one unit-stride run per item: four items along kept axis 0 at a time
-   * (tl__sum16_f32_rows4, which prefetches each run ahead when the plan does), each with the
-   * bits of its own. */
+  /* Real sums of one unit-stride run per item: four items along kept axis 0 at a time
+   * (tl__sum16_f32_rows4 / _f64_rows4, which prefetch each run ahead when the plan does),
+   * each with the bits of its own. */
   const int short_sum = pl->op == TL_REDUCE_SUM && pl->nr == 1 && pl->rx[0] == 1 &&
                         pl->re[0] <= TL__REDUCE_SHORT_RUN && !pl->empty;
-  const int rows4 = !short_sum && pl->op == TL_REDUCE_SUM && pl->dtype == TL_F32 && pl->nr == 1 &&
-                    pl->rx[0] == 1 && pl->nk > 0;
+  const int rows4 = !short_sum && pl->op == TL_REDUCE_SUM && pl->nr == 1 && pl->rx[0] == 1 &&
+                    pl->nk > 0 && (pl->dtype == TL_F32 || pl->dtype == TL_F64);
 
   int64_t idx[TL_MAX_RANK];
   const char *x;
@@ -434,7 +434,10 @@ static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
     double sums[4];
     int here = 1;
     if (rows4 && end - item >= 4 && pl->ke[0] - idx[0] >= 4) {
-      tl__sum16_f32_rows4(pl->isa, pl->prefetch, (const float *)x, pl->re[0], pl->kx[0], sums);
+      if (pl->dtype == TL_F32)
+        tl__sum16_f32_rows4(pl->isa, pl->prefetch, (const float *)x, pl->re[0], pl->kx[0], sums);
+      else
+        tl__sum16_f64_rows4(pl->isa, pl->prefetch, (const double *)x, pl->re[0], pl->kx[0], sums);
       here = 4;
     }
     for (int r = 0; r < here; r++, item++) {

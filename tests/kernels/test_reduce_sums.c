@@ -133,42 +133,54 @@ static void reduce_sums_off_element_boundaries(void) {
   TH_CHECK(bad == 0);
 }
 
-/* Four float runs side by side (tl__sum16_f32_rows4) give each run's own bits from
- * tl__sum16_f32, at every level: lengths around the 16-element groups and the 256-element
- * blocks, rows ld apart (ld past n, so a row that read its neighbour's lanes would show
- * it), data that cancels, and a NaN in one row only. */
+/* Four runs side by side (tl__sum16_f32_rows4, tl__sum16_f64_rows4) give each run's own
+ * bits from tl__sum16_f32 / _f64, at every level, with and without the prefetch: lengths
+ * around the 16-element groups and the 256-element blocks, rows ld apart (ld past n, so a
+ * row that read its neighbour's lanes would show it, and rows that start off a line),
+ * data that cancels, and a NaN in one row only. */
 static void reduce_sums_four_rows_match_one_row_each(void) {
   const int top = tl__isa_cpu_level();
-  static const int64_t lengths[] = {0, 1, 15, 16, 17, 255, 256, 257, 272, 300, 513, 1031};
+  static const int64_t lengths[] = {0, 1, 15, 16, 17, 33, 60, 255, 256, 257, 272, 300, 513, 1031};
   static float rows[4 * 1100];
+  static double rowsd[4 * 1100];
   uint64_t state = 19;
   int bad = 0, compared = 0;
   for (size_t c = 0; c < sizeof lengths / sizeof lengths[0]; c++) {
     const int64_t n = lengths[c], ld = n + 9;
     for (int kind = 0; kind < 3; kind++) {
-      for (int64_t k = 0; k < 4 * ld; k++) rows[k] = 1e30f; /* gaps between rows: poison */
+      for (int64_t k = 0; k < 4 * ld; k++) rows[k] = 1e30f, rowsd[k] = 1e300; /* gaps: poison */
       for (int r = 0; r < 4; r++) {
         xf = xf_line;
+        xd = xd_line;
         fill(&state, n, kind == 2 && r != 2 ? 0 : kind); /* kind 2: a NaN in row 2 only */
         memcpy(rows + r * ld, xf, (size_t)n * sizeof(float));
+        memcpy(rowsd + r * ld, xd, (size_t)n * sizeof(double));
       }
       for (int isa = TL__ISA_PORTABLE; isa <= top; isa++)
-        for (int ahead = 0; ahead < 2; ahead++) { /* with and without the prefetch */
-          double four[4];
-          tl__sum16_f32_rows4(isa, ahead, rows, n, ld, four);
-          for (int r = 0; r < 4; r++) {
-            double one, im;
-            tl__sum16_f32(isa, 0, rows + r * ld, n, 0, &one, &im);
-            compared++;
-            if (!same(four[r], one)) {
-              fprintf(stderr,
-                      "  n %lld kind %d row %d at %s, prefetch %d: four rows give %.17g, one "
-                      "%.17g\n",
-                      (long long)n, kind, r, tl__isa_name(isa), ahead, four[r], one);
-              bad++;
+        for (int ahead = 0; ahead < 2; ahead++) /* with and without the prefetch */
+          for (int f64 = 0; f64 < 2; f64++) {
+            double four[4];
+            if (f64)
+              tl__sum16_f64_rows4(isa, ahead, rowsd, n, ld, four);
+            else
+              tl__sum16_f32_rows4(isa, ahead, rows, n, ld, four);
+            for (int r = 0; r < 4; r++) {
+              double one, im;
+              if (f64)
+                tl__sum16_f64(isa, 0, rowsd + r * ld, n, 0, &one, &im);
+              else
+                tl__sum16_f32(isa, 0, rows + r * ld, n, 0, &one, &im);
+              compared++;
+              if (!same(four[r], one)) {
+                fprintf(stderr,
+                        "  %s n %lld kind %d row %d at %s, prefetch %d: four rows give %.17g, "
+                        "one %.17g\n",
+                        f64 ? "f64" : "f32", (long long)n, kind, r, tl__isa_name(isa), ahead,
+                        four[r], one);
+                bad++;
+              }
             }
           }
-        }
     }
   }
   TH_CHECK(bad == 0);
