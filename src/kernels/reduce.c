@@ -115,6 +115,9 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
   int parallel = team > 1 && total >= TL__PARALLEL_MIN_ELEMENTS && work > 1;
   int64_t per_item = total / (int64_t)(work > 0 ? work : 1);
   int64_t grain = 32768 / (per_item > 0 ? per_item : 1);
+  /* whole groups of four items, as the inner mode sums rows (reduce_core.c): a chunk of ten
+   * sent two of every ten items through the one-row sum */
+  if (grain > 4) grain = grain / 4 * 4;
   int64_t max_grain = ((int64_t)work + team * 4 - 1) / (team * 4);
   if (grain > max_grain) grain = max_grain;
   if (grain < 1) grain = 1;

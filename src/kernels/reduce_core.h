@@ -80,11 +80,13 @@ void tl__sum16_strided_f64(const double *x, int64_t n, int64_t step, int pairs, 
                            double *im);
 void tl__sum16_strided_f32(const float *x, int64_t n, int64_t step, int pairs, double *re,
                            double *im);
-/* Four runs of n floats, run r at x + r * ld: out[r] gets the total tl__sum16_f32 gives that
- * run (pairs 0), bit for bit; at AVX-512 the four are summed side by side. */
-void tl__sum16_f32_rows4(int isa, int prefetch, const float *x, int64_t n, int64_t ld, double *out);
-/* The same for doubles (tl__sum16_f64's totals, bit for bit). */
-void tl__sum16_f64_rows4(int isa, int prefetch, const double *x, int64_t n, int64_t ld,
+/* Four runs of n reals each, run r at x + r * ld: out[r] gets the total tl__sum16_f32 /
+ * _f64 gives that run, or, with `pairs` (runs of complex numbers as 2n reals), out[2r] and
+ * out[2r + 1] its real and imaginary totals; bit for bit, at AVX-512 the four summed side by
+ * side. */
+void tl__sum16_f32_rows4(int isa, int prefetch, const float *x, int64_t n, int64_t ld, int pairs,
+                         double *out);
+void tl__sum16_f64_rows4(int isa, int prefetch, const double *x, int64_t n, int64_t ld, int pairs,
                          double *out);
 /* Runs of at most this many elements are summed in order (tl__short_sums_*), longer ones
  * by the sixteen sums (tl__sum16_*). */

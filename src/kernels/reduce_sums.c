@@ -350,13 +350,26 @@ static TL_AVX512 void sum16_f32_512(int prefetch, const float *x, int64_t n, int
   total_512(r0, r1, pairs, re, im);
 }
 
+/* The totals of four runs' accumulator pairs: out[r] (real runs) or out[2r], out[2r + 1]
+ * (with pairs: the real and imaginary parts), as total_512 makes them. */
+static inline TL_AVX512 void store_totals4(__m512d a0, __m512d b0, __m512d a1, __m512d b1,
+                                           __m512d a2, __m512d b2, __m512d a3, __m512d b3,
+                                           int pairs, double *out) {
+  double im[4];
+  const int w = pairs ? 2 : 1;
+  total_512(a0, b0, pairs, &out[0], pairs ? &out[1] : &im[0]);
+  total_512(a1, b1, pairs, &out[w], pairs ? &out[w + 1] : &im[1]);
+  total_512(a2, b2, pairs, &out[2 * w], pairs ? &out[2 * w + 1] : &im[2]);
+  total_512(a3, b3, pairs, &out[3 * w], pairs ? &out[3 * w + 1] : &im[3]);
+}
+
 /* Four runs of n floats, ld elements apart, each summed as sum16_f32_512 sums one (the
  * same additions in the same order, so the same bits). A run of 256 floats is one block:
  * alone, its sixteen dependent additions and its totals left the core waiting; four runs
  * side by side keep four chains in flight. `prefetch` asks for each run's line
  * TL__SUM_PREFETCH bytes ahead, as sum16_f32_512 does (same bits either way). */
 static inline __attribute__((always_inline)) TL_AVX512 void sum16_f32_512_rows4_as(
-    int prefetch, const float *x, int64_t n, int64_t ld, double *out) {
+    int prefetch, const float *x, int64_t n, int64_t ld, int pairs, double *out) {
   /* Named registers: arrays of them, indexed in loops, went through the stack. */
   const float *x0 = x, *x1 = x + ld, *x2 = x + 2 * ld, *x3 = x + 3 * ld;
   __m512d a0 = _mm512_setzero_pd(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
@@ -393,18 +406,14 @@ static inline __attribute__((always_inline)) TL_AVX512 void sum16_f32_512_rows4_
     flush_512(f2, &a2, &b2);
     flush_512(f3, &a3, &b3);
   }
-  double im;
-  total_512(a0, b0, 0, &out[0], &im);
-  total_512(a1, b1, 0, &out[1], &im);
-  total_512(a2, b2, 0, &out[2], &im);
-  total_512(a3, b3, 0, &out[3], &im);
+  store_totals4(a0, b0, a1, b1, a2, b2, a3, b3, pairs, out);
 }
 static TL_AVX512 void sum16_f32_512_rows4(int prefetch, const float *x, int64_t n, int64_t ld,
-                                          double *out) {
+                                          int pairs, double *out) {
   if (prefetch)
-    sum16_f32_512_rows4_as(1, x, n, ld, out);
+    sum16_f32_512_rows4_as(1, x, n, ld, pairs, out);
   else
-    sum16_f32_512_rows4_as(0, x, n, ld, out);
+    sum16_f32_512_rows4_as(0, x, n, ld, pairs, out);
 }
 
 /* Four runs of n doubles, ld elements apart, each summed into its sixteen accumulators as
@@ -413,7 +422,7 @@ static TL_AVX512 void sum16_f32_512_rows4(int prefetch, const float *x, int64_t 
  * one-run sum's setup, single chain per register pair and totals were the cost (rows of 60
  * doubles at 1.6x numpy's time). `prefetch` as in the float twin above. */
 static inline __attribute__((always_inline)) TL_AVX512 void sum16_f64_512_rows4_as(
-    int prefetch, const double *x, int64_t n, int64_t ld, double *out) {
+    int prefetch, const double *x, int64_t n, int64_t ld, int pairs, double *out) {
   const double *x0 = x, *x1 = x + ld, *x2 = x + 2 * ld, *x3 = x + 3 * ld;
   __m512d a0 = _mm512_setzero_pd(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
   int64_t i = 0;
@@ -451,18 +460,14 @@ static inline __attribute__((always_inline)) TL_AVX512 void sum16_f64_512_rows4_
     a3 = _mm512_mask_add_pd(a3, m0, a3, _mm512_maskz_loadu_pd(m0, x3 + i));
     b3 = _mm512_mask_add_pd(b3, m1, b3, _mm512_maskz_loadu_pd(m1, x3 + i + 8));
   }
-  double im;
-  total_512(a0, b0, 0, &out[0], &im);
-  total_512(a1, b1, 0, &out[1], &im);
-  total_512(a2, b2, 0, &out[2], &im);
-  total_512(a3, b3, 0, &out[3], &im);
+  store_totals4(a0, b0, a1, b1, a2, b2, a3, b3, pairs, out);
 }
 static TL_AVX512 void sum16_f64_512_rows4(int prefetch, const double *x, int64_t n, int64_t ld,
-                                          double *out) {
+                                          int pairs, double *out) {
   if (prefetch)
-    sum16_f64_512_rows4_as(1, x, n, ld, out);
+    sum16_f64_512_rows4_as(1, x, n, ld, pairs, out);
   else
-    sum16_f64_512_rows4_as(0, x, n, ld, out);
+    sum16_f64_512_rows4_as(0, x, n, ld, pairs, out);
 }
 
 /* a[0] = s0..s3, ..., a[3] = s12..s15. */
@@ -718,31 +723,33 @@ static TL_AVX512 int64_t short_sums_f32_512(const float *x, int64_t n, int pairs
 TL__SUM16_ENTRY(tl__sum16_f64, double, sum16_f64_512, sum16_f64_256, sum16_f64_portable)
 TL__SUM16_ENTRY(tl__sum16_f32, float, sum16_f32_512, sum16_f32_256, sum16_f32_portable)
 
-void tl__sum16_f64_rows4(int isa, int prefetch, const double *x, int64_t n, int64_t ld,
+void tl__sum16_f64_rows4(int isa, int prefetch, const double *x, int64_t n, int64_t ld, int pairs,
                          double *out) {
 #if TL_X86_KERNELS
   if (isa >= TL__ISA_AVX512) {
-    sum16_f64_512_rows4(prefetch, x, n, ld, out);
+    sum16_f64_512_rows4(prefetch, x, n, ld, pairs, out);
     return;
   }
 #endif
   for (int r = 0; r < 4; r++) {
     double im;
-    tl__sum16_f64(isa, prefetch, x + r * ld, n, 0, &out[r], &im);
+    tl__sum16_f64(isa, prefetch, x + r * ld, n, pairs, &out[pairs ? 2 * r : r],
+                  pairs ? &out[2 * r + 1] : &im);
   }
 }
 
-void tl__sum16_f32_rows4(int isa, int prefetch, const float *x, int64_t n, int64_t ld,
+void tl__sum16_f32_rows4(int isa, int prefetch, const float *x, int64_t n, int64_t ld, int pairs,
                          double *out) {
 #if TL_X86_KERNELS
   if (isa >= TL__ISA_AVX512) {
-    sum16_f32_512_rows4(prefetch, x, n, ld, out);
+    sum16_f32_512_rows4(prefetch, x, n, ld, pairs, out);
     return;
   }
 #endif
   for (int r = 0; r < 4; r++) {
     double im;
-    tl__sum16_f32(isa, prefetch, x + r * ld, n, 0, &out[r], &im);
+    tl__sum16_f32(isa, prefetch, x + r * ld, n, pairs, &out[pairs ? 2 * r : r],
+                  pairs ? &out[2 * r + 1] : &im);
   }
 }
 

@@ -158,29 +158,32 @@ static void reduce_sums_four_rows_match_one_row_each(void) {
       }
       for (int isa = TL__ISA_PORTABLE; isa <= top; isa++)
         for (int ahead = 0; ahead < 2; ahead++) /* with and without the prefetch */
-          for (int f64 = 0; f64 < 2; f64++) {
-            double four[4];
-            if (f64)
-              tl__sum16_f64_rows4(isa, ahead, rowsd, n, ld, four);
-            else
-              tl__sum16_f32_rows4(isa, ahead, rows, n, ld, four);
-            for (int r = 0; r < 4; r++) {
-              double one, im;
+          for (int f64 = 0; f64 < 2; f64++)
+            for (int pairs = 0; pairs < 2; pairs++) { /* complex runs: an even count of reals */
+              const int64_t len = pairs ? n - n % 2 : n;
+              double four[8];
               if (f64)
-                tl__sum16_f64(isa, 0, rowsd + r * ld, n, 0, &one, &im);
+                tl__sum16_f64_rows4(isa, ahead, rowsd, len, ld, pairs, four);
               else
-                tl__sum16_f32(isa, 0, rows + r * ld, n, 0, &one, &im);
-              compared++;
-              if (!same(four[r], one)) {
-                fprintf(stderr,
-                        "  %s n %lld kind %d row %d at %s, prefetch %d: four rows give %.17g, "
-                        "one %.17g\n",
-                        f64 ? "f64" : "f32", (long long)n, kind, r, tl__isa_name(isa), ahead,
-                        four[r], one);
-                bad++;
+                tl__sum16_f32_rows4(isa, ahead, rows, len, ld, pairs, four);
+              for (int r = 0; r < 4; r++) {
+                double one, im;
+                if (f64)
+                  tl__sum16_f64(isa, 0, rowsd + r * ld, len, pairs, &one, &im);
+                else
+                  tl__sum16_f32(isa, 0, rows + r * ld, len, pairs, &one, &im);
+                compared++;
+                const double got_re = four[pairs ? 2 * r : r], got_im = pairs ? four[2 * r + 1] : 0;
+                if (!same(got_re, one) || !same(got_im, im)) {
+                  fprintf(stderr,
+                          "  %s n %lld pairs %d kind %d row %d at %s, prefetch %d: four rows "
+                          "give %.17g%+.17gi, one %.17g%+.17gi\n",
+                          f64 ? "f64" : "f32", (long long)len, pairs, kind, r, tl__isa_name(isa),
+                          ahead, got_re, got_im, one, im);
+                  bad++;
+                }
               }
             }
-          }
     }
   }
   TH_CHECK(bad == 0);

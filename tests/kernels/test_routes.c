@@ -517,6 +517,54 @@ static void reduce_table_matches_naive(void) {
   th_held_close(&h);
 }
 
+/* A reduction over an outer and an inner axis that keeps the middle one (einsum ijk->j)
+ * walks blocks of items row by row where the items' runs lie side by side; each item
+ * still adds its rows' totals in row order. The same values laid out with a gap after
+ * each run go item by item: both give the same bits, for every dtype and operation, on
+ * one thread and on two. */
+static void reduce_blocked_items_match_item_by_item(void) {
+  static const int64_t cases[][3] = {{5, 37, 45}, {3, 64, 16}, {7, 9, 100}, {2, 130, 3}};
+  for (int threads = 1; threads <= 2; threads++) {
+    th_held h;
+    th_held_open(&h, threads);
+    for (int di = 0; di < 4; di++)
+      for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int op = 0; op <= TL_REDUCE_NORM2; op++) {
+          const tl_dtype dt = dtypes[di];
+          if (tl_dtype_is_complex(dt) && (op == TL_REDUCE_MAX || op == TL_REDUCE_MIN)) continue;
+          const int64_t *shape = cases[c], pad = shape[2] + 3;
+          kt_tensor dense;
+          kt_make(&dense, dt, 3, shape, KT_ROW, 1);
+          tl_tensor backing, gapped;
+          const int64_t bshape[1] = {shape[0] * shape[1] * pad};
+          const int64_t strides[3] = {shape[1] * pad, pad, 1};
+          TH_CHECK_OK(tl_tensor_create(dt, 1, bshape, &backing));
+          TH_CHECK_OK(tl_tensor_wrap(dt, 3, shape, strides, backing.data, 0, &gapped));
+          TH_NUM_FOR_EACH(idx, 3, shape) { th_num_set(&gapped, idx, th_num_get(&dense.t, idx)); }
+          const tl_dtype odt = op == TL_REDUCE_NORM2 ? tl_dtype_real(dt) : dt;
+          const int64_t oshape[1] = {shape[1]};
+          tl_tensor out_dense, out_gapped;
+          TH_CHECK_OK(tl_tensor_create(odt, 1, oshape, &out_dense));
+          TH_CHECK_OK(tl_tensor_create(odt, 1, oshape, &out_gapped));
+          const int axes[2] = {0, 2};
+          TH_CHECK_OK(tl_reduce_into(h.exec, (tl_reduce_op)op, &dense.t, 2, axes, &out_dense));
+          TH_CHECK_OK(tl_reduce_into(h.exec, (tl_reduce_op)op, &gapped, 2, axes, &out_gapped));
+          if (memcmp(out_dense.data, out_gapped.data, (size_t)shape[1] * tl_dtype_size(odt)) != 0) {
+            char text[160];
+            snprintf(text, sizeof text,
+                     "%s op %d shape %lldx%lldx%lld, %d threads: blocked and "
+                     "item-by-item sums differ",
+                     tl_dtype_name(dt), op, (long long)shape[0], (long long)shape[1],
+                     (long long)shape[2], threads);
+            th_test_fail_at(__FILE__, __LINE__, text);
+          }
+          tl_tensor_release(&out_dense), tl_tensor_release(&out_gapped);
+          tl_tensor_release(&backing), kt_free(&dense);
+        }
+    th_held_close(&h);
+  }
+}
+
 /* ---- gemm and contraction -------------------------------------------------------------- */
 
 static void gemm_table_matches_naive(void) {
@@ -887,7 +935,8 @@ TH_TEST_MAIN(TH_CASE(elementwise_binary_table_matches_naive),
              TH_CASE(permute_table_matches_naive), TH_CASE(copy_into_and_fresh_permute_match_naive),
              TH_CASE(reshape_is_a_view_when_strides_allow_else_a_copy),
              TH_CASE(reduce_table_matches_naive), TH_CASE(reduce_long_runs_match_naive),
-             TH_CASE(reduce_short_rows_add_in_order), TH_CASE(gemm_table_matches_naive),
+             TH_CASE(reduce_short_rows_add_in_order),
+             TH_CASE(reduce_blocked_items_match_item_by_item), TH_CASE(gemm_table_matches_naive),
              TH_CASE(contract_table_matches_naive), TH_CASE(contract_randomized_residual_is_small),
              TH_CASE(root_team_results_match_one_thread),
              TH_CASE(long_copies_on_a_team_match_their_source),
