@@ -226,51 +226,55 @@ __attribute__((target("avx2"))) static int pack_lines_c64(int64_t width, int64_t
 }
 #endif
 
-/* One type's panel packer, micro-kernel and driver. LANES complex numbers per register,
- * MR = 2 LANES rows per tile. */
+/* One type's panel packer (T: float or double; PACK_LINES: the lines-along-k packer). */
+#define TL__PACKED_PANEL(NAME, T, PACK_LINES)                                                    \
+  /* A panel of `count` lines (rows of A, or columns of B) by k [0, kc) into groups of           \
+   * `width` lines, each group stored k after k, zero past `count`. Line i, step p is at         \
+   * x + 2 (i step + p kstep). A of rows stride rsa packs as (step rsa, kstep csa); B packs      \
+   * as its transpose, (step csb, kstep rsb). With unit step, the whole groups are copied k      \
+   * by k, each k's run of numbers read once from end to end (group by group it would read a     \
+   * short piece of every k's run, kc runs apart, which the hardware prefetchers do not follow). \
+   * The zeros only meet lanes that are never stored; they spare those lanes stale bits. */      \
+  static void NAME##_pack(int64_t width, int64_t count, int64_t kc, const T *x, int64_t step,    \
+                          int64_t kstep, T *out) {                                               \
+    int64_t i = 0;                                                                               \
+    if (step == 1 && count >= width) {                                                           \
+      const int64_t whole = count / width * width;                                               \
+      for (int64_t p = 0; p < kc; p++) {                                                         \
+        const T *v = x + 2 * p * kstep;                                                          \
+        T *o = out + 2 * p * width;                                                              \
+        for (int64_t g = 0; g < whole; g += width, o += 2 * width * kc)                          \
+          memcpy(o, v + 2 * g, sizeof(T) * 2 * (size_t)width);                                   \
+      }                                                                                          \
+      out += 2 * whole * kc;                                                                     \
+      i = whole;                                                                                 \
+    }                                                                                            \
+    for (; i < count; i += width) {                                                              \
+      const int64_t lines = count - i < width ? count - i : width;                               \
+      const T *xi = x + 2 * i * step;                                                            \
+      if (kstep == 1 && PACK_LINES(width, lines, kc, xi, step, out)) {                           \
+        for (int64_t p = 0; p < kc && lines < width; p++)                                        \
+          for (int64_t r = lines; r < width; r++)                                                \
+            out[2 * (p * width + r)] = out[2 * (p * width + r) + 1] = 0;                         \
+        out += 2 * width * kc;                                                                   \
+        continue;                                                                                \
+      }                                                                                          \
+      for (int64_t p = 0; p < kc; p++, out += 2 * width) {                                       \
+        int64_t r = 0;                                                                           \
+        for (; r < lines; r++) {                                                                 \
+          const T *v = xi + 2 * (r * step + p * kstep);                                          \
+          out[2 * r] = v[0], out[2 * r + 1] = v[1];                                              \
+        }                                                                                        \
+        for (; r < width; r++) out[2 * r] = out[2 * r + 1] = 0;                                  \
+      }                                                                                          \
+    }                                                                                            \
+  }
+
+/* One type's panel packer (TL__PACKED_PANEL), micro-kernel and driver. LANES complex numbers per
+ * register, MR = 2 LANES rows per tile. */
 #define TL__PACKED_COMPLEX(NAME, T, V, MASK, LANES, KC, MC, SET1, LOADU, MASKZ_LOADU, MASK_STOREU, \
                            FMADD, FMADDSUB, MUL, ADD, SWAP, ZERO, PACK_LINES)                      \
-  /* A panel of `count` lines (rows of A, or columns of B) by k [0, kc) into groups of             \
-   * `width` lines, each group stored k after k, zero past `count`. Line i, step p is at           \
-   * x + 2 (i step + p kstep). A of rows stride rsa packs as (step rsa, kstep csa); B packs        \
-   * as its transpose, (step csb, kstep rsb). With unit step, the whole groups are copied k        \
-   * by k, each k's run of numbers read once from end to end (group by group it would read a       \
-   * short piece of every k's run, kc runs apart, which the hardware prefetchers do not follow).   \
-   * The zeros only meet lanes that are never stored; they spare those lanes stale bits. */        \
-  static void NAME##_pack(int64_t width, int64_t count, int64_t kc, const T *x, int64_t step,      \
-                          int64_t kstep, T *out) {                                                 \
-    int64_t i = 0;                                                                                 \
-    if (step == 1 && count >= width) {                                                             \
-      const int64_t whole = count / width * width;                                                 \
-      for (int64_t p = 0; p < kc; p++) {                                                           \
-        const T *v = x + 2 * p * kstep;                                                            \
-        T *o = out + 2 * p * width;                                                                \
-        for (int64_t g = 0; g < whole; g += width, o += 2 * width * kc)                            \
-          memcpy(o, v + 2 * g, sizeof(T) * 2 * (size_t)width);                                     \
-      }                                                                                            \
-      out += 2 * whole * kc;                                                                       \
-      i = whole;                                                                                   \
-    }                                                                                              \
-    for (; i < count; i += width) {                                                                \
-      const int64_t lines = count - i < width ? count - i : width;                                 \
-      const T *xi = x + 2 * i * step;                                                              \
-      if (kstep == 1 && PACK_LINES(width, lines, kc, xi, step, out)) {                             \
-        for (int64_t p = 0; p < kc && lines < width; p++)                                          \
-          for (int64_t r = lines; r < width; r++)                                                  \
-            out[2 * (p * width + r)] = out[2 * (p * width + r) + 1] = 0;                           \
-        out += 2 * width * kc;                                                                     \
-        continue;                                                                                  \
-      }                                                                                            \
-      for (int64_t p = 0; p < kc; p++, out += 2 * width) {                                         \
-        int64_t r = 0;                                                                             \
-        for (; r < lines; r++) {                                                                   \
-          const T *v = xi + 2 * (r * step + p * kstep);                                            \
-          out[2 * r] = v[0], out[2 * r + 1] = v[1];                                                \
-        }                                                                                          \
-        for (; r < width; r++) out[2 * r] = out[2 * r + 1] = 0;                                    \
-      }                                                                                            \
-    }                                                                                              \
-  }                                                                                                \
+  TL__PACKED_PANEL(NAME, T, PACK_LINES)                                                            \
   typedef struct NAME##_scale {                                                                    \
     int alpha_one, alpha_real;                                                                     \
     int beta_kind; /* 0: beta 0 (C not read), 1: beta 1, 2: other real, 3: any other */            \
