@@ -48,6 +48,7 @@ typedef struct gemm_job {
   int small_stack; /* 1: whole entries through gemm_batch_small.c */
   int thin;        /* 1: the whole product is one row or one column (gemm_thin.c) */
   int dots;        /* 1: every entry is one 1 x 1 product, runs of entries at once (gemm_thin.c) */
+  int rows;        /* 1: entries are short matrix-vector products, rows of groups (gemm_thin.c) */
   int tiny;        /* 1: a tall product with a tiny B, row by row (gemm_tiny_nk.c) */
   int kernel;      /* TL__SERIAL_*: the whole product's kernel, for every block */
 } gemm_job;
@@ -102,6 +103,10 @@ static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   }
   if (job->dots) {
     tl__gemm_thin_dots(g, (int64_t)begin, (int64_t)end);
+    return;
+  }
+  if (job->rows) {
+    tl__gemm_thin_rows(g, (int64_t)begin, (int64_t)end);
     return;
   }
   void *pack = job->pack ? job->pack + (size_t)(worker_index + 1) * job->pack_bytes : NULL;
@@ -197,7 +202,7 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
   if (tl__gemm_thin_dot_chunks_fit(g)) return long_dot(exec, team, g);
-  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0, 0, 0, 0, 0};
+  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0, 0, 0, 0, 0, 0};
   job.tiny = tiny_route(g);
   job.thin = !job.tiny && (g->m == 1 || g->n == 1);
   job.kernel = tl__gemm_serial_kernel(g->dtype, g->m, g->n, g->k, g->rsa, g->rsc, g->csb, g->csc);
@@ -253,6 +258,7 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   size_t run = job.blocks == 1 ? tl__gemm_batch_run_length(g, parallel ? team : 1) : 1;
   job.small_stack = job.blocks == 1 && g->batches > 1 && tl__gemm_batch_small_takes(g);
   job.dots = !job.small_stack && job.blocks == 1 && tl__gemm_thin_dots_fit(g);
+  job.rows = !job.small_stack && !job.dots && job.blocks == 1 && tl__gemm_thin_rows_fit(g);
   if (items > 1)
     return tl__exec_run_chunks(exec, parallel, (size_t)items, run, gemm_chunk, &job,
                                "computing GEMM blocks");

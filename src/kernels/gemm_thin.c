@@ -365,6 +365,43 @@ static void dots_group(const tl__gemm_batch *g, thin *t, int64_t oa, int64_t ob,
               cplx ? 2 : 1);
 }
 
+/* Entry `entry`'s index along each batch axis and its offsets into A, B and C (elements),
+ * the batched runner's numbering (first batch axis fastest). */
+static void entries_start(const tl__gemm_batch *g, int64_t entry, int64_t *idx, int64_t *oa,
+                          int64_t *ob, int64_t *oc) {
+  *oa = *ob = *oc = 0;
+  for (int d = 0; d < g->batch_rank; d++) {
+    idx[d] = entry % g->batch_shape[d];
+    entry /= g->batch_shape[d];
+    *oa += idx[d] * g->batch_strides[0][d];
+    *ob += idx[d] * g->batch_strides[1][d];
+    *oc += idx[d] * g->batch_strides[2][d];
+  }
+}
+
+/* The same `done` entries further on, as an odometer (no division). */
+static void entries_advance(const tl__gemm_batch *g, int64_t done, int64_t *idx, int64_t *oa,
+                            int64_t *ob, int64_t *oc) {
+  if (done > 1 && idx[0] + done < g->batch_shape[0]) { /* still inside the first axis */
+    idx[0] += done;
+    *oa += done * g->batch_strides[0][0];
+    *ob += done * g->batch_strides[1][0];
+    *oc += done * g->batch_strides[2][0];
+    return;
+  }
+  for (int64_t step = 0; step < done; step++)
+    for (int d = 0; d < g->batch_rank; d++) {
+      *oa += g->batch_strides[0][d];
+      *ob += g->batch_strides[1][d];
+      *oc += g->batch_strides[2][d];
+      if (++idx[d] < g->batch_shape[d]) break;
+      idx[d] = 0;
+      *oa -= g->batch_shape[d] * g->batch_strides[0][d];
+      *ob -= g->batch_shape[d] * g->batch_strides[1][d];
+      *oc -= g->batch_shape[d] * g->batch_strides[2][d];
+    }
+}
+
 /* `width` short dots (tl__thin_dots_short at isa) along the first batch axis from offsets
  * oa, ob, oc (elements of es bytes), each stored as its single dot is. */
 static void short_dots(const tl__gemm_batch *g, thin *t, int isa, int64_t es, int64_t width,
@@ -389,14 +426,8 @@ void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
   const int contiguous = g->k == 1 || (g->csa == 1 && g->rsb == 1);
   const int groups = dots_in_groups(g);
   thin t = {g->dtype, 1, g->k, NULL, NULL, g->rsa, g->csa, g->rsb, NULL, g->rsc, g->alpha, g->beta};
-  int64_t idx[TL_MAX_RANK], oa = 0, ob = 0, oc = 0, rem = begin;
-  for (int d = 0; d < g->batch_rank; d++) {
-    idx[d] = rem % g->batch_shape[d];
-    rem /= g->batch_shape[d];
-    oa += idx[d] * g->batch_strides[0][d];
-    ob += idx[d] * g->batch_strides[1][d];
-    oc += idx[d] * g->batch_strides[2][d];
-  }
+  int64_t idx[TL_MAX_RANK], oa, ob, oc;
+  entries_start(g, begin, idx, &oa, &ob, &oc);
   /* contiguous real dots: four entries along the first batch axis at a time; short ones
    * (a few elements each) a whole group of entries at a time */
   const int fours = contiguous && !cplx && g->batch_rank > 0;
@@ -433,25 +464,7 @@ void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
       }
     }
     e += done;
-    if (done > 1 && idx[0] + done < g->batch_shape[0]) { /* still inside the first axis */
-      idx[0] += done;
-      oa += done * g->batch_strides[0][0];
-      ob += done * g->batch_strides[1][0];
-      oc += done * g->batch_strides[2][0];
-      continue;
-    }
-    for (int64_t step = 0; step < done; step++) { /* the next entry's offsets */
-      for (int d = 0; d < g->batch_rank; d++) {
-        oa += g->batch_strides[0][d];
-        ob += g->batch_strides[1][d];
-        oc += g->batch_strides[2][d];
-        if (++idx[d] < g->batch_shape[d]) break;
-        idx[d] = 0;
-        oa -= g->batch_shape[d] * g->batch_strides[0][d];
-        ob -= g->batch_shape[d] * g->batch_strides[1][d];
-        oc -= g->batch_shape[d] * g->batch_strides[2][d];
-      }
-    }
+    entries_advance(g, done, idx, &oa, &ob, &oc);
   }
 }
 
@@ -475,4 +488,46 @@ void tl__gemm_thin_dot_finish(const tl__gemm_batch *g, int64_t chunks, const dou
     store_complex(&t, 0, re, im);
   else
     store_real(&t, 0, re);
+}
+
+/* A batch of matrix-vector products whose rows of A and whose vector run along k (einsum
+ * aij,aj->ai with small i and j): entry by entry each was one trip through the runner and
+ * tl__gemm_thin, several times the arithmetic of a 4 x 4 product. Where the short dots
+ * apply, a group of entries along the first batch axis goes row by row: row i of each
+ * entry in the group dotted with its vector in one tl__thin_dots_short call. Each row keeps
+ * the bits tl__gemm_thin gives it (tl__thin_dot's), so the grouping changes no result. */
+int tl__gemm_thin_rows_fit(const tl__gemm_batch *g) {
+  if (g->n != 1 || g->m < 2 || g->k < 2 || g->batch_rank < 1 || g->batches < 2) return 0;
+  if (g->csa != 1 || g->rsb != 1) return 0; /* tl__gemm_thin's contiguous dots */
+  const int64_t width = tl__thin_dots_short_width(tl__gemm_thin_isa(), g->dtype, g->k);
+  return width > 0 && g->batch_shape[0] >= width;
+}
+
+void tl__gemm_thin_rows(const tl__gemm_batch *g, int64_t begin, int64_t end) {
+  const int64_t es = (int64_t)tl_dtype_size(g->dtype);
+  const int isa = tl__gemm_thin_isa();
+  const int64_t width = tl__thin_dots_short_width(isa, g->dtype, g->k);
+  thin t = {g->dtype, g->m,   g->k, NULL,   NULL,     g->rsa,
+            g->csa,   g->rsb, NULL, g->rsc, g->alpha, g->beta};
+  int64_t idx[TL_MAX_RANK], oa, ob, oc;
+  entries_start(g, begin, idx, &oa, &ob, &oc);
+  for (int64_t e = begin; e < end;) {
+    int64_t done = 1;
+    if (e + width <= end && idx[0] + width <= g->batch_shape[0]) {
+      for (int64_t i = 0; i < g->m; i++) {
+        double re[16], im[16];
+        tl__thin_dots_short(isa, g->dtype, g->k, g->a + (oa + i * g->rsa) * es,
+                            g->batch_strides[0][0], g->b + ob * es, g->batch_strides[1][0], re, im);
+        store_group(&t, g->c + (oc + i * g->rsc) * es, width, g->batch_strides[2][0], re, im, 1);
+      }
+      done = width;
+    } else { /* one entry, as tl__gemm_thin computes it */
+      t.u = g->a + oa * es;
+      t.v = g->b + ob * es;
+      t.c = g->c + oc * es;
+      thin_dots_contiguous(&t);
+    }
+    e += done;
+    entries_advance(g, done, idx, &oa, &ob, &oc);
+  }
 }

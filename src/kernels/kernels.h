@@ -400,6 +400,12 @@ int tl__gemm_thin(tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alp
  * tl__gemm_thin gives it alone. Pure, any thread, never fails. */
 int tl__gemm_thin_dots_fit(const tl__gemm_batch *g);
 void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end);
+/* A batch of matrix-vector products (n == 1, m >= 2, k >= 2, A's rows and B along k at unit
+ * stride, short enough for tl__thin_dots_short, a first batch axis at least its width): _fit
+ * says so; tl__gemm_thin_rows computes entries [begin, end) (the batched runner's numbering),
+ * each row with the bits tl__gemm_thin gives it. Pure, any thread, never fails. */
+int tl__gemm_thin_rows_fit(const tl__gemm_batch *g);
+void tl__gemm_thin_rows(const tl__gemm_batch *g, int64_t begin, int64_t end);
 
 /* One long dot (a single 1 x 1 product of contiguous operands, k >= 2 TL__DOT_CHUNK) in
  * chunks of TL__DOT_CHUNK elements, a number fixed by k alone, so that the pool can share

@@ -289,6 +289,88 @@ static void gemm_thin_dots_batch_matches_single_entries(void) {
   TH_CHECK(!tl__gemm_thin_dots_fit(&g));
 }
 
+/* A batch of short matrix-vector products (tl__gemm_thin_rows: aij,aj->ai) gives, row by
+ * row, the bits tl__gemm_thin gives each entry alone, cut into runs anywhere: entries in
+ * groups along the first batch axis and single ones past its last whole group, two batch
+ * axes, rows and C padded, alpha and beta (the stores' scaled path) and beta 0 over NaN. */
+static void gemm_thin_rows_batch_matches_single_entries(void) {
+  enum { B0 = 21, B1 = 3, M = 5, K = 7, LDA = 9 };
+  static double a[2 * B0 * B1 * M * LDA], b[2 * B0 * B1 * K], c0[2 * B0 * B1 * M * 2],
+      c1[2 * B0 * B1 * M * 2], c2[2 * B0 * B1 * M * 2];
+  uint64_t state = 23;
+  int checked = 0;
+  for (int di = 0; di < 4; di++)
+    for (int beta_kind = 0; beta_kind < 2; beta_kind++) {
+      const tl_dtype dt = dtypes[di];
+      const int cplx = tl_dtype_is_complex(dt);
+      for (int i = 0; i < B0 * B1 * M * LDA; i++)
+        th_num_store(dt, a, i, th_num_uniform(&state) - 0.5);
+      for (int i = 0; i < B0 * B1 * K; i++) th_num_store(dt, b, i, th_num_uniform(&state) - 0.5);
+      for (int i = 0; i < B0 * B1 * M * 2; i++)
+        th_num_store(dt, c0, i, beta_kind ? th_num_uniform(&state) : NAN);
+      memcpy(c1, c0, sizeof c0);
+      memcpy(c2, c0, sizeof c0);
+      tl__gemm_batch g;
+      memset(&g, 0, sizeof g);
+      g.dtype = dt;
+      g.m = M, g.n = 1, g.k = K;
+      g.alpha =
+          beta_kind ? (cplx ? (tl_scalar){0.75, -0.5} : tl_scalar_real(0.75)) : tl_scalar_real(1.0);
+      g.beta = beta_kind ? (cplx ? (tl_scalar){-1.25, 0.5} : tl_scalar_real(-1.25))
+                         : tl_scalar_real(0.0);
+      g.a = (const char *)a, g.b = (const char *)b, g.c = (char *)c1;
+      g.rsa = LDA, g.csa = 1; /* rows of K, LDA apart */
+      g.rsb = 1, g.csb = 1;
+      g.rsc = 2, g.csc = 1; /* every other element */
+      g.batches = B0 * B1;
+      g.batch_rank = 2;
+      g.batch_shape[0] = B0, g.batch_shape[1] = B1;
+      g.batch_strides[0][0] = M * LDA, g.batch_strides[0][1] = M * LDA * B0;
+      g.batch_strides[1][0] = K, g.batch_strides[1][1] = K * B0;
+      g.batch_strides[2][0] = 2 * M, g.batch_strides[2][1] = 2 * M * B0;
+      const int isa = tl__gemm_thin_isa();
+      if (tl__thin_dots_short_width(isa, dt, K) == 0) {
+        TH_CHECK(!tl__gemm_thin_rows_fit(&g));
+        continue;
+      }
+      TH_CHECK(tl__gemm_thin_rows_fit(&g));
+      tl__gemm_thin_rows(&g, 0, 5);
+      tl__gemm_thin_rows(&g, 5, 40);
+      tl__gemm_thin_rows(&g, 40, B0 * B1);
+      const size_t es = tl_dtype_size(dt);
+      for (int64_t e = 0; e < B0 * B1; e++) {
+        const int64_t i0 = e % B0, i1 = e / B0;
+        const int64_t oa = i0 * M * LDA + i1 * M * LDA * B0, ob = i0 * K + i1 * K * B0,
+                      oc = i0 * 2 * M + i1 * 2 * M * B0;
+        TH_CHECK(tl__gemm_thin(dt, M, 1, K, g.alpha, (const char *)a + oa * es, LDA, 1,
+                               (const char *)b + ob * es, 1, 1, g.beta, (char *)c2 + oc * es, 2,
+                               1) == 1);
+        for (int64_t i = 0; i < M; i++) {
+          double complex sum = 0;
+          double scale = 2;
+          for (int64_t p = 0; p < K; p++) {
+            const double complex x = th_num_load(dt, a, oa + i * LDA + p);
+            const double complex y = th_num_load(dt, b, ob + p);
+            sum += x * y;
+            scale += cabs(x * y);
+          }
+          const double complex want =
+              (g.alpha.re + I * g.alpha.im) * sum +
+              (beta_kind ? (g.beta.re + I * g.beta.im) * th_num_load(dt, c0, oc + 2 * i) : 0);
+          TH_CHECK(th_num_close_enough(th_num_load(dt, c1, oc + 2 * i), want,
+                                       th_num_tolerance(dt) * 4, scale));
+        }
+      }
+      TH_CHECK(memcmp(c1, c2, sizeof c1) == 0);
+      checked++;
+    }
+  if (tl__gemm_thin_isa() >= TL__ISA_AVX512) TH_CHECK(checked == 8);
+  tl__gemm_batch g;
+  memset(&g, 0, sizeof g);
+  g.dtype = TL_F64, g.m = 4, g.n = 2, g.k = 3;
+  TH_CHECK(!tl__gemm_thin_rows_fit(&g)); /* not a matrix-vector product */
+}
+
 /* A value for the short dots' operands: mostly uniform, and in some entries signed zeros,
  * products that underflow to a signed zero, infinities and NaN, whose signs and payloads the
  * single dot's operation order decides. */
@@ -552,6 +634,7 @@ TH_TEST_MAIN(TH_CASE(gemm_thin_kernel_matches_naive),
              TH_CASE(gemm_thin_core_matches_naive_at_every_isa),
              TH_CASE(gemm_thin_dot_bits_do_not_depend_on_alignment),
              TH_CASE(gemm_thin_dots_batch_matches_single_entries),
+             TH_CASE(gemm_thin_rows_batch_matches_single_entries),
              TH_CASE(gemm_thin_short_dots_match_single_dots),
              TH_CASE(gemm_thin_complex_groups_agree_at_every_isa),
              TH_CASE(gemm_thin_einsum_terms_match_naive),
