@@ -8,7 +8,9 @@
  * zero stride, a layout the provider rejects) is permuted into scratch first, and a c that
  * does not fit is computed into scratch and added in afterwards. Dots whose summed labels
  * lie in different orders in a and b are the exception: the summed labels but one become
- * batch labels of a scratch result, which is then summed (contract_promoted).
+ * batch labels of a scratch result, which is then summed (contract_promoted). A
+ * matrix-vector product whose rows are not one stride in a (ajb,j->ab) makes its slowest
+ * rows batch labels that b lacks instead of copying a (rows_in_batch).
  *
  * Invariant: every check happens before anything is written to c; scratch comes from the
  * surface's arena (no heap allocation once the arena has grown). */
@@ -201,7 +203,7 @@ static int operand_fits(const contraction *x, int op, const group *g0, const gro
   /* Batch axes must not have negative strides either (pointer walk stays simple). */
   for (int i = 0; i < x->batch.count; i++) {
     int pos = find_label(x->labels[op], x->t[op]->rank, x->batch.labels[i]);
-    if (x->t[op]->strides[pos] <= 0) return 0;
+    if (pos >= 0 && x->t[op]->strides[pos] <= 0) return 0; /* absent: stride 0 (rows_in_batch) */
   }
   int64_t r = s0, c = s1;
   if (rows <= 1) r = 1;
@@ -603,6 +605,44 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
                              "computing a contraction block by block");
 }
 
+/* A matrix-vector product (no N label) whose rows are not one stride in a: einsum ajb,j->ab,
+ * the rows a and b on either side of the summed j (an MPS tensor's physical leg). The
+ * blocked route below copies a block by block to make them one; instead the slowest row
+ * labels (in c's order) become batch labels that b does not have (stride 0 there), as few
+ * as make a's remaining rows and k, and c's rows, fit: each entry is then a product on a and
+ * c where they lie, and a is read once. Only without batch labels, and only when b and the
+ * new a and c fit as they are. */
+static int rows_in_batch(contraction *x) {
+  if (x->batch.count != 0 || x->n.count != 0 || x->m.count < 2) return 0;
+  int64_t rs, cs;
+  if (operand_fits(x, OP_A, &x->m, &x->k, x->extent_m, x->extent_k, &rs, &cs) ||
+      !operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, x->extent_n, &rs, &cs))
+    return 0;
+  const tl_tensor *c = x->t[OP_C];
+  for (int keep = x->m.count - 1; keep >= 1; keep--) {
+    group rows = x->m, batch = {0};
+    rows.count = keep;
+    int64_t extent_rows = 1, batches = 1;
+    for (int i = 0; i < x->m.count; i++) {
+      const int64_t e = c->shape[find_label(x->labels[OP_C], c->rank, x->m.labels[i])];
+      if (i < keep) {
+        extent_rows *= e;
+      } else {
+        batch.labels[batch.count++] = x->m.labels[i];
+        batches *= e;
+      }
+    }
+    contraction y = *x;
+    y.m = rows, y.batch = batch, y.extent_m = extent_rows, y.batches = batches;
+    if (operand_fits(&y, OP_A, &y.m, &y.k, y.extent_m, y.extent_k, &rs, &cs) &&
+        operand_fits(&y, OP_C, &y.m, &y.n, y.extent_m, y.extent_n, &rs, &cs)) {
+      *x = y;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static tl_status try_blocked(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
                              tl_scalar beta) {
   return blocked_applies(x) ? contract_blocked(exec, team, alpha, x, beta) : TL_E_UNAVAILABLE;
@@ -733,6 +773,20 @@ static tl_status contract_promoted(tl_exec *exec, int team, tl_scalar alpha, con
   return TL_OK;
 }
 
+/* g's batch axes: c's extents, each operand's strides (0 where an operand lacks the label:
+ * rows_in_batch's batch labels are not in b). */
+static void set_batch(const contraction *x, tl__gemm_batch *g) {
+  g->batch_rank = x->batch.count;
+  for (int i = 0; i < x->batch.count; i++) {
+    const int label = x->batch.labels[i];
+    for (int op = 0; op < 3; op++) {
+      const int pos = find_label(x->labels[op], x->t[op]->rank, label);
+      g->batch_strides[op][i] = pos >= 0 ? x->t[op]->strides[pos] : 0;
+      if (op == OP_C) g->batch_shape[i] = x->t[op]->shape[pos];
+    }
+  }
+}
+
 static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
                               tl_scalar beta, const int *c_labels) {
   tl_status status;
@@ -753,7 +807,8 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
         &params);
   }
   tl__providers_init();
-  if ((status = try_blocked(exec, team, alpha, x, beta)) != TL_E_UNAVAILABLE) return status;
+  if (!rows_in_batch(x) && (status = try_blocked(exec, team, alpha, x, beta)) != TL_E_UNAVAILABLE)
+    return status;
   if (promoted_applies(x, beta)) return contract_promoted(exec, team, alpha, x);
   tl__gemm_batch g;
   /* Only the fields before the batch arrays: those are read up to batch_rank, which is set
@@ -807,15 +862,7 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
   g.a = (const char *)x->t[OP_A]->data + x->t[OP_A]->offset * es;
   g.b = (const char *)x->t[OP_B]->data + x->t[OP_B]->offset * es;
   g.c = (char *)x->t[OP_C]->data + x->t[OP_C]->offset * es;
-  g.batch_rank = x->batch.count;
-  for (int i = 0; i < x->batch.count; i++) {
-    int label = x->batch.labels[i];
-    for (int op = 0; op < 3; op++) {
-      int pos = find_label(x->labels[op], x->t[op]->rank, label);
-      g.batch_strides[op][i] = x->t[op]->strides[pos];
-      if (op == OP_C) g.batch_shape[i] = x->t[op]->shape[pos];
-    }
-  }
+  set_batch(x, &g);
   if ((status = tl__gemm_batch_run(exec, team, &g)) != TL_OK) return status;
   if (!c_in_scratch) return TL_OK;
   /* c = tmp + beta c, with tmp seen in c's axis order (extent-1 axes: any stride). */

@@ -635,6 +635,12 @@ static const contract_case contract_cases[] = {
     {"kij", "jk", "i", {['i' - 'a'] = 7, ['j' - 'a'] = 3, ['k' - 'a'] = 4}},
     {"mn", "nm", "", {['m' - 'a'] = 30, ['n' - 'a'] = 70}},
     {"ij", "jk", "ik", {['i' - 'a'] = 90, ['j' - 'a'] = 120, ['k' - 'a'] = 70}},
+    /* a matrix-vector product whose rows lie on either side of the summed label: the slower
+     * rows become batch labels b lacks (contract.c, rows_in_batch) */
+    {"ajb", "j", "ab", {['a' - 'a'] = 5, ['j' - 'a'] = 3, ['b' - 'a'] = 7}},
+    {"ajb", "j", "ba", {['a' - 'a'] = 4, ['j' - 'a'] = 2, ['b' - 'a'] = 9}},
+    {"abjc", "j", "abc", {['a' - 'a'] = 3, ['b' - 'a'] = 4, ['j' - 'a'] = 5, ['c' - 'a'] = 6}},
+    {"ajbk", "kj", "ab", {['a' - 'a'] = 6, ['j' - 'a'] = 2, ['b' - 'a'] = 17, ['k' - 'a'] = 3}},
 };
 
 static void labels_of(const char *s, int *labels, int64_t *shape, const int64_t *extent) {
