@@ -350,6 +350,19 @@ static TL_AVX512 void sum16_f32_512(int prefetch, const float *x, int64_t n, int
   total_512(r0, r1, pairs, re, im);
 }
 
+/* For four runs (run r at x + r ld, n elements of es bytes each) being read at element i:
+ * `lines` 64-byte lines of each TL__SUM_PREFETCH bytes ahead along the run, then on into
+ * the same run of the next four (not past the run's end, which for rows apart is memory
+ * nobody reads). */
+static inline TL_AVX512 void prefetch_runs4(const void *x, size_t es, int64_t i, int64_t n,
+                                            int64_t ld, int lines) {
+  const int64_t t = i + TL__SUM_PREFETCH / (int64_t)es;
+  const int64_t at = t < n ? t : 4 * ld + (t - n);
+  const char *p = (const char *)x + at * (int64_t)es;
+  for (int l = 0; l < lines; l++)
+    for (int r = 0; r < 4; r++) _mm_prefetch(p + r * ld * (int64_t)es + 64 * l, _MM_HINT_T0);
+}
+
 /* The totals of four runs' accumulator pairs: out[r] (real runs) or out[2r], out[2r + 1]
  * (with pairs: the real and imaginary parts), as total_512 makes them. */
 static inline TL_AVX512 void store_totals4(__m512d a0, __m512d b0, __m512d a1, __m512d b1,
@@ -362,6 +375,16 @@ static inline TL_AVX512 void store_totals4(__m512d a0, __m512d b0, __m512d a1, _
   total_512(a2, b2, pairs, &out[2 * w], pairs ? &out[2 * w + 1] : &im[2]);
   total_512(a3, b3, pairs, &out[3 * w], pairs ? &out[3 * w + 1] : &im[3]);
 }
+
+/* A four-run sum with the prefetch as a constant of its loop (one loop each way). */
+#define TL__ROWS4_512(NAME, AS, T)                                                       \
+  static TL_AVX512 void NAME(int prefetch, const T *x, int64_t n, int64_t ld, int pairs, \
+                             double *out) {                                              \
+    if (prefetch)                                                                        \
+      AS(1, x, n, ld, pairs, out);                                                       \
+    else                                                                                 \
+      AS(0, x, n, ld, pairs, out);                                                       \
+  }
 
 /* Four runs of n floats, ld elements apart, each summed as sum16_f32_512 sums one (the
  * same additions in the same order, so the same bits). A run of 256 floats is one block:
@@ -378,16 +401,7 @@ static inline __attribute__((always_inline)) TL_AVX512 void sum16_f32_512_rows4_
     __m512 f0 = _mm512_setzero_ps(), f1 = f0, f2 = f0, f3 = f0;
     const int64_t end = n - i < TL__SUM_F32_BLOCK ? n : i + TL__SUM_F32_BLOCK;
     for (; i + 16 <= end; i += 16) {
-      if (prefetch) {
-        /* TL__SUM_PREFETCH bytes ahead along the run, then on into the same run of the next
-         * four (not past the run's end, which for rows apart is memory nobody reads). */
-        const int64_t t = i + TL__SUM_PREFETCH / (int64_t)sizeof(float);
-        const int64_t at = t < n ? t : 4 * ld + (t - n);
-        _mm_prefetch((const char *)(x0 + at), _MM_HINT_T0);
-        _mm_prefetch((const char *)(x1 + at), _MM_HINT_T0);
-        _mm_prefetch((const char *)(x2 + at), _MM_HINT_T0);
-        _mm_prefetch((const char *)(x3 + at), _MM_HINT_T0);
-      }
+      if (prefetch) prefetch_runs4(x, sizeof(float), i, n, ld, 1);
       f0 = _mm512_add_ps(f0, _mm512_loadu_ps(x0 + i));
       f1 = _mm512_add_ps(f1, _mm512_loadu_ps(x1 + i));
       f2 = _mm512_add_ps(f2, _mm512_loadu_ps(x2 + i));
@@ -408,13 +422,7 @@ static inline __attribute__((always_inline)) TL_AVX512 void sum16_f32_512_rows4_
   }
   store_totals4(a0, b0, a1, b1, a2, b2, a3, b3, pairs, out);
 }
-static TL_AVX512 void sum16_f32_512_rows4(int prefetch, const float *x, int64_t n, int64_t ld,
-                                          int pairs, double *out) {
-  if (prefetch)
-    sum16_f32_512_rows4_as(1, x, n, ld, pairs, out);
-  else
-    sum16_f32_512_rows4_as(0, x, n, ld, pairs, out);
-}
+TL__ROWS4_512(sum16_f32_512_rows4, sum16_f32_512_rows4_as, float)
 
 /* Four runs of n doubles, ld elements apart, each summed into its sixteen accumulators as
  * sum16_f64_512 sums one (the same additions in the same order, so the same bits), with
@@ -427,18 +435,7 @@ static inline __attribute__((always_inline)) TL_AVX512 void sum16_f64_512_rows4_
   __m512d a0 = _mm512_setzero_pd(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    if (prefetch) {
-      const int64_t t = i + TL__SUM_PREFETCH / (int64_t)sizeof(double);
-      const int64_t at = t < n ? t : 4 * ld + (t - n);
-      _mm_prefetch((const char *)(x0 + at), _MM_HINT_T0);
-      _mm_prefetch((const char *)(x1 + at), _MM_HINT_T0);
-      _mm_prefetch((const char *)(x2 + at), _MM_HINT_T0);
-      _mm_prefetch((const char *)(x3 + at), _MM_HINT_T0);
-      _mm_prefetch((const char *)(x0 + at + 8), _MM_HINT_T0);
-      _mm_prefetch((const char *)(x1 + at + 8), _MM_HINT_T0);
-      _mm_prefetch((const char *)(x2 + at + 8), _MM_HINT_T0);
-      _mm_prefetch((const char *)(x3 + at + 8), _MM_HINT_T0);
-    }
+    if (prefetch) prefetch_runs4(x, sizeof(double), i, n, ld, 2);
     a0 = _mm512_add_pd(a0, _mm512_loadu_pd(x0 + i));
     b0 = _mm512_add_pd(b0, _mm512_loadu_pd(x0 + i + 8));
     a1 = _mm512_add_pd(a1, _mm512_loadu_pd(x1 + i));
@@ -462,13 +459,7 @@ static inline __attribute__((always_inline)) TL_AVX512 void sum16_f64_512_rows4_
   }
   store_totals4(a0, b0, a1, b1, a2, b2, a3, b3, pairs, out);
 }
-static TL_AVX512 void sum16_f64_512_rows4(int prefetch, const double *x, int64_t n, int64_t ld,
-                                          int pairs, double *out) {
-  if (prefetch)
-    sum16_f64_512_rows4_as(1, x, n, ld, pairs, out);
-  else
-    sum16_f64_512_rows4_as(0, x, n, ld, pairs, out);
-}
+TL__ROWS4_512(sum16_f64_512_rows4, sum16_f64_512_rows4_as, double)
 
 /* a[0] = s0..s3, ..., a[3] = s12..s15. */
 static inline TL_AVX2 void total_256(__m256d a0, __m256d a1, __m256d a2, __m256d a3, int pairs,
@@ -723,35 +714,30 @@ static TL_AVX512 int64_t short_sums_f32_512(const float *x, int64_t n, int pairs
 TL__SUM16_ENTRY(tl__sum16_f64, double, sum16_f64_512, sum16_f64_256, sum16_f64_portable)
 TL__SUM16_ENTRY(tl__sum16_f32, float, sum16_f32_512, sum16_f32_256, sum16_f32_portable)
 
-void tl__sum16_f64_rows4(int isa, int prefetch, const double *x, int64_t n, int64_t ld, int pairs,
-                         double *out) {
+/* The four-run entries: AVX-512's side-by-side sums, else each run's own sum. */
+#define TL__ROWS4_EACH(ONE)                                           \
+  for (int r = 0; r < 4; r++) {                                       \
+    double im;                                                        \
+    ONE(isa, prefetch, x + r * ld, n, pairs, &out[pairs ? 2 * r : r], \
+        pairs ? &out[2 * r + 1] : &im);                               \
+  }
 #if TL_X86_KERNELS
-  if (isa >= TL__ISA_AVX512) {
-    sum16_f64_512_rows4(prefetch, x, n, ld, pairs, out);
-    return;
+#define TL__ROWS4_ENTRY(NAME, T, AVX512, ONE)                                                   \
+  void NAME(int isa, int prefetch, const T *x, int64_t n, int64_t ld, int pairs, double *out) { \
+    if (isa >= TL__ISA_AVX512) {                                                                \
+      AVX512(prefetch, x, n, ld, pairs, out);                                                   \
+      return;                                                                                   \
+    }                                                                                           \
+    TL__ROWS4_EACH(ONE)                                                                         \
+  }
+#else
+#define TL__ROWS4_ENTRY(NAME, T, AVX512, ONE)                                                   \
+  void NAME(int isa, int prefetch, const T *x, int64_t n, int64_t ld, int pairs, double *out) { \
+    TL__ROWS4_EACH(ONE)                                                                         \
   }
 #endif
-  for (int r = 0; r < 4; r++) {
-    double im;
-    tl__sum16_f64(isa, prefetch, x + r * ld, n, pairs, &out[pairs ? 2 * r : r],
-                  pairs ? &out[2 * r + 1] : &im);
-  }
-}
-
-void tl__sum16_f32_rows4(int isa, int prefetch, const float *x, int64_t n, int64_t ld, int pairs,
-                         double *out) {
-#if TL_X86_KERNELS
-  if (isa >= TL__ISA_AVX512) {
-    sum16_f32_512_rows4(prefetch, x, n, ld, pairs, out);
-    return;
-  }
-#endif
-  for (int r = 0; r < 4; r++) {
-    double im;
-    tl__sum16_f32(isa, prefetch, x + r * ld, n, pairs, &out[pairs ? 2 * r : r],
-                  pairs ? &out[2 * r + 1] : &im);
-  }
-}
+TL__ROWS4_ENTRY(tl__sum16_f64_rows4, double, sum16_f64_512_rows4, tl__sum16_f64)
+TL__ROWS4_ENTRY(tl__sum16_f32_rows4, float, sum16_f32_512_rows4, tl__sum16_f32)
 
 #define TL__ADD_RUN_PORTABLE(NAME, T)                                      \
   static void NAME(const T *restrict x, int64_t n, double *restrict acc) { \
