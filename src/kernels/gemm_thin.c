@@ -190,37 +190,44 @@ static void store_group(thin *t, char *c, int64_t count, int64_t sc, const doubl
   }
 }
 
-/* Contiguous dots of the rows of u with the one v, grouped as the batched dots group them
- * (short ones a group of entries at a time, real ones four at a time), each with the bits of
- * its single tl__thin_dot and stored as it would be alone: a batched matrix-vector product
- * (einsum ijk,ik->ij, rows of 50 doubles) spent a quarter of its time on the one-by-one
- * calls and stores. */
-static void thin_dots_contiguous(const thin *t) {
+/* `count` contiguous dots along one axis: dot l of the k elements at x + l xs and y + l ys
+ * (strides in elements, ys 0 for one shared vector), stored at c + l sc as store_group
+ * stores them. Short dots go a group of entries a call, real ones four at a time, the rest
+ * one by one; each keeps its single tl__thin_dot's bits, so the grouping changes nothing. */
+static void dots_along(thin *t, int isa, int64_t count, const char *x, int64_t xs, const char *y,
+                       int64_t ys, char *c, int64_t sc) {
   const int64_t es = (int64_t)tl_dtype_size(t->dtype);
   const int cplx = tl_dtype_is_complex(t->dtype);
-  const int isa = tl__gemm_thin_isa();
   const int64_t shorts = tl__thin_dots_short_width(isa, t->dtype, t->k);
-  thin w = *t;
-  for (int64_t e = 0; e < t->count;) {
-    const char *u = t->u + e * t->su_e * es;
-    char *c = t->c + e * t->sc * es;
-    if (shorts && e + shorts <= t->count) {
+  for (int64_t e = 0; e < count;) {
+    const char *xe = x + e * xs * es, *ye = y + e * ys * es;
+    char *ce = c + e * sc * es;
+    if (shorts && e + shorts <= count) {
       double re[16], im[16];
-      tl__thin_dots_short(isa, t->dtype, t->k, u, t->su_e, t->v, 0, re, im);
-      store_group(&w, c, shorts, t->sc, re, im, 1);
+      tl__thin_dots_short(isa, t->dtype, t->k, xe, xs, ye, ys, re, im);
+      store_group(t, ce, shorts, sc, re, im, 1);
       e += shorts;
-    } else if (!cplx && e + 4 <= t->count) {
+    } else if (!cplx && e + 4 <= count) {
       double sums[4];
-      tl__thin_dot4_real(isa, t->dtype, t->k, u, t->su_e, t->v, 0, sums);
-      store_group(&w, c, 4, t->sc, sums, sums, 1); /* im is never read for a real dtype */
+      tl__thin_dot4_real(isa, t->dtype, t->k, xe, xs, ye, ys, sums);
+      /* real sums: im is never read (sums again, not NULL, which gcc -O3 would flag) */
+      store_group(t, ce, 4, sc, sums, sums, 1);
       e += 4;
     } else {
       double re = 0.0, im = 0.0;
-      tl__thin_dot(isa, t->dtype, t->k, u, t->v, &re, &im);
-      store_group(&w, c, 1, t->sc, &re, &im, 1);
+      tl__thin_dot(isa, t->dtype, t->k, xe, ye, &re, &im);
+      store_group(t, ce, 1, sc, &re, &im, 1);
       e++;
     }
   }
+}
+
+/* The rows of u dotted with the one v, as the batched dots group them: a batched
+ * matrix-vector product (einsum ijk,ik->ij, rows of 50 doubles) spent a quarter of its time
+ * on one-by-one calls and stores. */
+static void thin_dots_contiguous(const thin *t) {
+  thin w = *t;
+  dots_along(&w, tl__gemm_thin_isa(), t->count, t->u, t->su_e, t->v, 0, t->c, t->sc);
 }
 
 static void thin_dots(const thin *t) {
@@ -387,12 +394,14 @@ static void entries_start(const tl__gemm_batch *g, int64_t entry, int64_t *idx, 
 /* The same `done` entries further on, as an odometer (no division). */
 static void entries_advance(const tl__gemm_batch *g, int64_t done, int64_t *idx, int64_t *oa,
                             int64_t *ob, int64_t *oc) {
-  if (done > 1 && idx[0] + done < g->batch_shape[0]) { /* still inside the first axis */
-    idx[0] += done;
-    *oa += done * g->batch_strides[0][0];
-    *ob += done * g->batch_strides[1][0];
-    *oc += done * g->batch_strides[2][0];
-    return;
+  if (done > 1 && idx[0] + done <= g->batch_shape[0]) {               /* along the first axis */
+    const int64_t last = done - (idx[0] + done == g->batch_shape[0]); /* to its last entry */
+    idx[0] += last;
+    *oa += last * g->batch_strides[0][0];
+    *ob += last * g->batch_strides[1][0];
+    *oc += last * g->batch_strides[2][0];
+    if (last == done) return;
+    done = 1; /* and one step on, which wraps the first axis */
   }
   for (int64_t step = 0; step < done; step++)
     for (int d = 0; d < g->batch_rank; d++) {
@@ -407,16 +416,6 @@ static void entries_advance(const tl__gemm_batch *g, int64_t done, int64_t *idx,
     }
 }
 
-/* `width` short dots (tl__thin_dots_short at isa) along the first batch axis from offsets
- * oa, ob, oc (elements of es bytes), each stored as its single dot is. */
-static void short_dots(const tl__gemm_batch *g, thin *t, int isa, int64_t es, int64_t width,
-                       int64_t oa, int64_t ob, int64_t oc) {
-  double re[16], im[16];
-  tl__thin_dots_short(isa, g->dtype, g->k, g->a + oa * es, g->batch_strides[0][0], g->b + ob * es,
-                      g->batch_strides[1][0], re, im);
-  store_group(t, g->c + oc * es, width, g->batch_strides[2][0], re, im, 1);
-}
-
 /* Entries [begin, end) of a batch of 1 x 1 products: each is what tl__gemm_thin computes for
  * that entry alone (the same dot, the same store; a group's lanes keep it), so the bits do
  * not depend on how the entries are cut into runs. The entry's offsets advance as an
@@ -426,47 +425,33 @@ static void short_dots(const tl__gemm_batch *g, thin *t, int isa, int64_t es, in
  * general block path. */
 void tl__gemm_thin_dots(const tl__gemm_batch *g, int64_t begin, int64_t end) {
   const int64_t es = (int64_t)tl_dtype_size(g->dtype);
-  const int cplx = tl_dtype_is_complex(g->dtype);
   const int isa = tl__gemm_thin_isa();
   const int contiguous = g->k == 1 || (g->csa == 1 && g->rsb == 1);
   const int groups = dots_in_groups(g);
+  /* the first batch axis's strides (none: one entry) */
+  const int64_t xs = g->batch_rank > 0 ? g->batch_strides[0][0] : 0,
+                ys = g->batch_rank > 0 ? g->batch_strides[1][0] : 0,
+                cs = g->batch_rank > 0 ? g->batch_strides[2][0] : 0;
   thin t = {g->dtype, 1, g->k, NULL, NULL, g->rsa, g->csa, g->rsb, NULL, g->rsc, g->alpha, g->beta};
   int64_t idx[TL_MAX_RANK], oa, ob, oc;
   entries_start(g, begin, idx, &oa, &ob, &oc);
-  /* contiguous real dots: four entries along the first batch axis at a time; short ones
-   * (a few elements each) a whole group of entries at a time */
-  const int fours = contiguous && !cplx && g->batch_rank > 0;
-  const int64_t shorts =
-      contiguous && g->batch_rank > 0 ? tl__thin_dots_short_width(isa, g->dtype, g->k) : 0;
   for (int64_t e = begin; e < end;) {
     int64_t done = 1;
-    if (groups && e + TL__DOT_GROUP <= end && idx[0] + TL__DOT_GROUP <= g->batch_shape[0]) {
+    if (contiguous) {
+      /* the entries left along the first batch axis, grouped as dots_along groups them */
+      if (g->batch_rank > 0) {
+        done = g->batch_shape[0] - idx[0];
+        if (done > end - e) done = end - e;
+      }
+      dots_along(&t, isa, done, g->a + oa * es, xs, g->b + ob * es, ys, g->c + oc * es, cs);
+    } else if (groups && e + TL__DOT_GROUP <= end && idx[0] + TL__DOT_GROUP <= g->batch_shape[0]) {
       dots_group(g, &t, oa, ob, oc);
       done = TL__DOT_GROUP;
-    } else if (shorts && e + shorts <= end && idx[0] + shorts <= g->batch_shape[0]) {
-      short_dots(g, &t, isa, es, shorts, oa, ob, oc);
-      done = shorts;
-    } else if (fours && e + 4 <= end && idx[0] + 4 <= g->batch_shape[0]) {
-      double sums[4];
-      tl__thin_dot4_real(isa, g->dtype, g->k, g->a + oa * es, g->batch_strides[0][0],
-                         g->b + ob * es, g->batch_strides[1][0], sums);
-      /* real sums: im is never read (sums again, not NULL, which gcc -O3 would flag) */
-      store_group(&t, g->c + oc * es, 4, g->batch_strides[2][0], sums, sums, 1);
-      done = 4;
     } else {
       t.u = g->a + oa * es;
       t.v = g->b + ob * es;
       t.c = g->c + oc * es;
-      if (contiguous) {
-        double re = 0.0, im = 0.0;
-        tl__thin_dot(isa, g->dtype, g->k, t.u, t.v, &re, &im);
-        if (cplx)
-          store_complex(&t, 0, re, im);
-        else
-          store_real(&t, 0, re);
-      } else {
-        thin_dots(&t);
-      }
+      thin_dots(&t);
     }
     e += done;
     entries_advance(g, done, idx, &oa, &ob, &oc);
