@@ -9,7 +9,7 @@
  * does not fit is computed into scratch and added in afterwards. Dots whose summed labels
  * lie in different orders in a and b are the exception: the summed labels but one become
  * batch labels of a scratch result, which is then summed (contract_promoted). A
- * matrix-vector product whose rows are not one stride in a (ajb,j->ab) makes its slowest
+ * product whose rows are not one stride in a (ajb,j->ab, ajb,jk->akb) makes its slowest
  * rows batch labels that b lacks instead of copying a (rows_in_batch).
  *
  * Invariant: every check happens before anything is written to c; scratch comes from the
@@ -605,24 +605,27 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
                              "computing a contraction block by block");
 }
 
-/* A matrix-vector product (no N label) whose rows are not one stride in a: einsum ajb,j->ab,
- * the rows a and b on either side of the summed j (an MPS tensor's physical leg). The
- * blocked route below copies a block by block to make them one; instead the slowest row
- * labels (in c's order) become batch labels that b does not have (stride 0 there), as few
- * as make a's remaining rows and k, and c's rows, fit: each entry is then a product on a and
- * c where they lie, and a is read once. Only without batch labels, and only when b and the
- * new a and c fit as they are. */
-static int rows_in_batch(contraction *x) {
-  if (x->batch.count != 0 || x->n.count != 0 || x->m.count < 2) return 0;
-  int64_t rs, cs;
-  if (operand_fits(x, OP_A, &x->m, &x->k, x->extent_m, x->extent_k, &rs, &cs) ||
-      !operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, x->extent_n, &rs, &cs))
+/* A product whose rows are not one stride in a: einsum ajb,j->ab or ajb,jk->akb, the rows a
+ * and b on either side of the summed j (an MPS tensor's physical leg). The general route
+ * copies a whole, and the blocked route block by block, to make them one; instead the
+ * slowest row labels (in c's order) become batch labels that b does not have (stride 0
+ * there), as few as make a's remaining rows and k, and c's rows, fit: each entry is then a
+ * product on a and c where they lie, and a is read once; batch labels the product already
+ * has stay (map_einsum's item axis), so its entries are a single call's. Only when b and the
+ * new a and c fit as they are. With N labels (with_n) only where each
+ * entry runs one of tenlane's own small kernels: a provider's GEMM repacks B for every
+ * entry, which costs more than the one copy of a it saves. */
+static int rows_in_batch(contraction *x, int with_n) {
+  if ((x->n.count != 0) != with_n || x->m.count < 2) return 0;
+  int64_t rsa, csa, rsb, csb, rsc, csc;
+  if (operand_fits(x, OP_A, &x->m, &x->k, x->extent_m, x->extent_k, &rsa, &csa) ||
+      !operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, x->extent_n, &rsb, &csb))
     return 0;
   const tl_tensor *c = x->t[OP_C];
   for (int keep = x->m.count - 1; keep >= 1; keep--) {
-    group rows = x->m, batch = {0};
+    group rows = x->m, batch = x->batch;
     rows.count = keep;
-    int64_t extent_rows = 1, batches = 1;
+    int64_t extent_rows = 1, batches = x->batches;
     for (int i = 0; i < x->m.count; i++) {
       const int64_t e = c->shape[find_label(x->labels[OP_C], c->rank, x->m.labels[i])];
       if (i < keep) {
@@ -634,11 +637,14 @@ static int rows_in_batch(contraction *x) {
     }
     contraction y = *x;
     y.m = rows, y.batch = batch, y.extent_m = extent_rows, y.batches = batches;
-    if (operand_fits(&y, OP_A, &y.m, &y.k, y.extent_m, y.extent_k, &rs, &cs) &&
-        operand_fits(&y, OP_C, &y.m, &y.n, y.extent_m, y.extent_n, &rs, &cs)) {
-      *x = y;
-      return 1;
-    }
+    if (!operand_fits(&y, OP_A, &y.m, &y.k, y.extent_m, y.extent_k, &rsa, &csa) ||
+        !operand_fits(&y, OP_C, &y.m, &y.n, y.extent_m, y.extent_n, &rsc, &csc))
+      continue;
+    if (with_n && tl__gemm_serial_kernel(c->dtype, y.extent_m, y.extent_n, y.extent_k, rsa, rsc,
+                                         csb, csc) == TL__SERIAL_PROVIDER)
+      return 0;
+    *x = y;
+    return 1;
   }
   return 0;
 }
@@ -807,8 +813,12 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
         &params);
   }
   tl__providers_init();
-  if (!rows_in_batch(x) && (status = try_blocked(exec, team, alpha, x, beta)) != TL_E_UNAVAILABLE)
-    return status;
+  /* With N labels the blocked route goes first: for a of BLOCK_MIN_BYTES or more its
+   * gathered blocks beat entries of a few rows. It leaves a the operand that does not fit. */
+  if (!rows_in_batch(x, 0)) {
+    if ((status = try_blocked(exec, team, alpha, x, beta)) != TL_E_UNAVAILABLE) return status;
+    (void)rows_in_batch(x, 1);
+  }
   if (promoted_applies(x, beta)) return contract_promoted(exec, team, alpha, x);
   tl__gemm_batch g;
   /* Only the fields before the batch arrays: those are read up to batch_rank, which is set

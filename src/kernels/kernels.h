@@ -196,7 +196,7 @@ size_t tl__gemm_serial_pack_bytes(tl_dtype dtype, int64_t m, int64_t n, int64_t 
  * run the packed complex kernel. */
 size_t tl__gemm_serial_pack_bound(tl_dtype dtype, int64_t m, int64_t n, int64_t k);
 /* ---- Small real GEMMs (small_gemm.c, small_gemm_core.c) ------------------------------
- * f32/f64 with m n k <= 64^3, m, n <= 256 and k <= TL__SMALL_GEMM_MAX_K. Every call in
+ * f32/f64 with m n k <= 64^3, m, n <= 4096 and k <= TL__SMALL_GEMM_MAX_K. Every call in
  * that reach runs the hand kernel (no code generated), so results depend on the shape
  * alone, never on which thread ran a call or what ran before. */
 #define TL__SMALL_GEMM_MAX_K 256

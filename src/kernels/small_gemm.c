@@ -22,7 +22,7 @@
 
 /* The reach (the hand kernel's packed block is k x 16 elements of the stack). */
 #define SMALL_MAX_MNK (64 * 64 * 64)
-#define SMALL_MAX_EXTENT 256
+#define SMALL_MAX_EXTENT 4096
 
 int tl__small_gemm_fits(tl_dtype dtype, int64_t m, int64_t n, int64_t k) {
   if (dtype != TL_F64 && dtype != TL_F32) return 0;

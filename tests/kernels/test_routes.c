@@ -641,6 +641,25 @@ static const contract_case contract_cases[] = {
     {"ajb", "j", "ba", {['a' - 'a'] = 4, ['j' - 'a'] = 2, ['b' - 'a'] = 9}},
     {"abjc", "j", "abc", {['a' - 'a'] = 3, ['b' - 'a'] = 4, ['j' - 'a'] = 5, ['c' - 'a'] = 6}},
     {"ajbk", "kj", "ab", {['a' - 'a'] = 6, ['j' - 'a'] = 2, ['b' - 'a'] = 17, ['k' - 'a'] = 3}},
+    /* the same with columns (an MPS gate on the physical leg), either operand first, with a
+     * batch label the product already has, and with two summed labels */
+    {"ajb", "jk", "akb", {['a' - 'a'] = 6, ['j' - 'a'] = 2, ['b' - 'a'] = 9, ['k' - 'a'] = 3}},
+    {"jk", "ajb", "abk", {['a' - 'a'] = 5, ['j' - 'a'] = 3, ['b' - 'a'] = 7, ['k' - 'a'] = 2}},
+    {"xajb",
+     "xjk",
+     "xakb",
+     {['x' - 'a'] = 3, ['a' - 'a'] = 4, ['j' - 'a'] = 2, ['b' - 'a'] = 5, ['k' - 'a'] = 2}},
+    {"ajkb",
+     "jkmn",
+     "amnb",
+     {['a' - 'a'] = 3,
+      ['j' - 'a'] = 2,
+      ['k' - 'a'] = 2,
+      ['b' - 'a'] = 5,
+      ['m' - 'a'] = 2,
+      ['n' - 'a'] = 3}},
+    /* a tall product past 256 rows with a narrow B: the small kernels' reach */
+    {"ij", "jk", "ik", {['i' - 'a'] = 600, ['j' - 'a'] = 4, ['k' - 'a'] = 6}},
 };
 
 static void labels_of(const char *s, int *labels, int64_t *shape, const int64_t *extent) {

@@ -167,9 +167,21 @@ static void small_gemm_kernel_matches_naive_at_every_isa(void) {
       tl_dtype dt = dti ? TL_F32 : TL_F64;
       /* a few edges, then random shapes (small_gemm_kernel_covers_every_block covers the
        * register blocks one by one) */
-      static const int64_t fixed[][3] = {{1, 1, 1},    {1, 7, 3},    {7, 1, 5},  {4, 4, 0},
-                                         {16, 4, 8},   {17, 5, 9},   {32, 8, 1}, {33, 9, 64},
-                                         {64, 64, 64}, {3, 64, 200}, {256, 4, 2}};
+      static const int64_t fixed[][3] = {{1, 1, 1},
+                                         {1, 7, 3},
+                                         {7, 1, 5},
+                                         {4, 4, 0},
+                                         {16, 4, 8},
+                                         {17, 5, 9},
+                                         {32, 8, 1},
+                                         {33, 9, 64},
+                                         {64, 64, 64},
+                                         {3, 64, 200},
+                                         {256, 4, 2},
+                                         /* tall or wide with a narrow other side */
+                                         {1000, 3, 5},
+                                         {3, 1000, 5},
+                                         {600, 6, 4}};
       int count = (int)(sizeof fixed / sizeof fixed[0]);
       for (int t = 0; t < count + 40; t++) {
         int64_t m, n, k;
@@ -251,6 +263,8 @@ static void small_gemm_generates_no_code(void) {
   TH_CHECK(!tl__small_gemm(TL_C128, 1, 1, 1, tl_scalar_real(1), x, 1, 1, x, 1, 1, tl_scalar_real(0),
                            x + 2, 1, 1));
   TH_CHECK(!tl__small_gemm_fits(TL_F64, 65, 64, 64));
+  TH_CHECK(tl__small_gemm_fits(TL_F64, 4096, 8, 8) && tl__small_gemm_fits(TL_F32, 2, 4096, 2));
+  TH_CHECK(!tl__small_gemm_fits(TL_F64, 4097, 1, 1) && !tl__small_gemm_fits(TL_F32, 1, 4097, 1));
   TH_CHECK(!tl__small_gemm_fits(TL_F64, 2, 2, TL__SMALL_GEMM_MAX_K + 1));
 }
 
