@@ -612,11 +612,15 @@ static tl_status contract_blocked(tl_exec *exec, int team, tl_scalar alpha, cont
  * there), as few as make a's remaining rows and k, and c's rows, fit: each entry is then a
  * product on a and c where they lie, and a is read once; batch labels the product already
  * has stay (map_einsum's item axis), so its entries are a single call's. Only when b and the
- * new a and c fit as they are. With N labels (with_n) only where each
- * entry runs one of tenlane's own small kernels: a provider's GEMM repacks B for every
- * entry, which costs more than the one copy of a it saves. */
-static int rows_in_batch(contraction *x, int with_n) {
-  if ((x->n.count != 0) != with_n || x->m.count < 2) return 0;
+ * new a and c fit as they are. With N labels, only for entries of at least
+ * ROWS_IN_BATCH_MIN_ROWS rows (a bit reversal's steps would cut entries of two rows, which
+ * the blocked route's gathered blocks beat), and only where each entry runs one of
+ * tenlane's own kernels: a provider's GEMM repacks B for every entry, which costs more than
+ * the one copy of a it saves. */
+#define ROWS_IN_BATCH_MIN_ROWS 16
+static int rows_in_batch(contraction *x) {
+  const int with_n = x->n.count != 0;
+  if (x->m.count < 2) return 0;
   int64_t rsa, csa, rsb, csb, rsc, csc;
   if (operand_fits(x, OP_A, &x->m, &x->k, x->extent_m, x->extent_k, &rsa, &csa) ||
       !operand_fits(x, OP_B, &x->k, &x->n, x->extent_k, x->extent_n, &rsb, &csb))
@@ -640,8 +644,9 @@ static int rows_in_batch(contraction *x, int with_n) {
     if (!operand_fits(&y, OP_A, &y.m, &y.k, y.extent_m, y.extent_k, &rsa, &csa) ||
         !operand_fits(&y, OP_C, &y.m, &y.n, y.extent_m, y.extent_n, &rsc, &csc))
       continue;
-    if (with_n && tl__gemm_serial_kernel(c->dtype, y.extent_m, y.extent_n, y.extent_k, rsa, rsc,
-                                         csb, csc) == TL__SERIAL_PROVIDER)
+    if (with_n && (y.extent_m < ROWS_IN_BATCH_MIN_ROWS ||
+                   tl__gemm_serial_kernel(c->dtype, y.extent_m, y.extent_n, y.extent_k, rsa, rsc,
+                                          csb, csc) == TL__SERIAL_PROVIDER))
       return 0;
     *x = y;
     return 1;
@@ -813,11 +818,11 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
         &params);
   }
   tl__providers_init();
-  /* With N labels the blocked route goes first: for a of BLOCK_MIN_BYTES or more its
-   * gathered blocks beat entries of a few rows. It leaves a the operand that does not fit. */
-  if (!rows_in_batch(x, 0)) {
+  /* The blocked route only where no entries of enough rows can be cut; it leaves a the
+   * operand that does not fit (swapping a and b), so rows_in_batch is tried again after. */
+  if (!rows_in_batch(x)) {
     if ((status = try_blocked(exec, team, alpha, x, beta)) != TL_E_UNAVAILABLE) return status;
-    (void)rows_in_batch(x, 1);
+    (void)rows_in_batch(x);
   }
   if (promoted_applies(x, beta)) return contract_promoted(exec, team, alpha, x);
   tl__gemm_batch g;
