@@ -8,12 +8,16 @@
  *   output runs across an input's dense axis goes through product_tiles.c in one pass
  *   where it can, else through two (the product in the input's order, then the blocked
  *   copy).
+ * - Two such steps in a row, the second multiplying the first's result by another operand
+ *   (ij,ij,ij->ij), run as one pass when no input is read across its dense axis: the
+ *   first product is made a chunk at a time into a stack buffer, not into scratch.
  * - A one-operand step (a transpose, a diagonal, a trace, a reduction) of at least
  *   TL__EINSUM_DIRECT_MIN elements is a blocked copy (tl_copy_into) when it sums nothing,
  *   else a sum (tl_reduce_into) into the output seen in the input's axis order. Smaller
  *   ones stay on the fold, whose per-call cost is lower.
  *
  * Invariant: both write each output element exactly once, as the fold does. */
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -229,6 +233,65 @@ tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const 
   tl__loop loop;
   tl__loop_plan(&loop, 3, ts);
   return tl__loop_execute(exec, team, &loop, tl__ew_binary_kernel(TL_OP_MUL, out->dtype), NULL);
+}
+
+/* ---- two products in one pass ---------------------------------------------------------
+ * ij,ij,ij->ij is two steps that sum nothing: a * b into scratch, then that times c. Both
+ * are memory-bound, so the scratch's write and read were a third of the traffic. Fused,
+ * each row makes a * b a chunk at a time into a stack buffer (in L1) and multiplies that by
+ * c straight into the output: the same multiply kernel on the same values in the same order
+ * as the two steps, so the same bits. */
+#define FUSED_CHUNK 256
+
+static atomic_size_t fused_runs; /* tl__einsum_fused_runs */
+
+size_t tl__einsum_fused_runs(void) { return atomic_load(&fused_runs); }
+
+typedef struct fused_product {
+  tl__row_fn mul;
+  int64_t es;    /* bytes per element */
+  int tmp_first; /* 1: out = (a b) c, 0: out = c (a b), as the second step had them */
+} fused_product;
+
+/* p: out, a, b, c (s: their element strides). */
+static void fused_row(int64_t n, char *const *p, const int64_t *s, const void *params) {
+  const fused_product *f = params;
+  _Alignas(64) char tmp[FUSED_CHUNK * 16];
+  for (int64_t at = 0; at < n; at += FUSED_CHUNK) {
+    const int64_t len = n - at < FUSED_CHUNK ? n - at : FUSED_CHUNK;
+    char *const first[3] = {tmp, p[1] + at * s[1] * f->es, p[2] + at * s[2] * f->es};
+    const int64_t first_s[3] = {1, s[1], s[2]};
+    f->mul(len, first, first_s, NULL);
+    char *c = p[3] + at * s[3] * f->es;
+    char *const second[3] = {p[0] + at * s[0] * f->es, f->tmp_first ? tmp : c,
+                             f->tmp_first ? c : tmp};
+    const int64_t second_s[3] = {s[0], f->tmp_first ? 1 : s[3], f->tmp_first ? s[3] : 1};
+    f->mul(len, second, second_s, NULL);
+  }
+}
+
+tl_status tl__einsum_product3(tl_exec *exec, int team, const tl_tensor *a, const int *a_labels,
+                              const tl_tensor *b, const int *b_labels, const tl_tensor *c,
+                              const int *c_labels, int tmp_first, const tl_tensor *out,
+                              const int *out_labels) {
+  tl_tensor v[3];
+  view_in_out_axes(a, a_labels, out, out_labels, &v[0]);
+  view_in_out_axes(b, b_labels, out, out_labels, &v[1]);
+  view_in_out_axes(c, c_labels, out, out_labels, &v[2]);
+  /* Only where every input runs along the output's dense axis (or is constant there): an
+   * input read across its own dense axis takes tl__einsum_product's transposing passes. */
+  const int out_axis = densest_axis(out);
+  for (int i = 0; i < 3; i++) {
+    if (out_axis >= 0 && v[i].strides[out_axis] != 0 && densest_axis(&v[i]) != out_axis)
+      return TL_E_UNAVAILABLE;
+  }
+  fused_product f = {tl__ew_binary_kernel(TL_OP_MUL, out->dtype),
+                     (int64_t)tl_dtype_size(out->dtype), tmp_first};
+  const tl_tensor *ts[4] = {out, &v[0], &v[1], &v[2]};
+  tl__loop loop;
+  tl__loop_plan(&loop, 4, ts);
+  atomic_fetch_add_explicit(&fused_runs, 1, memory_order_relaxed);
+  return tl__loop_execute(exec, team, &loop, fused_row, &f);
 }
 
 tl_status tl__einsum_fold_route(tl_exec *exec, const tl_tensor *in, const int *in_to_out,

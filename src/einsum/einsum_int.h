@@ -204,6 +204,18 @@ int tl__einsum_step_sums_nothing(const int *a_labels, int a_rank, const int *b_l
 tl_status tl__einsum_product(struct tl_exec *exec, int team, const tl_tensor *a,
                              const int *a_labels, const tl_tensor *b, const int *b_labels,
                              const tl_tensor *out, const int *out_labels);
+/* out = (a * b) * c, or c * (a * b) when tmp_first is 0, elementwise over out's labels
+ * (two steps that sum nothing, the first's result used only by the second), in one pass
+ * with the bits of the two steps. TL_E_UNAVAILABLE (nothing written, no message) where an
+ * input would be read across its dense axis: run the two steps then. Errors:
+ * TL_E_CANCELLED. */
+tl_status tl__einsum_product3(struct tl_exec *exec, int team, const tl_tensor *a,
+                              const int *a_labels, const tl_tensor *b, const int *b_labels,
+                              const tl_tensor *c, const int *c_labels, int tmp_first,
+                              const tl_tensor *out, const int *out_labels);
+/* How many fused passes tl__einsum_product3 has run in this process (for tests: a test
+ * of the fused route cannot pass without it). Any thread. */
+size_t tl__einsum_fused_runs(void);
 /* Advise the kernel to back the buffer's whole 2 MiB pages with huge pages (direct.c). */
 void tl__advise_huge(void *buffer, size_t bytes);
 /* The team a step of `flops` real floating-point operations moving `bytes`, with `parts`

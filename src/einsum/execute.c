@@ -278,6 +278,48 @@ static tl_status run_fold(tl_exec *exec, const tl_tensor *in, const int *in_to_o
   return status;
 }
 
+/* Step `step`'s result slot: the call's output for the last step, else its scratch. */
+static void step_slot(const tl__einsum_plan *plan, char *scratch, int step, tl_tensor *out,
+                      tl_tensor *slots, const int **slot_labels) {
+  const int slot = plan->n_inputs + step;
+  if (step == plan->path.n_steps - 1) {
+    slots[slot] = *out;
+  } else {
+    scratch_tensor(plan, scratch_at(scratch, plan->step_offset[step]), plan->step_rank[step],
+                   plan->step_labels[step], &slots[slot]);
+  }
+  slot_labels[slot] = plan->step_labels[step];
+}
+
+/* Steps `step` and `step + 1` in one pass (tl__einsum_product3), when neither sums anything
+ * and the second multiplies the first's result (which nothing else reads: a path uses each
+ * result once) by another operand. TL_E_UNAVAILABLE, with nothing written, where they do
+ * not fuse; then they run one by one. */
+static tl_status run_fused(tl_exec *exec, const tl__einsum_plan *plan, char *scratch, int step,
+                           tl_tensor *out, tl_tensor *slots, const int **slot_labels) {
+  if (step + 1 >= plan->path.n_steps) return TL_E_UNAVAILABLE;
+  const int mid = plan->n_inputs + step;
+  const int *first = plan->path.pairs[step], *second = plan->path.pairs[step + 1];
+  if (second[0] != mid && second[1] != mid) return TL_E_UNAVAILABLE;
+  const int other = second[0] == mid ? second[1] : second[0];
+  if (!tl__einsum_step_sums_nothing(slot_labels[first[0]], slots[first[0]].rank,
+                                    slot_labels[first[1]], slots[first[1]].rank, slot_labels[mid],
+                                    slots[mid].rank) ||
+      !tl__einsum_step_sums_nothing(slot_labels[mid], slots[mid].rank, slot_labels[other],
+                                    slots[other].rank, plan->step_labels[step + 1],
+                                    plan->step_rank[step + 1]))
+    return TL_E_UNAVAILABLE;
+  step_slot(plan, scratch, step + 1, out, slots, slot_labels);
+  const tl_tensor *result = &slots[mid + 1];
+  const tl_tensor *a = &slots[first[0]], *b = &slots[first[1]], *c = &slots[other];
+  double esize = (double)tl_dtype_size(result->dtype);
+  double moved = (numel_d(a) + numel_d(b) + numel_d(c) + numel_d(result)) * esize;
+  double flops = 2.0 * numel_d(result) * (tl_dtype_is_complex(result->dtype) ? 4.0 : 1.0);
+  int team = step_team(exec, flops, moved, numel_d(result), 0);
+  return tl__einsum_product3(exec, team, a, slot_labels[first[0]], b, slot_labels[first[1]], c,
+                             slot_labels[other], second[0] == mid, result, slot_labels[mid + 1]);
+}
+
 static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
                           const tl_tensor *const *operands, tl_tensor *out) {
   char *scratch = NULL;
@@ -323,18 +365,16 @@ static tl_status run_plan(tl_exec *exec, const tl__einsum_plan *plan,
                       "cancelled (the lane's run or tl_exec_cancel) before step %d of %d", step,
                       plan->path.n_steps);
     }
-    int slot = n + step;
-    int last = step == plan->path.n_steps - 1;
-    if (last) {
-      slots[slot] = *out;
-    } else {
-      scratch_tensor(plan, scratch_at(scratch, plan->step_offset[step]), plan->step_rank[step],
-                     plan->step_labels[step], &slots[slot]);
-    }
-    slot_labels[slot] = plan->step_labels[step];
+    step_slot(plan, scratch, step, out, slots, slot_labels);
     int a = plan->path.pairs[step][0], b = plan->path.pairs[step][1];
-    tl_status status = run_step(exec, &slots[a], slot_labels[a], &slots[b], slot_labels[b],
-                                &slots[slot], slot_labels[slot]);
+    tl_status status = run_fused(exec, plan, scratch, step, out, slots, slot_labels);
+    if (status != TL_E_UNAVAILABLE) {
+      if (status != TL_OK) return status;
+      step++; /* the next step is done too */
+      continue;
+    }
+    status = run_step(exec, &slots[a], slot_labels[a], &slots[b], slot_labels[b], &slots[n + step],
+                      slot_labels[n + step]);
     if (status != TL_OK) return status;
   }
   return TL_OK;

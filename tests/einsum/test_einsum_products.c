@@ -10,13 +10,19 @@
  * whose first whole line comes after a head of elements, inputs whose rows start mid-line,
  * rows of different phases, a negative stride). Two threads must give one thread's bits.
  * The route itself is asked, on the same tensors, whether it takes the aligned cases, so
- * a change that quietly sends them elsewhere fails here. */
+ * a change that quietly sends them elsewhere fails here.
+ *
+ * Two products in a row (ij,ij,ij->ij: the first's result used only by the second) run as
+ * one pass (direct.c, tl__einsum_product3): the output must be the two steps' bits, with
+ * the first's result as either operand of the second, on one thread and on two. */
 #include <complex.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/isa.h"
+#include "einsum/einsum_int.h"
 #include "kernels/kernels.h"
 #include "tenlane/einsum.h"
 #include "tenlane/tensor.h"
@@ -240,4 +246,87 @@ static void einsum_transposing_products_are_exact_in_every_layout(void) {
   th_held_close(&two);
 }
 
-TH_TEST_MAIN(TH_CASE(einsum_transposing_products_are_exact_in_every_layout))
+typedef struct chain_case {
+  const char *spec;     /* three operands */
+  int path[4];          /* the given path: (a, b), then the result with c */
+  const char *steps[2]; /* the two steps as single calls, operands in the path's order */
+  int64_t shape[3][2];
+  int rank[3];
+  int fused; /* 1: one pass; 0: inputs read across their dense axis, step by step */
+} chain_case;
+
+#define CM 259
+#define CN 261
+static const chain_case chain_cases[] = {
+    {"ij,ij,ij->ij",
+     {0, 1, 0, 1},
+     {"ij,ij->ij", "ij,ij->ij"},
+     {{CM, CN}, {CM, CN}, {CM, CN}},
+     {2, 2, 2},
+     1},
+    {"ij,ij,ij->ij",
+     {0, 1, 1, 0},
+     {"ij,ij->ij", "ij,ij->ij"},
+     {{CM, CN}, {CM, CN}, {CM, CN}},
+     {2, 2, 2},
+     1},
+    {"ij,j,i->ij", {0, 1, 0, 1}, {"ij,j->ij", "i,ij->ij"}, {{CM, CN}, {CN}, {CM}}, {2, 1, 1}, 1},
+    {"ij,j,i->ij", {0, 1, 1, 0}, {"ij,j->ij", "ij,i->ij"}, {{CM, CN}, {CN}, {CM}}, {2, 1, 1}, 1},
+    {"ij,ji,ij->ij",
+     {0, 1, 0, 1},
+     {"ij,ji->ij", "ij,ij->ij"},
+     {{CM, CN}, {CN, CM}, {CM, CN}},
+     {2, 2, 2},
+     0},
+};
+
+static void einsum_chained_products_give_the_two_steps_bits(void) {
+  th_held one, two;
+  th_held_open(&one, 1);
+  th_held_open(&two, 2);
+  for (int d = 0; d < TL_DTYPE_COUNT; d++) {
+    const tl_dtype dtype = (tl_dtype)d;
+    const size_t es = tl_dtype_size(dtype);
+    for (size_t ci = 0; ci < sizeof chain_cases / sizeof chain_cases[0]; ci++) {
+      const chain_case *cc = &chain_cases[ci];
+      tl_tensor in[3], want, mid, got1, got2;
+      void *buffers[7];
+      for (int i = 0; i < 3; i++) {
+        int64_t count = cc->shape[i][0] * (cc->rank[i] > 1 ? cc->shape[i][1] : 1);
+        buffers[i] = malloc((size_t)count * es);
+        tl_tensor_wrap(dtype, cc->rank[i], cc->shape[i], NULL, buffers[i], 0, &in[i]);
+        fill(&in[i]);
+      }
+      const int64_t out_shape[2] = {CM, CN};
+      tl_tensor *outs[4] = {&want, &mid, &got1, &got2};
+      for (int i = 0; i < 4; i++) {
+        buffers[3 + i] = malloc((size_t)(CM * CN) * es);
+        tl_tensor_wrap(dtype, 2, out_shape, NULL, buffers[3 + i], 0, outs[i]);
+      }
+      /* the reference: the two steps as single calls */
+      const tl_tensor *first[2] = {&in[0], &in[1]};
+      TH_CHECK_OK(tl_einsum_into(one.exec, cc->steps[0], 2, first, &mid));
+      const tl_tensor *second[2] = {cc->path[2] == 0 ? &in[2] : &mid,
+                                    cc->path[2] == 0 ? &mid : &in[2]};
+      TH_CHECK_OK(tl_einsum_into(one.exec, cc->steps[1], 2, second, &want));
+      const tl_tensor *ops[3] = {&in[0], &in[1], &in[2]};
+      const size_t before = tl__einsum_fused_runs();
+      TH_CHECK_OK(tl_einsum_with_path_into(one.exec, 2, cc->path, cc->spec, 3, ops, &got1));
+      TH_CHECK_OK(tl_einsum_with_path_into(two.exec, 2, cc->path, cc->spec, 3, ops, &got2));
+      TH_CHECK(tl__einsum_fused_runs() - before == (size_t)(2 * cc->fused));
+      if (memcmp(got1.data, want.data, (size_t)(CM * CN) * es) != 0 ||
+          memcmp(got2.data, want.data, (size_t)(CM * CN) * es) != 0) {
+        char what[160];
+        snprintf(what, sizeof what, "%s %s path (%d %d)(%d %d): not the two steps' bits", cc->spec,
+                 tl_dtype_name(dtype), cc->path[0], cc->path[1], cc->path[2], cc->path[3]);
+        th_test_fail_at(__FILE__, __LINE__, what);
+      }
+      for (int i = 0; i < 7; i++) free(buffers[i]);
+    }
+  }
+  th_held_close(&one);
+  th_held_close(&two);
+}
+
+TH_TEST_MAIN(TH_CASE(einsum_transposing_products_are_exact_in_every_layout),
+             TH_CASE(einsum_chained_products_give_the_two_steps_bits))
