@@ -7,6 +7,7 @@
 # the optimize pragma and attribute as a debugging aid, not for production code.)
 set(TL_HOT_SOURCES
   src/kernels/blis_level1.c
+  src/kernels/contract_vertical.c
   src/kernels/convert.c
   src/kernels/elementwise_core.c
   src/kernels/gemm_batch_small.c

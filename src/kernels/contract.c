@@ -654,6 +654,72 @@ static int rows_in_batch(contraction *x) {
   return 0;
 }
 
+/* A batch label at unit stride in a, b and c (einsum ij,ij->j, acbd,acd->bd): the entries'
+ * elements lie that label's extent apart, so each entry's dots read a few elements per cache
+ * line; contract_vertical.c sums across the label instead, reading a and b along it. Only
+ * for alpha 1 and beta 0 (einsum's steps), a label of at least VERTICAL_MIN_EXTENT, and a
+ * product with at most one side of rows or columns (batched dots and matrix-vector
+ * products: each element of the larger operand is read once; a batched GEMM with rows and
+ * columns would read each many times). */
+#define VERTICAL_MIN_EXTENT 8
+#define VERTICAL_INNER_BYTES ((int64_t)256 << 10)
+static int vertical_fits(const contraction *x, tl_scalar alpha, tl_scalar beta, tl__vertical *v) {
+  if (alpha.re != 1.0 || alpha.im != 0.0 || beta.re != 0.0 || beta.im != 0.0) return 0;
+  if (x->k.count == 0 || x->batch.count == 0 || (x->m.count != 0 && x->n.count != 0)) return 0;
+  const tl_tensor *a = x->t[OP_A], *b = x->t[OP_B], *c = x->t[OP_C];
+  int f = -1;
+  for (int i = 0; i < x->batch.count && f < 0; i++) {
+    int pa = find_label(x->labels[OP_A], a->rank, x->batch.labels[i]);
+    int pb = find_label(x->labels[OP_B], b->rank, x->batch.labels[i]);
+    int pc = find_label(x->labels[OP_C], c->rank, x->batch.labels[i]);
+    if (a->strides[pa] == 1 && b->strides[pb] == 1 && c->strides[pc] == 1 &&
+        c->shape[pc] >= VERTICAL_MIN_EXTENT)
+      f = i;
+  }
+  if (f < 0) return 0;
+  memset(v, 0, offsetof(tl__vertical, sum_shape));
+  v->dtype = c->dtype;
+  v->sums = x->extent_k;
+  for (int i = 0; i < x->k.count; i++) {
+    int pa = find_label(x->labels[OP_A], a->rank, x->k.labels[i]);
+    int pb = find_label(x->labels[OP_B], b->rank, x->k.labels[i]);
+    v->sum_shape[i] = a->shape[pa];
+    v->sum_a[i] = a->strides[pa];
+    v->sum_b[i] = b->strides[pb];
+  }
+  v->sum_rank = x->k.count;
+  v->outer_rank = v->inner_rank = 0;
+  const int pf = find_label(x->labels[OP_C], c->rank, x->batch.labels[f]);
+  v->f = c->shape[pf];
+  const int64_t es = (int64_t)tl_dtype_size(c->dtype);
+  /* The rows or columns (the labels one operand lacks) go inside the sum where a block of c
+   * over all of them stays in a core's second-level cache. */
+  const int64_t free_extent = x->m.count != 0 ? x->extent_m : x->extent_n;
+  const int64_t block = TL__VERTICAL_BLOCK_BYTES / es;
+  const int inner =
+      tl__i64_mul3_sat(free_extent, v->f < block ? v->f : block, es) <= VERTICAL_INNER_BYTES;
+  const group *outer[3] = {&x->m, &x->n, &x->batch};
+  for (int g = 0; g < 3; g++) {
+    for (int i = 0; i < outer[g]->count; i++) {
+      if (g == 2 && i == f) continue;
+      const int label = outer[g]->labels[i];
+      const int pa = find_label(x->labels[OP_A], a->rank, label);
+      const int pb = find_label(x->labels[OP_B], b->rank, label);
+      const int pc = find_label(x->labels[OP_C], c->rank, label);
+      const int in = inner && g < 2;
+      const int r = in ? v->inner_rank++ : v->outer_rank++;
+      (in ? v->inner_shape : v->outer_shape)[r] = c->shape[pc];
+      (in ? v->inner_a : v->outer_a)[r] = pa >= 0 ? a->strides[pa] : 0;
+      (in ? v->inner_b : v->outer_b)[r] = pb >= 0 ? b->strides[pb] : 0;
+      (in ? v->inner_c : v->outer_c)[r] = c->strides[pc];
+    }
+  }
+  v->a = (const char *)a->data + a->offset * es;
+  v->b = (const char *)b->data + b->offset * es;
+  v->c = (char *)c->data + c->offset * es;
+  return 1;
+}
+
 static tl_status try_blocked(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
                              tl_scalar beta) {
   return blocked_applies(x) ? contract_blocked(exec, team, alpha, x, beta) : TL_E_UNAVAILABLE;
@@ -818,6 +884,8 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
         &params);
   }
   tl__providers_init();
+  tl__vertical vertical;
+  if (vertical_fits(x, alpha, beta, &vertical)) return tl__vertical_run(exec, team, &vertical);
   /* The blocked route only where no entries of enough rows can be cut; it leaves a the
    * operand that does not fit (swapping a and b), so rows_in_batch is tried again after. */
   if (!rows_in_batch(x)) {

@@ -418,6 +418,32 @@ int tl__gemm_thin_dot_chunks_fit(const tl__gemm_batch *g);
 void tl__gemm_thin_dot_chunk(const tl__gemm_batch *g, int64_t chunk, double *part);
 void tl__gemm_thin_dot_finish(const tl__gemm_batch *g, int64_t chunks, const double *parts);
 
+/* A contraction whose fastest axis is a batch label f, at unit stride in a, b and c
+ * (contract_vertical.c): c(outer, f) = sum over the summed indices of a b, alpha 1, beta 0.
+ * Summed labels: extents and strides in a and b, the first fastest in the order of the sum.
+ * Outer and inner labels: c's other labels, with their strides in a, b (0 where absent) and
+ * c; each block of c covers one outer index and every inner one, and walks the inner
+ * indices inside each summed index (so a row of the operand that lacks them is reused
+ * while it is in cache). a, b, c: element 0 (offset applied). Runs on `team` threads (1: the
+ * calling thread); each block of c is computed whole by one thread, in an order that does not
+ * depend on the team. Errors: TL_E_CANCELLED (c partly written). */
+#define TL__VERTICAL_BLOCK_BYTES 16384 /* c's bytes along f per block (L1 beside a's rows) */
+typedef struct tl__vertical {
+  tl_dtype dtype;
+  int64_t f;
+  int sum_rank;
+  int64_t sums; /* product of sum_shape */
+  int64_t sum_shape[TL_MAX_RANK], sum_a[TL_MAX_RANK], sum_b[TL_MAX_RANK];
+  int outer_rank, inner_rank;
+  int64_t outer_shape[TL_MAX_RANK], outer_a[TL_MAX_RANK], outer_b[TL_MAX_RANK],
+      outer_c[TL_MAX_RANK];
+  int64_t inner_shape[TL_MAX_RANK], inner_a[TL_MAX_RANK], inner_b[TL_MAX_RANK],
+      inner_c[TL_MAX_RANK];
+  const char *a, *b;
+  char *c;
+} tl__vertical;
+tl_status tl__vertical_run(struct tl_exec *exec, int team, const tl__vertical *v);
+
 /* GEMM with a tiny B (gemm_tiny_nk.c): C = alpha A B + beta C for an m x n C at (rsc, csc),
  * A's rows of k contiguous elements rsa apart, B k x n at (rsb, csb) (strides in elements).
  * _fits: 1 when (dtype, n, k) is in reach (a float dtype, n, k <= TL__TINY_NK_MAX, n k <=

@@ -4,6 +4,7 @@
  * randomized residual; root-team results against one thread; team refusal on a child
  * surface; cancellation. The naive references share no code with the library. */
 #include <pthread.h>
+#include <time.h>
 
 #include "kt_support.h"
 #include "tenlane/phase.h"
@@ -658,6 +659,10 @@ static const contract_case contract_cases[] = {
       ['b' - 'a'] = 17,
       ['m' - 'a'] = 2,
       ['n' - 'a'] = 3}},
+    /* a batch label fastest (row-major layouts: contract_vertical.c) */
+    {"ij", "ij", "j", {['i' - 'a'] = 13, ['j' - 'a'] = 9}},
+    {"acbd", "acd", "bd", {['a' - 'a'] = 3, ['c' - 'a'] = 2, ['b' - 'a'] = 4, ['d' - 'a'] = 9}},
+    {"ab", "aib", "ib", {['a' - 'a'] = 5, ['i' - 'a'] = 3, ['b' - 'a'] = 10}},
     /* a tall product past 256 rows with a narrow B: the small kernels' reach */
     {"ij", "jk", "ik", {['i' - 'a'] = 600, ['j' - 'a'] = 4, ['k' - 'a'] = 6}},
 };
@@ -729,6 +734,113 @@ static void contract_table_matches_naive(void) {
           kt_free(&a), kt_free(&b), kt_free(&c);
         }
   th_held_close(&h);
+}
+
+/* ---- a batch label at unit stride everywhere (contract_vertical.c) ------------------- */
+
+/* One element of kf,kf->f (form 0) or kmf,kf->mf (form 1): the products summed over k in
+ * order from the first, each product and sum rounded in the dtype, as the route promises. */
+static double complex vertical_expected(tl_dtype dt, const tl_tensor *a, const tl_tensor *b,
+                                        int form, int64_t mi, int64_t fi, int64_t ks) {
+  double complex sum = 0;
+  float sr = 0, si = 0;
+  double dr = 0, di = 0;
+  for (int64_t k = 0; k < ks; k++) {
+    int64_t ia[3] = {k, form ? mi : fi, fi}, ib[2] = {k, fi};
+    const double complex x = th_num_get(a, ia), y = th_num_get(b, ib);
+    if (dt == TL_F32 || dt == TL_C64) {
+      const float xr = (float)creal(x), xi = (float)cimag(x), yr = (float)creal(y),
+                  yi = (float)cimag(y);
+      const float pr = dt == TL_F32 ? xr * yr : xr * yr - xi * yi;
+      const float pi = dt == TL_F32 ? 0.0f : xr * yi + xi * yr;
+      sr = k == 0 ? pr : sr + pr;
+      si = k == 0 ? pi : si + pi;
+      sum = (double)sr + I * (double)si;
+    } else {
+      const double xr = creal(x), xi = cimag(x), yr = creal(y), yi = cimag(y);
+      const double pr = dt == TL_F64 ? xr * yr : xr * yr - xi * yi;
+      const double pi = dt == TL_F64 ? 0.0 : xr * yi + xi * yr;
+      dr = k == 0 ? pr : dr + pr;
+      di = k == 0 ? pi : di + pi;
+      sum = dr + I * di;
+    }
+  }
+  return sum;
+}
+
+/* Row-major operands whose last label f is a batch label (at unit stride in a, b and c):
+ * every element of c is the in-order sum bit for bit, on one thread and on two, with no
+ * label one operand lacks (ij,ij->j) and with one (aib,ab->ib, whose rows go inside the
+ * sum). The in-order sum is not what the GEMM route's dots give (those keep several partial
+ * sums), so the check fails if such a contraction goes there. */
+static void contract_vertical_sums_in_order_bit_for_bit(void) {
+  th_held one, two;
+  th_held_open(&one, 1);
+  th_held_open(&two, 2);
+  enum { KS = 301, MS = 5, FS = 37 };
+  for (int di = 0; di < 4; di++)
+    for (int form = 0; form < 2; form++) {
+      const tl_dtype dt = dtypes[di];
+      const int64_t ashape[3] = {KS, form ? MS : FS, FS}, bshape[2] = {KS, FS};
+      const int64_t cshape[2] = {form ? MS : FS, FS};
+      const int al[3] = {0, form ? 1 : 2, 2}, bl[2] = {0, 2}, cl[2] = {form ? 1 : 2, 2};
+      kt_tensor a, b, c1, c2;
+      kt_make(&a, dt, form ? 3 : 2, ashape, KT_ROW, 0);
+      kt_make(&b, dt, 2, bshape, KT_ROW, 0);
+      kt_make(&c1, dt, form ? 2 : 1, form ? cshape : cshape + 1, KT_ROW, 0);
+      kt_make(&c2, dt, form ? 2 : 1, form ? cshape : cshape + 1, KT_ROW, 0);
+      TH_CHECK_OK(tl_contract_into(one.exec, form ? cl : cl + 1, &a.t, al, &b.t, bl, &c1.t));
+      TH_CHECK_OK(tl_contract_into(two.exec, form ? cl : cl + 1, &a.t, al, &b.t, bl, &c2.t));
+      for (int64_t mi = 0; mi < (form ? MS : 1); mi++)
+        for (int64_t fi = 0; fi < FS; fi++) {
+          int64_t idx[2] = {mi, fi};
+          const int64_t *at = form ? idx : idx + 1;
+          const double complex want = vertical_expected(dt, &a.t, &b.t, form, mi, fi, KS);
+          if (th_num_get(&c1.t, at) != want || th_num_get(&c2.t, at) != want)
+            fail_at(form ? "aib,ab->ib" : "ij,ij->j", dt, KT_ROW, (int)fi, th_num_get(&c1.t, at),
+                    want);
+        }
+      kt_free(&a), kt_free(&b), kt_free(&c1), kt_free(&c2);
+    }
+  th_held_close(&one);
+  th_held_close(&two);
+}
+
+typedef struct cancel_later {
+  tl_exec *exec;
+  int delay_ms;
+} cancel_later;
+
+static void *cancel_after(void *arg) {
+  cancel_later *c = arg;
+  struct timespec t = {0, (long)c->delay_ms * 1000000L};
+  nanosleep(&t, NULL);
+  tl_exec_cancel(c->exec);
+  return NULL;
+}
+
+/* A sum across the batch label over 2^40 summed indices (both operands broadcast along
+ * them: stride 0, no memory) cannot finish; tl_exec_cancel from another thread stops it
+ * with TL_E_CANCELLED and a message within the test's alarm, on one thread and on two. */
+static void contract_vertical_long_sum_stops_at_cancel(void) {
+  for (int threads = 1; threads <= 2; threads++) {
+    th_held h;
+    th_held_open(&h, threads);
+    double row[16] = {0}, out[16];
+    const int64_t shape[2] = {(int64_t)1 << 40, 16}, strides[2] = {0, 1}, oshape[1] = {16};
+    tl_tensor a, c;
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, shape, strides, row, 0, &a));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, oshape, NULL, out, 0, &c));
+    const int al[2] = {0, 1}, cl[1] = {1};
+    cancel_later later = {h.exec, 50};
+    pthread_t thread;
+    TH_CHECK(pthread_create(&thread, NULL, cancel_after, &later) == 0);
+    TH_CHECK_STATUS(tl_contract_into(h.exec, cl, &a, al, &a, al, &c), TL_E_CANCELLED);
+    TH_CHECK(strstr(tl_last_message(), "across its batch axis") != NULL);
+    pthread_join(thread, NULL);
+    tl_exec_cancel_clear(h.exec);
+    th_held_close(&h);
+  }
 }
 
 /* C = A B checked by C x = A (B x) for random x (Freivalds), for sizes too big for naive. */
@@ -962,7 +1074,10 @@ TH_TEST_MAIN(TH_CASE(elementwise_binary_table_matches_naive),
              TH_CASE(reduce_table_matches_naive), TH_CASE(reduce_long_runs_match_naive),
              TH_CASE(reduce_short_rows_add_in_order),
              TH_CASE(reduce_blocked_items_match_item_by_item), TH_CASE(gemm_table_matches_naive),
-             TH_CASE(contract_table_matches_naive), TH_CASE(contract_randomized_residual_is_small),
+             TH_CASE(contract_table_matches_naive),
+             TH_CASE(contract_vertical_sums_in_order_bit_for_bit),
+             TH_CASE(contract_vertical_long_sum_stops_at_cancel),
+             TH_CASE(contract_randomized_residual_is_small),
              TH_CASE(root_team_results_match_one_thread),
              TH_CASE(long_copies_on_a_team_match_their_source),
              TH_CASE(team_wider_than_one_on_child_surface_is_unavailable),
