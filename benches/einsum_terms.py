@@ -5,7 +5,7 @@ f64 and c128; this one covers each term class of issue 29 (Hadamard products in 
 orders, outer products and broadcasts, batched products, traces, diagonals and reductions)
 in all four dtypes, on a square size that stays in the last-level cache (256) and one that
 does not fit the second level (1024), then batched dots and row sums over short rows (4 to 32
-elements, 1024 and 65536 of them), as a user calls them: `s.einsum(spec, *ops, order="K")`
+elements, 1024 and 65536 of them), then the edge shapes of edge_terms(), as a user calls them: `s.einsum(spec, *ops, order="K")`
 on a 1-thread context against `np.einsum(spec, *ops)` (numpy's defaults: no path search and
 order="K"; every term here is one step). Operands are C-ordered arrays as numpy makes them (large ones start 16
 bytes past a 64-byte line).
@@ -68,6 +68,23 @@ def tall_terms():
     return rows
 
 
+def edge_terms():
+    """Shapes a random sweep of specs found slow on 2026-12-07 (each fixed that day): a batch
+    label that is every operand's fastest axis (einsum sums across it), a chain of two
+    Hadamard products (one pass), a complex broadcast with rows of odd length, and an MPS
+    gate on the physical leg (ajb,jk->akb at bond 200, physical 2). The gate's numpy side is
+    np.einsum(optimize=True), its fastest form (tensordot on the BLAS); the others are single
+    loops in numpy, whose default einsum is already its fastest."""
+    return [
+        ("1024^2", "batchfast", "ij,ij->j", [(1024, 1024), (1024, 1024)], False, False),
+        ("10000x16", "batchfast", "ij,ij->j", [(10000, 16), (10000, 16)], False, False),
+        ("300x50x400", "batchfast", "aib,ab->ib", [(300, 50, 400), (300, 400)], False, False),
+        ("1024^2", "hadamard3", "ij,ij,ij->ij", [(1024, 1024)] * 3, False, False),
+        ("200x100x7", "broadcast", "abc,c->abc", [(200, 100, 7), (7,)], False, False),
+        ("200x2x200", "gate", "ajb,jk->akb", [(200, 2, 200), (2, 2)], False, True),
+    ]
+
+
 def operand(rng, shape, dtype):
     x = rng.standard_normal(shape)
     if dtype.startswith("complex"):
@@ -92,25 +109,27 @@ def main():
     ctx = tenlane.Context(threads=1)
     print(f"# einsum terms: tenlane (1 thread) vs numpy {np.__version__} np.einsum, medians of "
           f"{ROUNDS} alternating rounds of {CALLS} calls")
-    print(f"{'class':10} {'spec':13} {'n':>8} {'dtype':10} {'numpy us':>10} {'tl us':>10} "
+    print(f"{'class':10} {'spec':13} {'n':>10} {'dtype':10} {'numpy us':>10} {'tl us':>10} "
           f"{'tl/np':>6}")
     ratios = []
-    rows = [(str(n),) + term for n in (256, 1024) for term in terms(n)] + tall_terms()
+    rows = [(str(n),) + term + (False,) for n in (256, 1024) for term in terms(n)]
+    rows += [row + (False,) for row in tall_terms()] + edge_terms()
     with ctx.session() as s:
-        for n, cls, spec, shapes, view in rows:
+        for n, cls, spec, shapes, view, optimize in rows:
             for dtype in DTYPES:
                 ops = [operand(rng, shape, dtype) for shape in shapes]
-                got, want = s.einsum(spec, *ops, order="K"), np.einsum(spec, *ops)
+                got = s.einsum(spec, *ops, order="K")
+                want = np.einsum(spec, *ops, optimize=optimize)
                 scale = max(1.0, float(np.abs(want).max()))
                 tol = 1e-3 if dtype in ("float32", "complex64") else 1e-10
                 if not float(np.abs(got - want).max()) <= tol * scale * max(shapes[0]):
                     print(f"{spec} {dtype} n {n}: tenlane and numpy differ")
                     sys.exit(1)
-                t_np, t_tl = medians([lambda: np.einsum(spec, *ops),
+                t_np, t_tl = medians([lambda: np.einsum(spec, *ops, optimize=optimize),
                                       lambda: s.einsum(spec, *ops, order="K")])
                 if not view:
                     ratios.append(t_tl / t_np)
-                print(f"{cls:10} {spec:13} {n:>8} {dtype:10} {t_np * 1e6:10.1f} "
+                print(f"{cls:10} {spec:13} {n:>10} {dtype:10} {t_np * 1e6:10.1f} "
                       f"{t_tl * 1e6:10.1f} {t_tl / t_np:6.2f}" + ("  view" if view else ""),
                       flush=True)
     worst = max(ratios)
