@@ -8,6 +8,8 @@
  *   output runs across an input's dense axis goes through product_tiles.c in one pass
  *   where it can, else through two (the product in the input's order, then the blocked
  *   copy).
+ * - Where the output's rows are short and one input repeats along them (ab,b->ab with b of a
+ *   few elements), two axes are made one row against a repeated copy of that input.
  * - Two such steps in a row, the second multiplying the first's result by another operand
  *   (ij,ij,ij->ij), run as one pass when no input is read across its dense axis: the
  *   first product is made a chunk at a time into a stack buffer, not into scratch.
@@ -146,6 +148,98 @@ static void product_tiles_chunk(size_t begin, size_t end, int worker_index, void
   tl__product_tiles_run(arg, (int64_t)begin, (int64_t)end);
 }
 
+/* ---- short rows against a short broadcast input ------------------------------------------
+ * ab,b->ab with b of a few elements: the loop's rows are b's extent long, and each costs a
+ * row call for a handful of products (1.2-1.4x numpy's time at 7 or 8). Where the output
+ * and one input are dense over their two fastest axes and the other input runs along the
+ * first with stride 0 along the second (it repeats every `period` elements), the two axes
+ * are one row: each call copies the short input, repeated, into a stack buffer of whole
+ * periods, and multiplies the long row by it a buffer at a time, each element by the same
+ * kernel as before (so the same bits). */
+#define PERIODIC_MAX 32     /* longest period taken: longer rows pay their call already */
+#define PERIODIC_REPEAT 256 /* elements of the buffer's repeated periods, at least */
+
+static atomic_size_t periodic_runs; /* tl__einsum_periodic_runs */
+
+size_t tl__einsum_periodic_runs(void) { return atomic_load(&periodic_runs); }
+
+typedef struct periodic_product {
+  tl__row_fn mul;
+  int64_t es, period;
+  const char *out0; /* out's element 0: a row's phase is its offset from here */
+  int y_is_b;       /* 1: the repeating input is the product's second operand */
+} periodic_product;
+
+/* p: out, a, b; the repeating input at its first element (stride 0 along the row). */
+static void periodic_row(int64_t n, char *const *p, const int64_t *s, const void *params) {
+  const periodic_product *f = params;
+  const int64_t period = f->period, es = f->es;
+  const int64_t whole = (PERIODIC_REPEAT + period - 1) / period * period;
+  _Alignas(64) char rep[(PERIODIC_REPEAT + 2 * PERIODIC_MAX) * 16];
+  const char *y = p[f->y_is_b ? 2 : 1];
+  const int64_t fill = whole + period < n + period ? whole + period : n + period;
+  for (int64_t j = 0; j < fill; j++) memcpy(rep + j * es, y + (j % period) * es, (size_t)es);
+  /* out's strides past the row are whole periods (periodic_views), so this is the row's
+   * phase at p[0] */
+  const int64_t phase = ((int64_t)((p[0] - f->out0) / es) % period + period) % period;
+  const int x = f->y_is_b ? 1 : 2;
+  for (int64_t at = 0; at < n; at += whole) {
+    const int64_t len = n - at < whole ? n - at : whole;
+    char *const rows[3] = {p[0] + at * s[0] * es,
+                           f->y_is_b ? p[x] + at * s[x] * es : rep + phase * es,
+                           f->y_is_b ? rep + phase * es : p[x] + at * s[x] * es};
+    const int64_t strides[3] = {s[0], f->y_is_b ? s[x] : 1, f->y_is_b ? 1 : s[x]};
+    f->mul(len, rows, strides, NULL);
+  }
+}
+
+/* The views of the periodic product (above) with out's two fastest axes made one, or 0
+ * where it does not apply. */
+static int periodic_views(const tl_tensor *out, const tl_tensor *av, const tl_tensor *bv,
+                          tl_tensor *v, periodic_product *f) {
+  int d0 = -1, d1 = -1;
+  for (int k = 0; k < out->rank; k++) {
+    if (out->strides[k] == 1 && out->shape[k] >= 2) d0 = k;
+  }
+  if (d0 < 0 || out->shape[d0] > PERIODIC_MAX || tl_tensor_numel(out) < PERIODIC_REPEAT) return 0;
+  const int64_t period = out->shape[d0];
+  for (int k = 0; k < out->rank; k++) {
+    if (k != d0 && out->strides[k] == period && out->shape[k] >= 2) d1 = k;
+  }
+  if (d1 < 0) return 0;
+  const tl_tensor *in[2] = {av, bv};
+  int y = -1;
+  for (int i = 0; i < 2; i++) {
+    const tl_tensor *t = in[i], *other = in[1 - i];
+    if (t->strides[d0] == 1 && t->strides[d1] == 0 && other->strides[d0] == 1 &&
+        other->strides[d1] == period)
+      y = i;
+  }
+  if (y < 0) return 0;
+  for (int k = 0; k < out->rank; k++) {
+    if (k != d0 && k != d1 && out->strides[k] % period != 0) return 0;
+  }
+  const tl_tensor *src[3] = {out, av, bv};
+  for (int i = 0; i < 3; i++) {
+    v[i] = *src[i];
+    v[i].owned = NULL;
+    int r = 0;
+    for (int k = 0; k < out->rank; k++) {
+      if (k == d1) continue;
+      v[i].shape[r] = k == d0 ? period * out->shape[d1] : src[i]->shape[k];
+      v[i].strides[r] = k != d0 ? src[i]->strides[k] : i == 1 + y ? 0 : 1;
+      r++;
+    }
+    v[i].rank = r;
+  }
+  f->mul = tl__ew_binary_kernel(TL_OP_MUL, out->dtype);
+  f->es = (int64_t)tl_dtype_size(out->dtype);
+  f->period = period;
+  f->out0 = (const char *)out->data + out->offset * f->es;
+  f->y_is_b = y == 1;
+  return 1;
+}
+
 tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const int *a_labels,
                              const tl_tensor *b, const int *b_labels, const tl_tensor *out,
                              const int *out_labels) {
@@ -228,6 +322,15 @@ tl_status tl__einsum_product(tl_exec *exec, int team, const tl_tensor *a, const 
     status = tl__loop_execute(exec, team, &loop, tl__ew_binary_kernel(TL_OP_MUL, out->dtype), NULL);
     if (status != TL_OK) return status;
     return tl__copy_execute(exec, team, out, &tmp);
+  }
+  tl_tensor pv[3];
+  periodic_product f;
+  if (periodic_views(out, &av, &bv, pv, &f)) {
+    atomic_fetch_add_explicit(&periodic_runs, 1, memory_order_relaxed);
+    const tl_tensor *ts[3] = {&pv[0], &pv[1], &pv[2]};
+    tl__loop loop;
+    tl__loop_plan(&loop, 3, ts);
+    return tl__loop_execute(exec, team, &loop, periodic_row, &f);
   }
   const tl_tensor *ts[3] = {out, &av, &bv};
   tl__loop loop;

@@ -216,6 +216,9 @@ tl_status tl__einsum_product3(struct tl_exec *exec, int team, const tl_tensor *a
 /* How many fused passes tl__einsum_product3 has run in this process (for tests: a test
  * of the fused route cannot pass without it). Any thread. */
 size_t tl__einsum_fused_runs(void);
+/* How many products have run as long rows against a repeated short input (direct.c), for
+ * tests as above. Any thread. */
+size_t tl__einsum_periodic_runs(void);
 /* Advise the kernel to back the buffer's whole 2 MiB pages with huge pages (direct.c). */
 void tl__advise_huge(void *buffer, size_t bytes);
 /* The team a step of `flops` real floating-point operations moving `bytes`, with `parts`

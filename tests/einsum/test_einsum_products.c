@@ -23,6 +23,7 @@
 
 #include "base/isa.h"
 #include "einsum/einsum_int.h"
+#include "exec/exec.h"
 #include "kernels/kernels.h"
 #include "tenlane/einsum.h"
 #include "tenlane/tensor.h"
@@ -246,6 +247,81 @@ static void einsum_transposing_products_are_exact_in_every_layout(void) {
   th_held_close(&two);
 }
 
+/* Products whose output rows are short and one input repeats along them (direct.c's
+ * periodic rows): every element exact, on one thread and two, with the repeating input
+ * first or second, varying along an outer axis, an output whose outer axis runs backwards
+ * (a negative offset from element 0), and a row long enough for two threads to cut it
+ * mid-period; the route must take each case. */
+typedef struct periodic_case {
+  const char *terms[3];
+  int64_t shape[3][3];
+  int flip; /* 1: out's slowest axis runs backwards */
+} periodic_case;
+
+static const periodic_case periodic_cases[] = {
+    {{"ab", "b", "ab"}, {{301, 7}, {7}, {301, 7}}, 0},
+    {{"b", "ab", "ab"}, {{5}, {203, 5}, {203, 5}}, 0},
+    {{"abc", "ac", "abc"}, {{11, 37, 3}, {11, 3}, {11, 37, 3}}, 0},
+    {{"abc", "c", "abc"}, {{13, 29, 31}, {31}, {13, 29, 31}}, 1},
+    /* one long row (the two axes made one), which two threads cut into pieces that start
+     * mid-period */
+    {{"ab", "b", "ab"}, {{40009, 7}, {7}, {40009, 7}}, 0},
+};
+
+static void einsum_short_broadcast_rows_are_exact(void) {
+  th_held one, two;
+  th_held_open(&one, 1);
+  th_held_open(&two, 2);
+  for (size_t ci = 0; ci < sizeof periodic_cases / sizeof periodic_cases[0]; ci++) {
+    const periodic_case *pc = &periodic_cases[ci];
+    const product_case as_product = {{pc->terms[0], pc->terms[1], pc->terms[2]}, {{0}}, {0, 0}, 0};
+    char spec[32];
+    snprintf(spec, sizeof spec, "%s,%s->%s", pc->terms[0], pc->terms[1], pc->terms[2]);
+    const int ranks[3] = {(int)strlen(pc->terms[0]), (int)strlen(pc->terms[1]),
+                          (int)strlen(pc->terms[2])};
+    for (int d = 0; d < TL_DTYPE_COUNT; d++) {
+      const tl_dtype dtype = (tl_dtype)d;
+      const size_t es = tl_dtype_size(dtype);
+      tl_tensor t[4];
+      void *buffers[4];
+      for (int i = 0; i < 4; i++) {
+        const int which = i < 2 ? i : 2, rank = ranks[which];
+        int64_t count = 1;
+        for (int k = 0; k < rank; k++) count *= pc->shape[which][k];
+        buffers[i] = malloc((size_t)count * es);
+        int64_t strides[3]; /* row-major, as numpy's arrays: the short axis fastest */
+        tl_strides_row_major(rank, pc->shape[which], strides);
+        tl_tensor_wrap(dtype, rank, pc->shape[which], strides, buffers[i], 0, &t[i]);
+        if (i >= 2 && pc->flip) { /* the slowest axis backwards */
+          t[i].offset = (pc->shape[which][0] - 1) * t[i].strides[0];
+          t[i].strides[0] = -t[i].strides[0];
+        }
+        if (i < 2) fill(&t[i]);
+      }
+      const tl_tensor *ops[2] = {&t[0], &t[1]};
+      const size_t before = tl__einsum_periodic_runs();
+      TH_CHECK_OK(tl_einsum_into(one.exec, spec, 2, ops, &t[2]));
+      TH_CHECK_OK(tl_einsum_into(two.exec, spec, 2, ops, &t[3]));
+      TH_CHECK(tl__einsum_periodic_runs() - before == 2);
+      TH_CHECK(exact(&as_product, dtype, &t[0], &t[1], &t[2], "one thread"));
+      TH_CHECK(exact(&as_product, dtype, &t[0], &t[1], &t[3], "two threads"));
+      /* The route on a team of two whatever the cost model says: a long row is cut into
+       * pieces of 4096 elements (drive.c), which start mid-period. */
+      int labels[3][3];
+      for (int w = 0; w < 3; w++)
+        for (int k = 0; k < ranks[w]; k++) labels[w][k] = pc->terms[w][k];
+      TH_CHECK_OK(tl__exec_begin(two.exec, "test"));
+      TH_CHECK_OK(tl__exec_end(two.exec, tl__einsum_product(two.exec, 2, &t[0], labels[0], &t[1],
+                                                            labels[1], &t[3], labels[2])));
+      TH_CHECK(tl__einsum_periodic_runs() - before == 3);
+      TH_CHECK(exact(&as_product, dtype, &t[0], &t[1], &t[3], "a team of two"));
+      for (int i = 0; i < 4; i++) free(buffers[i]);
+    }
+  }
+  th_held_close(&one);
+  th_held_close(&two);
+}
+
 typedef struct chain_case {
   const char *spec;     /* three operands */
   int path[4];          /* the given path: (a, b), then the result with c */
@@ -329,4 +405,5 @@ static void einsum_chained_products_give_the_two_steps_bits(void) {
 }
 
 TH_TEST_MAIN(TH_CASE(einsum_transposing_products_are_exact_in_every_layout),
-             TH_CASE(einsum_chained_products_give_the_two_steps_bits))
+             TH_CASE(einsum_chained_products_give_the_two_steps_bits),
+             TH_CASE(einsum_short_broadcast_rows_are_exact))
