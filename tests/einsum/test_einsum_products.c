@@ -183,6 +183,12 @@ static int tiles_expected(const product_case *c, tl_dtype dtype, int orders, int
   return c->tiles[orders == 7];
 }
 
+/* The spec "a,b->out" of three terms, and each term's rank. */
+static void case_spec(const char *const terms[3], char *spec, size_t size, int ranks[3]) {
+  snprintf(spec, size, "%s,%s->%s", terms[0], terms[1], terms[2]);
+  for (int i = 0; i < 3; i++) ranks[i] = (int)strlen(terms[i]);
+}
+
 static void einsum_transposing_products_are_exact_in_every_layout(void) {
   th_held one, two;
   th_held_open(&one, 1);
@@ -191,9 +197,8 @@ static void einsum_transposing_products_are_exact_in_every_layout(void) {
   for (size_t c = 0; c < CASES; c++) {
     const product_case *pc = &product_cases[c];
     char spec[32];
-    snprintf(spec, sizeof spec, "%s,%s->%s", pc->terms[0], pc->terms[1], pc->terms[2]);
-    const int ranks[3] = {(int)strlen(pc->terms[0]), (int)strlen(pc->terms[1]),
-                          (int)strlen(pc->terms[2])};
+    int ranks[3];
+    case_spec(pc->terms, spec, sizeof spec, ranks);
     for (int d = 0; d < TL_DTYPE_COUNT; d++) {
       const tl_dtype dtype = (tl_dtype)d;
       for (int orders = 0; orders < 8; orders++) {
@@ -276,9 +281,8 @@ static void einsum_short_broadcast_rows_are_exact(void) {
     const periodic_case *pc = &periodic_cases[ci];
     const product_case as_product = {{pc->terms[0], pc->terms[1], pc->terms[2]}, {{0}}, {0, 0}, 0};
     char spec[32];
-    snprintf(spec, sizeof spec, "%s,%s->%s", pc->terms[0], pc->terms[1], pc->terms[2]);
-    const int ranks[3] = {(int)strlen(pc->terms[0]), (int)strlen(pc->terms[1]),
-                          (int)strlen(pc->terms[2])};
+    int ranks[3];
+    case_spec(pc->terms, spec, sizeof spec, ranks);
     for (int d = 0; d < TL_DTYPE_COUNT; d++) {
       const tl_dtype dtype = (tl_dtype)d;
       const size_t es = tl_dtype_size(dtype);
