@@ -326,6 +326,36 @@ static void einsum_short_broadcast_rows_are_exact(void) {
   th_held_close(&two);
 }
 
+/* A fused pair of products must not write over what its first step reads: the plan may let
+ * the second step's result share scratch with the first step's inputs (found by the einsum
+ * spec fuzzer: ej,bb,cl,de,Av,fa gave another result on its exact path than on the greedy
+ * one). Integer-valued data: every path computes the same numbers exactly. */
+static void einsum_fused_products_never_write_over_their_inputs(void) {
+  th_held one;
+  th_held_open(&one, 1);
+  const char *spec = "ej,bb,cl,de,Av,fa";
+  tl_tensor in[6], got[2];
+  const tl_tensor *ops[6];
+  const int64_t shape[2] = {2, 2}, out_shape[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+  for (int i = 0; i < 6; i++) {
+    TH_CHECK_OK(tl_tensor_create(TL_F64, 2, shape, &in[i]));
+    for (int e = 0; e < 4; e++) ((double *)in[i].data)[e] = (double)(1 + i + e);
+    ops[i] = &in[i];
+  }
+  const tl_einsum_path_kind kinds[2] = {TL_EINSUM_PATH_GREEDY, TL_EINSUM_PATH_OPTIMAL};
+  for (int k = 0; k < 2; k++) {
+    TH_CHECK_OK(tl_tensor_create(TL_F64, 8, out_shape, &got[k]));
+    tl_einsum_options options;
+    tl_einsum_options_init(&options);
+    options.path_kind = kinds[k];
+    TH_CHECK_OK(tl_einsum_ex_into(one.exec, &options, spec, 6, ops, &got[k]));
+  }
+  TH_CHECK(memcmp(got[0].data, got[1].data, 256 * sizeof(double)) == 0);
+  for (int i = 0; i < 6; i++) tl_tensor_release(&in[i]);
+  tl_tensor_release(&got[0]), tl_tensor_release(&got[1]);
+  th_held_close(&one);
+}
+
 typedef struct chain_case {
   const char *spec;     /* three operands */
   int path[4];          /* the given path: (a, b), then the result with c */
@@ -410,4 +440,5 @@ static void einsum_chained_products_give_the_two_steps_bits(void) {
 
 TH_TEST_MAIN(TH_CASE(einsum_transposing_products_are_exact_in_every_layout),
              TH_CASE(einsum_chained_products_give_the_two_steps_bits),
-             TH_CASE(einsum_short_broadcast_rows_are_exact))
+             TH_CASE(einsum_short_broadcast_rows_are_exact),
+             TH_CASE(einsum_fused_products_never_write_over_their_inputs))
