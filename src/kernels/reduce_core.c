@@ -349,9 +349,9 @@ static void short_run_sum(tl_dtype dtype, const char *p, int64_t n, double *acc)
   const int cplx = dtype == TL_C128 || dtype == TL_C64;
   double sum[2];
   if (dtype == TL_F64 || dtype == TL_C128)
-    tl__short_sums_f64(TL__ISA_PORTABLE, (const double *)p, n, cplx, 0, 1, sum);
+    tl__short_sums_f64(TL__ISA_PORTABLE, (const double *)p, n, cplx, 0, 1, 0, sum);
   else
-    tl__short_sums_f32(TL__ISA_PORTABLE, (const float *)p, n, cplx, 0, 1, sum);
+    tl__short_sums_f32(TL__ISA_PORTABLE, (const float *)p, n, cplx, 0, 1, 0, sum);
   for (int part = 0; part <= cplx; part++) acc[part] += sum[part];
 }
 
@@ -396,14 +396,17 @@ static void store_sums(tl_dtype dtype, const double *sums, int64_t count, char *
 static void short_items(const tl__reduce_plan *pl, int64_t count, const char *x, char *o) {
   const int width = acc_width(pl), cplx = width == 2;
   const int64_t n = pl->re[0], ld = pl->kx[0] * (cplx ? 2 : 1);
+  /* rows read from memory: the sums prefetch across blocks (TL__SUM_PREFETCH_MAX_BYTES) */
+  const int stream = count * pl->kx[0] * pl->xes > TL__SUM_PREFETCH_MAX_BYTES;
   double sums[2 * TL__SHORT_BLOCK];
   for (int64_t done = 0; done < count; done += TL__SHORT_BLOCK) {
     const int64_t block = count - done < TL__SHORT_BLOCK ? count - done : TL__SHORT_BLOCK;
+    const int64_t ahead = stream ? count - done - block : 0;
     const char *xb = x + done * pl->kx[0] * pl->xes;
     if (pl->dtype == TL_F64 || pl->dtype == TL_C128)
-      tl__short_sums_f64(pl->isa, (const double *)xb, n, cplx, ld, block, sums);
+      tl__short_sums_f64(pl->isa, (const double *)xb, n, cplx, ld, block, ahead, sums);
     else
-      tl__short_sums_f32(pl->isa, (const float *)xb, n, cplx, ld, block, sums);
+      tl__short_sums_f32(pl->isa, (const float *)xb, n, cplx, ld, block, ahead, sums);
     store_sums(pl->out_dtype, sums, block, o + done * pl->ko[0] * pl->oes, pl->ko[0] * pl->oes);
   }
 }

@@ -95,11 +95,13 @@ void tl__sum16_f64_rows4(int isa, int prefetch, const double *x, int64_t n, int6
  * contiguous elements into out[r], or, with `pairs`, of the real and of the imaginary parts
  * of its n contiguous complex elements into out[2r] and out[2r + 1]. Each total is
  * ((0 + x_0) + x_1) + ..., the same bits at every isa; at AVX-512 eight runs at a time. For
- * the short rows of the reduce core (TL__REDUCE_SHORT_RUN). */
+ * the short rows of the reduce core (TL__REDUCE_SHORT_RUN). `ahead`: 0, or the runs after
+ * these (same ld) that the caller reads next from beyond the caches; the prefetch then
+ * reaches into them and long runs also fetch further ahead. Reads nothing more. */
 void tl__short_sums_f64(int isa, const double *x, int64_t n, int pairs, int64_t ld, int64_t rows,
-                        double *out);
+                        int64_t ahead, double *out);
 void tl__short_sums_f32(int isa, const float *x, int64_t n, int pairs, int64_t ld, int64_t rows,
-                        double *out);
+                        int64_t ahead, double *out);
 /* acc[i] += x[i] for i < n, one double addition per element: the same bits at every isa. */
 void tl__add_run_f64(int isa, const double *x, int64_t n, double *acc);
 void tl__add_run_f32(int isa, const float *x, int64_t n, double *acc);

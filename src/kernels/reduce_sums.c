@@ -37,6 +37,27 @@
 #include <immintrin.h>
 
 #include "transpose512.h"
+
+/* Every line of `rows` runs of `bytes` bytes, `ld` bytes apart, from p on, into the
+ * first-level cache or (`far`) the second. */
+static inline void prefetch_runs(const void *p, int rows, int64_t ld, int64_t bytes, int far) {
+  for (int j = 0; j < rows; j++) {
+    const char *run = (const char *)p + j * ld;
+    for (int64_t o = 0; o < bytes; o += 64)
+      if (far)
+        _mm_prefetch(run + o, _MM_HINT_T1);
+      else
+        _mm_prefetch(run + o, _MM_HINT_T0);
+    if (far) /* a run that starts inside a line ends in one more */
+      _mm_prefetch(run + bytes - 1, _MM_HINT_T1);
+    else
+      _mm_prefetch(run + bytes - 1, _MM_HINT_T0);
+  }
+}
+
+/* Groups ahead that the doubles' long runs (more than 32 doubles: complex runs of 17 to 32)
+ * prefetch into the second-level cache when their rows stream from memory. */
+#define TL__SHORT_FAR_GROUPS 4
 #endif
 
 static inline double tree8(double p0, double p1, double p2, double p3, double p4, double p5,
@@ -596,16 +617,18 @@ static inline TL_AVX512 void store_pairs(double *out, __m512d re, __m512d im) {
  * instead took 15-25 cycles a gather on the project's machine and read a complex run twice,
  * once per part. */
 static TL_AVX512 int64_t short_sums_f64_512(const double *x, int64_t n, int pairs, int64_t ld,
-                                            int64_t rows, double *out) {
+                                            int64_t rows, int64_t ahead, double *out) {
+  const int64_t limit = rows + ahead; /* the rows the prefetch may reach */
   const int64_t span = pairs ? 2 * n : n;
   int64_t r = 0;
   for (; r + 8 <= rows; r += 8) {
     const double *base = x + r * ld;
-    if (r + 16 <= rows && span >= 8) /* the next group's rows, as the floats do */
-      for (int j = 8; j < 16; j++) {
-        _mm_prefetch((const char *)(base + j * ld), _MM_HINT_T0);
-        _mm_prefetch((const char *)(base + j * ld + span - 1), _MM_HINT_T0);
-      }
+    /* every line of the next group's rows; for long runs streaming from memory, also the
+     * group TL__SHORT_FAR_GROUPS on into the second level (one group ahead alone left
+     * complex rows of 32 at 1.5x numpy's einsum on 32 MiB) */
+    if (span >= 8 && r + 16 <= limit) prefetch_runs(base + 8 * ld, 8, 8 * ld, 8 * span, 0);
+    if (span > 32 && ahead > 0 && r + 8 * (TL__SHORT_FAR_GROUPS + 1) <= limit)
+      prefetch_runs(base + 8 * TL__SHORT_FAR_GROUPS * ld, 8, 8 * ld, 8 * span, 1);
     __m512d a0 = _mm512_setzero_pd(), a1 = a0;
     for (int64_t c = 0; c < span; c += 8) { /* c is even: a column's parity is its part */
       const int live = span - c >= 8 ? 8 : (int)(span - c);
@@ -641,7 +664,8 @@ static inline TL_AVX512 void add_partial(__m512 partial, __m512d *low, __m512d *
  * 32 than two half-line passes). Widening every float to double before the transpose (as
  * the doubles run) left float rows of 16 to 32 at 1.2-1.5x numpy's einsum. */
 static TL_AVX512 int64_t short_sums_f32_512(const float *x, int64_t n, int pairs, int64_t ld,
-                                            int64_t rows, double *out) {
+                                            int64_t rows, int64_t ahead, double *out) {
+  const int64_t limit = rows + ahead; /* the rows the prefetch may reach */
   const int64_t span = pairs ? 2 * n : n, block = pairs ? 32 : 16;
   const __m512 zero = _mm512_setzero_ps();
   int64_t r = 0;
@@ -650,11 +674,7 @@ static TL_AVX512 int64_t short_sums_f32_512(const float *x, int64_t n, int pairs
     /* the next group's rows, where a row fills a line: ahead of the hardware prefetch, which
      * lost to numpy's row-by-row reads on 8 MiB of rows of 32 (shorter rows share lines, and
      * two prefetches a row then cost more than they saved) */
-    if (r + 32 <= rows && span >= 16)
-      for (int j = 16; j < 32; j++) {
-        _mm_prefetch((const char *)(base + j * ld), _MM_HINT_T0);
-        _mm_prefetch((const char *)(base + j * ld + span - 1), _MM_HINT_T0);
-      }
+    if (span >= 16 && r + 32 <= limit) prefetch_runs(base + 16 * ld, 16, 4 * ld, 4 * span, 0);
     __m512d re_low = _mm512_setzero_pd(), re_high = re_low, im_low = re_low, im_high = re_low;
     __m512 f0 = zero, f1 = zero; /* the open block's float sums: real (or only) part, imaginary */
     for (int64_t c = 0; c < span;) { /* c is even: a column's parity is its part */
@@ -774,12 +794,12 @@ TL__ADD_RUN_ENTRY(tl__add_run_f32, float, add_run_f32_512, add_run_f32_256, add_
  * the rest one by one. */
 #if TL_X86_KERNELS
 #define TL__SHORT_SUMS_WIDE(AVX512) \
-  if (isa >= TL__ISA_AVX512) r = AVX512(x, n, pairs, ld, rows, out)
+  if (isa >= TL__ISA_AVX512) r = AVX512(x, n, pairs, ld, rows, ahead, out)
 #else
-#define TL__SHORT_SUMS_WIDE(AVX512) (void)isa
+#define TL__SHORT_SUMS_WIDE(AVX512) (void)isa, (void)ahead
 #endif
 void tl__short_sums_f64(int isa, const double *x, int64_t n, int pairs, int64_t ld, int64_t rows,
-                        double *out) {
+                        int64_t ahead, double *out) {
   int64_t r = 0;
   TL__SHORT_SUMS_WIDE(short_sums_f64_512);
   const int step = pairs ? 2 : 1;
@@ -793,7 +813,7 @@ void tl__short_sums_f64(int isa, const double *x, int64_t n, int pairs, int64_t 
 }
 
 void tl__short_sums_f32(int isa, const float *x, int64_t n, int pairs, int64_t ld, int64_t rows,
-                        double *out) {
+                        int64_t ahead, double *out) {
   int64_t r = 0;
   TL__SHORT_SUMS_WIDE(short_sums_f32_512);
   const int step = pairs ? 2 : 1;

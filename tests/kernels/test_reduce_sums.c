@@ -226,17 +226,18 @@ static void reduce_sums_add_runs_match_plain_additions(void) {
 
 /* tl__short_sums_*: each run's total is, bit for bit at every level, the in-order double sum
  * (doubles) or the in-order double sum of in-order float sums of blocks of sixteen elements
- * (floats): run lengths 0 to 33, 1 to 37 runs (whole groups of eight and sixteen, and
+ * (floats): run lengths 0 to 33, 1 to 45 runs (whole groups of eight and sixteen, and
  * remainders), real elements or complex pairs (each part summed alone), runs forward and
- * backward (a negative ld), with cancelling magnitudes and a NaN, and nothing written past
- * the runs' totals. */
+ * backward (a negative ld), in one call or in two whose first prefetches into the second's
+ * runs (`ahead`), with cancelling magnitudes and a NaN, and nothing written past the runs'
+ * totals. */
 static void reduce_sums_short_runs_add_in_order(void) {
   const int top = tl__isa_cpu_level();
   uint64_t state = 29;
   int bad = 0;
-  static double out[80];
+  static double out[100];
   for (int64_t n = 0; n <= 33 && !bad; n++)
-    for (int64_t rows = 1; rows <= 37 && !bad; rows += 4)
+    for (int64_t rows = 1; rows <= 45 && !bad; rows += 4)
       for (int step = 1; step <= 2 && !bad; step++)
         for (int back = 0; back < 2 && !bad; back++) {
           const int pairs = step == 2;
@@ -244,13 +245,20 @@ static void reduce_sums_short_runs_add_in_order(void) {
           const int64_t first = back ? (rows - 1) * -ld : 0; /* run 0's start */
           fill(&state, (rows - 1) * (back ? -ld : ld) + n * step + 1, (int)(n % 3));
           for (int f32 = 0; f32 < 2; f32++)
-            for (int isa = TL__ISA_PORTABLE; isa <= top && !bad; isa++) {
-              for (int r = 0; r < 80; r++) out[r] = -7.0;
-              if (f32)
-                tl__short_sums_f32(isa, xf + first, n, pairs, ld, rows, out);
-              else
-                tl__short_sums_f64(isa, xd + first, n, pairs, ld, rows, out);
-              for (int64_t r = 0; r < 80 && !bad; r++) {
+            for (int isa = TL__ISA_PORTABLE; isa <= 2 * top + 1 && !bad; isa++) {
+              const int level = isa / 2, split = isa % 2; /* each level, whole and split */
+              const int64_t head = split ? rows / 2 : rows;
+              for (int r = 0; r < 100; r++) out[r] = -7.0;
+              if (f32) {
+                tl__short_sums_f32(level, xf + first, n, pairs, ld, head, rows - head, out);
+                tl__short_sums_f32(level, xf + first + head * ld, n, pairs, ld, rows - head, 0,
+                                   out + head * step);
+              } else {
+                tl__short_sums_f64(level, xd + first, n, pairs, ld, head, rows - head, out);
+                tl__short_sums_f64(level, xd + first + head * ld, n, pairs, ld, rows - head, 0,
+                                   out + head * step);
+              }
+              for (int64_t r = 0; r < 100 && !bad; r++) {
                 double want = -7.0;
                 if (r < rows * step) { /* run r / step, part r % step */
                   const int64_t at = first + (r / step) * ld + r % step;
@@ -267,10 +275,10 @@ static void reduce_sums_short_runs_add_in_order(void) {
                 }
                 if (!same(out[r], want)) {
                   fprintf(stderr,
-                          "  n %lld rows %lld step %d ld %lld f32 %d at %s: run %lld is %.17g, "
-                          "want %.17g\n",
-                          (long long)n, (long long)rows, step, (long long)ld, f32,
-                          tl__isa_name(isa), (long long)r, out[r], want);
+                          "  n %lld rows %lld (first call %lld) step %d ld %lld f32 %d at %s: "
+                          "run %lld is %.17g, want %.17g\n",
+                          (long long)n, (long long)rows, (long long)head, step, (long long)ld, f32,
+                          tl__isa_name(level), (long long)r, out[r], want);
                   bad++;
                 }
               }
