@@ -289,6 +289,47 @@ static void gemm_thin_dots_batch_matches_single_entries(void) {
   TH_CHECK(!tl__gemm_thin_dots_fit(&g));
 }
 
+/* Batched dots too big for the caches (more than 2 MiB read, rows of at least 1 KiB) go one
+ * at a time (dots_along's streaming choice) and keep the bits each entry has alone: f64 and
+ * c128 rows of 160 elements (formerly four real dots side by side) and f32 / c64 rows of 300
+ * (formerly a group of short dots), the batch cut into three runs. */
+static void gemm_thin_streaming_dots_keep_each_entrys_bits(void) {
+  enum { B = 1100, K = 300 };
+  static double a[2 * B * K], b[2 * B * K], c1[2 * B], c2[2 * B];
+  uint64_t state = 31;
+  for (int di = 0; di < 4; di++) {
+    const tl_dtype dt = dtypes[di];
+    const int64_t k = dt == TL_F64 || dt == TL_C128 ? 160 : K;
+    const size_t es = tl_dtype_size(dt);
+    for (int64_t i = 0; i < B * k; i++)
+      th_num_store(dt, a, i, th_num_uniform(&state) - 0.5),
+          th_num_store(dt, b, i, th_num_uniform(&state) - 0.5);
+    tl__gemm_batch g;
+    memset(&g, 0, sizeof g);
+    g.dtype = dt, g.m = g.n = 1, g.k = k;
+    g.alpha = tl_scalar_real(1.0), g.beta = tl_scalar_real(0.0);
+    g.a = (const char *)a, g.b = (const char *)b, g.c = (char *)c1;
+    g.rsa = g.csa = g.rsb = g.csb = g.rsc = g.csc = 1;
+    g.batches = B, g.batch_rank = 1, g.batch_shape[0] = B;
+    g.batch_strides[0][0] = k, g.batch_strides[1][0] = k, g.batch_strides[2][0] = 1;
+    TH_CHECK(tl__gemm_thin_dots_fit(&g));
+    TH_CHECK((int64_t)es * k * B * 2 > ((int64_t)2 << 20) && (int64_t)es * k >= 1024);
+    tl__gemm_thin_dots(&g, 0, 5);
+    tl__gemm_thin_dots(&g, 5, 700);
+    tl__gemm_thin_dots(&g, 700, B);
+    int same = 1;
+    for (int64_t e = 0; e < B; e++) {
+      TH_CHECK(tl__gemm_thin(dt, 1, 1, k, g.alpha, (const char *)a + e * k * es, 1, 1,
+                             (const char *)b + e * k * es, 1, 1, g.beta, (char *)c2 + e * es, 1,
+                             1) == 1);
+      same = same && memcmp((char *)c1 + e * es, (char *)c2 + e * es, es) == 0;
+    }
+    if (!same)
+      fprintf(stderr, "streaming dots %s: other bits than one entry alone\n", tl_dtype_name(dt));
+    TH_CHECK(same);
+  }
+}
+
 /* A batch of short matrix-vector products (tl__gemm_thin_rows: aij,aj->ai) gives, row by
  * row, the bits tl__gemm_thin gives each entry alone, cut into runs anywhere: entries in
  * groups along the first batch axis and single ones past its last whole group, two batch
@@ -634,6 +675,7 @@ TH_TEST_MAIN(TH_CASE(gemm_thin_kernel_matches_naive),
              TH_CASE(gemm_thin_core_matches_naive_at_every_isa),
              TH_CASE(gemm_thin_dot_bits_do_not_depend_on_alignment),
              TH_CASE(gemm_thin_dots_batch_matches_single_entries),
+             TH_CASE(gemm_thin_streaming_dots_keep_each_entrys_bits),
              TH_CASE(gemm_thin_rows_batch_matches_single_entries),
              TH_CASE(gemm_thin_short_dots_match_single_dots),
              TH_CASE(gemm_thin_complex_groups_agree_at_every_isa),
