@@ -662,7 +662,6 @@ static int rows_in_batch(contraction *x) {
  * products: each element of the larger operand is read once; a batched GEMM with rows and
  * columns would read each many times). */
 #define VERTICAL_MIN_EXTENT 8
-#define VERTICAL_INNER_BYTES ((int64_t)256 << 10)
 static int vertical_fits(const contraction *x, tl_scalar alpha, tl_scalar beta, tl__vertical *v) {
   if (alpha.re != 1.0 || alpha.im != 0.0 || beta.re != 0.0 || beta.im != 0.0) return 0;
   if (x->k.count == 0 || x->batch.count == 0 || (x->m.count != 0 && x->n.count != 0)) return 0;
@@ -692,12 +691,9 @@ static int vertical_fits(const contraction *x, tl_scalar alpha, tl_scalar beta, 
   const int pf = find_label(x->labels[OP_C], c->rank, x->batch.labels[f]);
   v->f = c->shape[pf];
   const int64_t es = (int64_t)tl_dtype_size(c->dtype);
-  /* The rows or columns (the labels one operand lacks) go inside the sum where a block of c
-   * over all of them stays in a core's second-level cache. */
-  const int64_t free_extent = x->m.count != 0 ? x->extent_m : x->extent_n;
-  const int64_t block = TL__VERTICAL_BLOCK_BYTES / es;
-  const int inner =
-      tl__i64_mul3_sat(free_extent, v->f < block ? v->f : block, es) <= VERTICAL_INNER_BYTES;
+  /* The rows or columns (the labels one operand lacks) go inside the sum: the row of the
+   * operand that lacks them is read once per summed index and block of them
+   * (tl__vertical_run sizes the blocks). The other batch labels are outer. */
   const group *outer[3] = {&x->m, &x->n, &x->batch};
   for (int g = 0; g < 3; g++) {
     for (int i = 0; i < outer[g]->count; i++) {
@@ -706,7 +702,7 @@ static int vertical_fits(const contraction *x, tl_scalar alpha, tl_scalar beta, 
       const int pa = find_label(x->labels[OP_A], a->rank, label);
       const int pb = find_label(x->labels[OP_B], b->rank, label);
       const int pc = find_label(x->labels[OP_C], c->rank, label);
-      const int in = inner && g < 2;
+      const int in = g < 2;
       const int r = in ? v->inner_rank++ : v->outer_rank++;
       (in ? v->inner_shape : v->outer_shape)[r] = c->shape[pc];
       (in ? v->inner_a : v->outer_a)[r] = pa >= 0 ? a->strides[pa] : 0;

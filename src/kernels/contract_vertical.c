@@ -54,7 +54,8 @@ TL__VERTICAL_COMPLEX(row_c128, double)
 
 typedef struct vertical_job {
   const tl__vertical *v;
-  int64_t block, blocks; /* f's indices per block; blocks per outer index */
+  int64_t block, blocks;     /* f's indices per block; blocks along f */
+  int64_t inners, run, runs; /* inner indices; per block; blocks over them */
   int64_t es;
   const tl_exec *exec; /* read for a cancellation request every CANCEL_EVERY summed indices */
   atomic_int stopped;  /* 1: a block stopped at such a request (c partly written) */
@@ -97,27 +98,30 @@ static inline void step(int rank, const int64_t *shape, const int64_t *const *st
     const int64_t *inner_strides[3] = {v->inner_a, v->inner_b, v->inner_c};               \
     const int64_t *sum_strides[2] = {v->sum_a, v->sum_b};                                 \
     const int64_t parts = j->es / (int64_t)sizeof(T); /* T per element */                 \
-    int64_t inners = 1;                                                                   \
-    for (int r = 0; r < v->inner_rank; r++) inners *= v->inner_shape[r];                  \
     for (size_t item = begin; item < end; item++) {                                       \
-      const int64_t outer = (int64_t)item / j->blocks, blk = (int64_t)item % j->blocks;   \
+      const int64_t per_outer = j->blocks * j->runs, outer = (int64_t)item / per_outer;   \
+      const int64_t blk = (int64_t)item % per_outer % j->blocks,                          \
+                    i0 = (int64_t)item % per_outer / j->blocks * j->run;                  \
       const int64_t f0 = blk * j->block, n = v->f - f0 < j->block ? v->f - f0 : j->block; \
-      int64_t oidx[TL_MAX_RANK], base[3];                                                 \
+      const int64_t count = j->inners - i0 < j->run ? j->inners - i0 : j->run;            \
+      int64_t oidx[TL_MAX_RANK], base[3], iidx0[TL_MAX_RANK], ioff0[3];                   \
       start_at(v->outer_rank, v->outer_shape, outer_strides, 3, outer, oidx, base);       \
-      T *c = (T *)(void *)v->c + (base[2] + f0) * parts;                                  \
-      const T *a = (const T *)(const void *)v->a + (base[0] + f0) * parts;                \
-      const T *b = (const T *)(const void *)v->b + (base[1] + f0) * parts;                \
+      start_at(v->inner_rank, v->inner_shape, inner_strides, 3, i0, iidx0, ioff0);        \
+      T *c = (T *)(void *)v->c + (base[2] + ioff0[2] + f0) * parts;                       \
+      const T *a = (const T *)(const void *)v->a + (base[0] + ioff0[0] + f0) * parts;     \
+      const T *b = (const T *)(const void *)v->b + (base[1] + ioff0[1] + f0) * parts;     \
       int64_t kidx[TL_MAX_RANK] = {0}, koff[2] = {0, 0};                                  \
       for (int64_t k = 0; k < v->sums; k++) {                                             \
         if (k % CANCEL_EVERY == CANCEL_EVERY - 1 && tl__exec_cancelled(j->exec)) {        \
           atomic_store(&((vertical_job *)arg)->stopped, 1);                               \
           return;                                                                         \
         }                                                                                 \
-        if (inners == 1) {                                                                \
+        if (count == 1) {                                                                 \
           ROW(n, k == 0, c, a + koff[0] * parts, b + koff[1] * parts);                    \
-        } else {                                                                          \
-          int64_t iidx[TL_MAX_RANK] = {0}, ioff[3] = {0, 0, 0};                           \
-          for (int64_t i = 0; i < inners; i++) {                                          \
+        } else { /* the run's inner indices, from i0's (offsets relative to it) */        \
+          int64_t iidx[TL_MAX_RANK], ioff[3] = {0, 0, 0};                                 \
+          memcpy(iidx, iidx0, (size_t)v->inner_rank * sizeof iidx[0]);                    \
+          for (int64_t i = 0; i < count; i++) {                                           \
             ROW(n, k == 0, c + ioff[2] * parts, a + (koff[0] + ioff[0]) * parts,          \
                 b + (koff[1] + ioff[1]) * parts);                                         \
             step(v->inner_rank, v->inner_shape, inner_strides, 3, iidx, ioff);            \
@@ -159,18 +163,28 @@ static chunk_fn *chunk_for(tl_dtype dtype) {
 }
 
 tl_status tl__vertical_run(tl_exec *exec, int team, const tl__vertical *v) {
-  vertical_job j = {v, 0, 0, (int64_t)tl_dtype_size(v->dtype), exec, 0};
+  vertical_job j = {v, 0, 0, 1, 1, 1, (int64_t)tl_dtype_size(v->dtype), exec, 0};
   j.block = TL__VERTICAL_BLOCK_BYTES / j.es;
   if (j.block > v->f) j.block = v->f;
   j.blocks = (v->f + j.block - 1) / j.block;
-  int64_t outers = 1, inners = 1;
+  int64_t outers = 1;
   for (int r = 0; r < v->outer_rank; r++) outers *= v->outer_shape[r];
-  for (int r = 0; r < v->inner_rank; r++) inners *= v->inner_shape[r];
-  /* c's elements bound outers * blocks */
-  const size_t items = (size_t)(outers * j.blocks);
-  const int parallel =
-      team > 1 && items >= 2 &&
-      (double)v->sums * (double)v->f * (double)outers * (double)inners >= TL__PARALLEL_MIN_ELEMENTS;
+  for (int r = 0; r < v->inner_rank; r++) j.inners *= v->inner_shape[r];
+  /* runs of inner indices within TL__VERTICAL_INNER_BYTES of c, cut equal */
+  int64_t fit = TL__VERTICAL_INNER_BYTES / (j.block * j.es);
+  if (fit < 1) fit = 1;
+  j.runs = j.inners == 0 ? 1 : (j.inners + fit - 1) / fit;
+  /* a team gets at least a block each, where the inner indices allow */
+  if (team > 1 && outers * j.blocks * j.runs < team) {
+    const int64_t want = (team + outers * j.blocks - 1) / (outers * j.blocks);
+    j.runs = want < j.inners ? want : j.inners;
+  }
+  j.run = j.inners == 0 ? 1 : (j.inners + j.runs - 1) / j.runs;
+  /* c's elements bound outers * blocks * runs */
+  const size_t items = (size_t)(outers * j.blocks * j.runs);
+  const int parallel = team > 1 && items >= 2 &&
+                       (double)v->sums * (double)v->f * (double)outers * (double)j.inners >=
+                           TL__PARALLEL_MIN_ELEMENTS;
   tl_status status = tl__exec_run_chunks(exec, parallel, items, 1, chunk_for(v->dtype), &j,
                                          "summing a contraction across its batch axis");
   if (status == TL_OK && atomic_load(&j.stopped))

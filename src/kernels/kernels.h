@@ -422,12 +422,17 @@ void tl__gemm_thin_dot_finish(const tl__gemm_batch *g, int64_t chunks, const dou
  * (contract_vertical.c): c(outer, f) = sum over the summed indices of a b, alpha 1, beta 0.
  * Summed labels: extents and strides in a and b, the first fastest in the order of the sum.
  * Outer and inner labels: c's other labels, with their strides in a, b (0 where absent) and
- * c; each block of c covers one outer index and every inner one, and walks the inner
- * indices inside each summed index (so a row of the operand that lacks them is reused
- * while it is in cache). a, b, c: element 0 (offset applied). Runs on `team` threads (1: the
- * calling thread); each block of c is computed whole by one thread, in an order that does not
- * depend on the team. Errors: TL_E_CANCELLED (c partly written). */
+ * c. A block of c covers one outer index, TL__VERTICAL_BLOCK_BYTES or less of f, and a run
+ * of inner indices (in their odometer's order, first fastest) that keeps the block within
+ * TL__VERTICAL_INNER_BYTES; it walks its inner indices inside each summed index, so a row of
+ * the operand that lacks them is reused while it is in cache. a, b, c: element 0 (offset
+ * applied). Runs on `team` threads (1: the calling thread); each block of c is computed
+ * whole by one thread, in an order that does not depend on the team. Errors:
+ * TL_E_CANCELLED (c partly written). */
 #define TL__VERTICAL_BLOCK_BYTES 16384 /* c's bytes along f per block (L1 beside a's rows) */
+#define TL__VERTICAL_INNER_BYTES                                                                  \
+  ((int64_t)1 << 20) /* c's bytes per block: a core's L2 */ /* c's bytes per block (second level) \
+                                                             */
 typedef struct tl__vertical {
   tl_dtype dtype;
   int64_t f;

@@ -738,15 +738,18 @@ static void contract_table_matches_naive(void) {
 
 /* ---- a batch label at unit stride everywhere (contract_vertical.c) ------------------- */
 
-/* One element of kf,kf->f (form 0) or kmf,kf->mf (form 1): the products summed over k in
- * order from the first, each product and sum rounded in the dtype, as the route promises. */
+/* One element of kf,kf->f (rows 0), kmf,kf->mf (rows 1: row[0] is m) or kmnf,kf->mnf
+ * (rows 2): the products summed over k in order from the first, each product and sum
+ * rounded in the dtype, as the route promises. */
 static double complex vertical_expected(tl_dtype dt, const tl_tensor *a, const tl_tensor *b,
-                                        int form, int64_t mi, int64_t fi, int64_t ks) {
+                                        int rows, const int64_t *row, int64_t fi, int64_t ks) {
   double complex sum = 0;
   float sr = 0, si = 0;
   double dr = 0, di = 0;
   for (int64_t k = 0; k < ks; k++) {
-    int64_t ia[3] = {k, form ? mi : fi, fi}, ib[2] = {k, fi};
+    int64_t ia[4] = {k, 0, 0, 0}, ib[2] = {k, fi};
+    for (int r = 0; r < rows; r++) ia[1 + r] = row[r];
+    ia[1 + rows] = fi;
     const double complex x = th_num_get(a, ia), y = th_num_get(b, ib);
     if (dt == TL_F32 || dt == TL_C64) {
       const float xr = (float)creal(x), xi = (float)cimag(x), yr = (float)creal(y),
@@ -770,36 +773,43 @@ static double complex vertical_expected(tl_dtype dt, const tl_tensor *a, const t
 
 /* Row-major operands whose last label f is a batch label (at unit stride in a, b and c):
  * every element of c is the in-order sum bit for bit, on one thread and on two, with no
- * label one operand lacks (ij,ij->j) and with one (aib,ab->ib, whose rows go inside the
- * sum). The in-order sum is not what the GEMM route's dots give (those keep several partial
- * sums), so the check fails if such a contraction goes there. */
+ * label one operand lacks (ij,ij->j), with one (aib,ab->ib, whose rows go inside the sum)
+ * and with two (aijb,ab->ijb: two threads cut the 15 rows into runs of 8 and 7, the second
+ * starting inside the first row label's extent). The in-order sum is not what the GEMM
+ * route's dots give (those keep several partial sums), so the check fails if such a
+ * contraction goes there. */
 static void contract_vertical_sums_in_order_bit_for_bit(void) {
   th_held one, two;
   th_held_open(&one, 1);
   th_held_open(&two, 2);
-  enum { KS = 301, MS = 5, FS = 37 };
+  enum { KS = 301, MS = 5, NS = 3, FS = 37 };
+  static const char *const specs[3] = {"ij,ij->j", "aib,ab->ib", "aijb,ab->ijb"};
   for (int di = 0; di < 4; di++)
-    for (int form = 0; form < 2; form++) {
+    for (int rows = 0; rows < 3; rows++) {
       const tl_dtype dt = dtypes[di];
-      const int64_t ashape[3] = {KS, form ? MS : FS, FS}, bshape[2] = {KS, FS};
-      const int64_t cshape[2] = {form ? MS : FS, FS};
-      const int al[3] = {0, form ? 1 : 2, 2}, bl[2] = {0, 2}, cl[2] = {form ? 1 : 2, 2};
+      /* labels: k 0, f 1, m 2, n 3 */
+      int64_t ashape[4] = {KS}, cshape[3];
+      int al[4] = {0}, cl[3];
+      const int64_t bshape[2] = {KS, FS}, extents[2] = {MS, NS};
+      const int bl[2] = {0, 1};
+      for (int r = 0; r < rows; r++)
+        ashape[1 + r] = cshape[r] = extents[r], al[1 + r] = cl[r] = 2 + r;
+      ashape[1 + rows] = cshape[rows] = FS, al[1 + rows] = cl[rows] = 1;
       kt_tensor a, b, c1, c2;
-      kt_make(&a, dt, form ? 3 : 2, ashape, KT_ROW, 0);
+      kt_make(&a, dt, rows + 2, ashape, KT_ROW, 0);
       kt_make(&b, dt, 2, bshape, KT_ROW, 0);
-      kt_make(&c1, dt, form ? 2 : 1, form ? cshape : cshape + 1, KT_ROW, 0);
-      kt_make(&c2, dt, form ? 2 : 1, form ? cshape : cshape + 1, KT_ROW, 0);
-      TH_CHECK_OK(tl_contract_into(one.exec, form ? cl : cl + 1, &a.t, al, &b.t, bl, &c1.t));
-      TH_CHECK_OK(tl_contract_into(two.exec, form ? cl : cl + 1, &a.t, al, &b.t, bl, &c2.t));
-      for (int64_t mi = 0; mi < (form ? MS : 1); mi++)
-        for (int64_t fi = 0; fi < FS; fi++) {
-          int64_t idx[2] = {mi, fi};
-          const int64_t *at = form ? idx : idx + 1;
-          const double complex want = vertical_expected(dt, &a.t, &b.t, form, mi, fi, KS);
-          if (th_num_get(&c1.t, at) != want || th_num_get(&c2.t, at) != want)
-            fail_at(form ? "aib,ab->ib" : "ij,ij->j", dt, KT_ROW, (int)fi, th_num_get(&c1.t, at),
-                    want);
-        }
+      kt_make(&c1, dt, rows + 1, cshape, KT_ROW, 0);
+      kt_make(&c2, dt, rows + 1, cshape, KT_ROW, 0);
+      TH_CHECK_OK(tl_contract_into(one.exec, cl, &a.t, al, &b.t, bl, &c1.t));
+      TH_CHECK_OK(tl_contract_into(two.exec, cl, &a.t, al, &b.t, bl, &c2.t));
+      for (int64_t mi = 0; mi < (rows > 0 ? MS : 1); mi++)
+        for (int64_t ni = 0; ni < (rows > 1 ? NS : 1); ni++)
+          for (int64_t fi = 0; fi < FS; fi++) {
+            const int64_t at[3] = {rows > 0 ? mi : fi, rows > 1 ? ni : fi, fi}, row[2] = {mi, ni};
+            const double complex want = vertical_expected(dt, &a.t, &b.t, rows, row, fi, KS);
+            if (th_num_get(&c1.t, at) != want || th_num_get(&c2.t, at) != want)
+              fail_at(specs[rows], dt, KT_ROW, (int)fi, th_num_get(&c1.t, at), want);
+          }
       kt_free(&a), kt_free(&b), kt_free(&c1), kt_free(&c2);
     }
   th_held_close(&one);
