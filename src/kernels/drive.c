@@ -57,7 +57,11 @@ tl_status tl__loop_execute(tl_exec *exec, int team, const tl__loop *loop, tl__ro
     job.pieces = (loop->inner + job.piece_len - 1) / job.piece_len;
   }
   int64_t items = loop->rows * job.pieces;
-  int64_t grain = chunk_grain(items, job.pieces == 1 ? loop->inner : job.piece_len, 16384, team, 4);
+  /* chunks of about 2^18 elements (2 MiB of f64): at 2^14 a 4096^2 outer product on two
+   * threads of the Zen 5 VM ran 1.57x its one-thread speed, at 2^18 1.81x (each chunk starts
+   * a new stream in every operand and is claimed under the queue lock) */
+  int64_t grain =
+      chunk_grain(items, job.pieces == 1 ? loop->inner : job.piece_len, (int64_t)1 << 18, team, 4);
   return tl__exec_run_chunks(exec, 1, (size_t)items, (size_t)grain, loop_chunk, &job, "writing");
 }
 
