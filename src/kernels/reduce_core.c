@@ -339,12 +339,12 @@ static void inner_rows(const tl__reduce_plan *pl, const char *x, int64_t r0, int
     run_into_scalar(pl, x, 1, 1, acc); /* every reduced axis has extent 1 */
 }
 
-/* Sums of unit-stride runs of at most TL__REDUCE_SHORT_RUN elements, added in order in
- * double (tl__short_sums_*, eight rows at a time at AVX-512): for a few elements the sum
- * kernels' setup and lane sums cost more than the additions (a 65536 x 4 f64 row sum took
- * 14 ns a row through them, three times numpy's time; rows of 24 and 32 still ran at 2x
- * numpy's). short_run_sum is one run, with the same additions. (TL__REDUCE_SHORT_RUN:
- * reduce_core.h.) */
+/* Sums of short unit-stride runs (TL__REDUCE_SHORT_RUN, TL__REDUCE_SHORT_BYTES:
+ * reduce_core.h), added in order in double (tl__short_sums_*, eight or sixteen rows at a
+ * time at AVX-512): for a few elements the sum kernels' setup and lane sums cost more than
+ * the additions (a 65536 x 4 f64 row sum took 14 ns a row through them, three times numpy's
+ * time; rows of 24 and 32 still ran at 2x numpy's; f32 rows of 48 and 64 at 1.25-1.4x).
+ * short_run_sum is one run, with the same additions. */
 static void short_run_sum(tl_dtype dtype, const char *p, int64_t n, double *acc) {
   const int cplx = dtype == TL_C128 || dtype == TL_C64;
   double sum[2];
@@ -459,8 +459,10 @@ static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
   /* Sums of one unit-stride run per item: four items along kept axis 0 at a time
    * (sum_runs4: tl__sum16_f32_rows4 / _f64_rows4, complex runs as pairs, which prefetch each
    * run ahead when the plan does), each with the bits of its own. */
-  const int short_sum = pl->op == TL_REDUCE_SUM && pl->nr == 1 && pl->rx[0] == 1 &&
-                        pl->re[0] <= TL__REDUCE_SHORT_RUN && !pl->empty;
+  const int short_sum =
+      pl->op == TL_REDUCE_SUM && pl->nr == 1 && pl->rx[0] == 1 &&
+      (pl->re[0] <= TL__REDUCE_SHORT_RUN || pl->re[0] * pl->xes <= TL__REDUCE_SHORT_BYTES) &&
+      !pl->empty;
   const int rows4 =
       !short_sum && pl->op == TL_REDUCE_SUM && pl->nr == 1 && pl->rx[0] == 1 && pl->nk > 0;
 
@@ -483,6 +485,11 @@ static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
       here = end - item < pl->ke[0] - idx[0] ? end - item : pl->ke[0] - idx[0];
       if (here > TL__REDUCE_ITEM_BLOCK) here = TL__REDUCE_ITEM_BLOCK;
       blocked_items(pl, x, o, here);
+      stored = 1;
+    } else if (short_sum && end - item >= 2 && pl->ke[0] - idx[0] >= 2) {
+      /* short runs along kept axis 0, side by side as with one kept axis */
+      here = end - item < pl->ke[0] - idx[0] ? end - item : pl->ke[0] - idx[0];
+      short_items(pl, here, x, o);
       stored = 1;
     } else if (rows4 && end - item >= 4 && pl->ke[0] - idx[0] >= 4) {
       for (int r = 0; r < 4; r++) sums[r][0] = identity(pl->op), sums[r][1] = 0.0;

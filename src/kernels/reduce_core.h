@@ -88,9 +88,12 @@ void tl__sum16_f32_rows4(int isa, int prefetch, const float *x, int64_t n, int64
                          double *out);
 void tl__sum16_f64_rows4(int isa, int prefetch, const double *x, int64_t n, int64_t ld, int pairs,
                          double *out);
-/* Runs of at most this many elements are summed in order (tl__short_sums_*), longer ones
- * by the sixteen sums (tl__sum16_*). */
+/* Unit-stride runs of at most TL__REDUCE_SHORT_RUN elements, or of at most
+ * TL__REDUCE_SHORT_BYTES (f32 runs of up to 64), are summed in order (tl__short_sums_*),
+ * longer ones by the sixteen sums (tl__sum16_*). Strided runs of more than
+ * TL__REDUCE_SHORT_RUN elements take the sixteen strided sums (tl__sum16_strided_*). */
 #define TL__REDUCE_SHORT_RUN 32
+#define TL__REDUCE_SHORT_BYTES 256
 /* The in-order double total of each of `rows` runs, run r at x + r * ld: of its n
  * contiguous elements into out[r], or, with `pairs`, of the real and of the imaginary parts
  * of its n contiguous complex elements into out[2r] and out[2r + 1]. Each total is

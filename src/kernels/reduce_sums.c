@@ -24,9 +24,10 @@
  * in registers: storing the accumulators and reading them back one by one stalled store
  * forwarding once per run, which cost more than the sums of a 1024-element row.
  *
- * Short runs (tl__short_sums_*, for the reduce core's rows of at most 32 elements) are added
- * in order instead, runs side by side in registers at AVX-512 (the runs' registers
- * transposed, so a lane is a run): there the sixteen sums' setup and totals were the cost.
+ * Short runs (tl__short_sums_*, for the reduce core's rows of at most 32 elements, or 64
+ * floats) are added in order instead, runs side by side in registers at AVX-512 (the runs'
+ * registers transposed, so a lane is a run): there the sixteen sums' setup and totals were
+ * the cost.
  * Doubles add in order in double; floats in order in float within blocks of sixteen
  * elements, each block's sum added to a double total (the float partials above, in order).
  * Pure core: never fails, allocates nothing. */

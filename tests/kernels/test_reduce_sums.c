@@ -226,20 +226,22 @@ static void reduce_sums_add_runs_match_plain_additions(void) {
 
 /* tl__short_sums_*: each run's total is, bit for bit at every level, the in-order double sum
  * (doubles) or the in-order double sum of in-order float sums of blocks of sixteen elements
- * (floats): run lengths 0 to 33, 1 to 45 runs (whole groups of eight and sixteen, and
- * remainders), real elements or complex pairs (each part summed alone), runs forward and
- * backward (a negative ld), in one call or in two whose first prefetches into the second's
- * runs (`ahead`), with cancelling magnitudes and a NaN, and nothing written past the runs'
- * totals. */
+ * (floats): run lengths 0 to 33 (1 to 45 runs: whole groups of eight and sixteen, and
+ * remainders) and 48 to 128 (1 to 13 runs), real elements or complex pairs (each part summed
+ * alone), runs forward and backward (a negative ld), in one call or in two whose first prefetches
+ * into the second's runs (`ahead`), with cancelling magnitudes and a NaN, and nothing written past
+ * the runs' totals. */
 static void reduce_sums_short_runs_add_in_order(void) {
   const int top = tl__isa_cpu_level();
   uint64_t state = 29;
   int bad = 0;
   static double out[100];
-  for (int64_t n = 0; n <= 33 && !bad; n++)
-    for (int64_t rows = 1; rows <= 45 && !bad; rows += 4)
+  static const int64_t longer[] = {48, 64, 100, 128};
+  for (int64_t which = 0; which <= 33 + 4 && !bad; which++)
+    for (int64_t rows = 1; rows <= (which <= 33 ? 45 : 13) && !bad; rows += 4)
       for (int step = 1; step <= 2 && !bad; step++)
         for (int back = 0; back < 2 && !bad; back++) {
+          const int64_t n = which <= 33 ? which : longer[which - 34];
           const int pairs = step == 2;
           const int64_t ld = (back ? -1 : 1) * (n * step + 3);
           const int64_t first = back ? (rows - 1) * -ld : 0; /* run 0's start */
