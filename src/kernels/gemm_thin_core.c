@@ -13,6 +13,9 @@
  * partial sums combine in a fixed order. So a GEMM split over a team by blocks of c gives
  * the bits of the unsplit call. Pure core: never fails, allocates nothing. */
 #include "kernels.h"
+/* The most rows one pass of the row updates (tl__thin_axpy) takes. */
+#define TL__AXPY_ROWS_MAX 8
+
 #if TL_X86_KERNELS
 #include <immintrin.h>
 
@@ -157,7 +160,7 @@ static inline TL_AVX512 float hsum_ps_512(__m512 v, int even_minus_odd) {
  * cplx: n counts reals of interleaved pairs, s[2r], s[2r+1] the row's complex scale. */
 static TL_AVX512 void axpy_rows_pd_512(int64_t n, int rows, const double *s, const double *u,
                                        int64_t su, double *c, int cplx) {
-  __m512d sr[4], si[4];
+  __m512d sr[TL__AXPY_ROWS_MAX], si[TL__AXPY_ROWS_MAX];
   for (int r = 0; r < rows; r++) {
     sr[r] = _mm512_set1_pd(cplx ? s[2 * r] : s[r]);
     /* (re, im) lanes: c_re -= si u_im, c_im += si u_re */
@@ -180,6 +183,15 @@ static TL_AVX512 void axpy_rows_pd_512(int64_t n, int rows, const double *s, con
       b = _mm512_fmadd_pd(sr[3], _mm512_loadu_pd(u3 + e + 8), b);
       _mm512_storeu_pd(c + e, a);
       _mm512_storeu_pd(c + e + 8, b);
+    }
+  } else if (rows == 8) { /* complex, eight rows: c is read and written half as often */
+    for (; e + 8 <= n; e += 8) {
+      __m512d a = _mm512_loadu_pd(c + e);
+      for (int r = 0; r < 8; r++) {
+        const __m512d v = _mm512_loadu_pd(u + r * su + e);
+        a = _mm512_fmadd_pd(si[r], _mm512_permute_pd(v, 0x55), _mm512_fmadd_pd(sr[r], v, a));
+      }
+      _mm512_storeu_pd(c + e, a);
     }
   } else if (rows == 4) { /* complex: one vector per step, whole vectors */
     const double *u0 = u, *u1 = u + su, *u2 = u + 2 * su, *u3 = u + 3 * su;
@@ -579,10 +591,12 @@ void tl__thin_axpy(int isa, tl_dtype dtype, int64_t count, int64_t k, tl_scalar 
   const int cplx = tl_dtype_is_complex(dtype);
   const int single = dtype == TL_F32 || dtype == TL_C64;
   const int64_t n = cplx ? 2 * count : count, per = cplx ? 2 : 1;
-  for (int64_t i = 0; i < k; i += 4) {
-    int rows = k - i < 4 ? (int)(k - i) : 4;
-    double sd[8];
-    float sf[8];
+  /* complex doubles at AVX-512 take eight rows a pass (TL__AXPY_ROWS_MAX), the rest four */
+  const int group = TL_X86_KERNELS && isa >= TL__ISA_AVX512 && dtype == TL_C128 ? 8 : 4;
+  for (int64_t i = 0; i < k; i += group) {
+    int rows = k - i < group ? (int)(k - i) : group;
+    double sd[2 * TL__AXPY_ROWS_MAX];
+    float sf[2 * TL__AXPY_ROWS_MAX];
     for (int r = 0; r < rows; r++) {
       int64_t at = (i + r) * sv_k * per;
       double xr = single ? (double)((const float *)v)[at] : ((const double *)v)[at];
