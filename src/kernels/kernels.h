@@ -430,9 +430,7 @@ void tl__gemm_thin_dot_finish(const tl__gemm_batch *g, int64_t chunks, const dou
  * whole by one thread, in an order that does not depend on the team. Errors:
  * TL_E_CANCELLED (c partly written). */
 #define TL__VERTICAL_BLOCK_BYTES 16384 /* c's bytes along f per block (L1 beside a's rows) */
-#define TL__VERTICAL_INNER_BYTES                                                                  \
-  ((int64_t)1 << 20) /* c's bytes per block: a core's L2 */ /* c's bytes per block (second level) \
-                                                             */
+#define TL__VERTICAL_INNER_BYTES ((int64_t)1 << 20) /* c's bytes per block: a core's L2 */
 typedef struct tl__vertical {
   tl_dtype dtype;
   int64_t f;
