@@ -291,27 +291,6 @@ static void step_slot(const tl__einsum_plan *plan, char *scratch, int step, tl_t
   slot_labels[slot] = plan->step_labels[step];
 }
 
-/* 1 when the bytes two tensors span meet (empty tensors span nothing). */
-static int bytes_overlap(const tl_tensor *x, const tl_tensor *y) {
-  const tl_tensor *t[2] = {x, y};
-  uintptr_t lo[2], hi[2];
-  for (int i = 0; i < 2; i++) {
-    if (tl_tensor_numel(t[i]) == 0 || t[i]->data == NULL) return 0;
-    const int64_t es = (int64_t)tl_dtype_size(t[i]->dtype);
-    int64_t down = 0, up = 0; /* elements below and above element 0 */
-    for (int k = 0; k < t[i]->rank; k++) {
-      const int64_t reach = (t[i]->shape[k] - 1) * t[i]->strides[k];
-      if (reach < 0)
-        down += reach;
-      else
-        up += reach;
-    }
-    lo[i] = (uintptr_t)t[i]->data + (uintptr_t)((t[i]->offset + down) * es);
-    hi[i] = (uintptr_t)t[i]->data + (uintptr_t)((t[i]->offset + up + 1) * es);
-  }
-  return lo[0] < hi[1] && lo[1] < hi[0];
-}
-
 /* Steps `step` and `step + 1` in one pass (tl__einsum_product3), when neither sums anything
  * and the second multiplies the first's result (which nothing else reads: a path uses each
  * result once) by another operand. TL_E_UNAVAILABLE, with nothing written, where they do
@@ -335,7 +314,7 @@ static tl_status run_fused(tl_exec *exec, const tl__einsum_plan *plan, char *scr
   const tl_tensor *a = &slots[first[0]], *b = &slots[first[1]], *c = &slots[other];
   /* The plan lets the second step's result share scratch with what only the first step
    * reads (no longer live by then); fused, the first step's inputs are still being read. */
-  if (bytes_overlap(result, a) || bytes_overlap(result, b)) return TL_E_UNAVAILABLE;
+  if (tl_tensor_overlap(result, a) || tl_tensor_overlap(result, b)) return TL_E_UNAVAILABLE;
   double esize = (double)tl_dtype_size(result->dtype);
   double moved = (numel_d(a) + numel_d(b) + numel_d(c) + numel_d(result)) * esize;
   double flops = 2.0 * numel_d(result) * (tl_dtype_is_complex(result->dtype) ? 4.0 : 1.0);

@@ -344,7 +344,7 @@ static void inner_rows(const tl__reduce_plan *pl, const char *x, int64_t r0, int
  * time at AVX-512): for a few elements the sum kernels' setup and lane sums cost more than
  * the additions (a 65536 x 4 f64 row sum took 14 ns a row through them, three times numpy's
  * time; rows of 24 and 32 still ran at 2x numpy's; f32 rows of 48 and 64 at 1.25-1.4x).
- * short_run_sum is one run, with the same additions. */
+ * short_run_sum is one run (a reduction that keeps no axis), with the same additions. */
 static void short_run_sum(tl_dtype dtype, const char *p, int64_t n, double *acc) {
   const int cplx = dtype == TL_C128 || dtype == TL_C64;
   double sum[2];
@@ -396,8 +396,8 @@ static void store_sums(tl_dtype dtype, const double *sums, int64_t count, char *
 static void short_items(const tl__reduce_plan *pl, int64_t count, const char *x, char *o) {
   const int width = acc_width(pl), cplx = width == 2;
   const int64_t n = pl->re[0], ld = pl->kx[0] * (cplx ? 2 : 1);
-  /* rows read from memory: the sums prefetch across blocks (TL__SUM_PREFETCH_MAX_BYTES) */
-  const int stream = count * pl->kx[0] * pl->xes > TL__SUM_PREFETCH_MAX_BYTES;
+  /* an input past the prefetch window is read from memory: the sums prefetch across blocks */
+  const int stream = tl__i64_mul3_sat(pl->total, pl->xes, 1) > TL__SUM_PREFETCH_MAX_BYTES;
   double sums[2 * TL__SHORT_BLOCK];
   for (int64_t done = 0; done < count; done += TL__SHORT_BLOCK) {
     const int64_t block = count - done < TL__SHORT_BLOCK ? count - done : TL__SHORT_BLOCK;
@@ -473,10 +473,6 @@ static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
   const char *x;
   char *o;
   item_pointers(pl, begin, 0, idx, &x, &o);
-  if (short_sum && pl->nk == 1) { /* one kept axis: rows side by side */
-    short_items(pl, end - begin, x, o);
-    return;
-  }
   for (int64_t item = begin; item < end;) {
     double sums[4][2];
     int64_t here = 1;
@@ -486,8 +482,7 @@ static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
       if (here > TL__REDUCE_ITEM_BLOCK) here = TL__REDUCE_ITEM_BLOCK;
       blocked_items(pl, x, o, here);
       stored = 1;
-    } else if (short_sum && end - item >= 2 && pl->ke[0] - idx[0] >= 2) {
-      /* short runs along kept axis 0, side by side as with one kept axis */
+    } else if (short_sum && pl->nk > 0) { /* short runs along kept axis 0, side by side */
       here = end - item < pl->ke[0] - idx[0] ? end - item : pl->ke[0] - idx[0];
       short_items(pl, here, x, o);
       stored = 1;
