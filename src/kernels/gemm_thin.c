@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "base/base.h"
 
 /* Strided dots (the contiguous ones are gemm_thin_core.c's): four independent partial sums,
  * combined in a fixed order. */
@@ -210,7 +211,8 @@ static void dots_along(thin *t, int isa, int64_t count, const char *x, int64_t x
   const int64_t es = (int64_t)tl_dtype_size(t->dtype);
   const int cplx = tl_dtype_is_complex(t->dtype);
   const int64_t row = t->k * es;
-  const int stream = row >= TL__DOT_STREAM_ROW && total * row * (ys ? 2 : 1) > TL__DOT_STREAM_BYTES;
+  const int stream =
+      row >= TL__DOT_STREAM_ROW && tl__i64_mul3_sat(total, row, ys ? 2 : 1) > TL__DOT_STREAM_BYTES;
   const int64_t shorts = stream ? 0 : tl__thin_dots_short_width(isa, t->dtype, t->k);
   for (int64_t e = 0; e < count;) {
     const char *xe = x + e * xs * es, *ye = y + e * ys * es;
