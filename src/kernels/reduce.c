@@ -97,6 +97,9 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
   pl->xbase = (const char *)x->data + x->offset * pl->xes;
   pl->obase = (char *)out->data + out->offset * pl->oes;
   tl__reduce_plan_modes(pl, team, tl_tensor_numel(out));
+  atomic_int stopped = 0;
+  pl->exec = exec;
+  pl->stopped = &stopped;
   int64_t total = pl->total;
   if (pl->parts > 1) {
     size_t per = pl->inner_mode ? 2 : 2 * CHUNK;
@@ -120,8 +123,18 @@ static tl_status reduce_into_impl(tl_exec *exec, tl_reduce_op op, const tl_tenso
   if (grain > 4) grain = grain / 4 * 4;
   int64_t max_grain = ((int64_t)work + team * 4 - 1) / (team * 4);
   if (grain > max_grain) grain = max_grain;
+  /* on one thread, blocked items go a whole block to a chunk (their row walks look at the
+   * flag themselves): a chunk of one item read its rows' runs alone, far apart */
+  if (!parallel && pl->blocked)
+    grain = pl->ke[0] < TL__REDUCE_ITEM_BLOCK ? pl->ke[0] : TL__REDUCE_ITEM_BLOCK;
   if (grain < 1) grain = 1;
   status = tl__exec_run_chunks(exec, parallel, work, (size_t)grain, tl__reduce_run, pl, "reducing");
+  /* seen inside an item: the work units not started were skipped too */
+  if (atomic_load_explicit(&stopped, memory_order_relaxed))
+    return tl__fail(TL_E_CANCELLED,
+                    "cancelled while reducing %lld input elements into %lld outputs: stopped "
+                    "inside a run (output unspecified)",
+                    (long long)total, (long long)tl_tensor_numel(out));
   if (status != TL_OK) return status;
   if (pl->parts > 1) tl__reduce_combine(pl);
   return TL_OK;

@@ -1,6 +1,7 @@
 /* src/kernels/reduce_core.c: the reduction core: accumulate runs of the input in double,
- * walk an item's reduced rows, store and combine accumulators (see reduce_core.h). Pure
- * functions of the plan: no surface, no allocation, no messages. */
+ * walk an item's reduced rows, store and combine accumulators (see reduce_core.h). Functions
+ * of the plan: no allocation, no messages; of the surface they read only its cancellation
+ * flag. */
 #include <assert.h>
 #include <complex.h>
 #include <math.h>
@@ -10,6 +11,25 @@
 
 #include "base/base.h"
 #include "base/isa.h"
+#include "exec/exec.h"
+
+_Static_assert(TL__REDUCE_CHECK_ELEMENTS % TL__SUM16_PIECE_REALS == 0,
+               "a strided run cut at each look at the flag must keep its sixteen sums' bits");
+
+/* 1 once the plan's call should stop: the surface was cancelled (raising *stopped for the
+ * other loops and threads) or another loop saw it first. */
+static int stop_now(const tl__reduce_plan *pl) {
+  if (atomic_load_explicit(pl->stopped, memory_order_relaxed)) return 1;
+  if (pl->exec == NULL || !tl__exec_cancelled(pl->exec)) return 0;
+  atomic_store_explicit(pl->stopped, 1, memory_order_relaxed);
+  return 1;
+}
+
+/* How many rows of row_elements elements a row walk reads between two looks at the flag. */
+static int64_t rows_per_check(int64_t row_elements) {
+  if (row_elements >= TL__REDUCE_CHECK_ELEMENTS) return 1;
+  return TL__REDUCE_CHECK_ELEMENTS / (row_elements > 0 ? row_elements : 1);
+}
 
 static double identity(tl_reduce_op op) {
   switch (op) {
@@ -108,38 +128,49 @@ static void run_into_scalar(const tl__reduce_plan *pl, const char *p, int64_t n,
   const int floats = pl->dtype == TL_F32 || pl->dtype == TL_C64;
   if (op == TL_REDUCE_SUM && n > TL__REDUCE_SHORT_RUN && (doubles || floats)) {
     const int cplx = pl->dtype == TL_C128 || pl->dtype == TL_C64;
-    double re, im;
-    if (doubles)
-      tl__sum16_strided_f64((const double *)p, n, cplx ? 2 * s : s, cplx, &re, &im);
-    else
-      tl__sum16_strided_f32((const float *)p, n, cplx ? 2 * s : s, cplx, &re, &im);
+    const int64_t step = cplx ? 2 * s : s; /* in reals */
+    double sums[16] = {0}, re, im;
+    for (int64_t done = 0; done < n; done += TL__REDUCE_CHECK_ELEMENTS) {
+      if (done > 0 && stop_now(pl)) break;
+      const int64_t len =
+          n - done < TL__REDUCE_CHECK_ELEMENTS ? n - done : TL__REDUCE_CHECK_ELEMENTS;
+      if (doubles)
+        tl__sum16_strided_add_f64((const double *)p + done * step, len, step, cplx, sums);
+      else
+        tl__sum16_strided_add_f32((const float *)p + done * step, len, step, cplx, sums);
+    }
+    tl__sum16_total(sums, cplx, &re, &im);
     acc[0] += re;
     acc[1] += im;
     return;
   }
   const int64_t step = s * pl->xes;
   double a0 = acc[0], a1 = acc[1];
-  for (int64_t i = 0; i < n; i++, p += step) {
-    double re, im;
-    load(pl->dtype, p, &re, &im);
-    switch (op) {
-      case TL_REDUCE_SUM:
-        a0 += re, a1 += im;
-        break;
-      case TL_REDUCE_NORM2:
-        a0 += re * re + im * im;
-        break;
-      case TL_REDUCE_PROD: {
-        double r = a0 * re - a1 * im, m = a0 * im + a1 * re;
-        a0 = r, a1 = m;
-        break;
+  for (int64_t i0 = 0; i0 < n; i0 += TL__REDUCE_CHECK_ELEMENTS) {
+    if (i0 > 0 && stop_now(pl)) break;
+    const int64_t i1 = n - i0 < TL__REDUCE_CHECK_ELEMENTS ? n : i0 + TL__REDUCE_CHECK_ELEMENTS;
+    for (int64_t i = i0; i < i1; i++, p += step) {
+      double re, im;
+      load(pl->dtype, p, &re, &im);
+      switch (op) {
+        case TL_REDUCE_SUM:
+          a0 += re, a1 += im;
+          break;
+        case TL_REDUCE_NORM2:
+          a0 += re * re + im * im;
+          break;
+        case TL_REDUCE_PROD: {
+          double r = a0 * re - a1 * im, m = a0 * im + a1 * re;
+          a0 = r, a1 = m;
+          break;
+        }
+        case TL_REDUCE_MAX:
+          a0 = max_nan(a0, re);
+          break;
+        case TL_REDUCE_MIN:
+          a0 = min_nan(a0, re);
+          break;
       }
-      case TL_REDUCE_MAX:
-        a0 = max_nan(a0, re);
-        break;
-      case TL_REDUCE_MIN:
-        a0 = min_nan(a0, re);
-        break;
     }
   }
   acc[0] = a0, acc[1] = a1;
@@ -278,27 +309,34 @@ static void store(const tl__reduce_plan *pl, const double *acc, int width, char 
   }
 }
 
-/* Walk reduced rows [r0, r1) over axes [first, nr), calling fn per row pointer. */
-#define WALK_ROWS(PL, FIRST, BASE, R0, R1, BODY)        \
-  do {                                                  \
-    int64_t idx_[TL_MAX_RANK];                          \
-    int64_t rem_ = (R0);                                \
-    const char *rp_ = (BASE);                           \
-    for (int k_ = (FIRST); k_ < (PL)->nr; k_++) {       \
-      idx_[k_] = rem_ % (PL)->re[k_];                   \
-      rem_ /= (PL)->re[k_];                             \
-      rp_ += idx_[k_] * (PL)->rx[k_] * (PL)->xes;       \
-    }                                                   \
-    for (int64_t row_ = (R0); row_ < (R1); row_++) {    \
-      const char *row_ptr = rp_;                        \
-      BODY;                                             \
-      for (int k_ = (FIRST); k_ < (PL)->nr; k_++) {     \
-        rp_ += (PL)->rx[k_] * (PL)->xes;                \
-        if (++idx_[k_] < (PL)->re[k_]) break;           \
-        rp_ -= (PL)->re[k_] * (PL)->rx[k_] * (PL)->xes; \
-        idx_[k_] = 0;                                   \
-      }                                                 \
-    }                                                   \
+/* Walk reduced rows [r0, r1) over axes [first, nr), running BODY with row_ptr at each row;
+ * every rows_per_check(ROW_ELEMENTS) rows it looks at the flag and quits once it is up. */
+#define WALK_ROWS(PL, FIRST, BASE, R0, R1, ROW_ELEMENTS, BODY) \
+  do {                                                         \
+    int64_t idx_[TL_MAX_RANK];                                 \
+    int64_t rem_ = (R0);                                       \
+    const char *rp_ = (BASE);                                  \
+    const int64_t every_ = rows_per_check(ROW_ELEMENTS);       \
+    int64_t until_ = every_;                                   \
+    for (int k_ = (FIRST); k_ < (PL)->nr; k_++) {              \
+      idx_[k_] = rem_ % (PL)->re[k_];                          \
+      rem_ /= (PL)->re[k_];                                    \
+      rp_ += idx_[k_] * (PL)->rx[k_] * (PL)->xes;              \
+    }                                                          \
+    for (int64_t row_ = (R0); row_ < (R1); row_++) {           \
+      if (--until_ == 0) {                                     \
+        if (stop_now(PL)) break;                               \
+        until_ = every_;                                       \
+      }                                                        \
+      const char *row_ptr = rp_;                               \
+      BODY;                                                    \
+      for (int k_ = (FIRST); k_ < (PL)->nr; k_++) {            \
+        rp_ += (PL)->rx[k_] * (PL)->xes;                       \
+        if (++idx_[k_] < (PL)->re[k_]) break;                  \
+        rp_ -= (PL)->re[k_] * (PL)->rx[k_] * (PL)->xes;        \
+        idx_[k_] = 0;                                          \
+      }                                                        \
+    }                                                          \
   } while (0)
 
 /* The input and output of item over kept axes [first_kept, nk) (first fastest); with idx,
@@ -334,7 +372,7 @@ static void inner_rows(const tl__reduce_plan *pl, const char *x, int64_t r0, int
                        double *acc) {
   const int64_t n0 = pl->nr > 0 ? pl->re[0] : 1, s0 = pl->nr > 0 ? pl->rx[0] : 1;
   if (pl->nr > 0)
-    WALK_ROWS(pl, 1, x, r0, r1, run_into_scalar(pl, row_ptr, n0, s0, acc));
+    WALK_ROWS(pl, 1, x, r0, r1, n0, run_into_scalar(pl, row_ptr, n0, s0, acc));
   else if (!pl->empty && r0 == 0)
     run_into_scalar(pl, x, 1, 1, acc); /* every reduced axis has extent 1 */
 }
@@ -411,13 +449,8 @@ static void short_items(const tl__reduce_plan *pl, int64_t count, const char *x,
   }
 }
 
-/* Items whose runs lie side by side in each reduced row (kept axis 0's stride is the run's
- * length) while an item's rows lie apart (einsum ijk->j: a row is an i, a run a k): item by
- * item, a sum read one short run from each of many rows far apart (ijk->j at 50 x 400 x 60
- * took 1.4x numpy's time in f64, 2.2x in f32). A block of items walks the rows once instead,
- * each row's runs in memory order. Each item still adds its rows' totals in row order, as
- * inner_rows does, so the bits do not change. */
-#define TL__REDUCE_ITEM_BLOCK 64
+/* Blocked items (tl__reduce_plan.blocked): a block of items walks the rows once, each
+ * row's runs in memory order (reduce_core.h). */
 /* Four items' runs along kept axis 0 from x, summed side by side (tl__sum16_*_rows4: the
  * bits of each run's own sum), into acc[0..3] as run_into_scalar adds a run's total. */
 static void sum_runs4(const tl__reduce_plan *pl, const char *x, double (*acc)[2]) {
@@ -446,7 +479,7 @@ static void blocked_items(const tl__reduce_plan *pl, const char *x, char *o, int
   const int width = acc_width(pl);
   double acc[TL__REDUCE_ITEM_BLOCK][2];
   for (int64_t b = 0; b < count; b++) acc[b][0] = identity(pl->op), acc[b][1] = 0.0;
-  WALK_ROWS(pl, 1, x, 0, pl->r_rows, block_row(pl, row_ptr, count, acc));
+  WALK_ROWS(pl, 1, x, 0, pl->r_rows, count * pl->re[0], block_row(pl, row_ptr, count, acc));
   for (int64_t b = 0; b < count; b++) store(pl, acc[b], width, o + b * pl->ko[0] * pl->oes);
 }
 
@@ -454,6 +487,25 @@ static void blocked_items(const tl__reduce_plan *pl, const char *x, char *o, int
  * odometer over the kept axes (first fastest, as item_pointers numbers them), so a run of
  * short rows pays no division per item (a 256 x 256 f32 row sum spent a fifth of its time
  * in item_pointers' divisions). */
+/* The odometer over the kept axes (first fastest) one item on; with `wrapped`, axis 0 has
+ * just reached its extent (idx[0] == ke[0], x and o one past its last item) and the step
+ * carries into the axes after it. */
+static inline void next_item(const tl__reduce_plan *pl, int64_t *idx, const char **x, char **o,
+                             int wrapped) {
+  for (int k = 0; k < pl->nk; k++) {
+    if (!wrapped || k > 0) {
+      *x += pl->kx[k] * pl->xes;
+      *o += pl->ko[k] * pl->oes;
+      ++idx[k];
+    }
+    wrapped = 0;
+    if (idx[k] < pl->ke[k]) return;
+    *x -= pl->ke[k] * pl->kx[k] * pl->xes;
+    *o -= pl->ke[k] * pl->ko[k] * pl->oes;
+    idx[k] = 0;
+  }
+}
+
 static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
   const int width = acc_width(pl);
   /* Sums of one unit-stride run per item: four items along kept axis 0 at a time
@@ -466,8 +518,7 @@ static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
   const int rows4 =
       !short_sum && pl->op == TL_REDUCE_SUM && pl->nr == 1 && pl->rx[0] == 1 && pl->nk > 0;
 
-  const int blocked = pl->nr >= 2 && pl->rx[0] == 1 && pl->nk > 0 && pl->kx[0] == pl->re[0] &&
-                      pl->r_rows > 1 && !pl->empty;
+  const int blocked = pl->blocked;
 
   int64_t idx[TL_MAX_RANK];
   const char *x;
@@ -491,25 +542,24 @@ static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
       sum_runs4(pl, x, sums);
       here = 4;
     }
+    if (stored) { /* `here` items along kept axis 0, within its extent: one step */
+      item += here;
+      idx[0] += here;
+      x += here * pl->kx[0] * pl->xes;
+      o += here * pl->ko[0] * pl->oes;
+      if (idx[0] == pl->ke[0]) next_item(pl, idx, &x, &o, 1);
+      continue;
+    }
     for (int64_t r = 0; r < here; r++, item++) {
-      if (!stored) {
-        double acc[2] = {identity(pl->op), 0.0};
-        if (here == 4)
-          acc[0] = sums[r][0], acc[1] = sums[r][1];
-        else if (short_sum)
-          short_run_sum(pl->dtype, x, pl->re[0], acc);
-        else
-          inner_rows(pl, x, 0, pl->r_rows, acc);
-        store(pl, acc, width, o);
-      }
-      for (int k = 0; k < pl->nk; k++) {
-        x += pl->kx[k] * pl->xes;
-        o += pl->ko[k] * pl->oes;
-        if (++idx[k] < pl->ke[k]) break;
-        x -= pl->ke[k] * pl->kx[k] * pl->xes;
-        o -= pl->ke[k] * pl->ko[k] * pl->oes;
-        idx[k] = 0;
-      }
+      double acc[2] = {identity(pl->op), 0.0};
+      if (here == 4)
+        acc[0] = sums[r][0], acc[1] = sums[r][1];
+      else if (short_sum)
+        short_run_sum(pl->dtype, x, pl->re[0], acc);
+      else
+        inner_rows(pl, x, 0, pl->r_rows, acc);
+      store(pl, acc, width, o);
+      next_item(pl, idx, &x, &o, 0);
     }
   }
 }
@@ -541,7 +591,7 @@ static void run_item(tl__reduce_plan *pl, int64_t item, int64_t part, int slot) 
   const double id = identity(pl->op);
   for (int64_t i = 0; i < len * width; i++) acc[i] = (width == 2 && (i & 1)) ? 0.0 : id;
   const int64_t s0 = pl->kx[0];
-  WALK_ROWS(pl, 0, x, r0, r1, run_into_vector(pl, row_ptr, len, s0, acc));
+  WALK_ROWS(pl, 0, x, r0, r1, len, run_into_vector(pl, row_ptr, len, s0, acc));
   if (pl->parts == 1) {
     for (int64_t i = 0; i < len; i++)
       store(pl, acc + i * width, width, o + i * pl->ko[0] * pl->oes);
@@ -636,6 +686,8 @@ void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements) 
     if (pl->parts > pl->r_rows) pl->parts = pl->r_rows;
   }
   pl->part_len = (pl->r_rows + pl->parts - 1) / pl->parts;
+  pl->blocked = pl->inner_mode && pl->parts == 1 && pl->nr >= 2 && pl->rx[0] == 1 && pl->nk > 0 &&
+                pl->kx[0] == pl->re[0] && pl->r_rows > 1 && !pl->empty;
   if (pl->part_len == 0) pl->part_len = 1;
   pl->total = total;
   /* The prefetch window (reduce_core.h), for every dtype since the float sums add in

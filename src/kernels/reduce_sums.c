@@ -31,6 +31,8 @@
  * Doubles add in order in double; floats in order in float within blocks of sixteen
  * elements, each block's sum added to a double total (the float partials above, in order).
  * Pure core: never fails, allocates nothing. */
+#include <string.h>
+
 #include "reduce_core.h"
 
 #include "base/isa.h"
@@ -122,7 +124,7 @@ static void sum16_f32_portable(const float *x, int64_t n, int pairs, double *re,
   total16(s, pairs, re, im);
 }
 
-/* Strided runs (tl__sum16_strided_*): the same sixteen sums, reading real j of the run at
+/* Strided runs (tl__sum16_strided_add_*): the same sixteen sums, reading real j of the run at
  * x[(j >> pairs) step + (j & pairs)]. Scalar at every level: sixteen independent chains
  * keep up with memory at the strides this serves, and gathers were slow (15-25 cycles each
  * on the project's Xeon VM). GROUP adds the sixteen reals from p on into A0..A15, one element
@@ -151,10 +153,10 @@ static void sum16_f32_portable(const float *x, int64_t n, int pairs, double *re,
 #define TL__STRIDED_TAIL(a, p, left, step, pairs, CAST) \
   for (int64_t k = 0; k < (left); k++) *a[k] += CAST p[(k >> (pairs)) * (step) + (k & (pairs))]
 
-void tl__sum16_strided_f64(const double *x, int64_t n, int64_t step, int pairs, double *re,
-                           double *im) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-  double s8 = 0, s9 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0, s14 = 0, s15 = 0;
+void tl__sum16_strided_add_f64(const double *x, int64_t n, int64_t step, int pairs, double *s) {
+  double s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], s4 = s[4], s5 = s[5], s6 = s[6], s7 = s[7];
+  double s8 = s[8], s9 = s[9], s10 = s[10], s11 = s[11], s12 = s[12], s13 = s[13], s14 = s[14],
+         s15 = s[15];
   pairs = pairs != 0;
   const int64_t reals = n << pairs;
   int64_t i = 0;
@@ -169,13 +171,15 @@ void tl__sum16_strided_f64(const double *x, int64_t n, int64_t step, int pairs, 
     TL__STRIDED_TAIL(a, p, reals - i, step, pairs, (double));
   }
   const double sums[16] = {s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15};
-  total16(sums, pairs, re, im);
+  memcpy(s, sums, sizeof sums);
+}
+
+void tl__sum16_total(const double *s, int pairs, double *re, double *im) {
+  total16(s, pairs, re, im);
 }
 
 /* Floats: float partials of each block of TL__SUM_F32_BLOCK reals, as sum16_f32_portable. */
-void tl__sum16_strided_f32(const float *x, int64_t n, int64_t step, int pairs, double *re,
-                           double *im) {
-  double s[16] = {0};
+void tl__sum16_strided_add_f32(const float *x, int64_t n, int64_t step, int pairs, double *s) {
   pairs = pairs != 0;
   const int64_t reals = n << pairs;
   for (int64_t b = 0; b < reals; b += TL__SUM_F32_BLOCK) {
@@ -196,7 +200,6 @@ void tl__sum16_strided_f32(const float *x, int64_t n, int64_t step, int pairs, d
     const float f[16] = {f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15};
     for (int k = 0; k < 16; k++) s[k] += (double)f[k];
   }
-  total16(s, pairs, re, im);
 }
 
 #if TL_X86_KERNELS

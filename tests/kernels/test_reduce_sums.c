@@ -289,9 +289,25 @@ static void reduce_sums_short_runs_add_in_order(void) {
   TH_CHECK(bad == 0);
 }
 
-/* A strided run (tl__sum16_strided_*) gives the bits of the same values laid out
- * contiguously, for reals and complex pairs, steps forward, backward and wide, around the
- * 16-real groups and the 256-real float blocks, with cancelling data and a NaN. */
+/* The total of a strided run fed to tl__sum16_strided_add_* in one call (pieces 0) or in
+ * pieces of `pieces` TL__SUM16_PIECE_REALS reals each, the last shorter. */
+static void strided_total(const double *rd, const float *rf, int64_t n, int64_t step, int pairs,
+                          int64_t pieces, double got[2][2]) {
+  double sd[16] = {0}, sf[16] = {0};
+  const int64_t piece = pieces > 0 ? (pieces * TL__SUM16_PIECE_REALS) >> pairs : n;
+  for (int64_t done = 0; done < n; done += piece) {
+    const int64_t len = n - done < piece ? n - done : piece;
+    tl__sum16_strided_add_f64(rd + done * step, len, step, pairs, sd);
+    tl__sum16_strided_add_f32(rf + done * step, len, step, pairs, sf);
+  }
+  tl__sum16_total(sd, pairs, &got[0][0], &got[0][1]);
+  tl__sum16_total(sf, pairs, &got[1][0], &got[1][1]);
+}
+
+/* A strided run (tl__sum16_strided_add_*, tl__sum16_total) gives the bits of the same values
+ * laid out contiguously, for reals and complex pairs, steps forward, backward and
+ * wide, around the 16-real groups and the 256-real float blocks, with cancelling data and a
+ * NaN; in one call and fed in pieces of one or two TL__SUM16_PIECE_REALS. */
 static void reduce_sums_strided_match_contiguous(void) {
   static const int64_t lengths[] = {0, 1, 7, 8, 15, 16, 17, 33, 127, 128, 129, 255, 300, 1031};
   static const int64_t steps[] = {1, 2, 3, 7, -1, -5, 64};
@@ -318,18 +334,20 @@ static void reduce_sums_strided_match_contiguous(void) {
               sd[base + i * step + q] = xd[(i << pairs) + q];
               sf[base + i * step + q] = xf[(i << pairs) + q];
             }
-          double got[2][2];
-          tl__sum16_strided_f64(sd + base, n, step, pairs, &got[0][0], &got[0][1]);
-          tl__sum16_strided_f32(sf + base, n, step, pairs, &got[1][0], &got[1][1]);
-          for (int f32 = 0; f32 < 2; f32++) {
-            compared++;
-            if (!same(got[f32][0], want_d[f32][0]) || !same(got[f32][1], want_d[f32][1])) {
-              fprintf(stderr,
-                      "  n %lld step %lld pairs %d kind %d %s: strided %.17g%+.17gi, "
-                      "contiguous %.17g%+.17gi\n",
-                      (long long)n, (long long)e, pairs, kind, f32 ? "f32" : "f64", got[f32][0],
-                      got[f32][1], want_d[f32][0], want_d[f32][1]);
-              bad++;
+          for (int64_t pieces = 0; pieces <= 2; pieces++) {
+            double got[2][2];
+            strided_total(sd + base, sf + base, n, step, pairs, pieces, got);
+            for (int f32 = 0; f32 < 2; f32++) {
+              compared++;
+              if (!same(got[f32][0], want_d[f32][0]) || !same(got[f32][1], want_d[f32][1])) {
+                fprintf(stderr,
+                        "  n %lld step %lld pairs %d kind %d %s pieces %lld: strided "
+                        "%.17g%+.17gi, contiguous %.17g%+.17gi\n",
+                        (long long)n, (long long)e, pairs, kind, f32 ? "f32" : "f64",
+                        (long long)pieces, got[f32][0], got[f32][1], want_d[f32][0],
+                        want_d[f32][1]);
+                bad++;
+              }
             }
           }
         }

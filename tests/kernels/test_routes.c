@@ -527,7 +527,9 @@ static void reduce_table_matches_naive(void) {
  * each run go item by item: both give the same bits, for every dtype and operation, on
  * one thread and on two. */
 static void reduce_blocked_items_match_item_by_item(void) {
-  static const int64_t cases[][3] = {{5, 37, 45}, {3, 64, 16}, {7, 9, 100}, {2, 130, 3}};
+  /* 1100 items: blocks of TL__REDUCE_ITEM_BLOCK (512) and a shorter last one */
+  static const int64_t cases[][3] = {
+      {5, 37, 45}, {3, 64, 16}, {7, 9, 100}, {2, 130, 3}, {2, 1100, 5}};
   for (int threads = 1; threads <= 2; threads++) {
     th_held h;
     th_held_open(&h, threads);

@@ -254,6 +254,104 @@ static const long_call eigh_call = {"tl_eigh", "cancelled while the ", prepare_o
                                     NULL};
 static const long_call lu_call = {"tl_lu", "results were dropped", prepare_one, call_lu, 1, NULL};
 
+/* ---- reductions over broadcast views ----
+ * A stride-0 view of 2^40 elements occupies one element of memory and takes hours to sum:
+ * the flag must be seen inside a run or a row walk, not only between items. in[0] is the
+ * view, in[1] the output; `n` is not used (no run ends before the flag goes up). */
+static double broadcast_one[2] = {0.5, -0.25};
+
+static tl_status wrap_broadcast(tl_dtype dtype, int rank, const int64_t *shape, tl_tensor *x) {
+  const int64_t zeros[TL_MAX_RANK] = {0};
+  TH_CHECK_OK(tl_tensor_wrap(dtype, rank, shape, zeros, broadcast_one, 0, x));
+  return TL_OK;
+}
+
+/* ij->i over a 64 x 2^40 view: the kept axis is as dense as the reduced one, so the rows
+ * stream past a block of accumulators (a row walk of 2^40 rows). */
+static tl_status prepare_rows(tl_exec *exec, int64_t n, tl_tensor *in) {
+  (void)exec, (void)n;
+  const int64_t shape[2] = {64, (int64_t)1 << 40}, out_shape[1] = {64};
+  wrap_broadcast(TL_F64, 2, shape, &in[0]);
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 1, out_shape, &in[1]));
+  return TL_OK;
+}
+static tl_status call_sum_rows(tl_exec *exec, tl_tensor *in) {
+  const int axes[1] = {1};
+  return tl_reduce_into(exec, TL_REDUCE_SUM, &in[0], 1, axes, &in[1]);
+}
+static tl_status call_einsum_rows(tl_exec *exec, tl_tensor *in) {
+  const tl_tensor *ops[1] = {&in[0]};
+  return tl_einsum_into(exec, "ij->i", 1, ops, &in[1]);
+}
+
+/* One complex run of 2^40 elements into a scalar: the sixteen strided sums, in pieces. */
+static tl_status prepare_run(tl_exec *exec, int64_t n, tl_tensor *in) {
+  (void)exec, (void)n;
+  const int64_t shape[1] = {(int64_t)1 << 40};
+  wrap_broadcast(TL_C128, 1, shape, &in[0]);
+  TH_CHECK_OK(tl_tensor_create(TL_C128, 0, NULL, &in[1]));
+  return TL_OK;
+}
+static tl_status call_sum_run(tl_exec *exec, tl_tensor *in) {
+  const int axes[1] = {0};
+  return tl_reduce_into(exec, TL_REDUCE_SUM, &in[0], 1, axes, &in[1]);
+}
+
+/* The maximum of one real run of 2^40 elements: the in-order loop. */
+static tl_status prepare_real_run(tl_exec *exec, int64_t n, tl_tensor *in) {
+  (void)exec, (void)n;
+  const int64_t shape[1] = {(int64_t)1 << 40};
+  wrap_broadcast(TL_F64, 1, shape, &in[0]);
+  TH_CHECK_OK(tl_tensor_create(TL_F64, 0, NULL, &in[1]));
+  return TL_OK;
+}
+static tl_status call_max_run(tl_exec *exec, tl_tensor *in) {
+  const int axes[1] = {0};
+  return tl_reduce_into(exec, TL_REDUCE_MAX, &in[0], 1, axes, &in[1]);
+}
+
+/* Three outputs (kept stride 1), each the sum of 2^36 runs of 40 floats at stride 0: the
+ * reduced axes are the densest, so each output walks its 2^36 rows. */
+static tl_status prepare_items(tl_exec *exec, int64_t n, tl_tensor *in) {
+  (void)exec, (void)n;
+  static float three[3] = {1.0f, 2.0f, 3.0f};
+  const int64_t shape[3] = {3, 40, (int64_t)1 << 36}, strides[3] = {1, 0, 0}, out_shape[1] = {3};
+  TH_CHECK_OK(tl_tensor_wrap(TL_F32, 3, shape, strides, three, 0, &in[0]));
+  TH_CHECK_OK(tl_tensor_create(TL_F32, 1, out_shape, &in[1]));
+  return TL_OK;
+}
+static tl_status call_sum_items(tl_exec *exec, tl_tensor *in) {
+  const int axes[2] = {1, 2};
+  return tl_reduce_into(exec, TL_REDUCE_SUM, &in[0], 2, axes, &in[1]);
+}
+
+static const long_call sum_rows_call = {
+    "tl_reduce_into", "stopped inside a run", prepare_rows, call_sum_rows, 2, NULL};
+static const long_call einsum_rows_call = {
+    "tl_einsum_into", "stopped inside a run", prepare_rows, call_einsum_rows, 2, NULL};
+static const long_call sum_run_call = {
+    "tl_reduce_into", "stopped inside a run", prepare_run, call_sum_run, 2, NULL};
+static const long_call max_run_call = {
+    "tl_reduce_into", "stopped inside a run", prepare_real_run, call_max_run, 2, NULL};
+static const long_call sum_items_call = {
+    "tl_reduce_into", "stopped inside a run", prepare_items, call_sum_items, 2, NULL};
+
+static void cancel_reduce_broadcast_rows(void) {
+  cancel_while_running(1, &sum_rows_call, 0);
+  cancel_while_running(2, &sum_rows_call, 0);
+  cancel_while_running(2, &einsum_rows_call, 0);
+}
+static void cancel_reduce_broadcast_runs(void) {
+  cancel_while_running(1, &sum_run_call, 0);
+  cancel_while_running(2, &sum_run_call, 0);
+  cancel_while_running(1, &max_run_call, 0);
+  cancel_while_running(2, &max_run_call, 0);
+}
+static void cancel_reduce_broadcast_items(void) {
+  cancel_while_running(1, &sum_items_call, 0);
+  cancel_while_running(2, &sum_items_call, 0);
+}
+
 static void cancel_gemm_on_a_pool(void) { cancel_while_running(2, &gemm_call, 1536); }
 static void cancel_gemm_on_one_thread(void) { cancel_while_running(1, &gemm_call, 1536); }
 static void cancel_einsum_on_a_pool(void) { cancel_while_running(2, &einsum_call, 1024); }
@@ -537,4 +635,6 @@ TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
              TH_CASE(cancel_eigh_inside_blocks_with_vectors),
              TH_CASE(cancel_eigh_inside_top_merge_roots), TH_CASE(cancel_eigh_inside_ql_windows),
              TH_CASE(cancel_eigh_between_reduction_and_apply_steps),
-             TH_CASE(cancel_eigh_while_copying_the_vectors_out))
+             TH_CASE(cancel_eigh_while_copying_the_vectors_out),
+             TH_CASE(cancel_reduce_broadcast_rows), TH_CASE(cancel_reduce_broadcast_runs),
+             TH_CASE(cancel_reduce_broadcast_items))
