@@ -470,7 +470,7 @@ static void sum_runs4(const tl__reduce_plan *pl, const char *x, double (*acc)[2]
 static void block_row(const tl__reduce_plan *pl, const char *row, int64_t count, double (*acc)[2]) {
   const int64_t n0 = pl->re[0], step = pl->kx[0] * pl->xes;
   int64_t b = 0;
-  if (pl->op == TL_REDUCE_SUM)
+  if (pl->op == TL_REDUCE_SUM && !pl->one_run)
     for (; b + 4 <= count; b += 4) sum_runs4(pl, row + b * step, acc + b);
   for (; b < count; b++) run_into_scalar(pl, row + b * step, n0, 1, acc[b]);
 }
@@ -515,8 +515,8 @@ static void inner_items(const tl__reduce_plan *pl, int64_t begin, int64_t end) {
       pl->op == TL_REDUCE_SUM && pl->nr == 1 && pl->rx[0] == 1 &&
       (pl->re[0] <= TL__REDUCE_SHORT_RUN || pl->re[0] * pl->xes <= TL__REDUCE_SHORT_BYTES) &&
       !pl->empty;
-  const int rows4 =
-      !short_sum && pl->op == TL_REDUCE_SUM && pl->nr == 1 && pl->rx[0] == 1 && pl->nk > 0;
+  const int rows4 = !short_sum && pl->op == TL_REDUCE_SUM && pl->nr == 1 && pl->rx[0] == 1 &&
+                    pl->nk > 0 && !pl->one_run;
 
   const int blocked = pl->blocked;
 
@@ -695,6 +695,9 @@ void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements) 
    * it, 51 without; 1024 rows 141-142 against 144-148; 2048 rows 313 against 332. */
   const int64_t bytes = tl__i64_mul3_sat(total, pl->xes, 1);
   pl->prefetch = bytes > TL__SUM_PREFETCH_MIN_BYTES && bytes <= TL__SUM_PREFETCH_MAX_BYTES;
+  const int64_t run_bytes = pl->nr > 0 ? pl->re[0] * pl->xes : 0;
+  pl->one_run = bytes > TL__SUM_PREFETCH_MAX_BYTES && run_bytes > TL__REDUCE_ONE_RUN_MIN_BYTES &&
+                run_bytes <= TL__REDUCE_ONE_RUN_MAX_BYTES;
   /* Rows with a gap after each (a strided view's rows): a prefetch past a row's end would
    * fetch the gap, so the one-row sums stop short of it (2). */
   if (pl->prefetch && pl->inner_mode && pl->nr == 1 && pl->rx[0] == 1 && pl->nk > 0 &&

@@ -47,6 +47,7 @@ typedef struct tl__reduce_plan {
   int isa;             /* TL__ISA_* level of the unit-stride sums, read once per plan */
   int prefetch;        /* 1: the unit-stride sums prefetch ahead (TL__SUM_PREFETCH_*); 2: not past a
                         * run's end */
+  int one_run;         /* runs read from memory go one at a time, not four side by side (below) */
   int blocked;         /* inner mode, items whose runs lie side by side in each row (see below) */
   const tl_exec *exec; /* the surface whose cancellation the long loops read, or NULL */
   atomic_int *stopped; /* raised once a loop saw the cancellation and quit part way */
@@ -142,5 +143,13 @@ void tl__add_run_f32(int isa, const float *x, int64_t n, double *acc);
  * 262-298 against 227-250; 2048^2 (32 MiB) 819-954 against 684-829. */
 #define TL__SUM_PREFETCH_MIN_BYTES ((int64_t)1 << 20)
 #define TL__SUM_PREFETCH_MAX_BYTES ((int64_t)12 << 20)
+/* Runs of more than MIN and at most MAX bytes, in an input past the prefetch window, are
+ * summed one run at a time (tl__sum16_*), not four side by side (tl__sum16_*_rows4): the
+ * same bits, but on the project's Zen 5 VM four such runs read side by side from memory
+ * came in at 1.3-2.4x numpy's time where one after another took 0.9-1.5x (f32 rows of
+ * 128 and 256, c64 of 64 and 128, f64 of 64 and 128). Longer runs read four at a time were
+ * as fast or faster (f32 rows of 1024 and 4096). */
+#define TL__REDUCE_ONE_RUN_MIN_BYTES 256
+#define TL__REDUCE_ONE_RUN_MAX_BYTES 1024
 
 #endif

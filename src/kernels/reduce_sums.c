@@ -203,8 +203,12 @@ void tl__sum16_strided_add_f32(const float *x, int64_t n, int64_t step, int pair
 }
 
 #if TL_X86_KERNELS
-#define TL_AVX512 __attribute__((target("avx512f")))
-#define TL_AVX2 __attribute__((target("avx2")))
+/* Each kernel starts on a 64-byte line: where a kernel's loops fall against the lines
+ * moved with unrelated edits elsewhere in the library and cost up to a quarter of the
+ * short sums' time (`ij->i` 131072x64 f32 0.84-1.02 against 1.03-1.27 of numpy's time, the
+ * same code at a 16-byte offset). */
+#define TL_AVX512 __attribute__((target("avx512f"), aligned(64)))
+#define TL_AVX2 __attribute__((target("avx2"), aligned(64)))
 
 /* Totals of a0 = s0..s7 and a1 = s8..s15 in registers, in tree8's order. */
 static inline TL_AVX512 void total_512(__m512d a0, __m512d a1, int pairs, double *re, double *im) {

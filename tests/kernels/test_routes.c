@@ -571,6 +571,50 @@ static void reduce_blocked_items_match_item_by_item(void) {
   }
 }
 
+/* Row sums of an input past the sums' prefetch window (12 MiB): rows of 512 bytes and of
+ * 1 KiB go one row at a time there, other lengths four side by side, as do all rows of a
+ * smaller input. Each output is bit for bit the sum of its row reduced alone (one run, no
+ * kept axis), for every dtype, on one thread and on two. */
+static void reduce_rows_from_memory_match_each_row_alone(void) {
+  static const int64_t row_bytes[] = {512, 1024, 2048};
+  for (int threads = 1; threads <= 2; threads++) {
+    th_held h;
+    th_held_open(&h, threads);
+    for (int di = 0; di < 4; di++)
+      for (size_t c = 0; c < sizeof row_bytes / sizeof row_bytes[0]; c++) {
+        const tl_dtype dt = dtypes[di];
+        const int64_t es = (int64_t)tl_dtype_size(dt), cols = row_bytes[c] / es;
+        const int64_t rows = ((int64_t)13 << 20) / row_bytes[c] + 3; /* past 12 MiB */
+        const int64_t shape[2] = {rows, cols};
+        tl_tensor x, out, alone;
+        TH_CHECK_OK(tl_tensor_create_row_major(dt, 2, shape, &x));
+        TH_CHECK_OK(tl_random_into(h.exec, 11 + (uint64_t)c, &x));
+        TH_CHECK_OK(tl_tensor_create(dt, 1, shape, &out));
+        TH_CHECK_OK(tl_tensor_create(dt, 0, NULL, &alone));
+        const int axes[1] = {1};
+        TH_CHECK_OK(tl_reduce_into(h.exec, TL_REDUCE_SUM, &x, 1, axes, &out));
+        int64_t bad = 0;
+        for (int64_t r = 0; r < rows; r += r < 16 ? 1 : 97) { /* the first rows, then a spread */
+          tl_tensor row;
+          const int64_t row_shape[1] = {cols};
+          TH_CHECK_OK(
+              tl_tensor_wrap(dt, 1, row_shape, NULL, (char *)x.data + r * cols * es, 0, &row));
+          const int all[1] = {0};
+          TH_CHECK_OK(tl_reduce_into(h.exec, TL_REDUCE_SUM, &row, 1, all, &alone));
+          bad += memcmp((const char *)out.data + r * es, alone.data, (size_t)es) != 0;
+        }
+        if (bad != 0) {
+          char text[160];
+          snprintf(text, sizeof text, "%s rows of %lld bytes, %d threads: %lld row sums differ",
+                   tl_dtype_name(dt), (long long)row_bytes[c], threads, (long long)bad);
+          th_test_fail_at(__FILE__, __LINE__, text);
+        }
+        tl_tensor_release(&x), tl_tensor_release(&out), tl_tensor_release(&alone);
+      }
+    th_held_close(&h);
+  }
+}
+
 /* ---- gemm and contraction -------------------------------------------------------------- */
 
 static void gemm_table_matches_naive(void) {
@@ -1088,8 +1132,9 @@ TH_TEST_MAIN(TH_CASE(elementwise_binary_table_matches_naive),
              TH_CASE(reshape_is_a_view_when_strides_allow_else_a_copy),
              TH_CASE(reduce_table_matches_naive), TH_CASE(reduce_long_runs_match_naive),
              TH_CASE(reduce_short_rows_add_in_order),
-             TH_CASE(reduce_blocked_items_match_item_by_item), TH_CASE(gemm_table_matches_naive),
-             TH_CASE(contract_table_matches_naive),
+             TH_CASE(reduce_blocked_items_match_item_by_item),
+             TH_CASE(reduce_rows_from_memory_match_each_row_alone),
+             TH_CASE(gemm_table_matches_naive), TH_CASE(contract_table_matches_naive),
              TH_CASE(contract_vertical_sums_in_order_bit_for_bit),
              TH_CASE(contract_vertical_long_sum_stops_at_cancel),
              TH_CASE(contract_randomized_residual_is_small),
