@@ -696,8 +696,11 @@ void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements) 
   const int64_t bytes = tl__i64_mul3_sat(total, pl->xes, 1);
   pl->prefetch = bytes > TL__SUM_PREFETCH_MIN_BYTES && bytes <= TL__SUM_PREFETCH_MAX_BYTES;
   const int64_t run_bytes = pl->nr > 0 ? pl->re[0] * pl->xes : 0;
-  pl->one_run = bytes > TL__SUM_PREFETCH_MAX_BYTES && run_bytes > TL__REDUCE_ONE_RUN_MIN_BYTES &&
-                run_bytes <= TL__REDUCE_ONE_RUN_MAX_BYTES;
+  const int doubles = pl->dtype == TL_F64 || pl->dtype == TL_C128;
+  pl->one_run =
+      bytes > TL__SUM_PREFETCH_MAX_BYTES &&
+      ((run_bytes > TL__REDUCE_ONE_RUN_MIN_BYTES && run_bytes <= TL__REDUCE_ONE_RUN_MAX_BYTES) ||
+       (doubles && run_bytes >= TL__REDUCE_ONE_RUN_LONG_BYTES));
   /* Rows with a gap after each (a strided view's rows): a prefetch past a row's end would
    * fetch the gap, so the one-row sums stop short of it (2). */
   if (pl->prefetch && pl->inner_mode && pl->nr == 1 && pl->rx[0] == 1 && pl->nk > 0 &&

@@ -143,13 +143,15 @@ void tl__add_run_f32(int isa, const float *x, int64_t n, double *acc);
  * 262-298 against 227-250; 2048^2 (32 MiB) 819-954 against 684-829. */
 #define TL__SUM_PREFETCH_MIN_BYTES ((int64_t)1 << 20)
 #define TL__SUM_PREFETCH_MAX_BYTES ((int64_t)12 << 20)
-/* Runs of more than MIN and at most MAX bytes, in an input past the prefetch window, are
- * summed one run at a time (tl__sum16_*), not four side by side (tl__sum16_*_rows4): the
- * same bits, but on the project's Zen 5 VM four such runs read side by side from memory
- * came in at 1.3-2.4x numpy's time where one after another took 0.9-1.5x (f32 rows of
- * 128 and 256, c64 of 64 and 128, f64 of 64 and 128). Longer runs read four at a time were
- * as fast or faster (f32 rows of 1024 and 4096). */
+/* Runs of more than MIN and at most MAX bytes, and runs of doubles (f64, c128) of at least
+ * LONG bytes, in an input past the prefetch window, are summed one run at a time
+ * (tl__sum16_*), not four side by side (tl__sum16_*_rows4). The same bits; on the project's
+ * Zen 5 VM four such runs read side by side from memory came in at 1.1-2.4x numpy's time
+ * where one after another took 0.8-1.5x (f32 rows of 128 and 256, c64 of 64 and 128, f64
+ * of 64 and 128; f64 rows of 1024 to 4096, c128 of 512 to 4096). Rows of 2-4 KiB read
+ * four at a time were faster in every dtype, and so were long float rows (f32 of 4096). */
 #define TL__REDUCE_ONE_RUN_MIN_BYTES 256
 #define TL__REDUCE_ONE_RUN_MAX_BYTES 1024
+#define TL__REDUCE_ONE_RUN_LONG_BYTES 8192
 
 #endif

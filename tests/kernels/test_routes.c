@@ -572,11 +572,11 @@ static void reduce_blocked_items_match_item_by_item(void) {
 }
 
 /* Row sums of an input past the sums' prefetch window (12 MiB): rows of 512 bytes and of
- * 1 KiB go one row at a time there, other lengths four side by side, as do all rows of a
- * smaller input. Each output is bit for bit the sum of its row reduced alone (one run, no
- * kept axis), for every dtype, on one thread and on two. */
+ * 1 KiB, and rows of 8 KiB of doubles, go one row at a time there, other lengths four side
+ * by side, as do all rows of a smaller input. Each output is bit for bit the sum of its row reduced
+ * alone (one run, no kept axis), for every dtype, on one thread and on two. */
 static void reduce_rows_from_memory_match_each_row_alone(void) {
-  static const int64_t row_bytes[] = {512, 1024, 2048};
+  static const int64_t row_bytes[] = {512, 1024, 2048, 8192};
   for (int threads = 1; threads <= 2; threads++) {
     th_held h;
     th_held_open(&h, threads);
