@@ -40,7 +40,8 @@ typedef enum tl__pause_site {
   TL__PAUSE_CLOSE_DRAINED = 0, /* tl_session_close: children drained, grant not yet released */
   TL__PAUSE_CHILD_BETWEEN_LOADS = 1, /* tl__child_enter: between its reads of closing and granted */
   TL__PAUSE_TRIDIAG_PIECE = 2, /* tl_eigh's tridiagonal solver: a piece begins (flag looked at) */
-  TL__PAUSE_LINALG_STEP = 3    /* a linalg route's step begins (tl__la_cancelled: flag looked at) */
+  TL__PAUSE_LINALG_STEP = 3,   /* a linalg route's step begins (tl__la_cancelled: flag looked at) */
+  TL__PAUSE_SERIAL_CHUNK = 4   /* tl__exec_run_chunks on the calling thread: a chunk is next */
 } tl__pause_site;
 
 typedef void (*tl__pause_fn)(tl__pause_site site);

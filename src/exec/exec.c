@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/fault.h"
 #include "exec.h"
 
 void tl__exec_init(tl_exec *exec, tl_exec_kind kind, tl__resources *resources, tl_pool *pool,
@@ -153,6 +154,7 @@ tl_status tl__exec_run_chunks(tl_exec *exec, int parallel, size_t count, size_t 
     size_t begin = 0;
     while (begin < count && !atomic_load(&job.cancelled)) {
       size_t end = count - begin > grain ? begin + grain : count;
+      tl__pause(TL__PAUSE_SERIAL_CHUNK);
       cancel_aware_chunk(begin, end, -1, &job);
       begin = end;
     }

@@ -1,7 +1,8 @@
 /* src/kernels/drive.c: running the cores over a surface, for every route file: a loop plan
  * with a row kernel (tl__loop_execute) and a copy through the permute core
- * (tl__copy_execute). Small work runs on the calling thread; large work is cut into chunks
- * that tl__exec_run_chunks spreads over the pool, checking cancellation before each chunk.
+ * (tl__copy_execute). Small work runs on the calling thread in one go; large work is cut
+ * into chunks that tl__exec_run_chunks spreads over the pool, or runs one after another on
+ * a one-thread team (TL__SERIAL_CHUNK_ELEMENTS), checking cancellation before each chunk.
  * The route files call these and not each other. */
 #include <stdint.h>
 
@@ -46,11 +47,22 @@ tl_status tl__loop_execute(tl_exec *exec, int team, const tl__loop *loop, tl__ro
   if (total == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first element was written");
-  if (team <= 1 || total < TL__PARALLEL_MIN_ELEMENTS) {
-    tl__loop_run(loop, 0, loop->rows, fn, params);
-    return TL_OK;
-  }
   loop_job job = {loop, fn, params, 1, loop->inner};
+  if (team <= 1 || total < TL__PARALLEL_MIN_ELEMENTS) {
+    if (total < TL__SERIAL_CHUNK_ELEMENTS) {
+      tl__loop_run(loop, 0, loop->rows, fn, params);
+      return TL_OK;
+    }
+    /* large work on one thread: in chunks, each row in pieces, to look at the flag */
+    if (loop->inner > TL__SERIAL_CHUNK_ELEMENTS) {
+      job.piece_len = TL__SERIAL_CHUNK_ELEMENTS;
+      job.pieces = (loop->inner + job.piece_len - 1) / job.piece_len;
+    }
+    const int64_t per_item = job.pieces == 1 ? loop->inner : job.piece_len;
+    const int64_t grain = TL__SERIAL_CHUNK_ELEMENTS / per_item;
+    return tl__exec_run_chunks(exec, 0, (size_t)(loop->rows * job.pieces),
+                               (size_t)(grain > 0 ? grain : 1), loop_chunk, &job, "writing");
+  }
   /* Few long rows: cut each row into pieces so every worker gets work. */
   if (loop->rows < (int64_t)team * 8 && loop->inner >= 8192) {
     job.piece_len = 4096;
@@ -75,6 +87,7 @@ static void permute_chunk(size_t begin, size_t end, int worker_index, void *arg)
  * runner's elementwise copy instead, the pieces used ordinary stores, each of which reads
  * its line first, and a second thread gained less. */
 #define COPY_PIECE 65536
+_Static_assert(TL__SERIAL_CHUNK_ELEMENTS % COPY_PIECE == 0, "whole copy pieces to a serial chunk");
 static void span_chunk(size_t begin, size_t end, int worker_index, void *arg) {
   const tl__permute_plan *plan = arg;
   const int64_t inner = plan->loop.inner;
@@ -91,10 +104,18 @@ tl_status tl__copy_execute(tl_exec *exec, int team, const tl_tensor *dst, const 
   if (total == 0) return TL_OK;
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first element was written");
-  if (team <= 1 || total < TL__PARALLEL_MIN_ELEMENTS || plan.blocks < 2) {
-    if (!plan.tiled && plan.loop.rows < 2 && team > 1 && total >= TL__PARALLEL_MIN_ELEMENTS) {
-      const int64_t pieces = (plan.loop.inner + COPY_PIECE - 1) / COPY_PIECE;
-      return tl__exec_run_chunks(exec, 1, (size_t)pieces, 1, span_chunk, &plan, "copying");
+  const int parallel = team > 1 && total >= TL__PARALLEL_MIN_ELEMENTS;
+  if (!parallel || plan.blocks < 2) {
+    const int64_t pieces = (plan.loop.inner + COPY_PIECE - 1) / COPY_PIECE;
+    if (!plan.tiled && plan.loop.rows < 2 && (parallel || total >= TL__SERIAL_CHUNK_ELEMENTS))
+      return tl__exec_run_chunks(exec, parallel, (size_t)pieces,
+                                 parallel ? 1 : TL__SERIAL_CHUNK_ELEMENTS / COPY_PIECE, span_chunk,
+                                 &plan, "copying");
+    if (!parallel && total >= TL__SERIAL_CHUNK_ELEMENTS && plan.blocks >= 2) {
+      /* large work on one thread: in chunks of blocks, to look at the flag */
+      const int64_t grain = TL__SERIAL_CHUNK_ELEMENTS / (total / plan.blocks);
+      return tl__exec_run_chunks(exec, 0, (size_t)plan.blocks, (size_t)(grain > 0 ? grain : 1),
+                                 permute_chunk, &plan, "copying");
     }
     tl__permute_run(&plan, 0, plan.blocks);
     return TL_OK;

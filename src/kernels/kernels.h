@@ -575,6 +575,10 @@ tl_status tl__copy_execute(struct tl_exec *exec, int team, const tl_tensor *dst,
 
 /* Elements below which a route runs on the calling thread even from a root surface. */
 #define TL__PARALLEL_MIN_ELEMENTS 32768
+/* Elementwise loops and copies on the calling thread alone (a one-thread team) run in
+ * chunks of about this many elements, looking at the cancellation flag before each, once
+ * they reach it (a diagonal copied out of a broadcast view can write gigabytes). */
+#define TL__SERIAL_CHUNK_ELEMENTS ((int64_t)1 << 20)
 
 /* |v| of a stride or extent (never INT64_MIN here). */
 static inline int64_t tl__abs64(int64_t v) { return v < 0 ? -v : v; }

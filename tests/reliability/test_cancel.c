@@ -352,6 +352,76 @@ static void cancel_reduce_broadcast_items(void) {
   cancel_while_running(2, &sum_items_call, 0);
 }
 
+/* ---- large elementwise work and copies on one thread ----
+ * A one-thread team runs them in chunks of TL__SERIAL_CHUNK_ELEMENTS, looking at the flag
+ * before each. The pause point before each serial chunk raises the flag at the second
+ * chunk: the call must stop there (TL_E_CANCELLED, chunks not started). A call that runs in
+ * one go passes no pause point and returns TL_OK. */
+static tl_exec *chunk_exec;
+static atomic_int chunk_passes;
+
+static void raise_at_second_chunk(tl__pause_site site) {
+  if (site != TL__PAUSE_SERIAL_CHUNK) return;
+  if (atomic_fetch_add(&chunk_passes, 1) + 1 == 2) tl_exec_cancel(chunk_exec);
+}
+
+enum { SERIAL_MUL, SERIAL_EINSUM_DIAGONAL, SERIAL_COPY_FLAT, SERIAL_COPY_TRANSPOSED, SERIAL_KINDS };
+
+static tl_status serial_call(tl_exec *exec, int kind, tl_tensor *a, tl_tensor *b, tl_tensor *out) {
+  switch (kind) {
+    case SERIAL_MUL:
+      return tl_mul_into(exec, a, b, out);
+    case SERIAL_EINSUM_DIAGONAL: { /* ii->i of a 2^22 x 2^22 broadcast view */
+      const tl_tensor *ops[1] = {b};
+      return tl_einsum_into(exec, "ii->i", 1, ops, out);
+    }
+    case SERIAL_COPY_FLAT:
+      return tl_copy_into(exec, a, out);
+    default: { /* a transposed view of a into out */
+      tl_tensor t = *a;
+      t.shape[0] = a->shape[1], t.shape[1] = a->shape[0];
+      t.strides[0] = a->strides[1], t.strides[1] = a->strides[0];
+      return tl_copy_into(exec, &t, out);
+    }
+  }
+}
+
+static void cancel_serial_chunks_on_one_thread(void) {
+  th_held held;
+  th_held_open(&held, 1);
+  const int64_t side = 2048, square[2] = {side, side}, flat[1] = {side * side};
+  const int64_t wide[2] = {side * side, side * side};
+  for (int kind = 0; kind < SERIAL_KINDS; kind++) {
+    tl_tensor a, b, out;
+    const int is_flat = kind == SERIAL_COPY_FLAT || kind == SERIAL_EINSUM_DIAGONAL;
+    TH_CHECK_OK(tl_tensor_create(TL_F64, is_flat ? 1 : 2, is_flat ? flat : square, &a));
+    TH_CHECK_OK(tl_random_into(held.exec, 5, &a));
+    if (kind == SERIAL_EINSUM_DIAGONAL)
+      wrap_broadcast(TL_F64, 2, wide, &b);
+    else
+      TH_CHECK_OK(tl_tensor_create_like(&a, &b));
+    TH_CHECK_OK(tl_tensor_create_like(&a, &out));
+    /* unhooked: the call runs to the end and is right */
+    TH_CHECK_OK(serial_call(held.exec, kind, &a, &b, &out));
+    chunk_exec = held.exec;
+    atomic_store(&chunk_passes, 0);
+    atomic_store(&tl__pause_hook, raise_at_second_chunk);
+    const tl_status status = serial_call(held.exec, kind, &a, &b, &out);
+    atomic_store(&tl__pause_hook, NULL);
+    char message[TL_MESSAGE_CAPACITY];
+    snprintf(message, sizeof message, "%s", tl_last_message());
+    if (status != TL_E_CANCELLED)
+      fprintf(stderr, "kind %d: %s after %d chunk passes: %s\n", kind, tl_status_name(status),
+              atomic_load(&chunk_passes), message);
+    TH_CHECK(status == TL_E_CANCELLED);
+    TH_CHECK(atomic_load(&chunk_passes) == 2); /* none began after the flag */
+    TH_CHECK(strstr(message, "were not started") != NULL);
+    TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
+    tl_tensor_release(&a), tl_tensor_release(&b), tl_tensor_release(&out);
+  }
+  th_held_close(&held);
+}
+
 static void cancel_gemm_on_a_pool(void) { cancel_while_running(2, &gemm_call, 1536); }
 static void cancel_gemm_on_one_thread(void) { cancel_while_running(1, &gemm_call, 1536); }
 static void cancel_einsum_on_a_pool(void) { cancel_while_running(2, &einsum_call, 1024); }
@@ -637,4 +707,4 @@ TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
              TH_CASE(cancel_eigh_between_reduction_and_apply_steps),
              TH_CASE(cancel_eigh_while_copying_the_vectors_out),
              TH_CASE(cancel_reduce_broadcast_rows), TH_CASE(cancel_reduce_broadcast_runs),
-             TH_CASE(cancel_reduce_broadcast_items))
+             TH_CASE(cancel_reduce_broadcast_items), TH_CASE(cancel_serial_chunks_on_one_thread))
