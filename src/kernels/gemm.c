@@ -142,11 +142,21 @@ int64_t tl__gemm_cancel_block(int complex_dtype, int64_t dim, int64_t other, int
   return even < len && even >= min_len ? even : len;
 }
 
+/* A block also writes at most this many bytes of C: with a short k a product writes far
+ * more than it multiplies (2^14 x 4 times 4 x 2^14 is 2 GiB of C and 2^31 flops, one
+ * block, and a Ctrl-C came 3.8 s late while fresh pages were written at under 1 GB/s). */
+#define TL__GEMM_BLOCK_C_BYTES ((double)(64 << 20))
+
 static void cap_block_for_cancel(gemm_job *job, const tl__gemm_batch *g) {
   double max_flops;
   int64_t min_len;
   tl__prov_gemm_block(&max_flops, &min_len);
   const int64_t dim = job->split_rows ? g->m : g->n, other = job->split_rows ? g->n : g->m;
+  const double line_flops =
+      (tl_dtype_is_complex(g->dtype) ? 8.0 : 2.0) * (double)other * (double)(g->k > 0 ? g->k : 1);
+  const double line_bytes = (double)other * (double)tl_dtype_size(g->dtype);
+  if (line_flops * (TL__GEMM_BLOCK_C_BYTES / line_bytes) < max_flops)
+    max_flops = line_flops * (TL__GEMM_BLOCK_C_BYTES / line_bytes);
   const int64_t len = tl__gemm_cancel_block(tl_dtype_is_complex(g->dtype), dim, other, g->k,
                                             job->block_len, max_flops, min_len);
   if (len == job->block_len) return;
@@ -202,7 +212,11 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
   if (tl__gemm_thin_dot_chunks_fit(g)) return long_dot(exec, team, g);
-  gemm_job job = {g, 1, g->m > g->n, g->m > g->n ? g->m : g->n, NULL, 0, 0, 0, 0, 0, 0, 0};
+  /* Blocks cut the longer side of C; a square C is cut along its slower axis, so that a
+   * block is one piece of C's memory (cut the other way, the first block of a 2^14-square
+   * row-major product with k = 4 touched every page of its 2 GiB). */
+  const int split_rows = g->m > g->n || (g->m == g->n && tl__abs64(g->rsc) > tl__abs64(g->csc));
+  gemm_job job = {g, 1, split_rows, split_rows ? g->m : g->n, NULL, 0, 0, 0, 0, 0, 0, 0};
   job.tiny = tiny_route(g);
   job.thin = !job.tiny && (g->m == 1 || g->n == 1);
   job.kernel = tl__gemm_serial_kernel(g->dtype, g->m, g->n, g->k, g->rsa, g->rsc, g->csb, g->csc);

@@ -422,6 +422,38 @@ static void cancel_serial_chunks_on_one_thread(void) {
   th_held_close(&held);
 }
 
+/* A product with a short k writes far more than it multiplies: a row-major 4096^2 C (128 MiB)
+ * with k = 4 is cut into blocks of at most 64 MiB of C, each a piece of C's rows (its slower
+ * axis), one serial chunk each. The flag raised at the second leaves C's last rows as they
+ * were. In one block the call ran to the end; cut along the columns, every row was touched. */
+static void cancel_short_k_gemm_between_blocks_of_c(void) {
+  th_held held;
+  th_held_open(&held, 1);
+  const int64_t n = 4096, k = 4, a_shape[2] = {n, k}, b_shape[2] = {k, n}, c_shape[2] = {n, n};
+  tl_tensor a, b, c;
+  TH_CHECK_OK(tl_tensor_create_row_major(TL_F64, 2, a_shape, &a));
+  TH_CHECK_OK(tl_tensor_create_row_major(TL_F64, 2, b_shape, &b));
+  TH_CHECK_OK(tl_tensor_create_row_major(TL_F64, 2, c_shape, &c));
+  TH_CHECK_OK(tl_random_into(held.exec, 1, &a));
+  TH_CHECK_OK(tl_random_into(held.exec, 2, &b));
+  TH_CHECK_OK(tl_fill_into(held.exec, tl_scalar_real(-7.0), &c));
+  chunk_exec = held.exec;
+  atomic_store(&chunk_passes, 0);
+  atomic_store(&tl__pause_hook, raise_at_second_chunk);
+  const tl_status status =
+      tl_gemm_into(held.exec, tl_scalar_real(1.0), &a, &b, tl_scalar_real(0.0), &c);
+  atomic_store(&tl__pause_hook, NULL);
+  TH_CHECK(status == TL_E_CANCELLED);
+  TH_CHECK(atomic_load(&chunk_passes) == 2);
+  const double *cd = c.data;
+  TH_CHECK(cd[0] != -7.0);           /* the first block ran */
+  TH_CHECK(cd[(n - 1) * n] == -7.0); /* the last row's block never began */
+  TH_CHECK(cd[(n - 1) * n + n - 1] == -7.0);
+  TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
+  tl_tensor_release(&a), tl_tensor_release(&b), tl_tensor_release(&c);
+  th_held_close(&held);
+}
+
 static void cancel_gemm_on_a_pool(void) { cancel_while_running(2, &gemm_call, 1536); }
 static void cancel_gemm_on_one_thread(void) { cancel_while_running(1, &gemm_call, 1536); }
 static void cancel_einsum_on_a_pool(void) { cancel_while_running(2, &einsum_call, 1024); }
@@ -707,4 +739,5 @@ TH_TEST_MAIN(TH_CASE(cancel_flag_rules), TH_CASE(cancel_gemm_on_a_pool),
              TH_CASE(cancel_eigh_between_reduction_and_apply_steps),
              TH_CASE(cancel_eigh_while_copying_the_vectors_out),
              TH_CASE(cancel_reduce_broadcast_rows), TH_CASE(cancel_reduce_broadcast_runs),
-             TH_CASE(cancel_reduce_broadcast_items), TH_CASE(cancel_serial_chunks_on_one_thread))
+             TH_CASE(cancel_reduce_broadcast_items), TH_CASE(cancel_serial_chunks_on_one_thread),
+             TH_CASE(cancel_short_k_gemm_between_blocks_of_c))
