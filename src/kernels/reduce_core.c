@@ -695,7 +695,7 @@ void tl__reduce_plan_modes(tl__reduce_plan *pl, int team, int64_t out_elements) 
    * it, 51 without; 1024 rows 141-142 against 144-148; 2048 rows 313 against 332. */
   const int64_t bytes = tl__i64_mul3_sat(total, pl->xes, 1);
   pl->prefetch = bytes > TL__SUM_PREFETCH_MIN_BYTES && bytes <= TL__SUM_PREFETCH_MAX_BYTES;
-  const int64_t run_bytes = pl->nr > 0 ? pl->re[0] * pl->xes : 0;
+  const int64_t run_bytes = pl->nr > 0 ? tl__i64_mul3_sat(pl->re[0], pl->xes, 1) : 0;
   const int doubles = pl->dtype == TL_F64 || pl->dtype == TL_C128;
   pl->one_run =
       bytes > TL__SUM_PREFETCH_MAX_BYTES &&
