@@ -127,9 +127,14 @@ static void gemm_chunk(size_t begin, size_t end, int worker_index, void *arg) {
  * minimum of rows or columns (128 for a packing provider). The blocks are cut equal: every
  * block packs the shared operand again, and a short last block (600 columns as 544 + 56)
  * paid a whole packing for a tenth of the work. */
+/* The real flops of one line of C: `other` x k multiply-adds (a complex one counts eight). */
+static double line_flops(int complex_dtype, int64_t other, int64_t k) {
+  return (complex_dtype ? 8.0 : 2.0) * (double)other * (double)(k > 0 ? k : 1);
+}
+
 int64_t tl__gemm_cancel_block(int complex_dtype, int64_t dim, int64_t other, int64_t k,
                               int64_t block_len, double max_flops, int64_t min_len) {
-  const double per_line = (complex_dtype ? 8.0 : 2.0) * (double)other * (double)(k > 0 ? k : 1);
+  const double per_line = line_flops(complex_dtype, other, k);
   if (per_line * (double)block_len <= max_flops) return block_len;
   double fit = max_flops / per_line; /* lines per block within the bound */
   int64_t len = fit >= (double)dim ? dim : (int64_t)fit;
@@ -152,11 +157,10 @@ static void cap_block_for_cancel(gemm_job *job, const tl__gemm_batch *g) {
   int64_t min_len;
   tl__prov_gemm_block(&max_flops, &min_len);
   const int64_t dim = job->split_rows ? g->m : g->n, other = job->split_rows ? g->n : g->m;
-  const double line_flops =
-      (tl_dtype_is_complex(g->dtype) ? 8.0 : 2.0) * (double)other * (double)(g->k > 0 ? g->k : 1);
-  const double line_bytes = (double)other * (double)tl_dtype_size(g->dtype);
-  if (line_flops * (TL__GEMM_BLOCK_C_BYTES / line_bytes) < max_flops)
-    max_flops = line_flops * (TL__GEMM_BLOCK_C_BYTES / line_bytes);
+  /* the byte bound as flops: the lines within it, at a line's flops */
+  const double c_lines = TL__GEMM_BLOCK_C_BYTES / ((double)other * (double)tl_dtype_size(g->dtype));
+  const double c_flops = c_lines * line_flops(tl_dtype_is_complex(g->dtype), other, g->k);
+  if (c_flops < max_flops) max_flops = c_flops;
   const int64_t len = tl__gemm_cancel_block(tl_dtype_is_complex(g->dtype), dim, other, g->k,
                                             job->block_len, max_flops, min_len);
   if (len == job->block_len) return;
