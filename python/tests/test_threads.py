@@ -145,3 +145,32 @@ def test_context_pins_its_workers_one_per_cpu_unless_told_not_to():
         workers = {t: m for t, m in _task_masks().items() if t not in before}
         assert all(_cpu_list(m) == set(allowed) for m in workers.values())
         del ctx
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_two_threads_give_one_threads_nonfinite_results_on_a_short_k_product(dtype):
+    # A square row-major result with k = 4 and Inf and NaN among the inputs: cutting it over
+    # two threads must not change where Inf turns into NaN (a row cut once ran another
+    # kernel and gave NaN where one thread and numpy give Inf).
+    rng = np.random.default_rng(3)
+
+    def operand(shape):
+        x = rng.standard_normal(shape)
+        if dtype is np.complex128:
+            x = x + 1j * rng.standard_normal(shape)
+        x = x.astype(dtype)
+        flat = x.reshape(-1)
+        flat[::997] = np.nan
+        flat[5::1013] = np.inf
+        flat[7::1019] = -np.inf
+        return x
+
+    a, b = operand((2048, 4)), operand((4, 2048))
+    results = []
+    for threads in (1, 2):
+        with tenlane.Context(threads=threads) as ctx, ctx.session() as s:
+            results.append(np.asarray(s.einsum("ij,jk->ik", a, b)))
+    np.testing.assert_array_equal(results[1], results[0])
+    with np.errstate(all="ignore"):
+        want = np.einsum("ij,jk->ik", a, b)
+    assert np.array_equal(np.isnan(results[0]), np.isnan(want))

@@ -216,10 +216,11 @@ tl_status tl__gemm_batch_run(tl_exec *exec, int team, const tl__gemm_batch *g) {
   if (tl__exec_cancelled(exec))
     return tl__fail(TL_E_CANCELLED, "cancelled before the first block was computed");
   if (tl__gemm_thin_dot_chunks_fit(g)) return long_dot(exec, team, g);
-  /* Blocks cut the longer side of C; a square C is cut along its slower axis, so that a
-   * block is one piece of C's memory (cut the other way, the first block of a 2^14-square
-   * row-major product with k = 4 touched every page of its 2 GiB). */
-  const int split_rows = g->m > g->n || (g->m == g->n && tl__abs64(g->rsc) > tl__abs64(g->csc));
+  /* Blocks cut the longer side of C (for a square C, its columns). Cutting a row-major square
+   * C along its rows instead (so that a block is one piece of its memory) gave NaN where
+   * numpy and one thread give Inf, in c128 products with Inf among the inputs, on two
+   * threads: the row blocks ran another kernel. */
+  const int split_rows = g->m > g->n;
   gemm_job job = {g, 1, split_rows, split_rows ? g->m : g->n, NULL, 0, 0, 0, 0, 0, 0, 0};
   job.tiny = tiny_route(g);
   job.thin = !job.tiny && (g->m == 1 || g->n == 1);

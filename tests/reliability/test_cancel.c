@@ -423,9 +423,9 @@ static void cancel_serial_chunks_on_one_thread(void) {
 }
 
 /* A product with a short k writes far more than it multiplies: a row-major 4096^2 C (128 MiB)
- * with k = 4 is cut into blocks of at most 64 MiB of C, each a piece of C's rows (its slower
- * axis), one serial chunk each. The flag raised at the second leaves C's last rows as they
- * were. In one block the call ran to the end; cut along the columns, every row was touched. */
+ * with k = 4 is cut into blocks of at most 64 MiB of C (a square C along its columns), one
+ * serial chunk each. The flag raised at the second leaves C's last columns as they were. In
+ * one block the call ran to the end. */
 static void cancel_short_k_gemm_between_blocks_of_c(void) {
   th_held held;
   th_held_open(&held, 1);
@@ -446,8 +446,8 @@ static void cancel_short_k_gemm_between_blocks_of_c(void) {
   TH_CHECK(status == TL_E_CANCELLED);
   TH_CHECK(atomic_load(&chunk_passes) == 2);
   const double *cd = c.data;
-  TH_CHECK(cd[0] != -7.0);           /* the first block ran */
-  TH_CHECK(cd[(n - 1) * n] == -7.0); /* the last row's block never began */
+  TH_CHECK(cd[0] != -7.0);     /* the first block ran */
+  TH_CHECK(cd[n - 1] == -7.0); /* the last columns' block never began */
   TH_CHECK(cd[(n - 1) * n + n - 1] == -7.0);
   TH_CHECK_OK(tl_exec_cancel_clear(held.exec));
   tl_tensor_release(&a), tl_tensor_release(&b), tl_tensor_release(&c);
