@@ -171,6 +171,11 @@ def test_two_threads_give_one_threads_nonfinite_results_on_a_short_k_product(dty
         with tenlane.Context(threads=threads) as ctx, ctx.session() as s:
             results.append(np.asarray(s.einsum("ij,jk->ik", a, b)))
     np.testing.assert_array_equal(results[1], results[0])
+    if tenlane.provider().startswith("reference"):
+        # Netlib's zgemm multiplies each element of one operand by alpha = 1 + 0i first, and
+        # 0 * Inf in that product is NaN: on that provider NaN appears where numpy (OpenBLAS)
+        # and tenlane's own kernels give Inf, so only the thread counts are compared there.
+        return
     with np.errstate(all="ignore"):
         want = np.einsum("ij,jk->ik", a, b)
     assert np.array_equal(np.isnan(results[0]), np.isnan(want))
