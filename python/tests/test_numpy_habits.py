@@ -122,3 +122,31 @@ def test_complex_infinity_keeps_numpys_parts(s, rng, spec, shapes, dtype):
                 np.testing.assert_array_equal(
                     test(part(got)), test(part(want)), err_msg=f"{spec} {value}"
                 )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_broadcast_operands_are_read_where_they_lie(rng, dtype, threads):
+    # np.broadcast_to views (stride 0) over 2^20 rows: numpy's einsum reads them in place, and
+    # so must tenlane; a dense copy of one is 16-64 MiB, far past the 1 MiB scratch limit.
+    def random(shape):
+        x = rng.standard_normal(shape)
+        if np.dtype(dtype).kind == "c":
+            x = x + 1j * rng.standard_normal(shape)
+        return x.astype(dtype)
+
+    rows = 1 << 20
+    row, vec, mat = random(4), random(4), random((4, 3))
+    cases = [
+        ("bi,i->b", np.broadcast_to(row, (rows, 4)), vec),
+        ("ib,i->b", np.broadcast_to(row[:, None], (4, rows)), vec),
+        ("bi,ij->bj", np.broadcast_to(row, (rows, 4)), mat),
+        ("bi,bi->b", np.broadcast_to(row, (rows, 4)), random((rows, 4))),
+        ("bxi,iy->bxy", np.broadcast_to(mat.T[None], (rows // 64, 3, 4)),
+         np.broadcast_to(vec[:, None], (4, 16))),
+    ]
+    tol = 1e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-12
+    with tenlane.Context(threads=threads, scratch_limit=1 << 20) as ctx, ctx.session() as s:
+        for spec, a, b in cases:
+            got = np.asarray(s.einsum(spec, a, b))
+            np.testing.assert_allclose(got, np.einsum(spec, a, b), rtol=tol, atol=tol, err_msg=spec)

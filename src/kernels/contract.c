@@ -10,7 +10,10 @@
  * lie in different orders in a and b are the exception: the summed labels but one become
  * batch labels of a scratch result, which is then summed (contract_promoted). A
  * product whose rows are not one stride in a (ajb,j->ab, ajb,jk->akb) makes its slowest
- * rows batch labels that b lacks instead of copying a (rows_in_batch).
+ * rows batch labels that b lacks instead of copying a (rows_in_batch). Broadcast operands
+ * are not copied either: a label of c that every operand holding it walks with stride 0 is
+ * computed at its first index and copied along (contract_constant), and a batch label may
+ * have stride 0 in a or b.
  *
  * Invariant: every check happens before anything is written to c; scratch comes from the
  * surface's arena (no heap allocation once the arena has grown). */
@@ -200,10 +203,14 @@ static int operand_fits(const contraction *x, int op, const group *g0, const gro
                         int64_t rows, int64_t cols, int64_t *rs, int64_t *cs) {
   int64_t s0 = group_stride(x, g0, op), s1 = group_stride(x, g1, op);
   if (s0 == 0 || s1 == 0) return 0;
-  /* Batch axes must not have negative strides either (pointer walk stays simple). */
+  /* Batch axes must not have negative strides either (pointer walk stays simple). A zero
+   * stride in a or b (a broadcast view) is walked as it lies: every batch reads the same
+   * elements, where a dense copy could be larger than memory. */
   for (int i = 0; i < x->batch.count; i++) {
     int pos = find_label(x->labels[op], x->t[op]->rank, x->batch.labels[i]);
-    if (pos >= 0 && x->t[op]->strides[pos] <= 0) return 0; /* absent: stride 0 (rows_in_batch) */
+    if (pos < 0) continue; /* absent: stride 0 (rows_in_batch) */
+    const int64_t s = x->t[op]->strides[pos];
+    if (s < 0 || (s == 0 && op == OP_C)) return 0;
   }
   int64_t r = s0, c = s1;
   if (rows <= 1) r = 1;
@@ -960,6 +967,69 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
   return tl__loop_execute(exec, team, &loop, tl__ew_axpby_kernel(c->dtype, beta_zero), &params);
 }
 
+/* ---- results constant along an axis -------------------------------------------------------
+ * A label of c whose stride is 0 in every operand that holds it (a broadcast view: einsum
+ * bi,i->b or bi,ij->bj with a = broadcast_to(x, (B, 4))) leaves c constant along that axis.
+ * A GEMM cannot take a zero row stride, so the operand was copied dense first, B times its
+ * memory (8 GiB for 2^27 rows of four c128). Instead the product runs with those axes cut to
+ * their first index, and that slice of c is copied along them, one axis after another. Only
+ * with beta == 0 (c's own values differ along the axis). */
+static int constant_axes(const contraction *x, tl_scalar beta, int *along) {
+  if (beta.re != 0.0 || beta.im != 0.0) return 0;
+  const tl_tensor *c = x->t[OP_C];
+  int n = 0;
+  for (int i = 0; i < c->rank; i++) {
+    if (c->shape[i] < 2) continue;
+    int constant = 1;
+    for (int op = 0; op < 2 && constant; op++) {
+      const int pos = find_label(x->labels[op], x->t[op]->rank, x->labels[OP_C][i]);
+      if (pos >= 0 && x->t[op]->strides[pos] != 0) constant = 0;
+    }
+    if (constant) along[n++] = i;
+  }
+  return n;
+}
+
+static tl_status contract_constant(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
+                                   const int *along, int n_along) {
+  tl_tensor cut[3];
+  for (int op = 0; op < 3; op++) cut[op] = *x->t[op];
+  const int *c_labels = x->labels[OP_C];
+  for (int i = 0; i < n_along; i++) {
+    cut[OP_C].shape[along[i]] = 1;
+    for (int op = 0; op < 2; op++) {
+      const int pos = find_label(x->labels[op], cut[op].rank, c_labels[along[i]]);
+      if (pos >= 0) cut[op].shape[pos] = 1;
+    }
+  }
+  contraction y;
+  memset(&y, 0, offsetof(contraction, m));
+  y.m.count = y.n.count = y.k.count = y.batch.count = 0;
+  for (int op = 0; op < 3; op++) {
+    y.t[op] = &cut[op];
+    y.labels[op] = x->labels[op];
+  }
+  tl_status status = classify(&y);
+  if (status != TL_OK) return status;
+  if ((status = contract_run(exec, team, alpha, &y, tl_scalar_real(0.0), c_labels)) != TL_OK)
+    return status;
+  /* c's first slice along each axis in turn fills the rest of that axis: the source is the
+   * slice at index 0 read with stride 0, the destination indices 1 .. e - 1, so they never
+   * share an element. */
+  const tl_tensor *c = x->t[OP_C];
+  tl_tensor done = cut[OP_C];
+  for (int i = 0; i < n_along; i++) {
+    const int axis = along[i];
+    tl_tensor src = done, dst = done;
+    src.shape[axis] = dst.shape[axis] = c->shape[axis] - 1;
+    src.strides[axis] = 0;
+    dst.offset += c->strides[axis];
+    if ((status = tl__copy_execute(exec, team, &dst, &src)) != TL_OK) return status;
+    done.shape[axis] = c->shape[axis];
+  }
+  return TL_OK;
+}
+
 static tl_status contract_into_impl(tl_exec *exec, tl_scalar alpha, const tl_tensor *a,
                                     const int *a_labels, const tl_tensor *b, const int *b_labels,
                                     tl_scalar beta, tl_tensor *c, const int *c_labels) {
@@ -993,7 +1063,10 @@ static tl_status contract_into_impl(tl_exec *exec, tl_scalar alpha, const tl_ten
   if ((status = tl__check_no_overlap(c, "c", b, "b")) != TL_OK) return status;
   int team;
   if ((status = tl__exec_team(exec, &team)) != TL_OK) return status;
-  return contract_run(exec, team, alpha, &x, beta, c_labels);
+  int along[TL_MAX_RANK];
+  const int n_along = constant_axes(&x, beta, along);
+  if (n_along == 0) return contract_run(exec, team, alpha, &x, beta, c_labels);
+  return contract_constant(exec, team, alpha, &x, along, n_along);
 }
 
 tl_status tl_contract_into(tl_exec *exec, const int *c_labels, const tl_tensor *a,

@@ -160,6 +160,112 @@ static void einsum_growing_stream_grows_scratch_a_handful_of_times(void) {
   th_held_close(&h);
 }
 
+static tl_context *context_with(int threads, size_t limit) {
+  tl_context_config config;
+  tl_context_config_init(&config);
+  config.threads = threads;
+  config.scratch_limit = limit;
+  tl_context *ctx = NULL;
+  TH_CHECK_OK(tl_context_create(&config, &ctx));
+  return ctx;
+}
+
+/* Broadcast operands (stride 0 along a label of the result) over 2^21 rows: a dense copy of
+ * one is 64 MiB, past the context's 1 MiB limit, and numpy reads them where they lie. Each
+ * step runs within the limit and gives the exact values (small integers) on 1 and 2 threads:
+ * bi,i->b and bi,ij->bj (a's rows all alike), ib,i->b (a's columns alike), bi,bi->b with a
+ * alike over b and b dense (no constant axis: the batch walks a's zero stride), and bxi,iy->bxy
+ * with b and y both constant axes. */
+static void einsum_broadcast_operands_take_no_dense_copy(void) {
+  const int64_t rows = (int64_t)1 << 21;
+  double row[4] = {1.0, -2.0, 3.0, 5.0}, vec[4] = {2.0, 1.0, -1.0, 4.0};
+  double mat[4 * 3];
+  for (int p = 0; p < 12; p++) mat[p] = (double)(p % 5) - 2.0;
+  double *dense = malloc(sizeof(double) * (size_t)(rows / 2));
+  double *out = malloc(sizeof(double) * (size_t)rows * 3);
+  TH_CHECK(dense != NULL && out != NULL);
+  for (int64_t p = 0; p < rows / 2; p++) dense[p] = (double)(p % 9) - 4.0;
+  double dot = 0.0;
+  for (int i = 0; i < 4; i++) dot += row[i] * vec[i];
+  for (int threads = 1; threads <= 2; threads++) {
+    tl_context *ctx = context_with(threads, (size_t)1 << 20);
+    tl_session *session;
+    TH_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
+    tl_exec *exec = tl_session_exec(session);
+    tl_tensor a, b, c;
+    int64_t a_shape[2] = {rows, 4}, a_strides[2] = {0, 1}, v_shape[1] = {4};
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, a_shape, a_strides, row, 0, &a));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, v_shape, NULL, vec, 0, &b));
+    int64_t c_shape[2] = {rows, 3};
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, c_shape, NULL, out, 0, &c));
+    const tl_tensor *ops[2] = {&a, &b};
+    memset(out, 0, sizeof(double) * (size_t)rows);
+    TH_CHECK_OK(tl_einsum_into(exec, "bi,i->b", 2, ops, &c));
+    for (int64_t p = 0; p < rows; p++) TH_CHECK(out[p] == dot);
+    /* the same rows read as columns: ib,i->b */
+    int64_t t_shape[2] = {4, rows}, t_strides[2] = {1, 0};
+    tl_tensor at;
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, t_shape, t_strides, row, 0, &at));
+    ops[0] = &at;
+    memset(out, 0, sizeof(double) * (size_t)rows);
+    TH_CHECK_OK(tl_einsum_into(exec, "ib,i->b", 2, ops, &c));
+    for (int64_t p = 0; p < rows; p++) TH_CHECK(out[p] == dot);
+    /* bi,ij->bj: every row of c is row * mat (c row-major, rows x 3) */
+    tl_tensor m, c2;
+    int64_t m_shape[2] = {4, 3};
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, m_shape, NULL, mat, 0, &m));
+    TH_CHECK_OK(tl_tensor_wrap_row_major(TL_F64, 2, c_shape, out, &c2));
+    ops[0] = &a;
+    ops[1] = &m;
+    memset(out, 0, sizeof(double) * (size_t)rows * 3);
+    TH_CHECK_OK(tl_einsum_into(exec, "bi,ij->bj", 2, ops, &c2));
+    for (int j = 0; j < 3; j++) {
+      double want = 0.0;
+      for (int i = 0; i < 4; i++) want += row[i] * mat[i + 4 * j];
+      for (int64_t p = 0; p < rows; p++) TH_CHECK(out[3 * p + j] == want);
+    }
+    /* bi,bi->b: a alike over b, b dense (2^18 rows: a dense copy of a is 8 MiB) */
+    tl_tensor a3, b3, c3;
+    int64_t s3[2] = {rows / 8, 4}, a3_strides[2] = {0, 1}, b3_strides[2] = {4, 1};
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, s3, a3_strides, row, 0, &a3));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, s3, b3_strides, dense, 0, &b3));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, s3, NULL, out, 0, &c3));
+    ops[0] = &a3;
+    ops[1] = &b3;
+    memset(out, 0, sizeof(double) * (size_t)rows);
+    TH_CHECK_OK(tl_einsum_into(exec, "bi,bi->b", 2, ops, &c3));
+    for (int64_t p = 0; p < rows / 8; p++) {
+      double want = 0.0;
+      for (int i = 0; i < 4; i++) want += row[i] * dense[4 * p + i];
+      TH_CHECK(out[p] == want);
+    }
+    /* bxi,iy->bxy: b from a's stride 0, y from m's (its columns alike) */
+    tl_tensor a4, m4, c4;
+    int64_t a4_shape[3] = {rows / 64, 2, 4}, a4_strides[3] = {0, 4, 1};
+    int64_t m4_shape[2] = {4, 32}, m4_strides[2] = {1, 0}, c4_shape[3] = {rows / 64, 2, 32};
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 3, a4_shape, a4_strides, dense, 0, &a4));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, m4_shape, m4_strides, vec, 0, &m4));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 3, c4_shape, NULL, out, 0, &c4));
+    ops[0] = &a4;
+    ops[1] = &m4;
+    memset(out, 0, sizeof(double) * (size_t)rows);
+    TH_CHECK_OK(tl_einsum_into(exec, "bxi,iy->bxy", 2, ops, &c4));
+    for (int x = 0; x < 2; x++) {
+      double want = 0.0;
+      for (int i = 0; i < 4; i++) want += dense[4 * x + i] * vec[i];
+      for (int64_t p = 0; p < rows / 64 * 32; p++) {
+        int64_t bb = p % (rows / 64), y = p / (rows / 64);
+        TH_CHECK(out[bb + (rows / 64) * (x + 2 * y)] == want);
+      }
+    }
+    TH_CHECK_OK(tl_session_close(session));
+    TH_CHECK_OK(tl_context_destroy(ctx));
+  }
+  free(dense);
+  free(out);
+}
+
 TH_TEST_MAIN(TH_CASE(einsum_step_over_a_limit_runs_on_the_default_context),
              TH_CASE(einsum_allocator_refusal_is_nomem_with_a_message),
-             TH_CASE(einsum_growing_stream_grows_scratch_a_handful_of_times))
+             TH_CASE(einsum_growing_stream_grows_scratch_a_handful_of_times),
+             TH_CASE(einsum_broadcast_operands_take_no_dense_copy))
