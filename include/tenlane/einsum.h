@@ -62,9 +62,11 @@ typedef enum tl_einsum_layout {
   /* Dense, in the order the last step writes without moving anything (numpy's order='K'):
    * the labels of the last step's first input outermost, in the order that input holds
    * them in memory, then the second input's other labels, in its memory order (numpy's
-   * tensordot layout; a single-operand spec: the operand's order). A product of two
-   * C-ordered matrices is C-ordered; "ij,ij->ji" comes out in the inputs' layout, as a
-   * transposed view would. */
+   * tensordot layout; a single-operand spec: the operand's order). A last step that sums
+   * no label (a Hadamard, outer or broadcast product) is laid out as numpy's einsum lays
+   * it out: from C order, a label goes denser than another when every input holding both
+   * holds it denser. A product of two C-ordered matrices is C-ordered; "ij,ij->ji" comes
+   * out in the inputs' layout, as a transposed view would. */
   TL_EINSUM_LAYOUT_KEEP = 1
 } tl_einsum_layout;
 

@@ -78,6 +78,8 @@ KEEP_CASES = [
     ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], False),
     ("ab,bc,cd->da", [(5, 7), (7, 3), (3, 9)], False),
     ("ij,j->ji", [(5, 7), (7,)], False),
+    ("bdc,dab->cdab", [(4, 5, 6), (5, 3, 4)], False),
+    ("ij,jk->kij", [(5, 7), (7, 3)], True),
 ]
 
 
@@ -111,3 +113,25 @@ def test_order_k_with_a_path_and_errors(s, rng):
     out = np.zeros((7, 5))
     assert s.einsum("ij->ji", a, out=out, order="K") is out  # out= keeps its own layout
     np.testing.assert_array_equal(out, a.T)
+
+
+def test_order_k_lays_out_products_that_sum_nothing_as_numpy(s, rng):
+    # Random Hadamard, outer and broadcast products of up to five labels, each operand C- or
+    # Fortran-ordered or axis-permuted: order="K" gives numpy's strides on every one.
+    letters = "abcde"
+    for _ in range(300):
+        n = int(rng.integers(2, 6))
+        extent = {label: int(rng.integers(2, 5)) for label in letters[:n]}
+        terms = ["".join(rng.permutation(list(extent))[: int(rng.integers(1, n + 1))])
+                 for _ in range(2)]
+        out = "".join(rng.permutation(sorted(set(terms[0]) | set(terms[1]))))
+        spec = f"{terms[0]},{terms[1]}->{out}"
+        ops = []
+        for term in terms:
+            axes = rng.permutation(len(term))
+            x = rng.standard_normal([extent[label] for label in np.array(list(term))[axes]])
+            ops.append(np.transpose(x, np.argsort(axes)))  # term's axis order, axes' memory order
+        want = np.einsum(spec, *ops)
+        got = s.einsum(spec, *ops, order="K")
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=spec)
+        assert got.strides == want.strides, (spec, [o.strides for o in ops])

@@ -194,9 +194,59 @@ static tl_status order_step_labels(const char *spec, tl__einsum_plan *plan) {
   return TL_OK;
 }
 
+/* Position of `label` in slot's memory order (0: densest), -1 when the slot lacks it. */
+static int memory_rank(const tl__einsum_plan *plan, int slot, int label) {
+  int rank;
+  const int *in = slot_memory_order(plan, slot, &rank);
+  for (int k = 0; k < rank; k++)
+    if (in[k] == label) return k;
+  return -1;
+}
+
+static int out_has(const tl__einsum_plan *plan, int label) {
+  for (int m = 0; m < plan->out_rank; m++)
+    if (plan->out_labels[m] == label) return 1;
+  return 0;
+}
+
+/* A last step that sums nothing (a Hadamard, outer or broadcast product) is laid out as
+ * numpy's iterator lays out its output in order "K": from the output's labels in C order
+ * (last densest), each label moves denser past every label that each input holding both
+ * holds less densely (one input holding the other denser stops it), and past labels no
+ * input holds together with it. The tensordot order of the other steps put the second input's
+ * own labels densest whatever their place in it: bdc,dab->cdab wrote a fastest, a stride-16
+ * read of the second input, at twice numpy's time; here c comes first, as numpy's, and the
+ * first input is read in order. */
+static void keep_order_elementwise(const tl__einsum_plan *plan, int first, int second, int *labels,
+                                   int count) {
+  int given[TL_MAX_RANK], n = 0;
+  memcpy(given, labels, sizeof(int) * (size_t)count);
+  for (int m = plan->out_rank - 1; m >= 0; m--)
+    for (int k = 0; k < count; k++)
+      if (given[k] == plan->out_labels[m]) labels[n++] = given[k];
+  const int sides[2] = {first, second};
+  for (int i = 1; i < n; i++) {
+    const int label = labels[i];
+    int at = i;
+    for (int k = i - 1; k >= 0; k--) {
+      int order = 0; /* < 0: label is denser than labels[k]; > 0: not; 0: undecided */
+      for (int side = 0; side < 2 && order <= 0; side++) {
+        const int p = memory_rank(plan, sides[side], label);
+        const int q = memory_rank(plan, sides[side], labels[k]);
+        if (p >= 0 && q >= 0) order = p < q ? -1 : 1;
+      }
+      if (order > 0) break;
+      if (order < 0) at = k;
+    }
+    memmove(labels + at + 1, labels + at, sizeof(int) * (size_t)(i - at));
+    labels[at] = label;
+  }
+}
+
 /* TL_EINSUM_LAYOUT_KEEP's order (einsum.h): the output's labels, densest first. The last
  * step's second input's labels that its first lacks, in the second's memory order, then the
- * first's labels in its own (a single operand: its labels). */
+ * first's labels in its own (a single operand: its labels); a last step that sums nothing
+ * as keep_order_elementwise says. */
 static int keep_order(const tl__einsum_plan *plan, int *labels) {
   int count = 0, first = 0, second = -1;
   if (plan->path.n_steps > 0) {
@@ -216,6 +266,14 @@ static int keep_order(const tl__einsum_plan *plan, int *labels) {
       if (wanted) labels[count++] = in[k];
     }
   }
+  if (second < 0) return count;
+  int sums = 0;
+  for (int side = 0; side < 2; side++) {
+    int rank;
+    const int *in = slot_labels(plan, sides[side], &rank);
+    for (int k = 0; k < rank; k++) sums |= !out_has(plan, in[k]);
+  }
+  if (!sums) keep_order_elementwise(plan, first, second, labels, count);
   return count;
 }
 

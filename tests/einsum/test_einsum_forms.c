@@ -290,6 +290,8 @@ static void einsum_keep_layout_follows_the_operands(void) {
       {"ij->ji", 1, {3}, {1, 5}},             /* one operand: r's own order */
       {"ij,jk,k->ij", 3, {0, 2, 4}, {1, 4}},  /* a network: its last step's inputs */
       {"bjk,jl->lkb", 2, {5, 2}, {1, 12, 3}}, /* t's b then k outermost, c's l innermost */
+      /* sums nothing: as numpy's iterator, a's i then j densest, c's own k outermost */
+      {"ij,jk->kij", 2, {0, 2}, {20, 1, 4}},
   };
   const tl_tensor *all[6] = {&a, &b, &c, &r, &v, &t};
   tl_einsum_options keep;
