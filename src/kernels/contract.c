@@ -990,6 +990,7 @@ static int constant_axes(const contraction *x, tl_scalar beta, int *along) {
   return n;
 }
 
+#define CONSTANT_SLICE_BYTES ((int64_t)64 << 20)
 static tl_status contract_constant(tl_exec *exec, int team, tl_scalar alpha, contraction *x,
                                    const int *along, int n_along) {
   tl_tensor cut[3];
@@ -1002,6 +1003,35 @@ static tl_status contract_constant(tl_exec *exec, int team, tl_scalar alpha, con
       if (pos >= 0) cut[op].shape[pos] = 1;
     }
   }
+  /* A slice of at most CONSTANT_SLICE_BYTES is computed into scratch and copied over all of
+   * c in c's memory order: written where it lies, a slice across c's rows (ab,bc,cd->ad with
+   * d broadcast) touched every page of a fresh c in one call that cannot be cancelled (4 GiB
+   * of page clearing, seconds), where the copy goes in cancellable chunks. */
+  const tl_tensor *c = x->t[OP_C];
+  const int64_t es = (int64_t)tl_dtype_size(c->dtype);
+  const int in_scratch = tl_tensor_numel(&cut[OP_C]) <= CONSTANT_SLICE_BYTES / es;
+  tl_status status;
+  if (in_scratch) {
+    /* dense in c's own axis order, so the copy walks both in the same order */
+    int order[TL_MAX_RANK];
+    for (int i = 0; i < c->rank; i++) {
+      int at = i;
+      while (at > 0 && tl__abs64(c->strides[order[at - 1]]) > tl__abs64(c->strides[i])) {
+        order[at] = order[at - 1];
+        at--;
+      }
+      order[at] = i;
+    }
+    int64_t stride = 1;
+    for (int i = 0; i < c->rank; i++) {
+      cut[OP_C].strides[order[i]] = stride;
+      stride *= cut[OP_C].shape[order[i]];
+    }
+    cut[OP_C].offset = 0;
+    const size_t bytes = (size_t)(tl_tensor_numel(&cut[OP_C]) * es);
+    if ((status = tl__exec_scratch(exec, bytes ? bytes : 64, 64, &cut[OP_C].data)) != TL_OK)
+      return status;
+  }
   contraction y;
   memset(&y, 0, offsetof(contraction, m));
   y.m.count = y.n.count = y.k.count = y.batch.count = 0;
@@ -1009,14 +1039,20 @@ static tl_status contract_constant(tl_exec *exec, int team, tl_scalar alpha, con
     y.t[op] = &cut[op];
     y.labels[op] = x->labels[op];
   }
-  tl_status status = classify(&y);
-  if (status != TL_OK) return status;
+  if ((status = classify(&y)) != TL_OK) return status;
   if ((status = contract_run(exec, team, alpha, &y, tl_scalar_real(0.0), c_labels)) != TL_OK)
     return status;
+  if (in_scratch) {
+    tl_tensor src = cut[OP_C];
+    for (int i = 0; i < n_along; i++) {
+      src.shape[along[i]] = c->shape[along[i]];
+      src.strides[along[i]] = 0;
+    }
+    return tl__copy_execute(exec, team, c, &src);
+  }
   /* c's first slice along each axis in turn fills the rest of that axis: the source is the
    * slice at index 0 read with stride 0, the destination indices 1 .. e - 1, so they never
    * share an element. */
-  const tl_tensor *c = x->t[OP_C];
   tl_tensor done = cut[OP_C];
   for (int i = 0; i < n_along; i++) {
     const int axis = along[i];

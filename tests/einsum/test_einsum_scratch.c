@@ -13,6 +13,7 @@
 #include "tenlane/alloc.h"
 #include "tenlane/context.h"
 #include "tenlane/einsum.h"
+#include "tenlane/ops.h"
 #include "tenlane/session.h"
 #include "tenlane/tensor.h"
 #include "th_fixtures.h"
@@ -265,7 +266,41 @@ static void einsum_broadcast_operands_take_no_dense_copy(void) {
   free(out);
 }
 
+/* c[b, x] = a[b] * v[x] with v broadcast along x (stride 0): x is constant in c. A slice of
+ * c of 2^24 doubles (128 MiB, past the 64 MiB that go through scratch) is computed into c's
+ * first column and copied along x; exact values, 1 and 2 threads, 1 MiB scratch limit. */
+static void contract_constant_axis_with_a_large_slice_writes_in_place(void) {
+  const int64_t rows = (int64_t)1 << 24, cols = 3;
+  double *a = malloc(sizeof(double) * (size_t)rows);
+  double *out = malloc(sizeof(double) * (size_t)(rows * cols));
+  TH_CHECK(a != NULL && out != NULL);
+  for (int64_t p = 0; p < rows; p++) a[p] = (double)(p % 13) - 6.0;
+  double v = 3.0;
+  for (int threads = 1; threads <= 2; threads++) {
+    tl_context *ctx = context_with(threads, (size_t)1 << 20);
+    tl_session *session;
+    TH_CHECK_OK(tl_session_open(ctx, tl_owner_new(), TL_NOWAIT, &session));
+    tl_tensor ta, tv, tc;
+    int64_t a_shape[1] = {rows}, v_shape[1] = {cols}, v_strides[1] = {0};
+    int64_t c_shape[2] = {rows, cols};
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, a_shape, NULL, a, 0, &ta));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 1, v_shape, v_strides, &v, 0, &tv));
+    TH_CHECK_OK(tl_tensor_wrap(TL_F64, 2, c_shape, NULL, out, 0, &tc));
+    const int a_labels[1] = {0}, v_labels[1] = {1}, c_labels[2] = {0, 1};
+    memset(out, 0, sizeof(double) * (size_t)(rows * cols));
+    TH_CHECK_OK(
+        tl_contract_into(tl_session_exec(session), c_labels, &ta, a_labels, &tv, v_labels, &tc));
+    for (int64_t x = 0; x < cols; x++)
+      for (int64_t p = 0; p < rows; p++) TH_CHECK(out[p + rows * x] == a[p] * v);
+    TH_CHECK_OK(tl_session_close(session));
+    TH_CHECK_OK(tl_context_destroy(ctx));
+  }
+  free(a);
+  free(out);
+}
+
 TH_TEST_MAIN(TH_CASE(einsum_step_over_a_limit_runs_on_the_default_context),
              TH_CASE(einsum_allocator_refusal_is_nomem_with_a_message),
              TH_CASE(einsum_growing_stream_grows_scratch_a_handful_of_times),
-             TH_CASE(einsum_broadcast_operands_take_no_dense_copy))
+             TH_CASE(einsum_broadcast_operands_take_no_dense_copy),
+             TH_CASE(contract_constant_axis_with_a_large_slice_writes_in_place))
