@@ -215,7 +215,7 @@ static int out_has(const tl__einsum_plan *plan, int label) {
  * holds less densely (one input holding the other denser stops it), and past labels no
  * input holds together with it. The tensordot order of the other steps put the second input's
  * own labels densest whatever their place in it: bdc,dab->cdab wrote a fastest, a stride-16
- * read of the second input, at twice numpy's time; here c comes first, as numpy's, and the
+ * read of the second input, slower than numpy; here c comes first, as numpy's, and the
  * first input is read in order. */
 static void keep_order_elementwise(const tl__einsum_plan *plan, int first, int second, int *labels,
                                    int count) {

@@ -972,8 +972,8 @@ static tl_status contract_run(tl_exec *exec, int team, tl_scalar alpha, contract
  * bi,i->b or bi,ij->bj with a = broadcast_to(x, (B, 4))) leaves c constant along that axis.
  * A GEMM cannot take a zero row stride, so the operand was copied dense first, B times its
  * memory (8 GiB for 2^27 rows of four c128). Instead the product runs with those axes cut to
- * their first index, and that slice of c is copied along them, one axis after another. Only
- * with beta == 0 (c's own values differ along the axis). */
+ * their first index, and that slice is copied along them (contract_constant). Only with
+ * beta == 0 (c's own values differ along the axis). */
 static int constant_axes(const contraction *x, tl_scalar beta, int *along) {
   if (beta.re != 0.0 || beta.im != 0.0) return 0;
   const tl_tensor *c = x->t[OP_C];
