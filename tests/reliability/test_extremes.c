@@ -491,20 +491,22 @@ static int refused_on_bytes(tl_status status) {
  * stride 0 is a valid a of 2^62 elements over one float, and its copy is 2^64 bytes. The
  * byte count was an unchecked size_t product: it wrapped to 0, a 64-byte scratch block was
  * taken and the copy wrote 2^62 elements into it (heap overflow, then a segfault). Now the
- * product is checked and the call refused with the bytes named. b and c sit over addresses
- * that are never read: the refusal comes first. */
+ * product is checked and the call refused with the bytes named. Both labels are summed here
+ * (a full contraction with a b of the same view): a label of c along which a is broadcast
+ * is no longer copied at all (contract_constant), so only a summed one still needs the copy.
+ * b and c sit over addresses that are never read or written: the refusal comes first. */
 static void extremes_contract_broadcast_copy_bytes(void) {
   th_held held;
   th_held_open(&held, 1);
   float storage[1] = {1.0f};
   const int64_t big = (int64_t)1 << 31;
-  int64_t a_shape[2] = {big, big}, a_strides[2] = {0, 0}, v_shape[1] = {big};
-  int a_labels[2] = {0, 1}, b_labels[1] = {1}, c_labels[1] = {0};
+  int64_t a_shape[2] = {big, big}, a_strides[2] = {0, 0};
+  int a_labels[2] = {0, 1}, b_labels[2] = {0, 1};
   tl_tensor a, b, c;
   TH_CHECK_OK(tl_tensor_wrap(TL_F32, 2, a_shape, a_strides, storage, 0, &a));
-  TH_CHECK_OK(tl_tensor_wrap(TL_F32, 1, v_shape, NULL, fake_at(42), 0, &b));
-  TH_CHECK_OK(tl_tensor_wrap(TL_F32, 1, v_shape, NULL, fake_at(44), 0, &c));
-  TH_CHECK(refused_on_bytes(tl_contract_into(held.exec, c_labels, &a, a_labels, &b, b_labels, &c)));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F32, 2, a_shape, a_strides, fake_at(42), 0, &b));
+  TH_CHECK_OK(tl_tensor_wrap(TL_F32, 0, NULL, NULL, fake_at(44), 0, &c));
+  TH_CHECK(refused_on_bytes(tl_contract_into(held.exec, NULL, &a, a_labels, &b, b_labels, &c)));
   th_held_close(&held);
 }
 
