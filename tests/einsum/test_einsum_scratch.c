@@ -67,10 +67,10 @@ static int net_correct(const net *n) {
   return 1;
 }
 
-static tl_context *context_with_limit(size_t limit) {
+static tl_context *context_with(int threads, size_t limit) {
   tl_context_config config;
   tl_context_config_init(&config);
-  config.threads = 1;
+  config.threads = threads;
   config.scratch_limit = limit;
   tl_context *ctx = NULL;
   TH_CHECK_OK(tl_context_create(&config, &ctx));
@@ -82,7 +82,7 @@ static tl_context *context_with_limit(size_t limit) {
 static void einsum_step_over_a_limit_runs_on_the_default_context(void) {
   net n;
   net_make(&n, 512, 512, 2, 3);
-  tl_context *limited = context_with_limit((size_t)1 << 20);
+  tl_context *limited = context_with(1, (size_t)1 << 20);
   tl_session *session;
   TH_CHECK_OK(tl_session_open(limited, tl_owner_new(), TL_NOWAIT, &session));
   TH_CHECK_STATUS(net_run(tl_session_exec(session), &n), TL_E_SCRATCH_LIMIT);
@@ -159,16 +159,6 @@ static void einsum_growing_stream_grows_scratch_a_handful_of_times(void) {
   fprintf(stderr, "  scratch grew %d times over 15 growing calls, to %zu bytes\n", growths, last);
   TH_CHECK(growths >= 1 && growths <= 5);
   th_held_close(&h);
-}
-
-static tl_context *context_with(int threads, size_t limit) {
-  tl_context_config config;
-  tl_context_config_init(&config);
-  config.threads = threads;
-  config.scratch_limit = limit;
-  tl_context *ctx = NULL;
-  TH_CHECK_OK(tl_context_create(&config, &ctx));
-  return ctx;
 }
 
 /* Broadcast operands (stride 0 along a label of the result) over 2^21 rows: a dense copy of
