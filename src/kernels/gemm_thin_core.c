@@ -5,7 +5,10 @@
  *
  * Memory-bound loops: the axpy pass takes four rows per sweep over c, so c is loaded and
  * stored once per four rows instead of once per row (a 4096-wide c of doubles is all of L1),
- * and the AVX2 and AVX-512 paths read whole vectors with masked tails.
+ * and the AVX2 and AVX-512 paths read whole vectors with masked tails. Where rows are long
+ * (TL__AXPY_FAR_BYTES), each AVX-512 sweep also asks for the line TL__AXPY_AHEAD_BYTES ahead in
+ * every row it reads: the hardware's stream prefetchers alone kept the eight-row c128 sweep of a
+ * 4096 x 4096 matrix from DRAM at about 20 GB/s, where one contiguous run reads at 33 GB/s.
  *
  * Invariant: the arithmetic of one output depends only on the shape and the instruction
  * set, never on where a block of c starts: the axpy pass adds the rows in order, one fused
@@ -15,6 +18,11 @@
 #include "kernels.h"
 /* The most rows one pass of the row updates (tl__thin_axpy) takes. */
 #define TL__AXPY_ROWS_MAX 8
+/* How far ahead of the sweep each row's line is asked for, and the shortest row (in bytes)
+ * for which it is: a shorter row's lines are next to each other in one run the hardware
+ * follows. */
+#define TL__AXPY_AHEAD_BYTES 2048
+#define TL__AXPY_FAR_BYTES 4096
 
 #if TL_X86_KERNELS
 #include <immintrin.h>
@@ -137,6 +145,15 @@ TL__GROUP_COMPLEX(group_c64_c, float)
 
 #include "thin_dot512.h"
 
+/* Ask for the line TL__AXPY_AHEAD_BYTES past p in each of `rows` rows, row_bytes apart (a
+ * hint: nothing faults at an address past the matrix). */
+static inline void rows_ahead(const void *p, int rows, int64_t row_bytes) {
+  /* as integers: the address may lie past the matrix, where a pointer may not point */
+  uintptr_t q = (uintptr_t)p + TL__AXPY_AHEAD_BYTES;
+  for (int r = 0; r < rows; r++, q += (uintptr_t)row_bytes)
+    _mm_prefetch((const char *)q, _MM_HINT_T0);
+}
+
 /* Lanes summed in a fixed order (pairs, then pairs of pairs); for complex sums the even
  * (real) lanes less the odd ones. */
 static inline TL_AVX512 double hsum_pd_512(__m512d v) {
@@ -169,9 +186,11 @@ static TL_AVX512 void axpy_rows_pd_512(int64_t n, int rows, const double *s, con
                  : _mm512_setzero_pd();
   }
   int64_t e = 0;
+  const int far = n * 8 >= TL__AXPY_FAR_BYTES;
   if (rows == 4 && !cplx) { /* the bulk of a real product: whole vectors, two per step */
     const double *u0 = u, *u1 = u + su, *u2 = u + 2 * su, *u3 = u + 3 * su;
     for (; e + 16 <= n; e += 16) {
+      if (far) rows_ahead(u + e, 4, su * 8), rows_ahead(u + e + 8, 4, su * 8);
       __m512d a = _mm512_loadu_pd(c + e), b = _mm512_loadu_pd(c + e + 8);
       a = _mm512_fmadd_pd(sr[0], _mm512_loadu_pd(u0 + e), a);
       b = _mm512_fmadd_pd(sr[0], _mm512_loadu_pd(u0 + e + 8), b);
@@ -186,6 +205,7 @@ static TL_AVX512 void axpy_rows_pd_512(int64_t n, int rows, const double *s, con
     }
   } else if (rows == 8) { /* complex, eight rows: c is read and written half as often */
     for (; e + 8 <= n; e += 8) {
+      if (far) rows_ahead(u + e, 8, su * 8);
       __m512d a = _mm512_loadu_pd(c + e);
       for (int r = 0; r < 8; r++) {
         const __m512d v = _mm512_loadu_pd(u + r * su + e);
@@ -196,6 +216,7 @@ static TL_AVX512 void axpy_rows_pd_512(int64_t n, int rows, const double *s, con
   } else if (rows == 4) { /* complex: one vector per step, whole vectors */
     const double *u0 = u, *u1 = u + su, *u2 = u + 2 * su, *u3 = u + 3 * su;
     for (; e + 8 <= n; e += 8) {
+      if (far) rows_ahead(u + e, 4, su * 8);
       __m512d a = _mm512_loadu_pd(c + e);
       __m512d v0 = _mm512_loadu_pd(u0 + e), v1 = _mm512_loadu_pd(u1 + e);
       __m512d v2 = _mm512_loadu_pd(u2 + e), v3 = _mm512_loadu_pd(u3 + e);
@@ -227,9 +248,11 @@ static TL_AVX512 void axpy_rows_ps_512(int64_t n, int rows, const float *s, cons
     si[r] = _mm512_set_ps(im, -im, im, -im, im, -im, im, -im, im, -im, im, -im, im, -im, im, -im);
   }
   int64_t e = 0;
+  const int far = n * 4 >= TL__AXPY_FAR_BYTES;
   if (rows == 4) { /* the bulk: whole vectors */
     const float *u0 = u, *u1 = u + su, *u2 = u + 2 * su, *u3 = u + 3 * su;
     for (; e + 16 <= n; e += 16) {
+      if (far) rows_ahead(u + e, 4, su * 4);
       __m512 a = _mm512_loadu_ps(c + e);
       __m512 v0 = _mm512_loadu_ps(u0 + e), v1 = _mm512_loadu_ps(u1 + e);
       __m512 v2 = _mm512_loadu_ps(u2 + e), v3 = _mm512_loadu_ps(u3 + e);
