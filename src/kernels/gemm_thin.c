@@ -211,8 +211,8 @@ static void dots_along(thin *t, int isa, int64_t count, const char *x, int64_t x
   const int64_t es = (int64_t)tl_dtype_size(t->dtype);
   const int cplx = tl_dtype_is_complex(t->dtype);
   const int64_t row = t->k * es;
-  const int stream =
-      row >= TL__DOT_STREAM_ROW && tl__i64_mul3_sat(total, row, ys ? 2 : 1) > TL__DOT_STREAM_BYTES;
+  const int far = tl__i64_mul3_sat(total, row, ys ? 2 : 1) > TL__DOT_STREAM_BYTES;
+  const int stream = row >= TL__DOT_STREAM_ROW && far;
   const int64_t shorts = stream ? 0 : tl__thin_dots_short_width(isa, t->dtype, t->k);
   for (int64_t e = 0; e < count;) {
     const char *xe = x + e * xs * es, *ye = y + e * ys * es;
@@ -224,7 +224,7 @@ static void dots_along(thin *t, int isa, int64_t count, const char *x, int64_t x
       e++;
     } else if (shorts && e + shorts <= count) {
       double re[16], im[16];
-      tl__thin_dots_short(isa, t->dtype, t->k, xe, xs, ye, ys, re, im);
+      tl__thin_dots_short(isa, t->dtype, t->k, xe, xs, ye, ys, far, re, im);
       store_group(t, ce, shorts, sc, re, im, 1);
       e += shorts;
     } else if (!cplx && e + 4 <= count) {
@@ -528,7 +528,8 @@ void tl__gemm_thin_rows(const tl__gemm_batch *g, int64_t begin, int64_t end) {
       for (int64_t i = 0; i < g->m; i++) {
         double re[16], im[16];
         tl__thin_dots_short(isa, g->dtype, g->k, g->a + (oa + i * g->rsa) * es,
-                            g->batch_strides[0][0], g->b + ob * es, g->batch_strides[1][0], re, im);
+                            g->batch_strides[0][0], g->b + ob * es, g->batch_strides[1][0], 0, re,
+                            im);
         store_group(&t, g->c + (oc + i * g->rsc) * es, width, g->batch_strides[2][0], re, im, 1);
       }
       done = width;

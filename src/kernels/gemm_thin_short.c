@@ -14,11 +14,14 @@
  * keep the single dot's order: doubles ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
  * (hsum_pd_512; the last + a - for a complex real part), floats the even lanes in order and
  * the odd lanes in order, each from 0, then even + odd (hsum_ps_512). n counts reals (k, or
- * 2k for a complex dtype): at most 32 for doubles, whose longer dots gained nothing here,
- * and 512 for floats, whose sixteen-lane sum is a longer chain (256 f32 entries of 256: 9.4
- * against 10.1 us; past 512 the products dominate). Gathering each element position across
- * the entries was tried first and dropped: f64 entries got slower than the single dots.
- * Pure core: never fails, allocates nothing. */
+ * 2k for a complex dtype): at most 64 for doubles (longer ones gained in cache but lost in
+ * the batched matrix-vector rows of gemm_thin.c: c128 at 4096 x 4 x 64 went from 0.74 to
+ * 1.03 of numpy's time at 128), and 512 for floats, whose sixteen-lane sum is a longer chain
+ * (256 f32 entries of 256: 9.4 against 10.1 us; past 512 the products dominate). With
+ * `ahead` the dots read as the streaming single dot does (a prefetch 1 KiB ahead, loads in
+ * halves off a cache line), for batches that stream from memory; the additions are the same.
+ * Gathering each element position across the entries was tried first and dropped: f64 entries got
+ * slower than the single dots. Pure core: never fails, allocates nothing. */
 #include "kernels.h"
 #if TL_X86_KERNELS
 #include "thin_dot512.h"
@@ -29,7 +32,7 @@ int tl__thin_dots_short_width(int isa, tl_dtype dtype, int64_t k) {
 #if TL_X86_KERNELS
   if (isa < TL__ISA_AVX512 || k < 1) return 0;
   const int64_t n = tl_dtype_is_complex(dtype) ? 2 * k : k;
-  if (dtype == TL_F64 || dtype == TL_C128) return n <= 32 ? 8 : 0;
+  if (dtype == TL_F64 || dtype == TL_C128) return n <= 64 ? 8 : 0;
   return n <= 512 ? 16 : 0;
 #else
   (void)isa, (void)dtype, (void)k;
@@ -73,12 +76,15 @@ static inline TL_AVX512 __m512d totals_pd(const __m512d *v, int minus) {
   return _mm512_permutexvar_pd(_mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0), r);
 }
 
-static TL_AVX512 void short_dots_pd(int n, int cplx, const double *x, int64_t sx, const double *y,
-                                    int64_t sy, double *re, double *im) {
+static TL_AVX512 void short_dots_pd(int n, int cplx, int ahead, const double *x, int64_t sx,
+                                    const double *y, int64_t sy, double *re, double *im) {
   __m512d same[8], swapped[8];
   if (n <= 8) {
     TL__ONE_STEP(__m512d, __mmask8, 8, _mm512_setzero_pd, _mm512_maskz_loadu_pd, _mm512_fmadd_pd,
                  _mm512_add_pd, _mm512_permute_pd(y0, 0x55));
+  } else if (ahead) {
+    for (int j = 0; j < 8; j++)
+      dot_pd_512(n, x + j * sx, y + j * sy, cplx, 1, &same[j], &swapped[j]);
   } else {
     for (int j = 0; j < 8; j++)
       dot_pd_512_as(n, x + j * sx, y + j * sy, cplx, 0, 0, &same[j], &swapped[j]);
@@ -106,12 +112,16 @@ static inline TL_AVX512 __m512 totals_ps(int n, const __m512 *p, int minus) {
   return minus ? _mm512_sub_ps(even, odd) : _mm512_add_ps(even, odd);
 }
 
-static TL_AVX512 void short_dots_ps(int n, int cplx, const float *x, int64_t sx, const float *y,
-                                    int64_t sy, double *re, double *im) {
+static TL_AVX512 void short_dots_ps(int n, int cplx, int ahead, const float *x, int64_t sx,
+                                    const float *y, int64_t sy, double *re, double *im) {
   __m512 same[16], swapped[16];
   if (n <= 16) {
     TL__ONE_STEP(__m512, __mmask16, 16, _mm512_setzero_ps, _mm512_maskz_loadu_ps, _mm512_fmadd_ps,
                  _mm512_add_ps, _mm512_permute_ps(y0, 0xB1));
+  } else if (ahead) {
+    for (int j = 0; j < 16; j++)
+      dot_ps_512(n, x + j * sx, y + j * sy, cplx, 1, &same[j], &swapped[j]);
+    n = 16;
   } else {
     for (int j = 0; j < 16; j++)
       dot_ps_512_as(n, x + j * sx, y + j * sy, cplx, 0, 0, &same[j], &swapped[j]);
@@ -127,17 +137,20 @@ static TL_AVX512 void short_dots_ps(int n, int cplx, const float *x, int64_t sx,
 #endif /* TL_X86_KERNELS */
 
 void tl__thin_dots_short(int isa, tl_dtype dtype, int64_t k, const void *x, int64_t xs,
-                         const void *y, int64_t ys, double *re, double *im) {
+                         const void *y, int64_t ys, int ahead, double *re, double *im) {
 #if TL_X86_KERNELS
   (void)isa;
   const int cplx = tl_dtype_is_complex(dtype);
   const int n = (int)(cplx ? 2 * k : k);
   const int64_t units = cplx ? 2 : 1; /* reals an element */
   if (dtype == TL_F64 || dtype == TL_C128)
-    short_dots_pd(n, cplx, (const double *)x, xs * units, (const double *)y, ys * units, re, im);
+    short_dots_pd(n, cplx, ahead, (const double *)x, xs * units, (const double *)y, ys * units, re,
+                  im);
   else
-    short_dots_ps(n, cplx, (const float *)x, xs * units, (const float *)y, ys * units, re, im);
+    short_dots_ps(n, cplx, ahead, (const float *)x, xs * units, (const float *)y, ys * units, re,
+                  im);
 #else
-  (void)isa, (void)dtype, (void)k, (void)x, (void)xs, (void)y, (void)ys, (void)re, (void)im;
+  (void)isa, (void)dtype, (void)k, (void)x, (void)xs, (void)y, (void)ys, (void)ahead, (void)re,
+      (void)im;
 #endif
 }

@@ -505,14 +505,15 @@ void tl__thin_dot4_real(int isa, tl_dtype dtype, int64_t k, const void *x, int64
                         const void *y, int64_t ys, double *out);
 /* gemm_thin_short.c: short dots across a group of entries. _width: how many entries one
  * call of tl__thin_dots_short takes (8 for F64 and C128, 16 for F32 and C64) when it
- * applies, else 0: it needs AVX-512 (isa) and at most 32 reals an entry for F64 and C128
- * (k, or 2k complex), 512 for F32 and C64. Entry
+ * applies, else 0: it needs AVX-512 (isa) and at most 64 reals an entry for F64 and C128
+ * (k, or 2k complex), 512 for F32 and C64. ahead: read as tl__thin_dot_stream does (for
+ * batches that stream from memory), with the same bits. Entry
  * j's operands are x + j xs and y + j ys (strides in elements, any sign), each k contiguous
  * elements; re[j] and im[j] (im only for a complex dtype) get the tl__thin_dot of entry j at
  * that isa, bit for bit. Pure, never fails. */
 int tl__thin_dots_short_width(int isa, tl_dtype dtype, int64_t k);
 void tl__thin_dots_short(int isa, tl_dtype dtype, int64_t k, const void *x, int64_t xs,
-                         const void *y, int64_t ys, double *re, double *im);
+                         const void *y, int64_t ys, int ahead, double *re, double *im);
 void tl__thin_axpy(int isa, tl_dtype dtype, int64_t count, int64_t k, tl_scalar alpha,
                    const void *u, int64_t su_k, const void *v, int64_t sv_k, void *c);
 /* TL__DOT_GROUP complex dots side by side (C128 or C64): dot l is over i < k of

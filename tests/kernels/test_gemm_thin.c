@@ -441,10 +441,10 @@ static int same_bits_or_nan(double got, double want) {
 }
 
 /* The batch of short dots (tl__thin_dots_short) gives each entry the bits of its single dot
- * (tl__thin_dot) at AVX-512, for the k it takes (up to 32 reals an entry for doubles, 512
- * for floats), packed, padded and backward entry strides, with signed zeros, underflows,
- * infinities and NaN among the operands; below AVX-512, and past those lengths, it takes
- * nothing. */
+ * (tl__thin_dot) at AVX-512, for the k it takes (up to 64 reals an entry for doubles, 512
+ * for floats), packed, padded and backward entry strides, read as a stream or not, with signed
+ * zeros, underflows, infinities and NaN among the operands; below AVX-512, and past those lengths,
+ * it takes nothing. */
 static void gemm_thin_short_dots_match_single_dots(void) {
   enum { MAXK = 513, SPAN = 16 * (MAXK + 3) };
   static char xb[2 * SPAN * 8], yb[2 * SPAN * 8];
@@ -455,17 +455,19 @@ static void gemm_thin_short_dots_match_single_dots(void) {
     const tl_dtype dt = dtypes[di];
     const int cplx = tl_dtype_is_complex(dt), single = dt == TL_F32 || dt == TL_C64;
     const int64_t es = (int64_t)tl_dtype_size(dt);
-    static const int64_t longer[] = {48, 100, 255, 256, 257, 512, 513};
-    for (int64_t kk = 1; kk <= 33 + 7; kk++) { /* 1 .. 33, then longer[] */
+    static const int64_t longer[] = {48, 64, 65, 100, 255, 256, 257, 512, 513};
+    for (int64_t kk = 1; kk <= 33 + 9; kk++) { /* 1 .. 33, then longer[] */
       const int64_t k = kk <= 33 ? kk : longer[kk - 34];
       const int width = tl__thin_dots_short_width(top, dt, k);
-      if (top < TL__ISA_AVX512 || (cplx ? 2 * k : k) > (single ? 512 : 32)) {
+      if (top < TL__ISA_AVX512 || (cplx ? 2 * k : k) > (single ? 512 : 64)) {
         TH_CHECK(width == 0);
         continue;
       }
       TH_CHECK(width == (single ? 16 : 8));
-      for (int layout = 0; layout < 3; layout++) {
-        /* x: packed or padded rows; y: packed, padded, or read backwards */
+      for (int run = 0; run < 6; run++) {
+        /* x: packed or padded rows; y: packed, padded, or read backwards; each with and
+         * without the streaming reads (ahead: prefetches, loads in halves off a line) */
+        const int layout = run % 3, ahead = run / 3;
         const int64_t xs = layout == 0 ? k : k + 3;
         const int64_t ys = layout == 0 ? k : layout == 1 ? k + 1 : -(k + 2);
         for (int64_t i = 0; i < SPAN; i++) {
@@ -483,7 +485,7 @@ static void gemm_thin_short_dots_match_single_dots(void) {
           }
         double re[16], im[16];
         memset(re, 0, sizeof re), memset(im, 0, sizeof im);
-        tl__thin_dots_short(top, dt, k, x, xs, y, ys, re, im);
+        tl__thin_dots_short(top, dt, k, x, xs, y, ys, ahead, re, im);
         for (int j = 0; j < width; j++) {
           double want_re = NAN, want_im = NAN;
           tl__thin_dot(top, dt, k, x + j * xs * es, y + j * ys * es, &want_re, &want_im);
