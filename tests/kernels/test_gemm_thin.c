@@ -7,6 +7,7 @@
 #include <complex.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -412,6 +413,51 @@ static void gemm_thin_rows_batch_matches_single_entries(void) {
   TH_CHECK(!tl__gemm_thin_rows_fit(&g)); /* not a matrix-vector product */
 }
 
+/* A batch whose operands are larger than the caches (over TL__ROWS_AHEAD_BYTES, 8 MiB) asks
+ * for its next group's lines and reads its dots as a stream: the results keep tl__gemm_thin's
+ * bits entry by entry, through the last group, whose hints point past the operands. */
+static void gemm_thin_rows_large_batch_matches_single_entries(void) {
+  enum { B = 1 << 16, M = 4, K = 16 };
+  static const tl_dtype big[] = {TL_F64, TL_C128};
+  const int isa = tl__gemm_thin_isa();
+  uint64_t state = 41;
+  for (int di = 0; di < 2; di++) {
+    const tl_dtype dt = big[di];
+    const size_t es = tl_dtype_size(dt);
+    char *a = malloc((size_t)B * M * K * es), *b = malloc((size_t)B * K * es);
+    char *c1 = malloc((size_t)B * M * es), *c2 = malloc((size_t)B * M * es);
+    TH_CHECK(a && b && c1 && c2);
+    if (!a || !b || !c1 || !c2) {
+      free(a), free(b), free(c1), free(c2);
+      return;
+    }
+    for (int64_t i = 0; i < (int64_t)B * M * K; i++)
+      th_num_store(dt, a, i, th_num_uniform(&state) - 0.5);
+    for (int64_t i = 0; i < (int64_t)B * K; i++)
+      th_num_store(dt, b, i, th_num_uniform(&state) - 0.5);
+    tl__gemm_batch g;
+    memset(&g, 0, sizeof g);
+    g.dtype = dt;
+    g.m = M, g.n = 1, g.k = K;
+    g.alpha = tl_scalar_real(1.0), g.beta = tl_scalar_real(0.0);
+    g.a = a, g.b = b, g.c = c1;
+    g.rsa = K, g.csa = 1, g.rsb = 1, g.csb = 1, g.rsc = 1, g.csc = 1;
+    g.batches = B, g.batch_rank = 1, g.batch_shape[0] = B;
+    g.batch_strides[0][0] = M * K, g.batch_strides[1][0] = K, g.batch_strides[2][0] = M;
+    if (tl__thin_dots_short_width(isa, dt, K) == 0) {
+      TH_CHECK(!tl__gemm_thin_rows_fit(&g));
+    } else {
+      TH_CHECK(tl__gemm_thin_rows_fit(&g));
+      tl__gemm_thin_rows(&g, 0, B);
+      for (int64_t e = 0; e < B; e++)
+        TH_CHECK(tl__gemm_thin(dt, M, 1, K, g.alpha, a + e * M * K * es, K, 1, b + e * K * es, 1, 1,
+                               g.beta, c2 + e * M * es, 1, 1) == 1);
+      TH_CHECK(memcmp(c1, c2, (size_t)B * M * es) == 0);
+    }
+    free(a), free(b), free(c1), free(c2);
+  }
+}
+
 /* A value for the short dots' operands: mostly uniform, and in some entries signed zeros,
  * products that underflow to a signed zero, infinities and NaN, whose signs and payloads the
  * single dot's operation order decides. */
@@ -679,6 +725,7 @@ TH_TEST_MAIN(TH_CASE(gemm_thin_kernel_matches_naive),
              TH_CASE(gemm_thin_dots_batch_matches_single_entries),
              TH_CASE(gemm_thin_streaming_dots_keep_each_entrys_bits),
              TH_CASE(gemm_thin_rows_batch_matches_single_entries),
+             TH_CASE(gemm_thin_rows_large_batch_matches_single_entries),
              TH_CASE(gemm_thin_short_dots_match_single_dots),
              TH_CASE(gemm_thin_complex_groups_agree_at_every_isa),
              TH_CASE(gemm_thin_einsum_terms_match_naive),
