@@ -214,7 +214,12 @@ static void small_complex_kernels_match_naive(void) {
                                {23, 8, 4},
                                {25, 3, 2},
                                {64, 64, 64},
-                               {33, 10, 17}};
+                               {33, 10, 17},
+                               /* a column-major A into a row-major C of a few columns
+                                  goes through pieces of C: several pieces, a short last */
+                               {200, 2, 2},
+                               {130, 4, 3},
+                               {70, 1, 5}};
   const tl_scalar alphas[] = {{1.0, 0.0}, {0.5, -0.75}},
                   betas[] = {{0.0, 0.0}, {1.0, 0.0}, {-0.5, 0.25}};
   unsigned seed = 12345u;
