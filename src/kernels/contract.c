@@ -311,8 +311,7 @@ static void gather_rows(int64_t rows, int64_t runs, const int64_t *row_at, int64
     /* The runs are scattered over a (bit-reversed rows: a new page each), too far apart for
      * the hardware prefetchers: ask for the one GATHER_AHEAD rows on. */
     if (i + GATHER_AHEAD < rows) {
-      const char *ahead = a + row_at[i + GATHER_AHEAD];
-      for (int64_t at = 0; at < run_bytes; at += 64) __builtin_prefetch(ahead + at);
+      tl__prefetch_span(a + row_at[i + GATHER_AHEAD], run_bytes, 0);
     }
     const char *in = a + row_at[i];
     for (int64_t r = 0; r < runs; r++) {

@@ -164,9 +164,9 @@ static inline void bs_ahead_next(const tl__gemm_batch *g, bs_ahead *ah, int64_t 
   const int64_t es = (int64_t)tl_dtype_size(g->dtype);
   const char *a = g->a + ah->cur.oa * es, *b = g->b + ah->cur.ob * es;
   const char *c = g->c + ah->cur.oc * es;
-  for (int64_t i = 0; i < ah->span[0]; i += 64) __builtin_prefetch(a + i, 0, 3);
-  for (int64_t i = 0; i < ah->span[1]; i += 64) __builtin_prefetch(b + i, 0, 3);
-  for (int64_t i = 0; i < ah->span[2]; i += 64) __builtin_prefetch(c + i, 1, 3);
+  tl__prefetch_span(a, ah->span[0], 0);
+  tl__prefetch_span(b, ah->span[1], 0);
+  tl__prefetch_span(c, ah->span[2], 1);
   bs_cursor_next(g, &ah->cur);
 }
 #endif

@@ -301,16 +301,16 @@ union small_pack {
   float c[2 * SMALL_PACK];
 };
 
-/* Copies the rows x cols complex matrix x (row stride rs, column stride cs, in elements of
- * es bytes) into dst column by column, leading dimension rows. */
-static void pack_complex(size_t es, int64_t rows, int64_t cols, const void *x, int64_t rs,
-                         int64_t cs, union small_pack *dst) {
-  const char *s = x;
-  char *d = (char *)dst;
+/* Copies the rows x cols complex matrix at src (row stride srs, column stride scs, in
+ * elements of es bytes) to dst (strides drs, dcs). */
+static void copy_complex(size_t es, int64_t rows, int64_t cols, const void *src, int64_t srs,
+                         int64_t scs, void *dst, int64_t drs, int64_t dcs) {
+  const char *s = src;
+  char *d = dst;
   for (int64_t q = 0; q < cols; q++)
     for (int64_t r = 0; r < rows; r++) {
-      char *to = d + (size_t)(q * rows + r) * es;
-      const char *from = s + (r * rs + q * cs) * (int64_t)es;
+      char *to = d + (r * drs + q * dcs) * (int64_t)es;
+      const char *from = s + (r * srs + q * scs) * (int64_t)es;
       if (es == 16) /* constant sizes: each copy compiles to a move */
         memcpy(to, from, 16);
       else
@@ -318,20 +318,10 @@ static void pack_complex(size_t es, int64_t rows, int64_t cols, const void *x, i
     }
 }
 
-/* The inverse of pack_complex: the column-major rows x cols piece back into x. */
-static void unpack_complex(size_t es, int64_t rows, int64_t cols, const union small_pack *src,
-                           void *x, int64_t rs, int64_t cs) {
-  const char *d = (const char *)src;
-  char *s = x;
-  for (int64_t q = 0; q < cols; q++)
-    for (int64_t r = 0; r < rows; r++) {
-      const char *from = d + (size_t)(q * rows + r) * es;
-      char *to = s + (r * rs + q * cs) * (int64_t)es;
-      if (es == 16)
-        memcpy(to, from, 16);
-      else
-        memcpy(to, from, 8);
-    }
+/* x (strides rs, cs) into dst column by column, leading dimension rows. */
+static void pack_complex(size_t es, int64_t rows, int64_t cols, const void *x, int64_t rs,
+                         int64_t cs, union small_pack *dst) {
+  copy_complex(es, rows, cols, x, rs, cs, dst, 1, rows);
 }
 
 static int run_vector(int kernel, tl_dtype dtype, int64_t m, int64_t n, int64_t k, tl_scalar alpha,
@@ -395,11 +385,11 @@ int tl__gemm_small_complex(int kernel, tl_dtype dtype, int64_t m, int64_t n, int
       union small_pack piece;
       for (int64_t r0 = 0; r0 < m; r0 += rows) {
         const int64_t mr = m - r0 < rows ? m - r0 : rows;
-        char *c0 = (char *)c + (size_t)(r0 * rsc) * es;
+        char *c0 = (char *)c + r0 * rsc * (int64_t)es;
         if (read_c) pack_complex(es, mr, n, c0, rsc, 1, &piece);
-        run_vector(kernel, dtype, mr, n, k, alpha, (const char *)a + (size_t)r0 * es, csa, b, rsb,
+        run_vector(kernel, dtype, mr, n, k, alpha, (const char *)a + r0 * (int64_t)es, csa, b, rsb,
                    csb, beta, &piece, mr);
-        unpack_complex(es, mr, n, &piece, c0, rsc, 1);
+        copy_complex(es, mr, n, &piece, 1, mr, c0, rsc, 1);
       }
       return 1;
     }

@@ -515,7 +515,7 @@ int tl__gemm_thin_rows_fit(const tl__gemm_batch *g) {
 }
 
 /* Operands larger than this (in all) are read from memory, not from a cache the last call
- * left them in: there the rows ask for their lines ahead (rows_ahead). Below it the hints
+ * left them in: there the rows ask for their lines ahead (next_group_ahead). Below it the hints
  * cost more than they save (1024 x 8 x 32 c128, 4 MiB: 0.55 -> 0.70 of numpy's time). The
  * dots then also read as the streaming dot does (tl__thin_dots_short's ahead). */
 #define TL__ROWS_AHEAD_BYTES ((int64_t)8 << 20)
@@ -526,15 +526,17 @@ int tl__gemm_thin_rows_fit(const tl__gemm_batch *g) {
  * stride, which the hardware's stream prefetchers do not follow. One row at a time, before
  * the current group's same row, so the requests are spread over the group's work. Hints
  * only, as integers: the addresses may lie past the operands. */
-static void rows_ahead(const tl__gemm_batch *g, int64_t oa, int64_t ob, int64_t width, int64_t i) {
+static void next_group_ahead(const tl__gemm_batch *g, int64_t oa, int64_t ob, int64_t width,
+                             int64_t i) {
   const int64_t es = (int64_t)tl_dtype_size(g->dtype), run = g->k * es;
   for (int64_t j = width; j < 2 * width; j++) {
-    uintptr_t a =
+    const uintptr_t a =
         (uintptr_t)g->a + (uintptr_t)((oa + j * g->batch_strides[0][0] + i * g->rsa) * es);
-    for (int64_t at = 0; at < run; at += 64) __builtin_prefetch((const void *)(a + (uintptr_t)at));
-    if (i > 0) continue;
-    uintptr_t b = (uintptr_t)g->b + (uintptr_t)((ob + j * g->batch_strides[1][0]) * es);
-    for (int64_t at = 0; at < run; at += 64) __builtin_prefetch((const void *)(b + (uintptr_t)at));
+    tl__prefetch_span((const void *)a, run, 0);
+    if (i == 0) {
+      const uintptr_t b = (uintptr_t)g->b + (uintptr_t)((ob + j * g->batch_strides[1][0]) * es);
+      tl__prefetch_span((const void *)b, run, 0);
+    }
   }
 }
 
@@ -551,7 +553,7 @@ void tl__gemm_thin_rows(const tl__gemm_batch *g, int64_t begin, int64_t end) {
     int64_t done = 1;
     if (e + width <= end && idx[0] + width <= g->batch_shape[0]) {
       for (int64_t i = 0; i < g->m; i++) {
-        if (far) rows_ahead(g, oa, ob, width, i);
+        if (far) next_group_ahead(g, oa, ob, width, i);
         double re[16], im[16];
         tl__thin_dots_short(isa, g->dtype, g->k, g->a + (oa + i * g->rsa) * es,
                             g->batch_strides[0][0], g->b + ob * es, g->batch_strides[1][0], far, re,

@@ -82,12 +82,12 @@ static TL_AVX512 void short_dots_pd(int n, int cplx, int ahead, const double *x,
   if (n <= 8) {
     TL__ONE_STEP(__m512d, __mmask8, 8, _mm512_setzero_pd, _mm512_maskz_loadu_pd, _mm512_fmadd_pd,
                  _mm512_add_pd, _mm512_permute_pd(y0, 0x55));
-  } else if (ahead) {
-    for (int j = 0; j < 8; j++)
-      dot_pd_512(n, x + j * sx, y + j * sy, cplx, 1, &same[j], &swapped[j]);
   } else {
     for (int j = 0; j < 8; j++)
-      dot_pd_512_as(n, x + j * sx, y + j * sy, cplx, 0, 0, &same[j], &swapped[j]);
+      if (ahead) /* the streaming form: loads in halves off a line, a prefetch */
+        dot_pd_512(n, x + j * sx, y + j * sy, cplx, 1, &same[j], &swapped[j]);
+      else
+        dot_pd_512_as(n, x + j * sx, y + j * sy, cplx, 0, 0, &same[j], &swapped[j]);
   }
   _mm512_storeu_pd(re, totals_pd(same, cplx));
   if (cplx) _mm512_storeu_pd(im, totals_pd(swapped, 0));
@@ -118,13 +118,12 @@ static TL_AVX512 void short_dots_ps(int n, int cplx, int ahead, const float *x, 
   if (n <= 16) {
     TL__ONE_STEP(__m512, __mmask16, 16, _mm512_setzero_ps, _mm512_maskz_loadu_ps, _mm512_fmadd_ps,
                  _mm512_add_ps, _mm512_permute_ps(y0, 0xB1));
-  } else if (ahead) {
-    for (int j = 0; j < 16; j++)
-      dot_ps_512(n, x + j * sx, y + j * sy, cplx, 1, &same[j], &swapped[j]);
-    n = 16;
   } else {
     for (int j = 0; j < 16; j++)
-      dot_ps_512_as(n, x + j * sx, y + j * sy, cplx, 0, 0, &same[j], &swapped[j]);
+      if (ahead) /* the streaming form, as for doubles */
+        dot_ps_512(n, x + j * sx, y + j * sy, cplx, 1, &same[j], &swapped[j]);
+      else
+        dot_ps_512_as(n, x + j * sx, y + j * sy, cplx, 0, 0, &same[j], &swapped[j]);
     n = 16; /* every lane holds a sum now */
   }
   float part[16];

@@ -584,4 +584,16 @@ tl_status tl__copy_execute(struct tl_exec *exec, int team, const tl_tensor *dst,
 /* |v| of a stride or extent (never INT64_MIN here). */
 static inline int64_t tl__abs64(int64_t v) { return v < 0 ? -v : v; }
 
+/* Ask for every 64-byte line of the `bytes` bytes from p, to be read (a hint: nothing is
+ * read, nothing faults, p may lie past an operand's end). `write`: to be written. */
+static inline void tl__prefetch_span(const void *p, int64_t bytes, int write) {
+  const char *q = (const char *)p;
+  for (int64_t at = 0; at < bytes; at += 64) {
+    if (write)
+      __builtin_prefetch(q + at, 1, 3);
+    else
+      __builtin_prefetch(q + at, 0, 3);
+  }
+}
+
 #endif
